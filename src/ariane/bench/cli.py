@@ -1,0 +1,18 @@
+"""``ariane bench``: the benchmark commands."""
+
+from __future__ import annotations
+
+import click
+
+from ariane.cli import LazyGroup
+
+__all__ = ["bench"]
+
+BENCHMARKS: dict[str, str] = {
+    "store": "ariane.bench.store:store_bench",
+}
+
+
+@click.group(cls=LazyGroup, lazy_commands=BENCHMARKS)
+def bench() -> None:
+    """Benchmarks that print throughput and latency numbers."""

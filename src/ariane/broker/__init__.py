@@ -1,0 +1,1 @@
+"""RocketMQ's ``broker``."""

@@ -1,0 +1,54 @@
+"""The ``ariane`` command line: one entry point, sub-commands loaded on first use.
+
+Each sub-command lives next to the code it drives and is registered here by dotted path, so
+``ariane --help`` stays fast and a broken optional part cannot break the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+__all__ = ["LazyGroup", "main"]
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported only when used.
+
+    Args:
+        lazy_commands: sub-command name -> ``"module.path:attribute"`` of a ``click.Command``.
+    """
+
+    def __init__(
+        self, *args: object, lazy_commands: dict[str, str] | None = None, **kwargs: object
+    ) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy_commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = self.lazy_commands.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        module_name, _, attr = target.partition(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return command
+
+
+COMMANDS: dict[str, str] = {
+    "store": "ariane.store.tools.cli:store",
+    "bench": "ariane.bench.cli:bench",
+}
+
+
+@click.group(
+    cls=LazyGroup, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]}
+)
+@click.version_option(package_name="ariane")
+def main() -> None:
+    """Ariane: a RocketMQ-compatible message broker in Python."""

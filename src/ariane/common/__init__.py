@@ -1,0 +1,1 @@
+"""RocketMQ's ``common`` module: the message model and shared constants. No I/O."""

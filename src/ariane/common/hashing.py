@@ -1,0 +1,62 @@
+"""Java ``String.hashCode`` and the hashes RocketMQ derives from it.
+
+The ConsumeQueue stores ``tagsCode`` = the sign-extended Java hash of the TAGS property, and the
+IndexFile stores ``abs(hash)`` of ``topic#key`` (with ``Integer.MIN_VALUE`` mapped to 0). Python's
+``hash()`` is unrelated; these functions reproduce Java's arithmetic over UTF-16 code units with
+32-bit wrap-around.
+"""
+
+from __future__ import annotations
+
+from array import array
+from functools import lru_cache
+from operator import mul
+
+__all__ = ["index_key_hash", "java_string_hash", "tags_code"]
+
+_MASK = 0xFFFFFFFF
+_MAX_CACHED_POWERS = 4096
+# _POWERS[i] = 31**(_MAX_CACHED_POWERS - 1 - i) mod 2**32, so the last n entries are the weights
+# of an n-unit string: h = sum(c[i] * 31**(n-1-i)).
+_POWERS: list[int] = [
+    pow(31, _MAX_CACHED_POWERS - 1 - i, 1 << 32) for i in range(_MAX_CACHED_POWERS)
+]
+
+
+def _code_units(s: str) -> bytes | array[int]:
+    if s.isascii():
+        return s.encode("ascii")
+    units = array("H")
+    units.frombytes(s.encode("utf-16-be"))
+    if units.itemsize == 2 and array("H", [1]).tobytes() != b"\x00\x01":
+        units.byteswap()  # machine is little-endian: the bytes were big-endian
+    return units
+
+
+def java_string_hash(s: str) -> int:
+    """Return Java's ``s.hashCode()`` as a signed 32-bit int."""
+    units = _code_units(s)
+    n = len(units)
+    if n <= _MAX_CACHED_POWERS:
+        h = int(sum(map(mul, units, _POWERS[_MAX_CACHED_POWERS - n :]))) & _MASK
+    else:
+        h = 0
+        for c in units:
+            h = (31 * h + c) & _MASK
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@lru_cache(maxsize=4096)
+def tags_code(tags: str | None) -> int:
+    """The ConsumeQueue tag hash: Java hash of the tag string, 0 when there is no tag."""
+    if not tags:
+        return 0
+    return java_string_hash(tags)
+
+
+def index_key_hash(key: str) -> int:
+    """``IndexFile.indexKeyHashMethod``: ``abs(hashCode)``, 0 for ``Integer.MIN_VALUE``."""
+    h = java_string_hash(key)
+    if h == -(1 << 31):
+        return 0
+    return -h if h < 0 else h

@@ -1,0 +1,112 @@
+"""Message ids: the broker's offsetMsgId and the client's unique id (UNIQ_KEY).
+
+offsetMsgId (``MessageDecoder.createMessageId``): store host address bytes (4 for IPv4, 16 for
+IPv6) + port as int32 + physical offset as int64, big-endian, as upper-case hex: 32 characters
+for IPv4. The unique id (``MessageClientIDSetter``) is 16 bytes for IPv4 clients: IP (4), pid
+(2), a per-process random int (4), milliseconds since the start of the month (4) and a
+counter (2).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import os
+import struct
+import threading
+import time
+from dataclasses import dataclass
+
+from ariane.errors import InvalidArgumentError
+
+__all__ = [
+    "OffsetMsgId",
+    "UniqueIdGenerator",
+    "create_offset_msg_id",
+    "decode_offset_msg_id",
+    "host_to_bytes",
+]
+
+_IPV4_ID = struct.Struct(">4siq")
+_IPV6_ID = struct.Struct(">16siq")
+
+
+def host_to_bytes(host: str) -> bytes:
+    """Packed address bytes of an IPv4 or IPv6 literal (4 or 16 bytes)."""
+    try:
+        return ipaddress.ip_address(host).packed
+    except ValueError as exc:
+        raise InvalidArgumentError(f"not an IP address: {host!r}") from exc
+
+
+def create_offset_msg_id(host: bytes, port: int, phys_offset: int) -> str:
+    """Build the offsetMsgId for a record stored at ``phys_offset`` by ``host:port``."""
+    if len(host) == 4:
+        return _IPV4_ID.pack(host, port, phys_offset).hex().upper()
+    if len(host) == 16:
+        return _IPV6_ID.pack(host, port, phys_offset).hex().upper()
+    raise InvalidArgumentError(f"host must be 4 or 16 bytes, got {len(host)}")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetMsgId:
+    """A decoded offsetMsgId."""
+
+    host: str
+    port: int
+    phys_offset: int
+
+
+def decode_offset_msg_id(msg_id: str) -> OffsetMsgId:
+    """Decode a 32 (IPv4) or 56 (IPv6) hex character offsetMsgId.
+
+    Raises:
+        InvalidArgumentError: the string is not a well-formed offsetMsgId.
+    """
+    try:
+        raw = bytes.fromhex(msg_id)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"offsetMsgId is not hex: {msg_id!r}") from exc
+    if len(raw) == _IPV4_ID.size:
+        addr, port, off = _IPV4_ID.unpack(raw)
+    elif len(raw) == _IPV6_ID.size:
+        addr, port, off = _IPV6_ID.unpack(raw)
+    else:
+        raise InvalidArgumentError(f"offsetMsgId has a wrong length: {msg_id!r}")
+    if off < 0:
+        raise InvalidArgumentError(f"offsetMsgId has a negative offset: {msg_id!r}")
+    return OffsetMsgId(str(ipaddress.ip_address(addr)), port, off)
+
+
+def _month_start_ms(now_ms: int) -> int:
+    t = time.localtime(now_ms / 1000)
+    start = time.mktime((t.tm_year, t.tm_mon, 1, 0, 0, 0, 0, 0, -1))
+    return int(start * 1000)
+
+
+class UniqueIdGenerator:
+    """Generates client-side unique message ids in the shape of ``MessageClientIDSetter``.
+
+    Args:
+        ip: the client's address bytes (4 or 16); random bytes when unknown.
+    """
+
+    def __init__(self, ip: bytes | None = None) -> None:
+        ip = ip if ip is not None else os.urandom(4)
+        fixed = ip + struct.pack(">H", os.getpid() & 0xFFFF) + os.urandom(4)
+        self._prefix = fixed.hex().upper()
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+        self._month_start_ms = 0
+        self._next_month_ms = 0
+
+    def next_id(self) -> str:
+        """Return a new id (32 hex characters for an IPv4 client)."""
+        now = int(time.time() * 1000)
+        if now >= self._next_month_ms:
+            with self._lock:
+                self._month_start_ms = _month_start_ms(now)
+                self._next_month_ms = _month_start_ms(now + 32 * 86_400_000)
+        delta = (now - self._month_start_ms) & 0xFFFFFFFF
+        seq = next(self._counter) & 0xFFFF
+        return f"{self._prefix}{delta:08X}{seq:04X}"

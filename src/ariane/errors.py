@@ -1,0 +1,143 @@
+"""The one exception tree of Ariane.
+
+Expected outcomes on hot paths are status enums (``PutStatus``, ``GetStatus``...), as in
+RocketMQ; exceptions mean bad input, corruption, transport failure or a broker refusal.
+
+::
+
+    ArianeError
+    ├── ConfigError                 bad configuration value (names the key)
+    ├── InvalidArgumentError        a caller passed something illegal
+    ├── StoreError
+    │   ├── CorruptionError         bytes on disk or on the wire do not decode (path, pos)
+    │   └── StoreClosedError        the store was shut down
+    ├── ProtocolError
+    │   ├── LocalProtocolError      we were asked to encode something illegal
+    │   └── RemoteProtocolError     the peer sent bytes that do not decode
+    ├── ConnectionError_
+    │   ├── ConnectionClosedError   the connection went away while a request was in flight
+    │   └── ConnectError            could not connect
+    ├── RequestTimeoutError         no response within the timeout
+    └── BrokerResponseError         a response code other than SUCCESS (code, remark);
+                                    subclasses per code are registered by the client layer
+
+``retriable`` tells a caller whether trying again (possibly elsewhere) can help.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "ArianeError",
+    "BrokerResponseError",
+    "ConfigError",
+    "ConnectError",
+    "ConnectionClosedError",
+    "ConnectionError_",
+    "CorruptionError",
+    "InvalidArgumentError",
+    "LocalProtocolError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "RequestTimeoutError",
+    "StoreClosedError",
+    "StoreError",
+]
+
+
+class ArianeError(Exception):
+    """Root of every error Ariane raises on purpose."""
+
+    retriable: ClassVar[bool] = False
+
+
+class ConfigError(ArianeError):
+    """A configuration value is missing or illegal.
+
+    Args:
+        key: the configuration key (RocketMQ property name when there is one).
+        message: what is wrong with it.
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+class InvalidArgumentError(ArianeError):
+    """A caller passed an illegal argument (topic name, size, offset...)."""
+
+
+class StoreError(ArianeError):
+    """Base of message store failures."""
+
+
+class CorruptionError(StoreError):
+    """Bytes do not decode as the format says.
+
+    Args:
+        message: what was wrong.
+        path: the file, if the bytes came from one.
+        pos: the byte position of the problem, if known.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, pos: int | None = None) -> None:
+        where = ""
+        if path is not None:
+            where += f" in {path}"
+        if pos is not None:
+            where += f" at {pos}"
+        super().__init__(message + where)
+        self.path = path
+        self.pos = pos
+
+
+class StoreClosedError(StoreError):
+    """The store was shut down."""
+
+
+class ProtocolError(ArianeError):
+    """Base of remoting protocol errors."""
+
+
+class LocalProtocolError(ProtocolError):
+    """We were asked to encode something the protocol cannot carry."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent bytes that do not decode as a RemotingCommand frame."""
+
+
+class ConnectionError_(ArianeError):
+    """Base of connection failures."""
+
+    retriable: ClassVar[bool] = True
+
+
+class ConnectionClosedError(ConnectionError_):
+    """The connection closed while a request was in flight."""
+
+
+class ConnectError(ConnectionError_):
+    """Could not open a connection."""
+
+
+class RequestTimeoutError(ArianeError):
+    """No response arrived within the timeout."""
+
+    retriable: ClassVar[bool] = True
+
+
+class BrokerResponseError(ArianeError):
+    """The server answered with a response code other than SUCCESS.
+
+    Args:
+        code: the RocketMQ response code.
+        remark: the server's remark, if any.
+    """
+
+    def __init__(self, code: int, remark: str | None = None) -> None:
+        super().__init__(f"code={code} remark={remark or ''}")
+        self.code = code
+        self.remark = remark

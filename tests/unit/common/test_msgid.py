@@ -1,0 +1,44 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ariane.common.msgid import (
+    UniqueIdGenerator,
+    create_offset_msg_id,
+    decode_offset_msg_id,
+    host_to_bytes,
+)
+from ariane.errors import InvalidArgumentError
+
+
+def test_offset_msg_id_example_from_spec() -> None:
+    msg_id = create_offset_msg_id(host_to_bytes("10.0.0.5"), 10911, 123456)
+    assert msg_id == "0A00000500002A9F000000000001E240"
+    decoded = decode_offset_msg_id(msg_id)
+    assert (decoded.host, decoded.port, decoded.phys_offset) == ("10.0.0.5", 10911, 123456)
+
+
+def test_ipv6_offset_msg_id_is_56_chars() -> None:
+    msg_id = create_offset_msg_id(host_to_bytes("::1"), 10911, 7)
+    assert len(msg_id) == 56
+    assert decode_offset_msg_id(msg_id).host == "::1"
+
+
+@pytest.mark.parametrize("bad", ["", "zz", "0A000005", "0A00000500002A9F000000000001E24", "x" * 32])
+def test_bad_offset_msg_ids(bad: str) -> None:
+    with pytest.raises(InvalidArgumentError):
+        decode_offset_msg_id(bad)
+
+
+@given(st.binary(min_size=4, max_size=4), st.integers(0, 65535), st.integers(0, 2**63 - 1))
+def test_offset_msg_id_round_trip(ip: bytes, port: int, off: int) -> None:
+    decoded = decode_offset_msg_id(create_offset_msg_id(ip, port, off))
+    assert (host_to_bytes(decoded.host), decoded.port, decoded.phys_offset) == (ip, port, off)
+
+
+def test_unique_ids_are_32_hex_and_distinct() -> None:
+    gen = UniqueIdGenerator(bytes([127, 0, 0, 1]))
+    ids = [gen.next_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    assert ids[0].startswith("7F000001")
