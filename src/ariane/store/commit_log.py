@@ -313,7 +313,7 @@ class CommitLog:
                     props.get(UNIQ_KEY),
                     sys_flag,
                     props,
-                )  # fmt: skip
+                )
             )
             self.put_times_total += 1
             self.put_size_total += total
@@ -405,7 +405,7 @@ class CommitLog:
                         props.get(UNIQ_KEY),
                         sys_flag,
                         props,
-                    )  # fmt: skip
+                    )
                 )
                 offsets.append(phys)
                 queue_offset += 1

@@ -367,6 +367,45 @@ class MessageStore(StoreReads):
             return self._append(lambda: self.commit_log.put_messages(batch))
         return self.submit_messages(batch).result()
 
+    # -- introspection -------------------------------------------------------------------
+    def topic_queues(self) -> dict[str, list[int]]:
+        """Every topic with a ConsumeQueue and its queue ids (sorted)."""
+        return {
+            topic: sorted(queues)
+            for topic, queues in sorted(self.consume_queue_table.items())
+            if queues
+        }
+
+    def dispatch_behind_bytes(self) -> int:
+        """CommitLog bytes written but not yet dispatched to ConsumeQueue/index."""
+        return self.reput.behind_bytes()
+
+    def runtime_info(self) -> dict[str, str]:
+        """The store's part of RocketMQ's broker runtime info (all values strings)."""
+        cfg = self.config
+        cl = self.commit_log
+        puts = cl.put_times_total
+        now = self.clock.now_ms()
+        return {
+            "bootTimestamp": str(self.boot_timestamp_ms),
+            "runtime": _runtime(now - self.boot_timestamp_ms),
+            "putMessageTimesTotal": str(puts),
+            "putMessageSizeTotal": str(cl.put_size_total),
+            "putMessageAverageSize": f"{cl.put_size_total / puts if puts else 0.0:.1f}",
+            "putMessageFailedTimes": str(self.put_failed_times),
+            "getMessageTimesTotalFound": str(self.get_times_found),
+            "getMessageTimesTotalMiss": str(self.get_times_miss),
+            "getMessageTransferedMsgCount": str(self.get_transferred_msgs),
+            "commitLogDiskRatio": f"{self.disk_usage(cfg.commit_log_dir):.4f}",
+            "consumeQueueDiskRatio": f"{self.disk_usage(cfg.store_path_root_dir):.4f}",
+            "commitLogMinOffset": str(self.min_phy_offset),
+            "commitLogMaxOffset": str(self.max_phy_offset),
+            "dispatchBehindBytes": str(self.dispatch_behind_bytes()),
+            "pageCacheLockTimeMills": "0",
+            "remainTransientStoreBufferNumbs": "0",
+            "storeWriteable": str(self.is_writeable).lower(),
+        }
+
     # -- maintenance ---------------------------------------------------------------------
     def wait_dispatched(self, timeout_s: float = 10.0) -> bool:
         """Block until everything written is dispatched (tests, benchmarks, shutdown)."""
@@ -464,6 +503,11 @@ class MessageStore(StoreReads):
     ) -> QueryResult:
         """Records of ``topic`` whose KEYS or UNIQ_KEY equal ``key`` (see ``StoreReads``)."""
         return self.query_by_key(topic, key, max_num, begin_ms, end_ms)
+
+
+def _runtime(ms: int) -> str:
+    s = ms // 1000
+    return f"[ {s // 86400} days, {s // 3600 % 24} hours, {s // 60 % 60} minutes, {s % 60} seconds ]"
 
 
 def _create_abort_file(path: str) -> None:
