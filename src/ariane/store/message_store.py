@@ -229,6 +229,25 @@ class MessageStore(StoreReads):
             os.close(self._lock_fd)
             self._lock_fd = None
 
+    def close_without_cleanup(self) -> None:
+        """Stop the threads and unmap the files with no final flush, no checkpoint and the
+        abort file left in place: the state a killed process leaves (tests and tools)."""
+        self._shutdown = True
+        self._running = False
+        services = [self.cleaner, self.flush_consume_queue, self.group_commit]
+        for svc in [*services, self.flush_commit_log, self.reput]:
+            if svc is not None:
+                svc.abandon()
+        self.commit_log.shutdown()
+        for cq in self.all_consume_queues():
+            cq.shutdown()
+        if self.index is not None:
+            for f in self.index.files:
+                f.mf.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
     # -- writeability --------------------------------------------------------------------
     def _set_unwriteable(self, kind: str, reason: str | None) -> None:
         if reason is None:

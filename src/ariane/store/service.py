@@ -25,6 +25,7 @@ class ServiceThread:
         self.name = name
         self._event = threading.Event()
         self._stopped = False
+        self._skip_final = False
         self._thread: threading.Thread | None = None
 
     @property
@@ -58,6 +59,11 @@ class ServiceThread:
             if thread.is_alive():
                 logger.error("%s did not stop within %.0f s", self.name, join_timeout_s)
 
+    def abandon(self, join_timeout_s: float = 30.0) -> None:
+        """Stop without the final ``on_stop`` round (what a crash would leave)."""
+        self._skip_final = True
+        self.stop(join_timeout_s)
+
     def _loop(self) -> None:
         while not self._stopped:
             try:
@@ -65,6 +71,8 @@ class ServiceThread:
             except Exception:
                 logger.exception("%s round failed", self.name)
                 self.wait(0.1)
+        if self._skip_final:
+            return
         try:
             self.on_stop()
         except Exception:
