@@ -129,26 +129,27 @@ class MappedFileQueue:
             create_offset = start_offset - start_offset % self.mapped_file_size
         else:
             create_offset = last.file_from_offset + self.mapped_file_size
-        with self._next_lock:
+        with self._next_lock:  # waits for a pre-allocation in progress
             mf = self._next
             self._next = None
-        if mf is None or mf.file_from_offset != create_offset or mf.closed:
-            if mf is not None:
+            if mf is not None and (mf.file_from_offset != create_offset or mf.closed):
                 mf.destroy()
-            os.makedirs(self.store_path, exist_ok=True)
-            mf = MappedFile(
-                os.path.join(self.store_path, file_name(create_offset)),
-                self.mapped_file_size,
-                populate=self.populate,
-            )
-        self.files = [*files, mf]
+                mf = None
+            if mf is None:
+                os.makedirs(self.store_path, exist_ok=True)
+                mf = MappedFile(
+                    os.path.join(self.store_path, file_name(create_offset)),
+                    self.mapped_file_size,
+                    populate=self.populate,
+                )
+            self.files = [*files, mf]
         return mf
 
     def preallocate_next(self, fill_ratio: float = 0.5) -> None:
         """Create (and pre-fault) the next file ahead of the writer once the last file is
         ``fill_ratio`` full, or the first file of an empty queue (RocketMQ's
-        ``AllocateMappedFileService``). Called from a background thread; the writer picks the
-        file up when it rolls."""
+        ``AllocateMappedFileService``). Called from a background thread; a writer that needs
+        the file meanwhile waits for it and takes it over."""
         if not self.populate:
             return
         last = self.last
@@ -156,18 +157,13 @@ class MappedFileQueue:
             return
         offset = last.file_from_offset + self.mapped_file_size if last is not None else 0
         with self._next_lock:
-            if self._next is not None:
+            if self._next is not None or self.last is not last:
                 return
-        path = os.path.join(self.store_path, file_name(offset))
-        if os.path.exists(path):
-            return
-        os.makedirs(self.store_path, exist_ok=True)
-        mf = MappedFile(path, self.mapped_file_size, populate=True)
-        with self._next_lock:
-            if self._next is None and self.last is last:
-                self._next = mf
+            path = os.path.join(self.store_path, file_name(offset))
+            if os.path.exists(path):
                 return
-        mf.destroy()
+            os.makedirs(self.store_path, exist_ok=True)
+            self._next = MappedFile(path, self.mapped_file_size, populate=True)
 
     def drop_preallocated(self) -> None:
         """Delete a pre-allocated file that was never used (at shutdown)."""

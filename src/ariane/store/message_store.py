@@ -526,7 +526,9 @@ class MessageStore(StoreReads):
 
 def _runtime(ms: int) -> str:
     s = ms // 1000
-    return f"[ {s // 86400} days, {s // 3600 % 24} hours, {s // 60 % 60} minutes, {s % 60} seconds ]"
+    return (
+        f"[ {s // 86400} days, {s // 3600 % 24} hours, {s // 60 % 60} minutes, {s % 60} seconds ]"
+    )
 
 
 def _create_abort_file(path: str) -> None:

@@ -21,7 +21,11 @@ hosts = st.builds(
     st.one_of(st.binary(min_size=4, max_size=4), st.binary(min_size=16, max_size=16)),
     st.integers(0, 65535),
 )
-names = st.text(st.characters(min_codepoint=33, max_codepoint=0x2FFF, exclude_characters="\x01\x02"), min_size=1, max_size=20)
+names = st.text(
+    st.characters(min_codepoint=33, max_codepoint=0x2FFF, exclude_characters="\x01\x02"),
+    min_size=1,
+    max_size=20,
+)
 int32 = st.integers(-(2**31), 2**31 - 1)
 int64 = st.integers(-(2**63), 2**63 - 1)
 messages = st.builds(
@@ -107,7 +111,9 @@ def test_known_layout_and_ids() -> None:
     data = encode_record(m)
     assert len(data) == 91 + 5 + 9 + len("TAGS\x01TagA\x02")
     assert data[4:8] == bytes.fromhex("DAA320A7")
-    assert int.from_bytes(data[8:12], "big") == zlib.crc32(b"Hello") & 0x7FFFFFFF == body_crc(b"Hello")
+    assert (
+        int.from_bytes(data[8:12], "big") == zlib.crc32(b"Hello") & 0x7FFFFFFF == body_crc(b"Hello")
+    )
     assert m.offset_msg_id == "0A00000500002A9F000000000001E240"
     assert decode_offset_msg_id(m.offset_msg_id).phys_offset == 123456
     long_topic = MessageExt(topic="t" * 130, body=b"")

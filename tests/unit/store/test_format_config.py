@@ -77,7 +77,12 @@ def test_config_defaults_and_validation(tmp_path: object) -> None:
     assert cfg.flush_disk_type is FlushDiskType.ASYNC_FLUSH
     assert cfg.index_file_size == 420_000_040
     assert cfg.disk_max_used_space_ratio_clamped == 0.75
-    assert StoreConfig(store_path_root_dir="/x", mapped_file_size_consume_queue=1001).mapped_file_size_consume_queue == 1020
+    assert (
+        StoreConfig(
+            store_path_root_dir="/x", mapped_file_size_consume_queue=1001
+        ).mapped_file_size_consume_queue
+        == 1020
+    )
     with pytest.raises(ConfigError, match="mappedFileSizeCommitLog"):
         StoreConfig(store_path_root_dir="/x", mapped_file_size_commit_log=1000)
     with pytest.raises(ConfigError, match="deleteWhen"):

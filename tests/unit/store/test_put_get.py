@@ -133,7 +133,9 @@ def test_batch_is_atomic_and_contiguous(tmp_path: Path) -> None:
         assert store.put_messages(bad).status is PutStatus.PROPERTIES_SIZE_EXCEEDED
         empty = MessageBatchInner("TopicA", 3, [])
         assert store.put_messages(empty).status is PutStatus.MESSAGE_ILLEGAL
-        prepared = MessageBatchInner("TopicA", 3, [BatchItem(b"x")], sys_flag=TRANSACTION_PREPARED_TYPE)
+        prepared = MessageBatchInner(
+            "TopicA", 3, [BatchItem(b"x")], sys_flag=TRANSACTION_PREPARED_TYPE
+        )
         assert store.put_messages(prepared).status is PutStatus.MESSAGE_ILLEGAL
         assert store.get_max_offset_in_queue("TopicA", 3) == 6
 
@@ -221,7 +223,10 @@ def test_query_by_key_checks_collisions(tmp_path: Path) -> None:
         res = store.query_message("TopicA", "Aa", 10, 0, 2**62)
         assert [decode_record(m)[0].body for m in res.messages] == [b"c", b"a"]
         assert res.index_last_update_phy_offset >= c.wrote_offset
-        assert [decode_record(m)[0].body for m in store.query_message("TopicA", "BB", 10, 0, 2**62).messages] == [b"b"]
+        assert [
+            decode_record(m)[0].body
+            for m in store.query_message("TopicA", "BB", 10, 0, 2**62).messages
+        ] == [b"b"]
         ranged = store.query_message("TopicA", "Aa", 10, 0, a.store_timestamp_ms + 1000)
         assert [decode_record(m)[0].body for m in ranged.messages] == [b"a"]
         assert len(store.query_message("TopicA", "Aa", 1, 0, 2**62).messages) == 1
@@ -256,7 +261,10 @@ def test_commit_log_data_and_runtime_info(tmp_path: Path) -> None:
         data = store.get_commit_log_data(0)
         assert data is not None
         assert len(data) == r1.wrote_bytes + r2.wrote_bytes
-        assert store.get_commit_log_data(r2.wrote_offset, 10) == data[r1.wrote_bytes : r1.wrote_bytes + 10]
+        assert (
+            store.get_commit_log_data(r2.wrote_offset, 10)
+            == data[r1.wrote_bytes : r1.wrote_bytes + 10]
+        )
         assert store.get_commit_log_data(store.max_phy_offset) is None
         assert store.min_phy_offset == 0
         assert store.wait_dispatched()
@@ -288,7 +296,12 @@ def test_arriving_listener(tmp_path: Path) -> None:
     calls: list[tuple[str, int, int, int, dict[str, str] | None]] = []
 
     def listener(
-        topic: str, queue_id: int, next_offset: int, tags: int, ts: int, props: dict[str, str] | None
+        topic: str,
+        queue_id: int,
+        next_offset: int,
+        tags: int,
+        ts: int,
+        props: dict[str, str] | None,
     ) -> None:
         calls.append((topic, queue_id, next_offset, tags, props))
 

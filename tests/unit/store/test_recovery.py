@@ -27,7 +27,9 @@ def read_all(store: MessageStore, topic: str = "TopicA", queue_id: int = 0) -> l
 
 def fill(root: Path, n: int, size: int = 500, **overrides: object) -> list[int]:
     with open_store(root, **overrides) as store:  # type: ignore[arg-type]
-        rs = [store.put_message(msg(body=b"%05d" % i * (size // 5), KEYS=f"k{i}")) for i in range(n)]
+        rs = [
+            store.put_message(msg(body=b"%05d" % i * (size // 5), KEYS=f"k{i}")) for i in range(n)
+        ]
         assert store.wait_dispatched()
         return [r.wrote_offset for r in rs]
 
