@@ -168,8 +168,13 @@ def store_bench(
         probe = os.path.join(base, "disk")
         os.makedirs(probe)
         total = messages * size
-        out["disk_write_mb_per_s"] = _disk_bandwidth(probe, total, fsync=False)
-        out["disk_fsync_write_mb_per_s"] = _disk_bandwidth(probe, total, fsync=True)
+        # best of two: the first write into fresh page-cache pages is often the slowest
+        out["disk_write_mb_per_s"] = max(
+            _disk_bandwidth(probe, total, fsync=False) for _ in range(2)
+        )
+        out["disk_fsync_write_mb_per_s"] = max(
+            _disk_bandwidth(probe, total, fsync=True) for _ in range(2)
+        )
         appended, dispatched, store = _async_phase(os.path.join(base, "async"), messages, body)
         try:
             read = _read_phase(store, messages)

@@ -21,6 +21,9 @@ _MAX_CACHED_POWERS = 4096
 _POWERS: list[int] = [
     pow(31, _MAX_CACHED_POWERS - 1 - i, 1 << 32) for i in range(_MAX_CACHED_POWERS)
 ]
+# _WEIGHTS[n] = the weights of an n-unit string as a tuple (no slicing on the hot path).
+_SHORT = 256
+_WEIGHTS: list[tuple[int, ...]] = [tuple(_POWERS[_MAX_CACHED_POWERS - n :]) for n in range(_SHORT)]
 
 
 def _code_units(s: str) -> bytes | array[int]:
@@ -65,6 +68,8 @@ def index_key_hash(key: str) -> int:
 def _unsigned_hash_and_units(s: str) -> tuple[int, int]:
     units = _code_units(s)
     n = len(units)
+    if n < _SHORT:
+        return sum(map(mul, units, _WEIGHTS[n])) & _MASK, n
     if n <= _MAX_CACHED_POWERS:
         return int(sum(map(mul, units, _POWERS[_MAX_CACHED_POWERS - n :]))) & _MASK, n
     h = 0

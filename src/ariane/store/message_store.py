@@ -153,6 +153,7 @@ class MessageStore(StoreReads):
         if self._running:
             return
         _create_abort_file(self.config.abort_path)
+        self.commit_log.queue.preallocate_next()
         cfg = self.config
         cp = self.checkpoint
         if self._sync:
