@@ -168,10 +168,12 @@ def store_bench(
         probe = os.path.join(base, "disk")
         os.makedirs(probe)
         total = messages * size
-        # best of two: the first write into fresh page-cache pages is often the slowest
-        out["disk_write_mb_per_s"] = max(
-            _disk_bandwidth(probe, total, fsync=False) for _ in range(2)
-        )
+        # The first write needs fresh page-cache pages; the second reuses the pages the first
+        # freed and is often much faster. Both are reported; ratios use the best.
+        cold = _disk_bandwidth(probe, total, fsync=False)
+        warm = _disk_bandwidth(probe, total, fsync=False)
+        out["disk_write_cold_mb_per_s"] = cold
+        out["disk_write_mb_per_s"] = max(cold, warm)
         out["disk_fsync_write_mb_per_s"] = max(
             _disk_bandwidth(probe, total, fsync=True) for _ in range(2)
         )
@@ -201,7 +203,8 @@ def store_bench(
 def _print(out: dict[str, Any]) -> None:
     click.echo(f"messages={out['messages']} size={out['size']} B")
     click.echo(
-        f"disk sequential write: {out['disk_write_mb_per_s']:.0f} MB/s (page cache), "
+        f"disk sequential write: {out['disk_write_mb_per_s']:.0f} MB/s (page cache, best; "
+        f"first write {out['disk_write_cold_mb_per_s']:.0f} MB/s), "
         f"{out['disk_fsync_write_mb_per_s']:.0f} MB/s (with fsync)"
     )
     click.echo(

@@ -32,8 +32,9 @@ class MappedFile:
             any name: then ``file_from_offset`` is 0).
         file_size: the exact size of the file in bytes.
         create: create (and size) the file if it does not exist.
-        populate: pre-fault the whole mapping (``MAP_POPULATE``) when the file is created, so
-            appends do not page-fault (a 4 KiB fault costs more than copying the page).
+        populate: when the file is created, read it once so its (zero) pages sit in the page
+            cache and appends only take minor faults (a fault that allocates a page costs more
+            than copying it). Reading releases the GIL, unlike ``MAP_POPULATE``.
 
     Raises:
         CorruptionError: an existing file has another size.
@@ -66,17 +67,16 @@ class MappedFile:
         fd = os.open(path, flags, 0o644)
         try:
             size = os.fstat(fd).st_size
-            flags = mmap.MAP_SHARED
             if size == 0 and create:
                 os.ftruncate(fd, file_size)
                 _preallocate(fd, file_size)
                 if populate:
-                    flags |= getattr(mmap, "MAP_POPULATE", 0)
+                    _warm(fd, file_size)
             elif size != file_size:
                 raise CorruptionError(
                     f"file size {size} differs from the configured {file_size}", path=path
                 )
-            self.mm = mmap.mmap(fd, file_size, flags=flags)
+            self.mm = mmap.mmap(fd, file_size, flags=mmap.MAP_SHARED)
         except BaseException:
             os.close(fd)
             raise
@@ -219,6 +219,13 @@ class MappedFile:
             return False
         logger.info("deleted %s", self.path)
         return True
+
+
+def _warm(fd: int, size: int) -> None:
+    """Pull every page of a new (fallocated, all-zero) file into the page cache."""
+    buf = bytearray(1 << 20)
+    for off in range(0, size, len(buf)):
+        os.preadv(fd, [buf], off)
 
 
 def _preallocate(fd: int, size: int) -> None:
