@@ -18,6 +18,7 @@ block.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Protocol
 
@@ -66,6 +67,8 @@ class Dispatcher:
         self.index = index
         self._cqs: dict[tuple[str, int], ConsumeQueue] = {}
         self.last_store_timestamp = 0
+        #: held while a batch is taken from the log and dispatched (topic deletion waits).
+        self.lock = threading.Lock()
 
     def forget(self, topic: str) -> None:
         """Drop cached ConsumeQueues of ``topic`` (after it was deleted)."""
@@ -132,26 +135,25 @@ class ReputService(ServiceThread):
 
     def do_reput(self) -> int:
         """Dispatch every visible pending request; return how many were dispatched."""
-        pending = self.commit_log.pending
         done = 0
-        while pending:
-            limit = self.visibility_limit()
-            batch: list[DispatchRequest] = []
-            while pending and len(batch) < _BATCH:
-                req = pending[0]
-                if req[2] + req[3] > limit:
+        while self.commit_log.pending:
+            with self.dispatcher.lock:
+                pending = self.commit_log.pending
+                limit = self.visibility_limit()
+                batch: list[DispatchRequest] = []
+                while pending and len(batch) < _BATCH:
+                    req = pending[0]
+                    if req[2] + req[3] > limit:
+                        break
+                    batch.append(pending.popleft())
+                if not batch:
                     break
-                batch.append(pending.popleft())
-            if not batch:
-                break
-            try:
-                self.dispatcher.dispatch(batch)
-            except Exception as exc:
-                pending.extendleft(reversed(batch))
+                error = self._dispatch(batch)
+            if error is not None:
                 if not self._failing:
-                    logger.exception("dispatch failed; writes are refused until it works")
+                    logger.error("dispatch failed; writes are refused until it works: %s", error)
                     self._failing = True
-                    self.on_error(f"dispatch to ConsumeQueue/index failed: {exc}")
+                    self.on_error(f"dispatch to ConsumeQueue/index failed: {error}")
                 return done
             if self._failing:
                 self._failing = False
@@ -161,9 +163,19 @@ class ReputService(ServiceThread):
             done += len(batch)
             if self.listener is not None:
                 self._notify(batch)
-        if not pending and self.commit_log.max_offset > self.reput_from_offset:
+        if not self.commit_log.pending and self.commit_log.max_offset > self.reput_from_offset:
             self._catch_up_blank()
         return done
+
+    def _dispatch(self, batch: list[DispatchRequest]) -> str | None:
+        """Dispatch ``batch``; on failure put it back and return the error text."""
+        try:
+            self.dispatcher.dispatch(batch)
+        except Exception as exc:
+            logger.exception("dispatch of %d records failed", len(batch))
+            self.commit_log.pending.extendleft(reversed(batch))
+            return str(exc) or type(exc).__name__
+        return None
 
     def _catch_up_blank(self) -> None:
         """With nothing pending, everything written up to the limit was dispatched (the rest
@@ -192,6 +204,8 @@ class ReputService(ServiceThread):
                 logger.exception("arriving listener failed")
 
     def run_once(self) -> None:
+        if self._failing:
+            self.wait(1.0)
         if self.do_reput():
             self.wait(0.001)
             return

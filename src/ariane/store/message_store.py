@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from types import TracebackType
@@ -457,10 +458,15 @@ class MessageStore(StoreReads):
 
     def delete_topics(self, topics: set[str] | list[str]) -> int:
         """Delete the ConsumeQueues of ``topics`` (the CommitLog keeps the records until they
-        expire). Returns the number of queues deleted."""
+        expire; records not yet dispatched are dropped from dispatch). Returns the number of
+        queues deleted."""
         deleted = 0
-        with self._cq_lock, self.commit_log.put_lock:
-            for topic in topics:
+        doomed = set(topics)
+        with self.dispatcher.lock, self._cq_lock, self.commit_log.put_lock:
+            pending = self.commit_log.pending
+            if any(r[0] in doomed for r in pending):
+                self.commit_log.pending = deque(r for r in pending if r[0] not in doomed)
+            for topic in doomed:
                 queues = self.consume_queue_table.pop(topic, None)
                 self.dispatcher.forget(topic)
                 for key in [k for k in self.commit_log.topic_queue_table if k[0] == topic]:
