@@ -212,6 +212,23 @@ class CommitLog:
                 self._tag_codes[tags] = code
         return code
 
+    def _request(
+        self,
+        topic: str,
+        queue_id: int,
+        phys: int,
+        size: int,
+        props: dict[str, str],
+        store_ts: int,
+        queue_offset: int,
+        sys_flag: int,
+    ) -> DispatchRequest:
+        """The dispatch request of a record just written."""
+        return (
+            topic, queue_id, phys, size, self._tags_code(topic, props, store_ts), store_ts,
+            queue_offset, props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+        )  # fmt: skip
+
     # -- put -----------------------------------------------------------------------------
     def put_message(self, msg: MessageInner) -> PutResult:
         """Append one message. Never raises for bad input: returns a status instead.
@@ -301,19 +318,7 @@ class CommitLog:
             if normal:
                 self.topic_queue_table[key] = queue_offset + 1
             self.pending.append(
-                (
-                    topic,
-                    queue_id,
-                    phys,
-                    total,
-                    self._tags_code(topic, props, store_ts),
-                    store_ts,
-                    queue_offset,
-                    props.get(KEYS),
-                    props.get(UNIQ_KEY),
-                    sys_flag,
-                    props,
-                )
+                self._request(topic, queue_id, phys, total, props, store_ts, queue_offset, sys_flag)
             )
             self.put_times_total += 1
             self.put_size_total += total
@@ -393,18 +398,8 @@ class CommitLog:
                 mm[p:end] = topic_tail + _I16.pack(len(prep.props_bytes)) + prep.props_bytes
                 props = prep.props
                 self.pending.append(
-                    (
-                        topic,
-                        queue_id,
-                        phys,
-                        prep.total,
-                        self._tags_code(topic, props, store_ts),
-                        store_ts,
-                        queue_offset,
-                        props.get(KEYS),
-                        props.get(UNIQ_KEY),
-                        sys_flag,
-                        props,
+                    self._request(
+                        topic, queue_id, phys, prep.total, props, store_ts, queue_offset, sys_flag
                     )
                 )
                 offsets.append(phys)

@@ -65,7 +65,7 @@ def test_index_file_chain_header_and_rolling(tmp_path: Path) -> None:
     assert svc.load(True, 0) is None
     svc.ensure_file()
     svc.build_index(
-        [("T", 0, 10 * i, 10, 0, 5000 + i, i, f"a{i} b", "U%d" % i, 0, None) for i in range(4)]
+        [("T", 0, 10 * i, 10, 0, 5000 + i, i, f"a{i} b", f"U{i}", 0, None) for i in range(4)]
     )
     assert len(svc.files) >= 4  # 2 usable entries per file
     offs, last_ts, last_phy = svc.query_offsets("T", "b", 10, 0, 2**62)
