@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from typing import Protocol
 
 from ariane.common.clock import Clock
 from ariane.store.checkpoint import StoreCheckpoint
@@ -31,7 +31,13 @@ from ariane.store.index_file import IndexService
 from ariane.store.results import PutResult, PutStatus
 from ariane.store.service import ServiceThread
 
-__all__ = ["FlushCommitLogService", "FlushConsumeQueueService", "GroupCommitService"]
+__all__ = [
+    "Completion",
+    "FlushCommitLogService",
+    "FlushConsumeQueueService",
+    "GroupCommitService",
+    "SyncWaiter",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -90,11 +96,44 @@ class FlushCommitLogService(ServiceThread):
         _flush_commit_log_fully(self.commit_log, self.checkpoint)
 
 
+class Completion(Protocol):
+    """What the group commit completes: a ``Future[PutResult]`` or a :class:`SyncWaiter`."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: PutResult) -> None: ...
+
+
+class SyncWaiter:
+    """A cheaper completion than a Future for a thread that blocks until the flush: one lock,
+    released when the result is set."""
+
+    __slots__ = ("_lock", "result")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self.result: PutResult | None = None
+
+    def done(self) -> bool:
+        return not self._lock.locked()
+
+    def set_result(self, result: PutResult) -> None:
+        self.result = result
+        self._lock.release()
+
+    def wait(self) -> PutResult:
+        """Block until ``set_result`` (the reaper guarantees it within the flush timeout)."""
+        self._lock.acquire()
+        assert self.result is not None
+        return self.result
+
+
 class _Request:
     __slots__ = ("deadline", "future", "next_offset", "result")
 
     def __init__(
-        self, next_offset: int, future: Future[PutResult], result: PutResult, deadline: float
+        self, next_offset: int, future: Completion, result: PutResult, deadline: float
     ) -> None:
         self.next_offset = next_offset
         self.future = future
@@ -131,7 +170,7 @@ class GroupCommitService(ServiceThread):
         self._complete_lock = threading.Lock()
         self._reaper: threading.Thread | None = None
 
-    def put_request(self, next_offset: int, future: Future[PutResult], result: PutResult) -> None:
+    def put_request(self, next_offset: int, future: Completion, result: PutResult) -> None:
         """Complete ``future`` with ``result`` once the log is durable up to ``next_offset``."""
         req = _Request(next_offset, future, result, time.monotonic() + self.timeout_s)
         with self._cond:

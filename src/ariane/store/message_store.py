@@ -35,7 +35,12 @@ from ariane.store.config import FlushDiskType, StoreConfig
 from ariane.store.consume_queue import ConsumeQueue
 from ariane.store.dispatch import ArrivingListener, Dispatcher, ReputService
 from ariane.store.filter import MessageFilter
-from ariane.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
+from ariane.store.flush import (
+    FlushCommitLogService,
+    FlushConsumeQueueService,
+    GroupCommitService,
+    SyncWaiter,
+)
 from ariane.store.index_file import IndexService
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import load_store
@@ -361,10 +366,22 @@ class MessageStore(StoreReads):
         result = self._append(lambda: self.commit_log.put_message(msg))
         return self._wait_flush(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false")
 
+    def _put_and_wait(self, result: PutResult, wait: bool) -> PutResult:
+        gc = self.group_commit
+        if result.msg_num == 0 or gc is None:
+            return result
+        if not wait:
+            gc.wakeup()
+            return result
+        waiter = SyncWaiter()
+        gc.put_request(result.wrote_offset + result.wrote_bytes, waiter, result)
+        return waiter.wait()
+
     def put_message(self, msg: MessageInner) -> PutResult:
         """Append ``msg`` and block until it is durable per the flush policy."""
         if self._sync:
-            return self.submit_message(msg).result()
+            result = self._append(lambda: self.commit_log.put_message(msg))
+            return self._put_and_wait(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false")
         if not self._running or self._not_writeable:
             return self._append(lambda: self.commit_log.put_message(msg))
         try:
@@ -384,9 +401,8 @@ class MessageStore(StoreReads):
 
     def put_messages(self, batch: MessageBatchInner) -> PutResult:
         """Append a batch atomically and block until durable per the flush policy."""
-        if not self._sync:
-            return self._append(lambda: self.commit_log.put_messages(batch))
-        return self.submit_messages(batch).result()
+        result = self._append(lambda: self.commit_log.put_messages(batch))
+        return self._put_and_wait(result, True) if self._sync else result
 
     # -- introspection -------------------------------------------------------------------
     def topic_queues(self) -> dict[str, list[int]]:
