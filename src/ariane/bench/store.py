@@ -58,11 +58,12 @@ def _disk_bandwidth(directory: str, total: int, fsync: bool) -> float:
     return total / elapsed / 1e6
 
 
-def _config(root: str, flush: FlushDiskType, size: int) -> StoreConfig:
+def _config(root: str, flush: FlushDiskType, size: int, index: bool = True) -> StoreConfig:
     return StoreConfig(
         store_path_root_dir=root,
         flush_disk_type=flush,
         max_message_size=max(4 << 20, size + 4096),
+        message_index_enable=index,
     )
 
 
@@ -78,8 +79,8 @@ def _message(body: bytes, i: int, prefix: str) -> MessageInner:
     )
 
 
-def _async_phase(root: str, n: int, body: bytes) -> tuple[float, float, MessageStore]:
-    store = MessageStore(_config(root, FlushDiskType.ASYNC_FLUSH, len(body)))
+def _async_phase(root: str, n: int, body: bytes, index: bool) -> tuple[float, float, MessageStore]:
+    store = MessageStore(_config(root, FlushDiskType.ASYNC_FLUSH, len(body), index))
     store.load()
     store.start()
     put = store.put_message
@@ -112,8 +113,8 @@ def _read_phase(store: MessageStore, n: int) -> float:
     return elapsed
 
 
-def _sync_phase(root: str, n: int, body: bytes, writers: int) -> float:
-    store = MessageStore(_config(root, FlushDiskType.SYNC_FLUSH, len(body)))
+def _sync_phase(root: str, n: int, body: bytes, writers: int, index: bool) -> float:
+    store = MessageStore(_config(root, FlushDiskType.SYNC_FLUSH, len(body), index))
     store.load()
     store.start()
     per = n // writers
@@ -149,6 +150,7 @@ def _sync_phase(root: str, n: int, body: bytes, writers: int) -> float:
 @click.option("--sync-messages", default=None, type=int, help="N for the sync phase [N]")
 @click.option("--writers", default=64, show_default=True, help="sync-phase writer threads")
 @click.option("--dir", "directory", default=None, help="where to create the stores [tmp]")
+@click.option("--no-index", is_flag=True, help="disable the key index (messageIndexEnable)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object last")
 def store_bench(
     messages: int,
@@ -156,6 +158,7 @@ def store_bench(
     sync_messages: int | None,
     writers: int,
     directory: str | None,
+    no_index: bool,
     as_json: bool,
 ) -> None:
     """Append, dispatch and read back N messages of SIZE bytes; compare with the disk."""
@@ -163,7 +166,12 @@ def store_bench(
     body = os.urandom(size)
     n_sync = sync_messages if sync_messages is not None else messages
     n_sync -= n_sync % writers
-    out: dict[str, Any] = {"messages": messages, "size": size, "sync_messages": n_sync}
+    out: dict[str, Any] = {
+        "messages": messages,
+        "size": size,
+        "sync_messages": n_sync,
+        "index": not no_index,
+    }
     try:
         probe = os.path.join(base, "disk")
         os.makedirs(probe)
@@ -177,7 +185,9 @@ def store_bench(
         out["disk_fsync_write_mb_per_s"] = max(
             _disk_bandwidth(probe, total, fsync=True) for _ in range(2)
         )
-        appended, dispatched, store = _async_phase(os.path.join(base, "async"), messages, body)
+        appended, dispatched, store = _async_phase(
+            os.path.join(base, "async"), messages, body, not no_index
+        )
         try:
             read = _read_phase(store, messages)
         finally:
@@ -188,7 +198,11 @@ def store_bench(
         out["async_mb_per_s"] = messages * size / dispatched / 1e6
         out["read_msgs_per_s"] = messages / read
         out["read_mb_per_s"] = messages * size / read / 1e6
-        sync = _sync_phase(os.path.join(base, "sync"), n_sync, body, writers) if n_sync else 0.0
+        sync = (
+            _sync_phase(os.path.join(base, "sync"), n_sync, body, writers, not no_index)
+            if n_sync
+            else 0.0
+        )
         out["sync_msgs_per_s"] = n_sync / sync if sync else 0.0
         out["sync_mb_per_s"] = n_sync * size / sync / 1e6 if sync else 0.0
         out["async_ratio_to_disk"] = out["async_mb_per_s"] / out["disk_write_mb_per_s"]
@@ -201,7 +215,7 @@ def store_bench(
 
 
 def _print(out: dict[str, Any]) -> None:
-    click.echo(f"messages={out['messages']} size={out['size']} B")
+    click.echo(f"messages={out['messages']} size={out['size']} B index={out['index']}")
     click.echo(
         f"disk sequential write: {out['disk_write_mb_per_s']:.0f} MB/s (page cache, best; "
         f"first write {out['disk_write_cold_mb_per_s']:.0f} MB/s), "

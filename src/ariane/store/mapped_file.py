@@ -223,7 +223,7 @@ class MappedFile:
 
 def _warm(fd: int, size: int) -> None:
     """Pull every page of a new (fallocated, all-zero) file into the page cache."""
-    buf = bytearray(1 << 20)
+    buf = bytearray(min(size, 16 << 20))
     for off in range(0, size, len(buf)):
         os.preadv(fd, [buf], off)
 
