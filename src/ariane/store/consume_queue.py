@@ -64,18 +64,12 @@ class ConsumeQueue:
         max_phys = -1
         while index < len(files):
             mf = files[index]
-            data = mf.mm[: self.file_size]
-            valid_bytes = 0
-            for off, size, _tags in CQ_UNIT.iter_unpack(data):
-                if off >= 0 and size > 0:
-                    valid_bytes += CQ_UNIT_SIZE
-                    if size != _MAX_BLANK_FILL or off != 0:
-                        max_phys = off
-                else:
-                    break
+            valid_bytes, last = _valid_prefix(mf, self.file_size)
+            if last >= 0:
+                max_phys = last
             process_offset = mf.file_from_offset + valid_bytes
             if valid_bytes != self.file_size:
-                if data.count(0, valid_bytes) != self.file_size - valid_bytes:
+                if mf.nonzero_end(valid_bytes) > valid_bytes:
                     # Stale or torn bytes after the end: zero them so they are never read
                     # as entries once new entries are appended before them.
                     mf.mm[valid_bytes:] = bytes(self.file_size - valid_bytes)
@@ -129,17 +123,26 @@ class ConsumeQueue:
         self.max_physic_offset = self._scan_last_phys()
 
     def correct_min_offset(self, min_phy_offset: int) -> None:
-        """Set ``min_logic_offset`` to the first entry pointing at or beyond ``min_phy_offset``."""
+        """Set ``min_logic_offset`` to the first entry pointing at or beyond ``min_phy_offset``
+        (binary search: entries are in physical order after any leading blank fillers)."""
         mf = self.queue.first
         if mf is None:
             return
-        data = mf.mm[: mf.wrote_position]
-        for i, (off, size, _tags) in enumerate(CQ_UNIT.iter_unpack(data)):
-            if size > 0 and not _is_blank(off, size) and off >= min_phy_offset:
-                self.min_logic_offset = mf.file_from_offset + i * CQ_UNIT_SIZE
-                return
-        # Nothing left in the first file: everything in it is gone.
-        self.min_logic_offset = max(self.min_logic_offset, mf.file_from_offset + mf.wrote_position)
+        mm = mf.mm
+        lo, hi = 0, mf.wrote_position // CQ_UNIT_SIZE
+        while lo < hi:
+            mid = (lo + hi) // 2
+            off, size, _ = CQ_UNIT.unpack_from(mm, mid * CQ_UNIT_SIZE)
+            if _is_blank(off, size) or off < min_phy_offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < mf.wrote_position // CQ_UNIT_SIZE:
+            self.min_logic_offset = mf.file_from_offset + lo * CQ_UNIT_SIZE
+        else:  # nothing left in the first file: everything in it is gone
+            self.min_logic_offset = max(
+                self.min_logic_offset, mf.file_from_offset + mf.wrote_position
+            )
 
     # -- writing -------------------------------------------------------------------------
     def put(self, phys: int, size: int, tags_code: int, cq_offset: int) -> bool:
@@ -319,6 +322,23 @@ class ConsumeQueue:
     def shutdown(self) -> None:
         """Unmap the files."""
         self.queue.shutdown()
+
+
+def _valid_prefix(mf: MappedFile, file_size: int) -> tuple[int, int]:
+    """(bytes of valid entries from the start of ``mf``, last real physical offset or -1),
+    reading 64 KiB at a time and stopping at the first invalid entry."""
+    chunk = 3276 * CQ_UNIT_SIZE
+    valid = 0
+    last = -1
+    while valid < file_size:
+        data = mf.mm[valid : min(file_size, valid + chunk)]
+        for off, size, _tags in CQ_UNIT.iter_unpack(data):
+            if off < 0 or size <= 0:
+                return valid, last
+            valid += CQ_UNIT_SIZE
+            if not _is_blank(off, size):
+                last = off
+    return valid, last
 
 
 def _is_blank(off: int, size: int) -> bool:
