@@ -12,7 +12,7 @@ from array import array
 from functools import lru_cache
 from operator import mul
 
-__all__ = ["index_key_hash", "java_string_hash", "tags_code"]
+__all__ = ["index_key_hash", "index_key_hash_with_prefix", "java_string_hash", "tags_code"]
 
 _MASK = 0xFFFFFFFF
 _MAX_CACHED_POWERS = 4096
@@ -21,6 +21,9 @@ _MAX_CACHED_POWERS = 4096
 _POWERS: list[int] = [
     pow(31, _MAX_CACHED_POWERS - 1 - i, 1 << 32) for i in range(_MAX_CACHED_POWERS)
 ]
+# _WEIGHTS[n] = the weights of an n-unit string as a tuple (no slicing on the hot path).
+_SHORT = 256
+_WEIGHTS: list[tuple[int, ...]] = [tuple(_POWERS[_MAX_CACHED_POWERS - n :]) for n in range(_SHORT)]
 
 
 def _code_units(s: str) -> bytes | array[int]:
@@ -60,3 +63,31 @@ def index_key_hash(key: str) -> int:
     if h == -(1 << 31):
         return 0
     return -h if h < 0 else h
+
+
+def _unsigned_hash_and_units(s: str) -> tuple[int, int]:
+    units = _code_units(s)
+    n = len(units)
+    if n < _SHORT:
+        return sum(map(mul, units, _WEIGHTS[n])) & _MASK, n
+    if n <= _MAX_CACHED_POWERS:
+        return int(sum(map(mul, units, _POWERS[_MAX_CACHED_POWERS - n :]))) & _MASK, n
+    h = 0
+    for c in units:
+        h = (31 * h + c) & _MASK
+    return h, n
+
+
+@lru_cache(maxsize=1024)
+def _prefix_hash(prefix: str) -> int:
+    return _unsigned_hash_and_units(prefix)[0]
+
+
+def index_key_hash_with_prefix(prefix: str, key: str) -> int:
+    """``index_key_hash(prefix + key)``, caching the prefix's hash (e.g. ``"topic#"``)."""
+    hk, n = _unsigned_hash_and_units(key)
+    p = _POWERS[_MAX_CACHED_POWERS - 1 - n] if n < _MAX_CACHED_POWERS else pow(31, n, 1 << 32)
+    h = (_prefix_hash(prefix) * p + hk) & _MASK
+    if h == 0x80000000:
+        return 0
+    return (1 << 32) - h if h & 0x80000000 else h

@@ -1,0 +1,233 @@
+"""``ariane bench store``: message store throughput next to the raw disk bandwidth.
+
+Phases, each timed separately on the same directory's file system:
+
+1. disk: the same number of bytes the async phase stores, written sequentially in 4 MiB
+   chunks, once without and once with a final fsync (the page-cache and durable bandwidth);
+2. async: one writer appends N messages of S bytes with ASYNC_FLUSH; the clock stops when
+   dispatch has caught up (ConsumeQueue + index built), the append-only rate is printed too;
+3. read: every message read back through the ConsumeQueues (32 per call, like a pull);
+4. sync: 64 writer threads append with SYNC_FLUSH (group commit), each put returning only
+   after fsync covered it.
+
+Messages look like a producer's: a TAGS property and a 32-character UNIQ_KEY (indexed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from typing import Any
+
+import click
+import orjson
+
+from ariane.common.message import HostPort
+from ariane.store.config import FlushDiskType, StoreConfig
+from ariane.store.inner import MessageInner
+from ariane.store.message_store import MessageStore
+from ariane.store.results import GetStatus
+
+__all__ = ["store_bench"]
+
+_QUEUES = 8
+_HOST = HostPort(b"\x7f\x00\x00\x01", 10911)
+_TOPIC = "BenchmarkTest"
+
+
+def _disk_bandwidth(directory: str, total: int, fsync: bool) -> float:
+    path = os.path.join(directory, "disk-probe")
+    chunk = os.urandom(4 << 20)
+    start = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        written = 0
+        while written < total:
+            n = min(len(chunk), total - written)
+            os.write(fd, chunk[:n] if n < len(chunk) else chunk)
+            written += n
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    elapsed = time.perf_counter() - start
+    os.unlink(path)
+    return total / elapsed / 1e6
+
+
+def _config(root: str, flush: FlushDiskType, size: int, index: bool = True) -> StoreConfig:
+    return StoreConfig(
+        store_path_root_dir=root,
+        flush_disk_type=flush,
+        max_message_size=max(4 << 20, size + 4096),
+        message_index_enable=index,
+    )
+
+
+def _message(body: bytes, i: int, prefix: str) -> MessageInner:
+    return MessageInner(
+        topic=_TOPIC,
+        queue_id=i % _QUEUES,
+        body=body,
+        properties={"TAGS": "TagA", "UNIQ_KEY": f"{prefix}{i:012X}"},
+        born_timestamp_ms=0,
+        born_host=_HOST,
+        store_host=_HOST,
+    )
+
+
+def _async_phase(root: str, n: int, body: bytes, index: bool) -> tuple[float, float, MessageStore]:
+    store = MessageStore(_config(root, FlushDiskType.ASYNC_FLUSH, len(body), index))
+    store.load()
+    store.start()
+    put = store.put_message
+    prefix = "A" * 20
+    start = time.perf_counter()
+    for i in range(n):
+        r = put(_message(body, i, prefix))
+        if r.msg_num == 0:
+            raise click.ClickException(f"put failed: {r}")
+    appended = time.perf_counter() - start
+    store.wait_dispatched(600)
+    dispatched = time.perf_counter() - start
+    return appended, dispatched, store
+
+
+def _read_phase(store: MessageStore, n: int) -> float:
+    start = time.perf_counter()
+    got = 0
+    for q in range(_QUEUES):
+        offset = 0
+        while True:
+            res = store.get_message("bench", _TOPIC, q, offset, 32)
+            if res.status is not GetStatus.FOUND:
+                break
+            got += len(res.messages)
+            offset = res.next_begin_offset
+    elapsed = time.perf_counter() - start
+    if got != n:
+        raise click.ClickException(f"read back {got} messages, expected {n}")
+    return elapsed
+
+
+def _sync_phase(root: str, n: int, body: bytes, writers: int, index: bool) -> float:
+    store = MessageStore(_config(root, FlushDiskType.SYNC_FLUSH, len(body), index))
+    store.load()
+    store.start()
+    per = n // writers
+    errors: list[str] = []
+    barrier = threading.Barrier(writers + 1)
+
+    def run(w: int) -> None:
+        prefix = f"S{w:019d}"
+        barrier.wait()
+        for i in range(w * per, (w + 1) * per):
+            r = store.put_message(_message(body, i, prefix))
+            if not r.ok:
+                errors.append(str(r))
+                return
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    store.shutdown()
+    if errors:
+        raise click.ClickException(f"sync put failed: {errors[0]}")
+    return elapsed
+
+
+@click.command("store")
+@click.option("--messages", "messages", default=1_000_000, show_default=True, help="N")
+@click.option("--size", "size", default=1024, show_default=True, help="body bytes")
+@click.option("--sync-messages", default=None, type=int, help="N for the sync phase [N]")
+@click.option("--writers", default=64, show_default=True, help="sync-phase writer threads")
+@click.option("--dir", "directory", default=None, help="where to create the stores [tmp]")
+@click.option("--no-index", is_flag=True, help="disable the key index (messageIndexEnable)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object last")
+def store_bench(
+    messages: int,
+    size: int,
+    sync_messages: int | None,
+    writers: int,
+    directory: str | None,
+    no_index: bool,
+    as_json: bool,
+) -> None:
+    """Append, dispatch and read back N messages of SIZE bytes; compare with the disk."""
+    base = tempfile.mkdtemp(prefix="ariane-bench-", dir=directory)
+    body = os.urandom(size)
+    n_sync = sync_messages if sync_messages is not None else messages
+    n_sync -= n_sync % writers
+    out: dict[str, Any] = {
+        "messages": messages,
+        "size": size,
+        "sync_messages": n_sync,
+        "index": not no_index,
+    }
+    try:
+        probe = os.path.join(base, "disk")
+        os.makedirs(probe)
+        total = messages * size
+        # The first write needs fresh page-cache pages; the second reuses the pages the first
+        # freed and is often much faster. Both are reported; ratios use the best.
+        cold = _disk_bandwidth(probe, total, fsync=False)
+        warm = _disk_bandwidth(probe, total, fsync=False)
+        out["disk_write_cold_mb_per_s"] = cold
+        out["disk_write_mb_per_s"] = max(cold, warm)
+        out["disk_fsync_write_mb_per_s"] = max(
+            _disk_bandwidth(probe, total, fsync=True) for _ in range(2)
+        )
+        appended, dispatched, store = _async_phase(
+            os.path.join(base, "async"), messages, body, not no_index
+        )
+        try:
+            read = _read_phase(store, messages)
+        finally:
+            store.shutdown()
+        shutil.rmtree(os.path.join(base, "async"), ignore_errors=True)
+        out["async_append_msgs_per_s"] = messages / appended
+        out["async_msgs_per_s"] = messages / dispatched
+        out["async_mb_per_s"] = messages * size / dispatched / 1e6
+        out["read_msgs_per_s"] = messages / read
+        out["read_mb_per_s"] = messages * size / read / 1e6
+        sync = (
+            _sync_phase(os.path.join(base, "sync"), n_sync, body, writers, not no_index)
+            if n_sync
+            else 0.0
+        )
+        out["sync_msgs_per_s"] = n_sync / sync if sync else 0.0
+        out["sync_mb_per_s"] = n_sync * size / sync / 1e6 if sync else 0.0
+        out["async_ratio_to_disk"] = out["async_mb_per_s"] / out["disk_write_mb_per_s"]
+        out["sync_ratio_to_disk_fsync"] = out["sync_mb_per_s"] / out["disk_fsync_write_mb_per_s"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    _print(out)
+    if as_json:
+        click.echo(orjson.dumps(out).decode())
+
+
+def _print(out: dict[str, Any]) -> None:
+    click.echo(f"messages={out['messages']} size={out['size']} B index={out['index']}")
+    click.echo(
+        f"disk sequential write: {out['disk_write_mb_per_s']:.0f} MB/s (page cache, best; "
+        f"first write {out['disk_write_cold_mb_per_s']:.0f} MB/s), "
+        f"{out['disk_fsync_write_mb_per_s']:.0f} MB/s (with fsync)"
+    )
+    click.echo(
+        f"async put+dispatch: {out['async_msgs_per_s']:,.0f} msg/s {out['async_mb_per_s']:.0f} MB/s"
+        f" (appends alone {out['async_append_msgs_per_s']:,.0f} msg/s),"
+        f" {out['async_ratio_to_disk']:.2f} x disk"
+    )
+    click.echo(f"read back: {out['read_msgs_per_s']:,.0f} msg/s {out['read_mb_per_s']:.0f} MB/s")
+    click.echo(
+        f"sync ({out['sync_messages']} msgs): {out['sync_msgs_per_s']:,.0f} msg/s "
+        f"{out['sync_mb_per_s']:.0f} MB/s, {out['sync_ratio_to_disk_fsync']:.2f} x fsync disk"
+    )

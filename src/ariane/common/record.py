@@ -1,0 +1,269 @@
+"""The stored-record wire codec: one CommitLog record, as PULL/QUERY/VIEW bodies carry them.
+
+Pure code (no I/O): mirrors RocketMQ's ``MessageDecoder.decode``/``decodesBatch`` and the
+store's ``MessageExtEncoder``. The byte layout is documented field by field in
+:mod:`ariane.store.format`; in short (big-endian, IPv4 hosts, magic V1)::
+
+    0 TOTALSIZE i32 | 4 MAGIC i32 | 8 BODYCRC i32 | 12 QUEUEID i32 | 16 FLAG i32
+    20 QUEUEOFFSET i64 | 28 PHYSICALOFFSET i64 | 36 SYSFLAG i32 | 40 BORNTIMESTAMP i64
+    48 BORNHOST 4+4 | 56 STORETIMESTAMP i64 | 64 STOREHOST 4+4 | 72 RECONSUMETIMES i32
+    76 PREPAREDTRANSACTIONOFFSET i64 | 84 BODYLENGTH i32 | 88 BODY
+    TOPICLENGTH i8 (V1) / i16 (V2) | TOPIC | PROPERTIESLENGTH i16 | PROPERTIES
+
+IPv6 hosts (sysFlag bits 0x10 / 0x20) take 16 + 4 bytes each and shift the later fields.
+``BODYCRC`` is ``zlib.crc32(body) & 0x7FFFFFFF``. Any malformed input raises
+:class:`ariane.errors.CorruptionError` and nothing else.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+
+from ariane.common.message import HostPort, MessageExt
+from ariane.common.properties import decode_properties, encode_properties
+from ariane.common.sysflag import (
+    BORNHOST_V6_FLAG,
+    COMPRESSED_FLAG,
+    COMPRESSION_TYPE_MASK,
+    COMPRESSION_ZLIB,
+    STOREHOSTADDRESS_V6_FLAG,
+)
+from ariane.errors import CorruptionError
+
+__all__ = [
+    "BLANK_MAGIC_CODE",
+    "CRC_MASK",
+    "MESSAGE_MAGIC_CODE_V1",
+    "MESSAGE_MAGIC_CODE_V2",
+    "body_crc",
+    "decode_record",
+    "decode_records",
+    "encode_record",
+    "iter_records",
+    "record_length",
+]
+
+MESSAGE_MAGIC_CODE_V1 = -626843481  # 0xDAA320A7
+MESSAGE_MAGIC_CODE_V2 = -626843477  # 0xDAA320AB
+BLANK_MAGIC_CODE = -875286124  # 0xCBD43194
+CRC_MASK = 0x7FFFFFFF
+
+_HEAD = struct.Struct(">iiiiiqqiq")  # TOTALSIZE .. BORNTIMESTAMP, 48 bytes
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_I16 = struct.Struct(">h")
+_I8 = struct.Struct(">b")
+_HOST4 = struct.Struct(">4si")
+_HOST6 = struct.Struct(">16si")
+_MIDDLE = struct.Struct(">iqi")  # RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, BODYLENGTH
+
+
+def body_crc(body: bytes) -> int:
+    """``UtilAll.crc32``: CRC-32 of ``body`` masked to 31 bits."""
+    return zlib.crc32(body) & CRC_MASK
+
+
+def record_length(
+    body_len: int,
+    topic_len: int,
+    props_len: int,
+    *,
+    v2: bool = False,
+    born_v6: bool = False,
+    store_v6: bool = False,
+) -> int:
+    """``calMsgLength``: the TOTALSIZE of a record with these field lengths (in bytes)."""
+    return (
+        91 + body_len + topic_len + props_len + (1 if v2 else 0) + (12 if born_v6 else 0)
+        + (12 if store_v6 else 0)
+    )  # fmt: skip
+
+
+def encode_record(msg: MessageExt, *, v2: bool | None = None) -> bytes:
+    """Encode ``msg`` as one stored record.
+
+    The sysFlag host bits are derived from the host address lengths and ``body_crc`` is
+    recomputed from the body. ``store_size`` is ignored.
+
+    Args:
+        msg: the message; ``commit_log_offset`` and ``queue_offset`` are written as given.
+        v2: force the V2 magic (2-byte topic length); by default V2 is used only for topics
+            longer than 127 bytes.
+
+    Raises:
+        CorruptionError: never; ``InvalidArgumentError``-like problems raise ``ValueError``
+            (topic or properties too long for their length fields).
+    """
+    topic = msg.topic.encode()
+    prop_bytes = encode_properties(msg.properties).encode()
+    use_v2 = len(topic) > 127 if v2 is None else v2
+    if len(topic) > (32767 if use_v2 else 127):
+        raise ValueError(f"topic too long: {len(topic)} bytes")
+    if len(prop_bytes) > 32767:
+        raise ValueError(f"properties too long: {len(prop_bytes)} bytes")
+    sys_flag = msg.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+    born, store = msg.born_host, msg.store_host
+    if len(born.addr) == 16:
+        sys_flag |= BORNHOST_V6_FLAG
+    if len(store.addr) == 16:
+        sys_flag |= STOREHOSTADDRESS_V6_FLAG
+    total = record_length(
+        len(msg.body), len(topic), len(prop_bytes), v2=use_v2, born_v6=born.is_ipv6,
+        store_v6=store.is_ipv6,
+    )  # fmt: skip
+    parts = [
+        _HEAD.pack(
+            total, MESSAGE_MAGIC_CODE_V2 if use_v2 else MESSAGE_MAGIC_CODE_V1,
+            body_crc(msg.body), msg.queue_id, msg.flag, msg.queue_offset, msg.commit_log_offset,
+            sys_flag, msg.born_timestamp_ms,
+        ),
+        (_HOST6 if born.is_ipv6 else _HOST4).pack(born.addr, born.port),
+        _I64.pack(msg.store_timestamp_ms),
+        (_HOST6 if store.is_ipv6 else _HOST4).pack(store.addr, store.port),
+        _MIDDLE.pack(msg.reconsume_times, msg.prepared_transaction_offset, len(msg.body)),
+        msg.body,
+        (_I16 if use_v2 else _I8).pack(len(topic)),
+        topic,
+        _I16.pack(len(prop_bytes)),
+        prop_bytes,
+    ]  # fmt: skip
+    return b"".join(parts)
+
+
+def _need(buf: bytes | bytearray | memoryview, pos: int, n: int, what: str) -> None:
+    if n < 0 or pos + n > len(buf):
+        raise CorruptionError(f"record truncated reading {what}", pos=pos)
+
+
+def decode_record(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    check_crc: bool = False,
+    decompress: bool = False,
+) -> tuple[MessageExt, int]:
+    """Decode the record that starts at ``pos``.
+
+    Args:
+        buf: the bytes holding the record.
+        pos: where the record starts.
+        check_crc: verify BODYCRC.
+        decompress: inflate a zlib-compressed body (sysFlag bit 0 with compression type 0
+            or 3) and clear the bit, as the Java client does. Other codecs are left as is.
+
+    Returns:
+        The message and the position just past the record.
+
+    Raises:
+        CorruptionError: the bytes are not a well-formed message record (a BLANK end-of-file
+            record is reported as corruption too: it is not a message).
+    """
+    try:
+        return _decode(buf, pos, check_crc, decompress)
+    except CorruptionError:
+        raise
+    except (struct.error, ValueError, IndexError, UnicodeDecodeError, zlib.error) as exc:
+        raise CorruptionError(f"undecodable record: {exc}", pos=pos) from exc
+
+
+def _decode(
+    buf: bytes | bytearray | memoryview, pos: int, check_crc: bool, decompress: bool
+) -> tuple[MessageExt, int]:
+    _need(buf, pos, _HEAD.size, "header")
+    total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts = _HEAD.unpack_from(
+        buf, pos
+    )
+    if magic not in (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2):
+        raise CorruptionError(f"bad magic code {magic & 0xFFFFFFFF:#010x}", pos=pos)
+    if total < 91:
+        raise CorruptionError(f"bad total size {total}", pos=pos)
+    _need(buf, pos, total, "record")
+    end = pos + total
+    p = pos + _HEAD.size
+    host = _HOST6 if sys_flag & BORNHOST_V6_FLAG else _HOST4
+    _need(buf, p, host.size + 8, "born host")
+    born_addr, born_port = host.unpack_from(buf, p)
+    p += host.size
+    (store_ts,) = _I64.unpack_from(buf, p)
+    p += 8
+    host = _HOST6 if sys_flag & STOREHOSTADDRESS_V6_FLAG else _HOST4
+    _need(buf, p, host.size + _MIDDLE.size, "store host")
+    store_addr, store_port = host.unpack_from(buf, p)
+    p += host.size
+    reconsume, prepared, body_len = _MIDDLE.unpack_from(buf, p)
+    p += _MIDDLE.size
+    if body_len < 0 or p + body_len > end:
+        raise CorruptionError(f"bad body length {body_len}", pos=pos)
+    body = bytes(buf[p : p + body_len])
+    p += body_len
+    if magic == MESSAGE_MAGIC_CODE_V2:
+        _need(buf, p, 2, "topic length")
+        (topic_len,) = _I16.unpack_from(buf, p)
+        p += 2
+    else:
+        _need(buf, p, 1, "topic length")
+        (topic_len,) = _I8.unpack_from(buf, p)
+        p += 1
+    if topic_len < 0 or p + topic_len + 2 > end:
+        raise CorruptionError(f"bad topic length {topic_len}", pos=pos)
+    topic = bytes(buf[p : p + topic_len]).decode()
+    p += topic_len
+    (props_len,) = _I16.unpack_from(buf, p)
+    p += 2
+    if props_len < 0 or p + props_len != end:
+        raise CorruptionError(f"bad properties length {props_len} for total {total}", pos=pos)
+    properties = decode_properties(bytes(buf[p:end]).decode()) if props_len else {}
+    if check_crc and (zlib.crc32(body) & CRC_MASK) != crc:
+        raise CorruptionError("body CRC mismatch", pos=pos)
+    if decompress and sys_flag & COMPRESSED_FLAG:
+        ctype = (sys_flag & COMPRESSION_TYPE_MASK) >> 8
+        if ctype in (0, COMPRESSION_ZLIB):
+            body = zlib.decompress(body)
+            sys_flag &= ~(COMPRESSED_FLAG | COMPRESSION_TYPE_MASK)
+    msg = MessageExt(
+        topic=topic,
+        body=body,
+        flag=flag,
+        properties=properties,
+        queue_id=queue_id,
+        store_size=total,
+        queue_offset=queue_offset,
+        sys_flag=sys_flag,
+        born_timestamp_ms=born_ts,
+        born_host=HostPort(born_addr, born_port),
+        store_timestamp_ms=store_ts,
+        store_host=HostPort(store_addr, store_port),
+        body_crc=crc,
+        reconsume_times=reconsume,
+        prepared_transaction_offset=prepared,
+        commit_log_offset=phys,
+    )
+    return msg, end
+
+
+def iter_records(
+    buf: bytes | bytearray | memoryview, *, check_crc: bool = False, decompress: bool = False
+) -> Iterator[MessageExt]:
+    """Yield every record of a concatenation (a PULL response body), in order.
+
+    Raises:
+        CorruptionError: a record does not decode (records before it were yielded).
+    """
+    pos = 0
+    n = len(buf)
+    while pos < n:
+        msg, pos = decode_record(buf, pos, check_crc=check_crc, decompress=decompress)
+        yield msg
+
+
+def decode_records(
+    buf: bytes | bytearray | memoryview, *, check_crc: bool = False, decompress: bool = False
+) -> list[MessageExt]:
+    """Decode a whole concatenation of records (``MessageDecoder.decodesBatch``).
+
+    Raises:
+        CorruptionError: any record does not decode.
+    """
+    return list(iter_records(buf, check_crc=check_crc, decompress=decompress))

@@ -1,0 +1,525 @@
+"""The CommitLog: every message of every topic appended to one log (RocketMQ ``CommitLog``).
+
+How it works: a put validates and encodes outside the lock (CRC, properties), then under the
+single put lock it stamps the store time (kept monotonic), assigns the queue offset from
+``topic_queue_table``, writes the record into the last mapped file with one ``pack_into`` for
+the fixed header plus two slice copies, and advances the write position. A record that does
+not fit (with 8 bytes to spare) makes the writer fill the file with a BLANK record and move to
+a new file. The writer then appends a ready-made :data:`DispatchRequest` to ``pending``, in
+physical order, so the reput thread builds ConsumeQueue/index entries without re-parsing the
+log; recovery parses the log instead (:mod:`ariane.store.recovery`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+import zlib
+from collections import deque
+from collections.abc import Callable
+
+from ariane.common.clock import Clock
+from ariane.common.hashing import tags_code
+from ariane.common.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
+from ariane.common.record import CRC_MASK
+from ariane.common.sysflag import (
+    BORNHOST_V6_FLAG,
+    STOREHOSTADDRESS_V6_FLAG,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+)
+from ariane.common.topics import SCHEDULE_TOPIC
+from ariane.store.config import StoreConfig
+from ariane.store.format import (
+    BLANK_MAGIC_CODE,
+    END_FILE_MIN_BLANK_LENGTH,
+    MESSAGE_MAGIC_CODE_V1,
+    MESSAGE_MAGIC_CODE_V2,
+    SIZE_MAGIC,
+    DispatchRequest,
+    tags_code_of,
+)
+from ariane.store.inner import MessageBatchInner, MessageInner
+from ariane.store.mapped_file import MappedFile
+from ariane.store.mapped_file_queue import MappedFileQueue
+from ariane.store.results import PutResult, PutStatus
+
+__all__ = ["CommitLog"]
+
+logger = logging.getLogger(__name__)
+
+_INT32 = 1 << 31
+_INT64 = 1 << 63
+_TX_MASK = 0xC
+_HOST_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+# Fixed header up to and including BODYLENGTH, one struct per (born v6, store v6).
+_HEADERS = {
+    (False, False): struct.Struct(">iiiiiqqiq4siq4siiqi"),
+    (True, False): struct.Struct(">iiiiiqqiq16siq4siiqi"),
+    (False, True): struct.Struct(">iiiiiqqiq4siq16siiqi"),
+    (True, True): struct.Struct(">iiiiiqqiq16siq16siiqi"),
+}
+_I16 = struct.Struct(">h")
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+
+
+class _Prepared:
+    """One batch record encoded as far as possible outside the lock."""
+
+    __slots__ = ("body", "crc", "flag", "props", "props_bytes", "total")
+
+    def __init__(
+        self, body: bytes, flag: int, props: dict[str, str], props_bytes: bytes, total: int
+    ) -> None:
+        self.body = body
+        self.crc = zlib.crc32(body) & CRC_MASK
+        self.flag = flag
+        self.props = props
+        self.props_bytes = props_bytes
+        self.total = total
+
+
+def _illegal(remark: str) -> PutResult:
+    return PutResult(PutStatus.MESSAGE_ILLEGAL, remark=remark)
+
+
+def _encode_props(props: dict[str, str]) -> str:
+    """``k\x01v\x02...`` (fast path; falls back to the tolerant encoder for None values)."""
+    if not props:
+        return ""
+    try:
+        return "\x02".join(map("\x01".join, props.items())) + "\x02"
+    except TypeError:
+        return encode_properties(props)
+
+
+class CommitLog:
+    """The CommitLog files plus the put path.
+
+    Args:
+        config: the store configuration.
+        clock: time source for store timestamps.
+    """
+
+    def __init__(self, config: StoreConfig, clock: Clock) -> None:
+        self.config = config
+        self.clock = clock
+        self.queue = MappedFileQueue(
+            config.commit_log_dir, config.mapped_file_size_commit_log, populate=True
+        )
+        self.file_size = config.mapped_file_size_commit_log
+        #: next queue offset per (topic, queue_id), rebuilt from the ConsumeQueues at load.
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        #: dispatch requests in physical order, consumed by the reput thread.
+        self.pending: deque[DispatchRequest] = deque()
+        self.put_lock = threading.Lock()
+        self.on_appended: Callable[[], None] | None = None
+        self._last_store_ts = 0
+        self._topics: dict[str, tuple[bytes, bool] | str] = {}
+        self._levels_ms = config.delay_levels_ms
+        self._tag_codes: dict[str, int] = {}
+        self._current: MappedFile | None = None
+        self._max_props = config.max_properties_length
+        self._max_size = config.max_message_size
+        self.put_times_total = 0
+        self.put_size_total = 0
+
+    # -- validation ----------------------------------------------------------------------
+    def _topic_tail(self, topic: str) -> tuple[bytes, bool] | str:
+        """(TOPICLENGTH + TOPIC bytes, is_v2) for a legal topic, else the reason it is not."""
+        cached = self._topics.get(topic)
+        if cached is not None:
+            return cached
+        try:
+            raw = topic.encode()
+        except UnicodeEncodeError:
+            return "topic is not valid unicode"
+        result: tuple[bytes, bool] | str
+        if not raw:
+            result = "topic is empty"
+        elif len(raw) > self.config.max_topic_length:
+            result = f"topic longer than {self.config.max_topic_length} bytes"
+        elif topic in (".", "..") or any(c in topic for c in "/\\\0") or not topic.isprintable():
+            result = f"topic {topic[:40]!r} cannot name a ConsumeQueue directory"
+        elif len(raw) > 127:
+            result = (_I16.pack(len(raw)) + raw, True)
+        else:
+            result = (bytes((len(raw),)) + raw, False)
+        if len(self._topics) < 100_000:
+            self._topics[topic] = result
+        return result
+
+    def _check_common(
+        self,
+        queue_id: int,
+        sys_flag: int,
+        born_ts: int,
+        born: bytes,
+        store: bytes,
+        reconsume: int,
+    ) -> str | None:
+        if not 0 <= queue_id < _INT32:
+            return f"queue id {queue_id} out of range"
+        if not -_INT32 <= sys_flag < _INT32 or not -_INT32 <= reconsume < _INT32:
+            return "sysFlag or reconsumeTimes out of int32 range"
+        if not -_INT64 <= born_ts < _INT64:
+            return "born timestamp out of int64 range"
+        if len(born) not in (4, 16) or len(store) not in (4, 16):
+            return "born/store host address must be 4 or 16 bytes"
+        return None
+
+    def _prepare(
+        self,
+        body: bytes,
+        flag: int,
+        props: dict[str, str],
+        props_string: str | None,
+        fixed: int,
+    ) -> _Prepared | PutResult:
+        if not -_INT32 <= flag < _INT32:
+            return _illegal(f"flag {flag} out of int32 range")
+        text = props_string if props_string is not None else _encode_props(props)
+        try:
+            props_bytes = text.encode()
+        except UnicodeEncodeError:
+            return _illegal("properties are not valid unicode")
+        if len(props_bytes) > self.config.max_properties_length:
+            return PutResult(
+                PutStatus.PROPERTIES_SIZE_EXCEEDED,
+                remark=f"properties are {len(props_bytes)} bytes, limit "
+                f"{self.config.max_properties_length}",
+            )
+        total = fixed + len(body) + len(props_bytes)
+        if total > self.config.max_message_size:
+            return _illegal(
+                f"message is {total} bytes stored, limit {self.config.max_message_size}"
+            )
+        return _Prepared(body, flag, props, props_bytes, total)
+
+    def _tags_code(self, topic: str, props: dict[str, str], store_ts: int) -> int:
+        if topic == SCHEDULE_TOPIC:
+            return tags_code_of(topic, props, store_ts, self._levels_ms)
+        tags = props.get(TAGS)
+        if not tags:
+            return 0
+        code = self._tag_codes.get(tags)
+        if code is None:
+            code = tags_code(tags)
+            if len(self._tag_codes) < 65536:
+                self._tag_codes[tags] = code
+        return code
+
+    def _request(
+        self,
+        topic: str,
+        queue_id: int,
+        phys: int,
+        size: int,
+        props: dict[str, str],
+        store_ts: int,
+        queue_offset: int,
+        sys_flag: int,
+    ) -> DispatchRequest:
+        """The dispatch request of a record just written."""
+        return (
+            topic, queue_id, phys, size, self._tags_code(topic, props, store_ts), store_ts,
+            queue_offset, props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+        )  # fmt: skip
+
+    # -- put -----------------------------------------------------------------------------
+    def put_message(self, msg: MessageInner) -> PutResult:
+        """Append one message. Never raises for bad input: returns a status instead.
+
+        Raises:
+            OSError: a new CommitLog file could not be created (reported by the caller).
+        """
+        topic = msg.topic
+        tail = self._topics.get(topic)
+        if tail is None:
+            tail = self._topic_tail(topic)
+        if isinstance(tail, str):
+            return _illegal(tail)
+        topic_tail, v2 = tail
+        born = msg.born_host
+        store = msg.store_host
+        born_addr = born.addr
+        store_addr = store.addr
+        queue_id = msg.queue_id
+        flag = msg.flag
+        sys_flag = msg.sys_flag
+        if not (
+            0 <= queue_id < _INT32
+            and -_INT32 <= flag < _INT32
+            and -_INT32 <= sys_flag < _INT32
+            and -_INT32 <= msg.reconsume_times < _INT32
+            and -_INT64 <= msg.born_timestamp_ms < _INT64
+            and -_INT64 <= msg.prepared_transaction_offset < _INT64
+        ):
+            return _illegal("queue id, flag, sysFlag, reconsumeTimes or an offset out of range")
+        born6 = len(born_addr) == 16
+        store6 = len(store_addr) == 16
+        if (not born6 and len(born_addr) != 4) or (not store6 and len(store_addr) != 4):
+            return _illegal("born/store host address must be 4 or 16 bytes")
+        header = _HEADERS[(born6, store6)]
+        props = msg.properties
+        text = msg.properties_string
+        if text is None:
+            text = _encode_props(props)
+        try:
+            props_bytes = text.encode()
+        except UnicodeEncodeError:
+            return _illegal("properties are not valid unicode")
+        props_len = len(props_bytes)
+        if props_len > self._max_props:
+            return PutResult(
+                PutStatus.PROPERTIES_SIZE_EXCEEDED,
+                remark=f"properties are {props_len} bytes, limit {self._max_props}",
+            )
+        body = msg.body
+        body_len = len(body)
+        total = header.size + len(topic_tail) + 2 + body_len + props_len
+        if total > self._max_size:
+            return _illegal(f"message is {total} bytes stored, limit {self._max_size}")
+        crc = zlib.crc32(body) & CRC_MASK
+        sys_flag &= ~_HOST_FLAGS
+        if born6:
+            sys_flag |= BORNHOST_V6_FLAG
+        if store6:
+            sys_flag |= STOREHOSTADDRESS_V6_FLAG
+        tx = sys_flag & _TX_MASK
+        normal = tx != TRANSACTION_PREPARED_TYPE and tx != TRANSACTION_ROLLBACK_TYPE
+        rest = topic_tail + props_len.to_bytes(2, "big") + props_bytes
+        magic = MESSAGE_MAGIC_CODE_V2 if v2 else MESSAGE_MAGIC_CODE_V1
+        key = (topic, queue_id)
+        with self.put_lock:
+            now = self.clock.now_ms()
+            store_ts = now if now > self._last_store_ts else self._last_store_ts
+            self._last_store_ts = store_ts
+            mf = self._current
+            if mf is None or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
+                mf = self._file_for(total)
+            pos = mf.wrote_position
+            phys = mf.file_from_offset + pos
+            queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
+            mm = mf.mm
+            header.pack_into(
+                mm, pos, total, magic, crc, queue_id, flag, queue_offset, phys,
+                sys_flag, msg.born_timestamp_ms, born_addr, born.port, store_ts, store_addr,
+                store.port, msg.reconsume_times, msg.prepared_transaction_offset, body_len,
+            )  # fmt: skip
+            p = pos + header.size
+            mm[p : p + body_len] = body
+            mm[p + body_len : pos + total] = rest
+            mf.wrote_position = pos + total
+            mf.store_timestamp = store_ts
+            if normal:
+                self.topic_queue_table[key] = queue_offset + 1
+            self.pending.append(
+                self._request(topic, queue_id, phys, total, props, store_ts, queue_offset, sys_flag)
+            )
+            self.put_times_total += 1
+            self.put_size_total += total
+        return PutResult(
+            PutStatus.PUT_OK, phys, total, store_ts, queue_offset, 1, store_addr, store.port,
+            (phys,),
+        )  # fmt: skip
+
+    def put_messages(self, batch: MessageBatchInner) -> PutResult:
+        """Append a batch contiguously under one lock hold (all or nothing).
+
+        Raises:
+            OSError: a new CommitLog file could not be created.
+        """
+        tail = self._topic_tail(batch.topic)
+        if isinstance(tail, str):
+            return _illegal(tail)
+        topic_tail, v2 = tail
+        born, store = batch.born_host, batch.store_host
+        bad = self._check_common(
+            batch.queue_id, batch.sys_flag, batch.born_timestamp_ms, born.addr, store.addr,
+            batch.reconsume_times,
+        )  # fmt: skip
+        if bad is not None:
+            return _illegal(bad)
+        if not batch.messages:
+            return _illegal("empty batch")
+        tx = batch.sys_flag & _TX_MASK
+        if tx in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            return _illegal("transactional messages cannot be sent in a batch")
+        born6 = len(born.addr) == 16
+        store6 = len(store.addr) == 16
+        header = _HEADERS[(born6, store6)]
+        fixed = header.size + len(topic_tail) + 2
+        preps: list[_Prepared] = []
+        batch_total = 0
+        for item in batch.messages:
+            prep = self._prepare(
+                item.body, item.flag, item.properties, item.properties_string, fixed
+            )
+            if isinstance(prep, PutResult):
+                return prep
+            preps.append(prep)
+            batch_total += prep.total
+        if batch_total > self.config.max_message_size:
+            return _illegal(
+                f"batch is {batch_total} bytes stored, limit {self.config.max_message_size}"
+            )
+        sys_flag = (batch.sys_flag & ~_HOST_FLAGS) | (BORNHOST_V6_FLAG if born6 else 0)
+        if store6:
+            sys_flag |= STOREHOSTADDRESS_V6_FLAG
+        magic = MESSAGE_MAGIC_CODE_V2 if v2 else MESSAGE_MAGIC_CODE_V1
+        topic, queue_id = batch.topic, batch.queue_id
+        key = (topic, queue_id)
+        offsets: list[int] = []
+        with self.put_lock:
+            now = self.clock.now_ms()
+            store_ts = now if now > self._last_store_ts else self._last_store_ts
+            self._last_store_ts = store_ts
+            mf = self._file_for(batch_total)
+            mm = mf.mm
+            pos = mf.wrote_position
+            first_phys = mf.file_from_offset + pos
+            first_qoff = queue_offset = self.topic_queue_table.get(key, 0)
+            for prep in preps:
+                phys = mf.file_from_offset + pos
+                body = prep.body
+                header.pack_into(
+                    mm, pos, prep.total, magic, prep.crc, queue_id, prep.flag, queue_offset,
+                    phys, sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
+                    store.addr, store.port, batch.reconsume_times, 0, len(body),
+                )  # fmt: skip
+                p = pos + header.size
+                mm[p : p + len(body)] = body
+                p += len(body)
+                end = pos + prep.total
+                mm[p:end] = topic_tail + _I16.pack(len(prep.props_bytes)) + prep.props_bytes
+                props = prep.props
+                self.pending.append(
+                    self._request(
+                        topic, queue_id, phys, prep.total, props, store_ts, queue_offset, sys_flag
+                    )
+                )
+                offsets.append(phys)
+                queue_offset += 1
+                pos = end
+            mf.wrote_position = pos
+            mf.store_timestamp = store_ts
+            self.topic_queue_table[key] = queue_offset
+            self.put_times_total += len(preps)
+            self.put_size_total += batch_total
+        return PutResult(
+            PutStatus.PUT_OK, first_phys, batch_total, store_ts, first_qoff, len(preps),
+            store.addr, store.port, tuple(offsets),
+        )  # fmt: skip
+
+    def _file_for(self, total: int) -> MappedFile:
+        """The file to write ``total`` bytes into, writing a BLANK record when needed."""
+        mf = self.queue.get_last_mapped_file(0)
+        assert mf is not None
+        pos = mf.wrote_position
+        remaining = self.file_size - pos
+        if total + END_FILE_MIN_BLANK_LENGTH > remaining:
+            SIZE_MAGIC.pack_into(mf.mm, pos, remaining, BLANK_MAGIC_CODE)
+            mf.wrote_position = self.file_size
+            mf = self.queue.get_last_mapped_file(0)
+            assert mf is not None
+            assert mf.wrote_position == 0
+        self._current = mf
+        return mf
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def max_offset(self) -> int:
+        """Physical offset just past the last written byte."""
+        return self.queue.max_offset
+
+    @property
+    def min_offset(self) -> int:
+        """Physical offset of the first retained byte (-1 when there are no files)."""
+        first = self.queue.first
+        if first is None:
+            return -1
+        if not first.available:
+            return self.roll_next_file(first.file_from_offset)
+        return first.file_from_offset
+
+    @property
+    def flushed_where(self) -> int:
+        """Physical offset up to which the log is durable."""
+        return self.queue.flushed_where
+
+    def roll_next_file(self, offset: int) -> int:
+        """Start offset of the file after the one holding ``offset``."""
+        return offset + self.file_size - offset % self.file_size
+
+    def get_message(self, offset: int, size: int) -> bytes | None:
+        """The ``size`` bytes at physical ``offset`` (a whole record), or None."""
+        mf = self.queue.find_mapped_file_by_offset(offset, offset == 0)
+        if mf is None:
+            return None
+        return mf.read(offset - mf.file_from_offset, size)
+
+    def get_data(self, offset: int, max_bytes: int | None = None) -> bytes | None:
+        """Bytes from ``offset`` to the end of written data in that file (capped), or None."""
+        mf = self.queue.find_mapped_file_by_offset(offset, offset == 0)
+        if mf is None:
+            return None
+        pos = offset - mf.file_from_offset
+        limit = None if max_bytes is None else pos + max_bytes
+        return mf.read_from(pos, limit)
+
+    def look_message_by_offset(self, offset: int) -> bytes | None:
+        """The whole record at ``offset`` (its size read from TOTALSIZE), or None."""
+        head = self.get_message(offset, 8)
+        if head is None:
+            return None
+        size, magic = SIZE_MAGIC.unpack(head)
+        if magic not in (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2) or size < 91:
+            return None
+        return self.get_message(offset, size)
+
+    def pickup_store_timestamp(self, offset: int, size: int) -> int:
+        """Store time of the record at ``offset`` (-1 when it is gone)."""
+        if offset < self.min_offset:
+            return -1
+        head = self.get_message(offset, min(size, 100))
+        if head is None or len(head) < 76:
+            return -1
+        (sys_flag,) = _I32.unpack_from(head, 36)
+        pos = 48 + (20 if sys_flag & BORNHOST_V6_FLAG else 8)
+        return int(_I64.unpack_from(head, pos)[0])
+
+    # -- maintenance ---------------------------------------------------------------------
+    def flush(self, least_pages: int) -> bool:
+        """Flush one file's worth; True when nothing new was flushed."""
+        return self.queue.flush(least_pages)
+
+    def set_last_store_timestamp(self, ts: int) -> None:
+        """Seed the monotonic store clock after recovery."""
+        self._last_store_ts = max(self._last_store_ts, ts)
+
+    def shutdown(self) -> None:
+        """Unmap every file."""
+        self._current = None
+        self.queue.shutdown()
+
+    def set_aside(self, mf: MappedFile) -> None:
+        """Rename a file cut off by recovery to ``<name>.tr<N>`` instead of deleting it
+        (an all-zero file, e.g. pre-allocated and never written, is simply deleted)."""
+        if mf.nonzero_end(0) == 0:
+            mf.destroy()
+            return
+        mf.close()
+        target = _free_tr_name(mf.path)
+        os.replace(mf.path, target)
+        logger.warning("recovery set aside %s as %s", mf.path, target)
+
+
+def _free_tr_name(path: str) -> str:
+    n = 0
+    while os.path.exists(f"{path}.tr{n}"):
+        n += 1
+    return f"{path}.tr{n}"

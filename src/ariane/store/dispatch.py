@@ -1,0 +1,217 @@
+"""The reput loop: CommitLog -> ConsumeQueue and IndexFile (RocketMQ ``ReputMessageService``).
+
+How it works: the writer leaves one :data:`~ariane.store.format.DispatchRequest` per record in
+``CommitLog.pending`` (in physical order). This thread takes them in batches, but only those
+whose record lies entirely below the *visibility limit*: the write position under
+ASYNC_FLUSH, the flushed position under SYNC_FLUSH (so a reader never sees a message that is
+not on disk). Each batch goes to the ConsumeQueues (not PREPARED/ROLLBACK records), then to
+the index, then to the arriving listener. Dispatch is idempotent, so after a failure the batch
+is simply put back and retried.
+
+Arriving listener contract: after a batch is visible, the listener is called once per
+(topic, queue id, tagsCode) group of the batch with ``next_logic_offset`` = queue offset after
+the group's last message, that message's tagsCode and store time, and its properties when the
+group is a single message (else None: check the records). It runs on this thread and must not
+block.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from ariane.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from ariane.store.commit_log import CommitLog
+from ariane.store.consume_queue import ConsumeQueue
+from ariane.store.format import DispatchRequest
+from ariane.store.index_file import IndexService
+from ariane.store.service import ServiceThread
+
+__all__ = ["ArrivingListener", "Dispatcher", "ReputService"]
+
+logger = logging.getLogger(__name__)
+
+_BATCH = 4096
+
+
+class ArrivingListener(Protocol):
+    """``MessageArrivingListener.arriving``."""
+
+    def __call__(
+        self,
+        topic: str,
+        queue_id: int,
+        next_logic_offset: int,
+        tags_code: int,
+        store_timestamp_ms: int,
+        properties: dict[str, str] | None,
+    ) -> None: ...
+
+
+class Dispatcher:
+    """Applies dispatch requests to the ConsumeQueues and the index.
+
+    Args:
+        find_consume_queue: get-or-create the ConsumeQueue of (topic, queue id).
+        index: the index service, or None when indexing is off.
+    """
+
+    def __init__(
+        self,
+        find_consume_queue: Callable[[str, int], ConsumeQueue],
+        index: IndexService | None,
+    ) -> None:
+        self.find_consume_queue = find_consume_queue
+        self.index = index
+        self._cqs: dict[tuple[str, int], ConsumeQueue] = {}
+        self.last_store_timestamp = 0
+        #: held while a batch is taken from the log and dispatched (topic deletion waits).
+        self.lock = threading.Lock()
+
+    def forget(self, topic: str) -> None:
+        """Drop cached ConsumeQueues of ``topic`` (after it was deleted)."""
+        for key in [k for k in self._cqs if k[0] == topic]:
+            del self._cqs[key]
+
+    def dispatch(self, batch: list[DispatchRequest]) -> None:
+        """Build ConsumeQueue entries and index keys for ``batch`` (idempotent)."""
+        cqs = self._cqs
+        find = self.find_consume_queue
+        for topic, queue_id, phys, size, tags, _ts, cq_offset, _k, _u, sys_flag, _p in batch:
+            tx = sys_flag & 0xC
+            if tx in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+                continue
+            key = (topic, queue_id)
+            cq = cqs.get(key)
+            if cq is None:
+                cq = cqs[key] = find(topic, queue_id)
+            cq.put(phys, size, tags, cq_offset)
+        if self.index is not None:
+            self.index.build_index(batch)
+        if batch:
+            self.last_store_timestamp = batch[-1][5]
+
+
+class ReputService(ServiceThread):
+    """Runs dispatch behind the writer.
+
+    Args:
+        commit_log: the log whose ``pending`` requests are dispatched.
+        dispatcher: applies them.
+        sync_visibility: only dispatch what is flushed (SYNC_FLUSH).
+        on_error: called with a reason when dispatch fails (the store stops accepting writes
+            until dispatch works again); called with None when it recovers.
+    """
+
+    def __init__(
+        self,
+        commit_log: CommitLog,
+        dispatcher: Dispatcher,
+        *,
+        sync_visibility: bool,
+        on_error: Callable[[str | None], None],
+    ) -> None:
+        super().__init__("ReputMessageService")
+        self.commit_log = commit_log
+        self.dispatcher = dispatcher
+        self.sync_visibility = sync_visibility
+        self.on_error = on_error
+        self.listener: ArrivingListener | None = None
+        self.reput_from_offset = 0
+        self.idle = False
+        self._failing = False
+
+    def visibility_limit(self) -> int:
+        """Physical offset below which records may be dispatched."""
+        if self.sync_visibility:
+            return self.commit_log.flushed_where
+        return self.commit_log.max_offset
+
+    def behind_bytes(self) -> int:
+        """``dispatchBehindBytes``: written bytes not dispatched yet."""
+        return max(0, self.commit_log.max_offset - self.reput_from_offset)
+
+    def do_reput(self) -> int:
+        """Dispatch every visible pending request; return how many were dispatched."""
+        done = 0
+        while self.commit_log.pending:
+            with self.dispatcher.lock:
+                pending = self.commit_log.pending
+                limit = self.visibility_limit()
+                batch: list[DispatchRequest] = []
+                while pending and len(batch) < _BATCH:
+                    req = pending[0]
+                    if req[2] + req[3] > limit:
+                        break
+                    batch.append(pending.popleft())
+                if not batch:
+                    break
+                error = self._dispatch(batch)
+            if error is not None:
+                if not self._failing:
+                    logger.error("dispatch failed; writes are refused until it works: %s", error)
+                    self._failing = True
+                    self.on_error(f"dispatch to ConsumeQueue/index failed: {error}")
+                return done
+            if self._failing:
+                self._failing = False
+                self.on_error(None)
+            last = batch[-1]
+            self.reput_from_offset = last[2] + last[3]
+            done += len(batch)
+            if self.listener is not None:
+                self._notify(batch)
+        if not self.commit_log.pending and self.commit_log.max_offset > self.reput_from_offset:
+            self._catch_up_blank()
+        return done
+
+    def _dispatch(self, batch: list[DispatchRequest]) -> str | None:
+        """Dispatch ``batch``; on failure put it back and return the error text."""
+        try:
+            self.dispatcher.dispatch(batch)
+        except Exception as exc:
+            logger.exception("dispatch of %d records failed", len(batch))
+            self.commit_log.pending.extendleft(reversed(batch))
+            return str(exc) or type(exc).__name__
+        return None
+
+    def _catch_up_blank(self) -> None:
+        """With nothing pending, everything written up to the limit was dispatched (the rest
+        is BLANK filler at a file end)."""
+        with self.commit_log.put_lock:
+            if not self.commit_log.pending:
+                limit = min(self.visibility_limit(), self.commit_log.max_offset)
+                if limit > self.reput_from_offset:
+                    self.reput_from_offset = limit
+
+    def _notify(self, batch: list[DispatchRequest]) -> None:
+        listener = self.listener
+        assert listener is not None
+        groups: dict[tuple[str, int, int], tuple[DispatchRequest, int]] = {}
+        for req in batch:
+            tx = req[9] & 0xC
+            if tx in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+                continue
+            key = (req[0], req[1], req[4])
+            prev = groups.get(key)
+            groups[key] = (req, 1 if prev is None else prev[1] + 1)
+        for (topic, queue_id, tags), (req, count) in groups.items():
+            try:
+                listener(topic, queue_id, req[6] + 1, tags, req[5], req[10] if count == 1 else None)
+            except Exception:
+                logger.exception("arriving listener failed")
+
+    def run_once(self) -> None:
+        if self._failing:
+            self.wait(1.0)
+        if self.do_reput():
+            self.wait(0.001)
+            return
+        self.idle = True
+        self.wait(0.001 if self.commit_log.pending else 0.05)
+        self.idle = False
+
+    def on_stop(self) -> None:
+        self.do_reput()

@@ -1,0 +1,326 @@
+"""Flushing: async CommitLog flush, sync group commit, ConsumeQueue/index/checkpoint flush.
+
+Mirrors RocketMQ's ``FlushRealTimeService``, ``GroupCommitService`` and
+``FlushConsumeQueueService``.
+
+* Async (``FlushRealTimeService``): every ``flush_interval_commit_log_ms`` flush when at least
+  ``flush_commit_log_least_pages`` dirty 4 KiB pages accumulated, and everything every
+  ``flush_commit_log_thorough_interval_ms``.
+* Sync (``GroupCommitService``): a put registers (end offset, future); the thread swaps the
+  request list, calls ``fdatasync`` once for all of them (the GIL is released meanwhile, so
+  more puts queue up for the next round) and completes every covered future with ``PUT_OK``.
+  A request not covered within ``sync_flush_timeout_ms`` completes with ``FLUSH_DISK_TIMEOUT``
+  (a reaper thread enforces this even if an fsync hangs).
+* ``FlushConsumeQueueService``: flushes dirty ConsumeQueues (and, on thorough rounds, the index
+  files and then the checkpoint, with timestamps taken before the data was flushed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from ariane.common.clock import Clock
+from ariane.store.checkpoint import StoreCheckpoint
+from ariane.store.commit_log import CommitLog
+from ariane.store.consume_queue import ConsumeQueue
+from ariane.store.index_file import IndexService
+from ariane.store.results import PutResult, PutStatus
+from ariane.store.service import ServiceThread
+
+__all__ = [
+    "Completion",
+    "FlushCommitLogService",
+    "FlushConsumeQueueService",
+    "GroupCommitService",
+    "SyncWaiter",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def _flush_commit_log_fully(commit_log: CommitLog, checkpoint: StoreCheckpoint) -> None:
+    for _ in range(len(commit_log.queue.files) + 2):
+        commit_log.flush(0)
+        if commit_log.flushed_where >= commit_log.max_offset:
+            break
+    if commit_log.queue.store_timestamp:
+        checkpoint.physic_msg_timestamp = commit_log.queue.store_timestamp
+
+
+class FlushCommitLogService(ServiceThread):
+    """ASYNC_FLUSH: periodic CommitLog flush.
+
+    Args:
+        commit_log: the log.
+        checkpoint: receives ``physic_msg_timestamp`` after full flushes.
+        interval_ms / least_pages / thorough_interval_ms: RocketMQ's three settings.
+        clock: monotonic time source.
+    """
+
+    def __init__(
+        self,
+        commit_log: CommitLog,
+        checkpoint: StoreCheckpoint,
+        *,
+        interval_ms: int,
+        least_pages: int,
+        thorough_interval_ms: int,
+        clock: Clock,
+    ) -> None:
+        super().__init__("FlushRealTimeService")
+        self.commit_log = commit_log
+        self.checkpoint = checkpoint
+        self.interval_s = interval_ms / 1000
+        self.least_pages = least_pages
+        self.thorough_s = thorough_interval_ms / 1000
+        self.clock = clock
+        self._last_thorough = clock.monotonic()
+
+    def run_once(self) -> None:
+        self.wait(self.interval_s)
+        least = self.least_pages
+        now = self.clock.monotonic()
+        if now >= self._last_thorough + self.thorough_s:
+            self._last_thorough = now
+            least = 0
+        self.commit_log.flush(least)
+        self.commit_log.queue.preallocate_next()
+        if least == 0 and self.commit_log.queue.store_timestamp:
+            self.checkpoint.physic_msg_timestamp = self.commit_log.queue.store_timestamp
+
+    def on_stop(self) -> None:
+        _flush_commit_log_fully(self.commit_log, self.checkpoint)
+
+
+class Completion(Protocol):
+    """What the group commit completes: a ``Future[PutResult]`` or a :class:`SyncWaiter`."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: PutResult) -> None: ...
+
+
+class SyncWaiter:
+    """A cheaper completion than a Future for a thread that blocks until the flush: one lock,
+    released when the result is set."""
+
+    __slots__ = ("_lock", "result")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self.result: PutResult | None = None
+
+    def done(self) -> bool:
+        return not self._lock.locked()
+
+    def set_result(self, result: PutResult) -> None:
+        self.result = result
+        self._lock.release()
+
+    def wait(self) -> PutResult:
+        """Block until ``set_result`` (the reaper guarantees it within the flush timeout)."""
+        self._lock.acquire()
+        assert self.result is not None
+        return self.result
+
+
+class _Request:
+    __slots__ = ("deadline", "future", "next_offset", "result")
+
+    def __init__(
+        self, next_offset: int, future: Completion, result: PutResult, deadline: float
+    ) -> None:
+        self.next_offset = next_offset
+        self.future = future
+        self.result = result
+        self.deadline = deadline
+
+
+class GroupCommitService(ServiceThread):
+    """SYNC_FLUSH group commit.
+
+    Args:
+        commit_log: the log.
+        checkpoint: receives ``physic_msg_timestamp`` after each round.
+        timeout_ms: ``syncFlushTimeout``.
+        on_flushed: called after each round that advanced the flush point (wakes dispatch).
+    """
+
+    def __init__(
+        self,
+        commit_log: CommitLog,
+        checkpoint: StoreCheckpoint,
+        *,
+        timeout_ms: int,
+        on_flushed: Callable[[], None],
+    ) -> None:
+        super().__init__("GroupCommitService")
+        self.commit_log = commit_log
+        self.checkpoint = checkpoint
+        self.timeout_s = timeout_ms / 1000
+        self.on_flushed = on_flushed
+        self._cond = threading.Condition(threading.Lock())
+        self._write: list[_Request] = []
+        self._inflight: list[_Request] = []
+        self._complete_lock = threading.Lock()
+        self._reaper: threading.Thread | None = None
+
+    def put_request(self, next_offset: int, future: Completion, result: PutResult) -> None:
+        """Complete ``future`` with ``result`` once the log is durable up to ``next_offset``."""
+        req = _Request(next_offset, future, result, time.monotonic() + self.timeout_s)
+        with self._cond:
+            self._write.append(req)
+            self._cond.notify()
+
+    def start(self) -> None:
+        super().start()
+        self._reaper = threading.Thread(target=self._reap, name="GroupCommitReaper", daemon=True)
+        self._reaper.start()
+
+    def stop(self, join_timeout_s: float = 30.0) -> None:
+        with self._cond:
+            self._cond.notify()
+        super().stop(join_timeout_s)
+        if self._reaper is not None:
+            self._reaper.join(join_timeout_s)
+
+    def run_once(self) -> None:
+        with self._cond:
+            if not self._write and not self._inflight and not self.stopped:
+                self._cond.wait(0.01)
+            batch = self._write
+            self._write = []
+        self._inflight.extend(batch)
+        self._do_commit()
+        if not self._inflight:
+            self.commit_log.queue.preallocate_next()
+
+    def _do_commit(self) -> None:
+        requests = self._inflight
+        target = max((r.next_offset for r in requests), default=0)
+        before = self.commit_log.flushed_where
+        for _ in range(3):
+            if requests and self.commit_log.flushed_where >= target:
+                break
+            if self.commit_log.flush(0) and not requests:
+                break
+        flushed = self.commit_log.flushed_where
+        if self.commit_log.queue.store_timestamp:
+            self.checkpoint.physic_msg_timestamp = self.commit_log.queue.store_timestamp
+        if flushed > before:
+            self.on_flushed()
+        now = time.monotonic()
+        keep: list[_Request] = []
+        with self._complete_lock:
+            for req in requests:
+                if req.future.done():
+                    continue
+                if req.next_offset <= flushed:
+                    if now <= req.deadline:
+                        req.future.set_result(req.result)
+                    else:
+                        req.result.status = PutStatus.FLUSH_DISK_TIMEOUT
+                        req.future.set_result(req.result)
+                elif now > req.deadline:
+                    req.result.status = PutStatus.FLUSH_DISK_TIMEOUT
+                    req.future.set_result(req.result)
+                else:
+                    keep.append(req)
+        self._inflight = keep
+
+    def _reap(self) -> None:
+        while not self.stopped:
+            time.sleep(0.05)
+            now = time.monotonic()
+            with self._cond:
+                waiting = list(self._write)
+            with self._complete_lock:
+                for req in [*self._inflight, *waiting]:
+                    if now > req.deadline and not req.future.done():
+                        req.result.status = PutStatus.FLUSH_DISK_TIMEOUT
+                        req.future.set_result(req.result)
+
+    def on_stop(self) -> None:
+        with self._cond:
+            self._inflight.extend(self._write)
+            self._write = []
+        _flush_commit_log_fully(self.commit_log, self.checkpoint)
+        self._do_commit()
+        with self._complete_lock:
+            for req in self._inflight:
+                if not req.future.done():
+                    req.result.status = PutStatus.FLUSH_DISK_TIMEOUT
+                    req.future.set_result(req.result)
+        self._inflight = []
+
+
+class FlushConsumeQueueService(ServiceThread):
+    """Flushes ConsumeQueues, index files and the checkpoint.
+
+    Args:
+        queues: returns the current ConsumeQueues.
+        index: the index service (None when indexing is off).
+        checkpoint: the checkpoint.
+        logics_timestamp: store time of the last dispatched record.
+        interval_ms / least_pages / thorough_interval_ms: RocketMQ's three settings.
+        clock: monotonic time source.
+    """
+
+    def __init__(
+        self,
+        queues: Callable[[], Iterable[ConsumeQueue]],
+        index: IndexService | None,
+        checkpoint: StoreCheckpoint,
+        logics_timestamp: Callable[[], int],
+        *,
+        interval_ms: int,
+        least_pages: int,
+        thorough_interval_ms: int,
+        clock: Clock,
+    ) -> None:
+        super().__init__("FlushConsumeQueueService")
+        self.queues = queues
+        self.index = index
+        self.checkpoint = checkpoint
+        self.logics_timestamp = logics_timestamp
+        self.interval_s = interval_ms / 1000
+        self.least_pages = least_pages
+        self.thorough_s = thorough_interval_ms / 1000
+        self.clock = clock
+        self._last_thorough = clock.monotonic()
+        self._lock = threading.Lock()
+
+    def run_once(self) -> None:
+        self.wait(self.interval_s)
+        self.do_flush(thorough=False)
+
+    def do_flush(self, *, thorough: bool) -> None:
+        """One round; ``thorough`` (or the thorough interval) flushes everything + checkpoint."""
+        with self._lock:
+            least = self.least_pages
+            now = self.clock.monotonic()
+            if thorough or now >= self._last_thorough + self.thorough_s:
+                self._last_thorough = now
+                least = 0
+            logics_ts = self.logics_timestamp()
+            for cq in list(self.queues()):
+                if cq.dirty:
+                    for _ in range(len(cq.queue.files) + 1):
+                        if cq.flush(least) or least:
+                            break
+            if least == 0:
+                if self.index is not None:
+                    index_ts = self.index.flush()
+                    if index_ts:
+                        self.checkpoint.index_msg_timestamp = index_ts
+                if logics_ts > 0:
+                    self.checkpoint.logics_msg_timestamp = logics_ts
+                self.checkpoint.flush()
+
+    def on_stop(self) -> None:
+        self.do_flush(thorough=True)

@@ -1,0 +1,364 @@
+"""Hash index from message keys to CommitLog offsets (RocketMQ ``IndexFile`` + ``IndexService``).
+
+How it works: each file is a 40-byte header, a table of hash slots and a sequence of 20-byte
+entries (layout in :mod:`ariane.store.format`). Putting ``topic#key`` writes a new entry that
+links to the slot's previous head and makes the slot point at it, so a lookup walks one chain
+newest-first and compares hashes (callers re-check the real keys). Entry 0 is never used.
+Files are named by creation time and a new one starts when the last is full, seeded with the
+previous file's end offset/time. The header lives in Python attributes and is written into the
+map after every dispatch batch and before a flush.
+
+One deliberate difference from RocketMQ: the first entry of a file computes its timeDiff
+against its own store time (0), not against the seed taken from the previous file, so its time
+reads back exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+from ariane.common.clock import Clock
+from ariane.common.hashing import index_key_hash, index_key_hash_with_prefix
+from ariane.common.sysflag import TRANSACTION_ROLLBACK_TYPE
+from ariane.errors import CorruptionError
+from ariane.store.format import (
+    INDEX_ENTRY,
+    INDEX_ENTRY_SIZE,
+    INDEX_HEADER,
+    INDEX_HEADER_SIZE,
+    INDEX_SLOT,
+    DispatchRequest,
+)
+from ariane.store.mapped_file import MappedFile
+
+__all__ = ["IndexFile", "IndexService"]
+
+logger = logging.getLogger(__name__)
+
+_INT_MAX = 0x7FFFFFFF
+
+
+class IndexFile:
+    """One index file.
+
+    Args:
+        path: file path.
+        slot_num: hash slots.
+        index_num: entries (including the unused entry 0).
+        create: create a new file seeded with ``seed_phy_offset``/``seed_timestamp_ms``.
+
+    Raises:
+        CorruptionError: an existing file has the wrong size.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        slot_num: int,
+        index_num: int,
+        *,
+        create: bool,
+        seed_phy_offset: int = 0,
+        seed_timestamp_ms: int = 0,
+    ) -> None:
+        self.slot_num = slot_num
+        self.index_num = index_num
+        self.size = INDEX_HEADER_SIZE + slot_num * 4 + index_num * INDEX_ENTRY_SIZE
+        self.entries_at = INDEX_HEADER_SIZE + slot_num * 4
+        self.mf = MappedFile(path, self.size, create=create)
+        self.mf.wrote_position = self.size
+        if create:
+            self.begin_timestamp = self.end_timestamp = seed_timestamp_ms
+            self.begin_phy_offset = self.end_phy_offset = seed_phy_offset
+            self.hash_slot_count = 0
+            self.index_count = 1
+            self.write_header()
+        else:
+            (
+                self.begin_timestamp,
+                self.end_timestamp,
+                self.begin_phy_offset,
+                self.end_phy_offset,
+                self.hash_slot_count,
+                self.index_count,
+            ) = INDEX_HEADER.unpack_from(self.mf.mm, 0)
+            if self.index_count <= 0 or self.index_count > index_num:
+                self.index_count = max(1, min(self.index_count, index_num))
+        self.dirty = create
+
+    @property
+    def path(self) -> str:
+        """File path."""
+        return self.mf.path
+
+    @property
+    def is_write_full(self) -> bool:
+        """True when no entry can be added."""
+        return self.index_count >= self.index_num
+
+    def write_header(self) -> None:
+        """Copy the header attributes into the map."""
+        INDEX_HEADER.pack_into(
+            self.mf.mm, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+            self.end_phy_offset, self.hash_slot_count, self.index_count,
+        )  # fmt: skip
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp_ms: int, prefix: str = "") -> bool:
+        """Add ``prefix + key`` (``topic#`` + key). False when the file is full."""
+        count = self.index_count
+        if count >= self.index_num:
+            return False
+        mm = self.mf.mm
+        key_hash = index_key_hash_with_prefix(prefix, key) if prefix else index_key_hash(key)
+        abs_slot = INDEX_HEADER_SIZE + (key_hash % self.slot_num) * 4
+        (slot_value,) = INDEX_SLOT.unpack_from(mm, abs_slot)
+        if slot_value <= 0 or slot_value > count:
+            slot_value = 0
+        if count <= 1:
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp_ms
+        begin = self.begin_timestamp
+        if begin <= 0:
+            time_diff = 0
+        else:
+            time_diff = (store_timestamp_ms - begin) // 1000
+            time_diff = 0 if time_diff < 0 else min(time_diff, _INT_MAX)
+        INDEX_ENTRY.pack_into(
+            mm, self.entries_at + count * INDEX_ENTRY_SIZE, key_hash, phy_offset, time_diff,
+            slot_value,
+        )  # fmt: skip
+        INDEX_SLOT.pack_into(mm, abs_slot, count)
+        if slot_value == 0:
+            self.hash_slot_count += 1
+        self.index_count = count + 1
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp_ms
+        self.dirty = True
+        return True
+
+    def select_phy_offsets(self, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[int]:
+        """Offsets of entries whose hash matches ``key`` and time is in range, newest first."""
+        out: list[int] = []
+        mm = self.mf.mm
+        count = self.index_count
+        key_hash = index_key_hash(key)
+        try:
+            (slot_value,) = INDEX_SLOT.unpack_from(
+                mm, INDEX_HEADER_SIZE + (key_hash % self.slot_num) * 4
+            )
+            if slot_value <= 0 or slot_value > count or count <= 1:
+                return out
+            nxt = slot_value
+            base = self.begin_timestamp
+            while len(out) < max_num:
+                h, phy, diff, prev = INDEX_ENTRY.unpack_from(
+                    mm, self.entries_at + nxt * INDEX_ENTRY_SIZE
+                )
+                if diff < 0:
+                    break
+                time_read = base + diff * 1000
+                if h == key_hash and begin_ms <= time_read <= end_ms:
+                    out.append(int(phy))
+                if prev <= 0 or prev > count or prev == nxt or time_read < begin_ms:
+                    break
+                nxt = prev
+        except ValueError:  # unmapped by a concurrent delete
+            return out
+        return out
+
+    def is_time_matched(self, begin_ms: int, end_ms: int) -> bool:
+        """True when the file's time range overlaps [begin_ms, end_ms]."""
+        return not (end_ms < self.begin_timestamp or begin_ms > self.end_timestamp)
+
+    def flush(self) -> None:
+        """Write the header and force the file."""
+        self.write_header()
+        self.mf.sync()
+        self.dirty = False
+
+
+def _index_file_name(now_ms: int) -> str:
+    t = time.localtime(now_ms / 1000)
+    return time.strftime("%Y%m%d%H%M%S", t) + f"{now_ms % 1000:03d}"
+
+
+class IndexService:
+    """All index files plus the dispatcher that fills them.
+
+    Args:
+        index_dir: the ``index`` directory.
+        slot_num: hash slots per file.
+        index_num: entries per file.
+        clock: names new files.
+    """
+
+    def __init__(self, index_dir: str, slot_num: int, index_num: int, clock: Clock) -> None:
+        self.index_dir = index_dir
+        self.slot_num = slot_num
+        self.index_num = index_num
+        self.clock = clock
+        self.files: list[IndexFile] = []
+        self._lock = threading.Lock()
+
+    def load(self, last_exit_ok: bool, index_checkpoint_ms: int) -> int | None:
+        """Map the index files; drop unsafe ones. Return the offset to rebuild from, if any.
+
+        After an abnormal exit a file whose end time is past ``index_checkpoint_ms`` may have
+        lost writes and is deleted; a file of the wrong size is deleted too. The returned
+        physical offset is where re-dispatch must start to rebuild what was dropped (None if
+        nothing was).
+        """
+        os.makedirs(self.index_dir, exist_ok=True)
+        rebuild_from: int | None = None
+        files: list[IndexFile] = []
+        for name in sorted(os.listdir(self.index_dir)):
+            if not (len(name) == 17 and name.isdigit()):
+                continue
+            path = os.path.join(self.index_dir, name)
+            try:
+                f = IndexFile(path, self.slot_num, self.index_num, create=False)
+            except (CorruptionError, OSError) as exc:
+                logger.warning("dropping damaged index file %s: %s", path, exc)
+                _unlink(path)
+                start = files[-1].end_phy_offset if files else 0
+                rebuild_from = start if rebuild_from is None else min(rebuild_from, start)
+                continue
+            if not last_exit_ok and f.end_timestamp > index_checkpoint_ms:
+                logger.info("dropping index file %s written after the checkpoint", path)
+                start = f.begin_phy_offset
+                f.mf.destroy()
+                rebuild_from = start if rebuild_from is None else min(rebuild_from, start)
+                continue
+            files.append(f)
+        self.files = files
+        return rebuild_from
+
+    @property
+    def is_empty(self) -> bool:
+        """True when there is no index file at all."""
+        return not self.files
+
+    def _last_writable(self) -> IndexFile:
+        files = self.files
+        if files and not files[-1].is_write_full:
+            return files[-1]
+        with self._lock:
+            prev = self.files[-1] if self.files else None
+            now = self.clock.now_ms()
+            os.makedirs(self.index_dir, exist_ok=True)
+            while True:
+                path = os.path.join(self.index_dir, _index_file_name(now))
+                if not os.path.exists(path) and (prev is None or path > prev.path):
+                    break
+                now += 1
+            f = IndexFile(
+                path, self.slot_num, self.index_num, create=True,
+                seed_phy_offset=prev.end_phy_offset if prev else 0,
+                seed_timestamp_ms=prev.end_timestamp if prev else 0,
+            )  # fmt: skip
+            if prev is not None:
+                prev.write_header()
+            self.files = [*self.files, f]
+            return f
+
+    def ensure_file(self) -> None:
+        """Create the first index file if none exists (marks the index as built)."""
+        self._last_writable()
+
+    def build_index(self, requests: list[DispatchRequest]) -> None:
+        """Index the keys of ``requests`` (skipping ones the index already covers)."""
+        f = self._last_writable()
+        end_phy = f.end_phy_offset
+        touched = False
+        for topic, _q, phys, _size, _tags, ts, _qo, keys, uniq, sys_flag, _props in requests:
+            if (not uniq and not keys) or phys < end_phy:
+                continue
+            if (sys_flag & 0xC) == TRANSACTION_ROLLBACK_TYPE:
+                continue
+            prefix = topic + "#"
+            touched = True
+            if uniq and not f.put_key(uniq, phys, ts, prefix):
+                f = self._put(f, prefix, uniq, phys, ts)
+            if keys:
+                for k in keys.split(" "):
+                    if k and not f.put_key(k, phys, ts, prefix):
+                        f = self._put(f, prefix, k, phys, ts)
+        if touched:
+            f.write_header()
+
+    def _put(self, f: IndexFile, prefix: str, key: str, phys: int, ts: int) -> IndexFile:
+        while not f.put_key(key, phys, ts, prefix):
+            f = self._last_writable()
+        return f
+
+    def query_offsets(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
+    ) -> tuple[list[int], int, int]:
+        """Candidate offsets for ``topic#key``, newest first, plus the newest file's end time
+        and end offset (``indexLastUpdateTimestamp``/``indexLastUpdatePhyoffset``)."""
+        out: list[int] = []
+        files = self.files
+        if not files:
+            return out, 0, 0
+        last = files[-1]
+        full_key = f"{topic}#{key}"
+        for f in reversed(files):
+            if f.is_time_matched(begin_ms, end_ms):
+                out.extend(f.select_phy_offsets(full_key, max_num - len(out), begin_ms, end_ms))
+            if f.begin_timestamp < begin_ms or len(out) >= max_num:
+                break
+        return out, last.end_timestamp, last.end_phy_offset
+
+    def flush(self) -> int:
+        """Flush dirty files; return the end time of the newest fully flushed file (0 if none)."""
+        flushed_ts = 0
+        for f in list(self.files):
+            if f.dirty:
+                ts = f.end_timestamp
+                try:
+                    f.flush()
+                except (ValueError, OSError):
+                    continue
+                flushed_ts = max(flushed_ts, ts)
+            else:
+                flushed_ts = max(flushed_ts, f.end_timestamp)
+        return flushed_ts
+
+    def delete_expired_files(self, min_phy_offset: int) -> int:
+        """Delete files (never the last) whose entries all point below ``min_phy_offset``."""
+        files = self.files
+        doomed = []
+        for f in files[:-1]:
+            if f.end_phy_offset < min_phy_offset:
+                doomed.append(f)
+            else:
+                break
+        if doomed:
+            with self._lock:
+                self.files = [f for f in self.files if f not in doomed]
+            for f in doomed:
+                f.mf.destroy()
+        return len(doomed)
+
+    def shutdown(self) -> None:
+        """Write headers and unmap."""
+        for f in self.files:
+            if not f.mf.closed:
+                f.write_header()
+            f.mf.close()
+
+    def destroy(self) -> None:
+        """Delete every index file."""
+        files, self.files = self.files, []
+        for f in files:
+            f.mf.destroy()
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        logger.exception("could not delete %s", path)

@@ -1,0 +1,237 @@
+"""One fixed-size, memory-mapped store file (RocketMQ ``MappedFile``).
+
+How it works: the file is sized with ``ftruncate`` and mapped read-write once. Writers copy
+bytes into the map and only then advance ``wrote_position`` (so concurrent readers, which never
+look past it, never see a half-written record). ``flush`` forces the file with ``fdatasync``
+(releases the GIL; on Linux it writes back pages dirtied through the shared mapping) and
+moves ``flushed_position``. Readers get ``bytes`` copies, never views, so a file can be
+unmapped while other threads keep what they read; all map accesses are single C calls under
+the GIL, and a reader that races with ``destroy`` sees ``None`` instead of a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import threading
+
+from ariane.errors import CorruptionError
+from ariane.store.format import OS_PAGE_SIZE, parse_file_name
+
+__all__ = ["MappedFile"]
+
+logger = logging.getLogger(__name__)
+
+
+class MappedFile:
+    """A mapped file named by its start offset.
+
+    Args:
+        path: the file path; its base name is the 20-digit start offset (or, for index files,
+            any name: then ``file_from_offset`` is 0).
+        file_size: the exact size of the file in bytes.
+        create: create (and size) the file if it does not exist.
+        populate: when the file is created, read it once so its (zero) pages sit in the page
+            cache and appends only take minor faults (a fault that allocates a page costs more
+            than copying it). Reading releases the GIL, unlike ``MAP_POPULATE``.
+
+    Raises:
+        CorruptionError: an existing file has another size.
+        OSError: the file cannot be opened or mapped.
+    """
+
+    __slots__ = (
+        "_closed",
+        "_fd",
+        "_flush_lock",
+        "available",
+        "file_from_offset",
+        "file_size",
+        "first_shutdown_ms",
+        "flushed_position",
+        "mm",
+        "path",
+        "store_timestamp",
+        "wrote_position",
+    )
+
+    def __init__(
+        self, path: str, file_size: int, *, create: bool = True, populate: bool = False
+    ) -> None:
+        self.path = path
+        self.file_size = file_size
+        start = parse_file_name(os.path.basename(path))
+        self.file_from_offset = start if start is not None else 0
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        fd = os.open(path, flags, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0 and create:
+                os.ftruncate(fd, file_size)
+                _preallocate(fd, file_size)
+                if populate:
+                    _warm(fd, file_size)
+            elif size != file_size:
+                raise CorruptionError(
+                    f"file size {size} differs from the configured {file_size}", path=path
+                )
+            self.mm = mmap.mmap(fd, file_size, flags=mmap.MAP_SHARED)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        self._closed = False
+        self._flush_lock = threading.Lock()
+        self.wrote_position = 0
+        self.flushed_position = 0
+        self.store_timestamp = 0
+        self.available = True
+        self.first_shutdown_ms = 0
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.path!r}, wrote={self.wrote_position})"
+
+    @property
+    def file_name(self) -> str:
+        """Base name of the file."""
+        return os.path.basename(self.path)
+
+    @property
+    def is_full(self) -> bool:
+        """True when nothing more can be written."""
+        return self.wrote_position >= self.file_size
+
+    @property
+    def closed(self) -> bool:
+        """True after ``close``/``destroy``."""
+        return self._closed
+
+    def last_modified_ms(self) -> int:
+        """The file's mtime in milliseconds (0 if it is gone)."""
+        try:
+            return os.stat(self.path).st_mtime_ns // 1_000_000
+        except OSError:
+            return 0
+
+    def append(self, data: bytes) -> bool:
+        """Append ``data`` at ``wrote_position``; False if it does not fit."""
+        pos = self.wrote_position
+        end = pos + len(data)
+        if end > self.file_size:
+            return False
+        self.mm[pos:end] = data
+        self.wrote_position = end
+        return True
+
+    def read(self, pos: int, size: int) -> bytes | None:
+        """Copy ``size`` bytes at ``pos`` (must lie below ``wrote_position``); None if not."""
+        if pos < 0 or size < 0 or pos + size > self.wrote_position:
+            return None
+        try:
+            return self.mm[pos : pos + size]
+        except ValueError:  # unmapped by a concurrent destroy
+            return None
+
+    def read_from(self, pos: int, limit: int | None = None) -> bytes | None:
+        """Copy from ``pos`` up to ``limit`` (default: ``wrote_position``); None if empty."""
+        end = self.wrote_position if limit is None else min(limit, self.wrote_position)
+        if pos < 0 or pos >= end:
+            return None
+        try:
+            return self.mm[pos:end]
+        except ValueError:
+            return None
+
+    def nonzero_end(self, pos: int) -> int:
+        """End of the run of non-zero data that follows ``pos`` (scanning 1 MiB chunks and
+        stopping at the first chunk that ends in zeros); ``pos`` if there is none."""
+        chunk = 1 << 20
+        end = pos
+        p = pos
+        size = self.file_size
+        while p < size:
+            data = self.mm[p : min(size, p + chunk)]
+            stripped = data.rstrip(b"\0")
+            if stripped:
+                end = p + len(stripped)
+            if len(stripped) < len(data):
+                break
+            p += len(data)
+        return end
+
+    def is_able_to_flush(self, least_pages: int) -> bool:
+        """``isAbleToFlush``: full-and-unflushed, enough dirty pages, or anything if 0."""
+        flushed = self.flushed_position
+        write = self.wrote_position
+        if self.is_full and flushed < write:
+            return True
+        if least_pages > 0:
+            return (write // OS_PAGE_SIZE - flushed // OS_PAGE_SIZE) >= least_pages
+        return write > flushed
+
+    def flush(self, least_pages: int) -> int:
+        """Force written data to disk when ``is_able_to_flush``; return ``flushed_position``."""
+        if self.is_able_to_flush(least_pages):
+            with self._flush_lock:
+                if self._closed:
+                    return self.flushed_position
+                value = self.wrote_position
+                os.fdatasync(self._fd)
+                if value > self.flushed_position:
+                    self.flushed_position = value
+        return self.flushed_position
+
+    def sync(self) -> None:
+        """Force the whole file regardless of positions (used after in-place repairs)."""
+        with self._flush_lock:
+            if not self._closed:
+                os.fdatasync(self._fd)
+
+    def shutdown_mark(self, now_ms: int) -> None:
+        """First step of destruction: make the file unavailable to new readers."""
+        if self.available:
+            self.available = False
+            self.first_shutdown_ms = now_ms
+
+    def close(self) -> None:
+        """Unmap and close (idempotent). Data already written stays in the page cache."""
+        with self._flush_lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self.mm.close()
+            except BufferError:  # pragma: no cover - we never export views
+                logger.warning("%s still has exported buffers; leaving it mapped", self.path)
+            os.close(self._fd)
+
+    def destroy(self) -> bool:
+        """Close and delete the file. Returns True when the file is gone."""
+        self.available = False
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            logger.exception("could not delete %s", self.path)
+            return False
+        logger.info("deleted %s", self.path)
+        return True
+
+
+def _warm(fd: int, size: int) -> None:
+    """Pull every page of a new (fallocated, all-zero) file into the page cache."""
+    buf = bytearray(min(size, 16 << 20))
+    for off in range(0, size, len(buf)):
+        os.preadv(fd, [buf], off)
+
+
+def _preallocate(fd: int, size: int) -> None:
+    """Reserve the blocks now (like RocketMQ's file warm-up): writes into a sparse mapping
+    page-fault into block allocation, which costs several times the copy itself."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:  # pragma: no cover - file systems without fallocate
+        logger.debug("posix_fallocate failed (%s); the file stays sparse", exc)

@@ -1,0 +1,296 @@
+"""A directory of same-size mapped files forming one address space (``MappedFileQueue``).
+
+How it works: files are named by the global offset of their first byte; the list is kept
+sorted and replaced (copy-on-write) whenever it changes, so readers use a snapshot without a
+lock. ``flushed_where`` is the global offset up to which data is durable. ``flush`` handles
+one file per call (a flush point crossing a file boundary needs a second call).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+from ariane.errors import CorruptionError
+from ariane.store.format import file_name, parse_file_name
+from ariane.store.mapped_file import MappedFile
+
+__all__ = ["LoadReport", "MappedFileQueue"]
+
+logger = logging.getLogger(__name__)
+
+
+class LoadReport:
+    """What ``MappedFileQueue.load`` found besides the good files.
+
+    ``bad_file`` is the first file of a wrong size (or unreadable) and ``set_aside`` lists
+    the files after it that were not loaded; the caller decides what to do with them.
+    """
+
+    __slots__ = ("bad_file", "gap_at", "set_aside")
+
+    def __init__(self) -> None:
+        self.bad_file: str | None = None
+        self.set_aside: list[str] = []
+        self.gap_at: int | None = None
+
+    @property
+    def damaged(self) -> bool:
+        """True when not every file could be loaded."""
+        return self.bad_file is not None or self.gap_at is not None
+
+
+class MappedFileQueue:
+    """The files of one directory (the CommitLog, or one ConsumeQueue).
+
+    Args:
+        store_path: the directory.
+        mapped_file_size: the size of every file in bytes.
+    """
+
+    def __init__(self, store_path: str, mapped_file_size: int, *, populate: bool = False) -> None:
+        self.store_path = store_path
+        self.mapped_file_size = mapped_file_size
+        self.populate = populate
+        self._next: MappedFile | None = None
+        self._next_lock = threading.Lock()
+        self.files: list[MappedFile] = []
+        self.flushed_where = 0
+        self.store_timestamp = 0
+
+    # -- loading -------------------------------------------------------------------------
+    def list_file_names(self) -> list[str]:
+        """Sorted 20-digit file names in the directory (other names are ignored)."""
+        try:
+            names = os.listdir(self.store_path)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if parse_file_name(n) is not None)
+
+    def load(self) -> LoadReport:
+        """Map every file in order; stop at the first file of a wrong size or a gap.
+
+        Loaded files start with every position at the file size; recovery corrects the tail.
+        """
+        report = LoadReport()
+        files: list[MappedFile] = []
+        names = self.list_file_names()
+        for i, name in enumerate(names):
+            path = os.path.join(self.store_path, name)
+            start = parse_file_name(name)
+            if start is None or start % self.mapped_file_size:
+                report.bad_file = path
+                report.set_aside = [os.path.join(self.store_path, n) for n in names[i + 1 :]]
+                break
+            if files and start != files[-1].file_from_offset + self.mapped_file_size:
+                report.gap_at = files[-1].file_from_offset + self.mapped_file_size
+                report.set_aside = [os.path.join(self.store_path, n) for n in names[i:]]
+                break
+            try:
+                mf = MappedFile(path, self.mapped_file_size, create=False)
+            except (CorruptionError, OSError) as exc:
+                logger.warning("stopped loading %s at %s: %s", self.store_path, name, exc)
+                report.bad_file = path
+                report.set_aside = [os.path.join(self.store_path, n) for n in names[i + 1 :]]
+                break
+            mf.wrote_position = mf.flushed_position = self.mapped_file_size
+            files.append(mf)
+        self.files = files
+        return report
+
+    # -- lookup --------------------------------------------------------------------------
+    @property
+    def first(self) -> MappedFile | None:
+        """The oldest file."""
+        files = self.files
+        return files[0] if files else None
+
+    @property
+    def last(self) -> MappedFile | None:
+        """The newest file."""
+        files = self.files
+        return files[-1] if files else None
+
+    def get_last_mapped_file(self, start_offset: int = 0, create: bool = True) -> MappedFile | None:
+        """The file to write to, creating the next one when the last is full (or none exist).
+
+        Raises:
+            OSError: the file could not be created.
+        """
+        files = self.files
+        last = files[-1] if files else None
+        if last is not None and not last.is_full:
+            return last
+        if not create:
+            return last
+        if last is None:
+            create_offset = start_offset - start_offset % self.mapped_file_size
+        else:
+            create_offset = last.file_from_offset + self.mapped_file_size
+        with self._next_lock:  # waits for a pre-allocation in progress
+            mf = self._next
+            self._next = None
+            if mf is not None and (mf.file_from_offset != create_offset or mf.closed):
+                mf.destroy()
+                mf = None
+            if mf is None:
+                os.makedirs(self.store_path, exist_ok=True)
+                mf = MappedFile(
+                    os.path.join(self.store_path, file_name(create_offset)),
+                    self.mapped_file_size,
+                    populate=self.populate,
+                )
+            self.files = [*files, mf]
+        return mf
+
+    def preallocate_next(self, fill_ratio: float = 0.5) -> None:
+        """Create (and pre-fault) the next file ahead of the writer once the last file is
+        ``fill_ratio`` full, or the first file of an empty queue (RocketMQ's
+        ``AllocateMappedFileService``). Called from a background thread; a writer that needs
+        the file meanwhile waits for it and takes it over."""
+        if not self.populate:
+            return
+        last = self.last
+        if last is not None and last.wrote_position < self.mapped_file_size * fill_ratio:
+            return
+        offset = last.file_from_offset + self.mapped_file_size if last is not None else 0
+        with self._next_lock:
+            if self._next is not None or self.last is not last:
+                return
+            path = os.path.join(self.store_path, file_name(offset))
+            if os.path.exists(path):
+                return
+            os.makedirs(self.store_path, exist_ok=True)
+            self._next = MappedFile(path, self.mapped_file_size, populate=True)
+
+    def drop_preallocated(self) -> None:
+        """Delete a pre-allocated file that was never used (at shutdown)."""
+        with self._next_lock:
+            mf, self._next = self._next, None
+        if mf is not None:
+            mf.destroy()
+
+    def find_mapped_file_by_offset(
+        self, offset: int, return_first_on_not_found: bool = False
+    ) -> MappedFile | None:
+        """The file holding global ``offset``, or None (or the first file, if asked)."""
+        files = self.files
+        if not files:
+            return None
+        first = files[0]
+        index = offset // self.mapped_file_size - first.file_from_offset // self.mapped_file_size
+        if 0 <= index < len(files):
+            mf = files[index]
+            if mf.file_from_offset <= offset < mf.file_from_offset + self.mapped_file_size:
+                return mf
+            for mf in files:  # pragma: no cover - only after an irregular list
+                if mf.file_from_offset <= offset < mf.file_from_offset + self.mapped_file_size:
+                    return mf
+        return first if return_first_on_not_found else None
+
+    def get_mapped_file_by_time(self, timestamp_ms: int) -> MappedFile | None:
+        """The first file modified at or after ``timestamp_ms``, else the last file."""
+        files = self.files
+        for mf in files:
+            if mf.last_modified_ms() >= timestamp_ms:
+                return mf
+        return files[-1] if files else None
+
+    @property
+    def min_offset(self) -> int:
+        """Start offset of the first file, -1 when there is none."""
+        files = self.files
+        return files[0].file_from_offset if files else -1
+
+    @property
+    def max_offset(self) -> int:
+        """Global offset just past the last written byte (0 when empty)."""
+        files = self.files
+        if not files:
+            return 0
+        last = files[-1]
+        return last.file_from_offset + last.wrote_position
+
+    # -- flushing ------------------------------------------------------------------------
+    def flush(self, least_pages: int) -> bool:
+        """Flush the file holding ``flushed_where``. True means nothing new was flushed."""
+        mf = self.find_mapped_file_by_offset(self.flushed_where, self.flushed_where == 0)
+        if mf is None:
+            return True
+        ts = mf.store_timestamp
+        where = mf.file_from_offset + mf.flush(least_pages)
+        result = where == self.flushed_where
+        if where > self.flushed_where:
+            self.flushed_where = where
+        if least_pages == 0 and ts:
+            self.store_timestamp = ts
+        return result
+
+    def flush_all(self) -> None:
+        """Flush until everything written is durable."""
+        for _ in range(len(self.files) + 2):
+            if self.flush(0) and self.flushed_where >= self.max_offset:
+                return
+            if self.flushed_where >= self.max_offset:
+                return
+
+    # -- truncation and deletion ---------------------------------------------------------
+    def set_positions(self, offset: int) -> None:
+        """Set the flush point (and positions of the file holding ``offset``) after recovery."""
+        self.flushed_where = offset
+
+    def truncate_dirty_files(
+        self, offset: int, set_aside: Callable[[MappedFile], None] | None = None
+    ) -> None:
+        """Cut everything at and after global ``offset`` (``truncateDirtyFiles``).
+
+        The file holding ``offset`` keeps its bytes but its positions move to ``offset``;
+        later files are removed (handed to ``set_aside`` first, when given, else deleted).
+        """
+        keep: list[MappedFile] = []
+        for mf in self.files:
+            tail = mf.file_from_offset + self.mapped_file_size
+            if tail <= offset:
+                keep.append(mf)
+            elif offset >= mf.file_from_offset:
+                pos = offset - mf.file_from_offset
+                mf.wrote_position = pos
+                mf.flushed_position = min(mf.flushed_position, pos)
+                keep.append(mf)
+            elif set_aside is not None:
+                set_aside(mf)
+            else:
+                mf.destroy()
+        self.files = keep
+        self.flushed_where = min(self.flushed_where, offset)
+
+    def delete_last_mapped_file(self) -> None:
+        """Destroy the newest file."""
+        files = self.files
+        if files:
+            self.files = files[:-1]
+            files[-1].destroy()
+
+    def remove_files(self, doomed: list[MappedFile]) -> None:
+        """Drop destroyed files from the list."""
+        ids = {id(mf) for mf in doomed}
+        self.files = [mf for mf in self.files if id(mf) not in ids]
+
+    def shutdown(self) -> None:
+        """Unmap every file (they stay on disk); delete an unused pre-allocated file."""
+        self.drop_preallocated()
+        for mf in self.files:
+            mf.close()
+
+    def destroy(self) -> None:
+        """Delete every file and the directory if it becomes empty."""
+        files, self.files = self.files, []
+        for mf in files:
+            mf.destroy()
+        self.flushed_where = 0
+        try:
+            os.rmdir(self.store_path)
+        except OSError:
+            pass

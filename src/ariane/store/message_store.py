@@ -1,0 +1,567 @@
+"""``MessageStore``: the store facade the broker calls (RocketMQ ``DefaultMessageStore``).
+
+How it works: ``load()`` maps the files and recovers (:mod:`ariane.store.loader`); ``start()``
+creates the abort file and starts the background threads (reput, flush, group commit, ConsumeQueue
+flush, cleanup); ``shutdown()`` stops them in order, flushes everything, writes the checkpoint
+and removes the abort file only if dispatch caught up and the store is writeable.
+
+Puts append synchronously on the caller's thread (one lock, microseconds) and complete per
+the flush policy: ``put_*`` block, ``submit_*`` return a ``concurrent.futures.Future`` that is
+already done under ASYNC_FLUSH and completes after the group commit under SYNC_FLUSH (never
+blocking the caller on fsync). Reads are served from the ConsumeQueues, so a message becomes
+visible once dispatched (and, under SYNC_FLUSH, flushed). Everything is thread-safe; there is
+a single writer lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from types import TracebackType
+
+from ariane.common.clock import Clock, SystemClock
+from ariane.common.properties import WAIT_STORE_MSG_OK
+from ariane.errors import StoreClosedError, StoreError
+from ariane.store.checkpoint import StoreCheckpoint
+from ariane.store.cleanup import CleanService, DiskUsage, disk_usage_ratio
+from ariane.store.commit_log import CommitLog
+from ariane.store.config import FlushDiskType, StoreConfig
+from ariane.store.consume_queue import ConsumeQueue
+from ariane.store.dispatch import ArrivingListener, Dispatcher, ReputService
+from ariane.store.filter import MessageFilter
+from ariane.store.flush import (
+    FlushCommitLogService,
+    FlushConsumeQueueService,
+    GroupCommitService,
+    SyncWaiter,
+)
+from ariane.store.index_file import IndexService
+from ariane.store.inner import MessageBatchInner, MessageInner
+from ariane.store.loader import load_store
+from ariane.store.reads import StoreReads
+from ariane.store.results import GetResult, GetStatus, PutResult, PutStatus, QueryResult
+
+__all__ = ["MessageStore"]
+
+logger = logging.getLogger(__name__)
+
+
+class MessageStore(StoreReads):
+    """The message store.
+
+    Args:
+        config: settings.
+        clock: wall/monotonic time (store timestamps, file expiry). Defaults to the system clock.
+        disk_usage: returns the used fraction of the partition of a path (for cleanup and the
+            disk-full rule). Defaults to ``shutil.disk_usage``.
+        arriving_listener: called on the dispatch thread when messages become visible (see
+            :mod:`ariane.store.dispatch` for the exact contract).
+    """
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        *,
+        clock: Clock | None = None,
+        disk_usage: DiskUsage | None = None,
+        arriving_listener: ArrivingListener | None = None,
+    ) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.disk_usage: DiskUsage = disk_usage or disk_usage_ratio
+        self.commit_log = CommitLog(config, self.clock)
+        self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        self._cq_lock = threading.RLock()
+        self.checkpoint: StoreCheckpoint | None = None
+        self.index: IndexService | None = (
+            IndexService(
+                config.index_dir, config.max_hash_slot_num, config.max_index_num, self.clock
+            )
+            if config.message_index_enable
+            else None
+        )
+        self.dispatcher = Dispatcher(self.find_consume_queue, self.index)
+        self._sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self.reput = ReputService(
+            self.commit_log, self.dispatcher, sync_visibility=self._sync,
+            on_error=lambda r: self._set_unwriteable("dispatch", r),
+        )  # fmt: skip
+        self.reput.listener = arriving_listener
+        self._not_writeable: dict[str, str] = {}
+        self._loaded = False
+        self._running = False
+        self._shutdown = False
+        self._lock_fd: int | None = None
+        self.last_exit_ok = True
+        self.boot_timestamp_ms = self.clock.now_ms()
+        self.get_times_found = 0
+        self.get_times_miss = 0
+        self.get_transferred_msgs = 0
+        self.put_failed_times = 0
+        self._services: list[object] = []
+        self.group_commit: GroupCommitService | None = None
+        self.flush_commit_log: FlushCommitLogService | None = None
+        self.flush_consume_queue: FlushConsumeQueueService | None = None
+        self.cleaner: CleanService | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def __enter__(self) -> MessageStore:
+        if not self._loaded and not self.load():
+            raise StoreError("message store failed to load")
+        if not self._running:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+    def load(self) -> bool:
+        """Take the store lock, map the files and recover. Returns True on success.
+
+        Raises:
+            StoreError: another process holds the store lock.
+        """
+        os.makedirs(self.config.store_path_root_dir, exist_ok=True)
+        self._take_lock()
+        self.last_exit_ok = not os.path.exists(self.config.abort_path)
+        try:
+            self.checkpoint = load_store(self)
+        except Exception:
+            logger.exception("loading the message store failed")
+            return False
+        self._loaded = True
+        return True
+
+    def _take_lock(self) -> None:
+        fd = os.open(self.config.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(f"store {self.config.store_path_root_dir} is in use") from exc
+        self._lock_fd = fd
+
+    def start(self) -> None:
+        """Create the abort file and start the background services."""
+        if not self._loaded or self.checkpoint is None:
+            raise StoreError("load() must succeed before start()")
+        if self._running:
+            return
+        _create_abort_file(self.config.abort_path)
+        self.commit_log.queue.preallocate_next()
+        cfg = self.config
+        cp = self.checkpoint
+        if self._sync:
+            self.group_commit = GroupCommitService(
+                self.commit_log, cp, timeout_ms=cfg.sync_flush_timeout_ms,
+                on_flushed=self.reput.wakeup,
+            )  # fmt: skip
+            self.group_commit.start()
+        else:
+            self.flush_commit_log = FlushCommitLogService(
+                self.commit_log, cp, interval_ms=cfg.flush_interval_commit_log_ms,
+                least_pages=cfg.flush_commit_log_least_pages,
+                thorough_interval_ms=cfg.flush_commit_log_thorough_interval_ms, clock=self.clock,
+            )  # fmt: skip
+            self.flush_commit_log.start()
+        self.reput.start()
+        self.flush_consume_queue = FlushConsumeQueueService(
+            self.all_consume_queues, self.index, cp,
+            lambda: self.dispatcher.last_store_timestamp,
+            interval_ms=cfg.flush_interval_consume_queue_ms,
+            least_pages=cfg.flush_consume_queue_least_pages,
+            thorough_interval_ms=cfg.flush_consume_queue_thorough_interval_ms, clock=self.clock,
+        )  # fmt: skip
+        self.flush_consume_queue.start()
+        self.cleaner = CleanService(
+            cfg, self.commit_log, self.all_consume_queues, self.index, self.clock,
+            self.disk_usage, lambda r: self._set_unwriteable("disk", r),
+        )  # fmt: skip
+        self.cleaner._space_check()
+        self.cleaner.start()
+        self._running = True
+
+    def shutdown(self) -> None:
+        """Stop the services, flush everything, write the checkpoint, release the files.
+
+        The abort file is removed only when dispatch caught up and the store is writeable, so
+        that the next start re-dispatches otherwise. Idempotent.
+        """
+        if self._shutdown:
+            return
+        self._shutdown = True
+        was_running = self._running
+        self._running = False
+        if was_running:
+            assert self.cleaner is not None
+            assert self.flush_consume_queue is not None
+            self.cleaner.stop()
+            deadline = time.monotonic() + 5.0
+            while self.commit_log.pending and time.monotonic() < deadline:
+                if self.group_commit is not None:
+                    self.commit_log.flush(0)
+                self.reput.wakeup()
+                time.sleep(0.01)
+            if self.group_commit is not None:
+                self.group_commit.stop()
+            if self.flush_commit_log is not None:
+                self.flush_commit_log.stop()
+            self.reput.stop()
+            self.flush_consume_queue.stop()
+        clean = was_running and not self.commit_log.pending and self.is_writeable_ignoring_run
+        self.commit_log.shutdown()
+        for cq in self.all_consume_queues():
+            cq.shutdown()
+        if self.index is not None:
+            self.index.shutdown()
+        if clean:
+            try:
+                os.unlink(self.config.abort_path)
+            except FileNotFoundError:
+                pass
+        elif was_running:
+            logger.warning("keeping the abort file: dispatch behind or store not writeable")
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def close_without_cleanup(self) -> None:
+        """Stop the threads and unmap the files with no final flush, no checkpoint and the
+        abort file left in place: the state a killed process leaves (tests and tools)."""
+        self._shutdown = True
+        self._running = False
+        services = [self.cleaner, self.flush_consume_queue, self.group_commit]
+        for svc in [*services, self.flush_commit_log, self.reput]:
+            if svc is not None:
+                svc.abandon()
+        self.commit_log.shutdown()
+        for cq in self.all_consume_queues():
+            cq.shutdown()
+        if self.index is not None:
+            for f in self.index.files:
+                f.mf.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # -- writeability --------------------------------------------------------------------
+    def _set_unwriteable(self, kind: str, reason: str | None) -> None:
+        if reason is None:
+            if self._not_writeable.pop(kind, None) is not None:
+                logger.info("store writeable again (%s)", kind)
+        elif kind not in self._not_writeable:
+            logger.error("store not writeable: %s", reason)
+            self._not_writeable[kind] = reason
+        else:
+            self._not_writeable[kind] = reason
+
+    @property
+    def is_writeable_ignoring_run(self) -> bool:
+        """True when no disk/dispatch problem blocks writes."""
+        return not self._not_writeable
+
+    @property
+    def is_writeable(self) -> bool:
+        """True when puts are accepted."""
+        return self._running and not self._not_writeable
+
+    @property
+    def writeable_reason(self) -> str | None:
+        """Why puts are refused (None when they are accepted)."""
+        if not self._running:
+            return "message store is not running"
+        if self._not_writeable:
+            return "; ".join(self._not_writeable.values())
+        return None
+
+    # -- ConsumeQueue table --------------------------------------------------------------
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """Get or create the ConsumeQueue of (topic, queue id)."""
+        queues = self.consume_queue_table.get(topic)
+        if queues is not None:
+            cq = queues.get(queue_id)
+            if cq is not None:
+                return cq
+        with self._cq_lock:
+            queues = self.consume_queue_table.setdefault(topic, {})
+            cq = queues.get(queue_id)
+            if cq is None:
+                cq = ConsumeQueue(
+                    topic, queue_id, self.config.consume_queue_dir,
+                    self.config.mapped_file_size_consume_queue,
+                )  # fmt: skip
+                queues[queue_id] = cq
+            return cq
+
+    def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        """The ConsumeQueue of (topic, queue id) if it exists."""
+        queues = self.consume_queue_table.get(topic)
+        return queues.get(queue_id) if queues is not None else None
+
+    def all_consume_queues(self) -> list[ConsumeQueue]:
+        """Every ConsumeQueue."""
+        return [
+            cq for queues in list(self.consume_queue_table.values()) for cq in list(queues.values())
+        ]
+
+    # -- put -----------------------------------------------------------------------------
+    def _refusal(self) -> PutResult | None:
+        if self._running and not self._not_writeable:
+            return None
+        self.put_failed_times += 1
+        if self._shutdown or not self._running:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="message store is not running")
+        return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark=self.writeable_reason)
+
+    def _append(self, do: Callable[[], PutResult]) -> PutResult:
+        refusal = self._refusal()
+        if refusal is not None:
+            return refusal
+        try:
+            result = do()
+        except OSError as exc:
+            logger.exception("CommitLog append failed")
+            self.put_failed_times += 1
+            return PutResult(
+                PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {exc}"
+            )
+        if result.msg_num == 0:
+            self.put_failed_times += 1
+        elif self.reput.idle and not self._sync:
+            self.reput.wakeup()
+        return result
+
+    def _wait_flush(self, result: PutResult, wait: bool) -> Future[PutResult]:
+        future: Future[PutResult] = Future()
+        if not self._sync or result.msg_num == 0:
+            future.set_result(result)
+            return future
+        gc = self.group_commit
+        assert gc is not None
+        if not wait:
+            gc.wakeup()
+            future.set_result(result)
+            return future
+        gc.put_request(result.wrote_offset + result.wrote_bytes, future, result)
+        return future
+
+    def submit_message(self, msg: MessageInner) -> Future[PutResult]:
+        """Append ``msg`` now; the future completes when the flush policy is met.
+
+        Never blocks on fsync. Under SYNC_FLUSH the future completes with ``PUT_OK`` after the
+        group commit covers the record, or ``FLUSH_DISK_TIMEOUT`` after ``sync_flush_timeout_ms``
+        (the message is stored either way). A ``WAIT=false`` property skips the wait.
+        """
+        result = self._append(lambda: self.commit_log.put_message(msg))
+        return self._wait_flush(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false")
+
+    def _put_and_wait(self, result: PutResult, wait: bool) -> PutResult:
+        gc = self.group_commit
+        if result.msg_num == 0 or gc is None:
+            return result
+        if not wait:
+            gc.wakeup()
+            return result
+        waiter = SyncWaiter()
+        gc.put_request(result.wrote_offset + result.wrote_bytes, waiter, result)
+        return waiter.wait()
+
+    def put_message(self, msg: MessageInner) -> PutResult:
+        """Append ``msg`` and block until it is durable per the flush policy."""
+        if self._sync:
+            result = self._append(lambda: self.commit_log.put_message(msg))
+            return self._put_and_wait(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false")
+        if not self._running or self._not_writeable:
+            return self._append(lambda: self.commit_log.put_message(msg))
+        try:
+            result = self.commit_log.put_message(msg)
+        except OSError:
+            return self._append(lambda: self.commit_log.put_message(msg))
+        if result.msg_num == 0:
+            self.put_failed_times += 1
+        elif self.reput.idle:
+            self.reput.wakeup()
+        return result
+
+    def submit_messages(self, batch: MessageBatchInner) -> Future[PutResult]:
+        """Append a batch atomically; like ``submit_message`` (one result for the batch)."""
+        result = self._append(lambda: self.commit_log.put_messages(batch))
+        return self._wait_flush(result, True)
+
+    def put_messages(self, batch: MessageBatchInner) -> PutResult:
+        """Append a batch atomically and block until durable per the flush policy."""
+        result = self._append(lambda: self.commit_log.put_messages(batch))
+        return self._put_and_wait(result, True) if self._sync else result
+
+    # -- introspection -------------------------------------------------------------------
+    def topic_queues(self) -> dict[str, list[int]]:
+        """Every topic with a ConsumeQueue and its queue ids (sorted)."""
+        return {
+            topic: sorted(queues)
+            for topic, queues in sorted(self.consume_queue_table.items())
+            if queues
+        }
+
+    def dispatch_behind_bytes(self) -> int:
+        """CommitLog bytes written but not yet dispatched to ConsumeQueue/index."""
+        return self.reput.behind_bytes()
+
+    def runtime_info(self) -> dict[str, str]:
+        """The store's part of RocketMQ's broker runtime info (all values strings)."""
+        cfg = self.config
+        cl = self.commit_log
+        puts = cl.put_times_total
+        now = self.clock.now_ms()
+        return {
+            "bootTimestamp": str(self.boot_timestamp_ms),
+            "runtime": _runtime(now - self.boot_timestamp_ms),
+            "putMessageTimesTotal": str(puts),
+            "putMessageSizeTotal": str(cl.put_size_total),
+            "putMessageAverageSize": f"{cl.put_size_total / puts if puts else 0.0:.1f}",
+            "putMessageFailedTimes": str(self.put_failed_times),
+            "getMessageTimesTotalFound": str(self.get_times_found),
+            "getMessageTimesTotalMiss": str(self.get_times_miss),
+            "getMessageTransferedMsgCount": str(self.get_transferred_msgs),
+            "commitLogDiskRatio": f"{self.disk_usage(cfg.commit_log_dir):.4f}",
+            "consumeQueueDiskRatio": f"{self.disk_usage(cfg.store_path_root_dir):.4f}",
+            "commitLogMinOffset": str(self.min_phy_offset),
+            "commitLogMaxOffset": str(self.max_phy_offset),
+            "dispatchBehindBytes": str(self.dispatch_behind_bytes()),
+            "pageCacheLockTimeMills": "0",
+            "remainTransientStoreBufferNumbs": "0",
+            "storeWriteable": str(self.is_writeable).lower(),
+        }
+
+    # -- maintenance ---------------------------------------------------------------------
+    def wait_dispatched(self, timeout_s: float = 10.0) -> bool:
+        """Block until everything written is dispatched (tests, benchmarks, shutdown)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if not self.commit_log.pending and self.reput.behind_bytes() == 0:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            if not self._running:
+                if self._sync:
+                    self.commit_log.queue.flush_all()
+                self.reput.do_reput()
+                continue
+            if self.group_commit is not None:
+                self.group_commit.wakeup()
+            self.reput.wakeup()
+            time.sleep(0.0005)
+
+    def flush(self) -> None:
+        """Flush the CommitLog, ConsumeQueues, index and checkpoint now (tests, tools)."""
+        self.wait_dispatched()
+        for _ in range(len(self.commit_log.queue.files) + 2):
+            self.commit_log.flush(0)
+        if self.checkpoint is not None and self.commit_log.queue.store_timestamp:
+            self.checkpoint.physic_msg_timestamp = self.commit_log.queue.store_timestamp
+        if self.flush_consume_queue is not None:
+            self.flush_consume_queue.do_flush(thorough=True)
+
+    def delete_topics(self, topics: set[str] | list[str]) -> int:
+        """Delete the ConsumeQueues of ``topics`` (the CommitLog keeps the records until they
+        expire; records not yet dispatched are dropped from dispatch). Returns the number of
+        queues deleted."""
+        deleted = 0
+        doomed = set(topics)
+        with self.dispatcher.lock, self._cq_lock, self.commit_log.put_lock:
+            pending = self.commit_log.pending
+            if any(r[0] in doomed for r in pending):
+                self.commit_log.pending = deque(r for r in pending if r[0] not in doomed)
+            for topic in doomed:
+                queues = self.consume_queue_table.pop(topic, None)
+                self.dispatcher.forget(topic)
+                for key in [k for k in self.commit_log.topic_queue_table if k[0] == topic]:
+                    del self.commit_log.topic_queue_table[key]
+                if not queues:
+                    continue
+                for cq in queues.values():
+                    cq.destroy()
+                    deleted += 1
+                try:
+                    os.rmdir(os.path.join(self.config.consume_queue_dir, topic))
+                except OSError:
+                    pass
+        return deleted
+
+    def clean_expired_consume_queue(self) -> int:
+        """Destroy ConsumeQueues whose last entry points below the CommitLog minimum."""
+        min_offset = self.commit_log.min_offset
+        removed = 0
+        with self._cq_lock:
+            for topic, queues in list(self.consume_queue_table.items()):
+                for qid, cq in list(queues.items()):
+                    if 0 <= cq.max_physic_offset < min_offset:
+                        cq.destroy()
+                        del queues[qid]
+                        self.dispatcher.forget(topic)
+                        removed += 1
+                if not queues:
+                    del self.consume_queue_table[topic]
+        return removed
+
+    def execute_delete_files_manually(self) -> None:
+        """Make the next 20 cleanup passes delete expired files regardless of hour and space."""
+        if self.cleaner is not None:
+            self.cleaner.request_manual_delete()
+
+    def clean_files_once(self) -> tuple[int, int]:
+        """Run one cleanup pass now (CommitLog files, ConsumeQueue/index files deleted)."""
+        if self.cleaner is None:
+            raise StoreClosedError("store not started")
+        return self.cleaner.clean_once()
+
+    # -- reads (see StoreReads) ----------------------------------------------------------
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetResult:
+        """Read up to ``max_count`` records of a queue from ``offset`` (see ``StoreReads``)."""
+        if self._shutdown:
+            return GetResult(GetStatus.SERVICE_NOT_AVAILABLE, offset, 0, 0)
+        return self.read_queue(topic, queue_id, offset, max_count, message_filter)
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
+    ) -> QueryResult:
+        """Records of ``topic`` whose KEYS or UNIQ_KEY equal ``key`` (see ``StoreReads``)."""
+        return self.query_by_key(topic, key, max_num, begin_ms, end_ms)
+
+
+def _runtime(ms: int) -> str:
+    s = ms // 1000
+    return (
+        f"[ {s // 86400} days, {s // 3600 % 24} hours, {s // 60 % 60} minutes, {s % 60} seconds ]"
+    )
+
+
+def _create_abort_file(path: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    dir_fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,296 @@
+"""Read paths of the store: pull by queue offset, lookups, key queries, time search.
+
+Mirrors ``DefaultMessageStore.getMessage``/``queryMessage``/``getOffsetInQueueByTime``. Pulls
+take one copy of the ConsumeQueue entries they need, then copy each record out of the
+CommitLog; transfer limits (bytes and count, hot vs cold data) are RocketMQ's.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from ariane.common.properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, decode_properties
+from ariane.store.commit_log import CommitLog
+from ariane.store.config import StoreConfig
+from ariane.store.consume_queue import ConsumeQueue
+from ariane.store.filter import MessageFilter
+from ariane.store.format import CQ_UNIT, Decoded, check_record
+from ariane.store.index_file import IndexService
+from ariane.store.mapped_file import MappedFile
+from ariane.store.results import GetResult, GetStatus, QueryResult
+
+__all__ = ["StoreReads", "total_physical_memory"]
+
+_BLANK_SIZE = 0x7FFFFFFF
+_I32 = struct.Struct(">i")
+
+
+def total_physical_memory() -> int:
+    """Bytes of RAM (for the hot/cold data limit)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):  # pragma: no cover
+        return 8 << 30
+
+
+_MEMORY = total_physical_memory()
+
+
+class StoreReads:
+    """Read operations, mixed into :class:`~ariane.store.message_store.MessageStore`."""
+
+    config: StoreConfig
+    commit_log: CommitLog
+    index: IndexService | None
+    get_times_found: int
+    get_times_miss: int
+    get_transferred_msgs: int
+
+    def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        raise NotImplementedError
+
+    # -- pull ----------------------------------------------------------------------------
+    def read_queue(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int,
+        message_filter: MessageFilter | None,
+    ) -> GetResult:
+        """``getMessage``: up to ``max_count`` raw records of a queue starting at ``offset``.
+
+        Statuses: ``NO_MATCHED_LOGIC_QUEUE`` (no such queue), ``NO_MESSAGE_IN_QUEUE`` (empty),
+        ``OFFSET_TOO_SMALL`` (below min: next = min), ``OFFSET_OVERFLOW_ONE`` (== max),
+        ``OFFSET_OVERFLOW_BADLY`` (> max: next = max, or min when min is 0),
+        ``OFFSET_FOUND_NULL`` (file gone: next = start of the next file), ``FOUND``,
+        ``NO_MATCHED_MESSAGE`` (nothing passed the filter; next skips the scanned entries),
+        ``MESSAGE_WAS_REMOVING`` (records being deleted).
+        """
+        cq = self.get_consume_queue(topic, queue_id)
+        if cq is None:
+            self.get_times_miss += 1
+            return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        min_offset = cq.min_offset_in_queue
+        max_offset = cq.max_offset_in_queue
+        status: GetStatus
+        if max_offset == 0:
+            status, next_offset = GetStatus.NO_MESSAGE_IN_QUEUE, 0
+        elif offset < min_offset:
+            status, next_offset = GetStatus.OFFSET_TOO_SMALL, min_offset
+        elif offset == max_offset:
+            status, next_offset = GetStatus.OFFSET_OVERFLOW_ONE, offset
+        elif offset > max_offset:
+            status = GetStatus.OFFSET_OVERFLOW_BADLY
+            next_offset = min_offset if min_offset == 0 else max_offset
+        else:
+            return self._read_entries(cq, offset, max_count, message_filter, min_offset, max_offset)
+        self.get_times_miss += 1
+        return GetResult(status, next_offset, min_offset, max_offset)
+
+    def _read_entries(
+        self,
+        cq: ConsumeQueue,
+        offset: int,
+        max_count: int,
+        message_filter: MessageFilter | None,
+        min_offset: int,
+        max_offset: int,
+    ) -> GetResult:
+        cfg = self.config
+        max_count = max(1, max_count)
+        entries = cq.get_entries(offset, max(800, max_count))
+        if entries is None:
+            self.get_times_miss += 1
+            return GetResult(
+                GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset, max_offset
+            )
+        commit_log = self.commit_log
+        max_offset_py = commit_log.max_offset
+        memory = _MEMORY * cfg.access_message_in_memory_max_ratio // 100
+        find = commit_log.queue.find_mapped_file_by_offset
+        file_size = commit_log.file_size
+        status = GetStatus.NO_MATCHED_MESSAGE
+        messages: list[bytes] = []
+        queue_offsets: list[int] = []
+        total = 0
+        scanned = 0
+        max_phy_pulling = 0
+        skip_until = -1
+        mf: MappedFile | None = None
+        mf_start = mf_end = -1
+        for off, size, tags in CQ_UNIT.iter_unpack(entries):
+            if size == _BLANK_SIZE and off == 0:
+                scanned += 1
+                continue
+            max_phy_pulling = off
+            if off < skip_until:
+                scanned += 1
+                continue
+            count = len(messages)
+            if count:
+                if count >= max_count:
+                    break
+                if max_offset_py - off > memory:
+                    if (
+                        total + size > cfg.max_transfer_bytes_on_message_in_disk
+                        or count >= cfg.max_transfer_count_on_message_in_disk
+                    ):
+                        break
+                elif (
+                    total + size > cfg.max_transfer_bytes_on_message_in_memory
+                    or count >= cfg.max_transfer_count_on_message_in_memory
+                ):
+                    break
+            scanned += 1
+            if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags):
+                continue
+            if not mf_start <= off < mf_end:
+                mf = find(off)
+                if mf is None:
+                    mf_start = mf_end = -1
+                else:
+                    mf_start = mf.file_from_offset
+                    mf_end = mf_start + file_size
+            record = mf.read(off - mf_start, size) if mf is not None else None
+            if record is None:
+                if not messages:
+                    status = GetStatus.MESSAGE_WAS_REMOVING
+                skip_until = commit_log.roll_next_file(off)
+                continue
+            if message_filter is not None and not message_filter.is_matched_by_commit_log(record):
+                continue
+            messages.append(record)
+            queue_offsets.append(offset + scanned - 1)
+            total += size
+            status = GetStatus.FOUND
+            skip_until = -1
+        if messages:
+            self.get_times_found += 1
+            self.get_transferred_msgs += len(messages)
+        else:
+            self.get_times_miss += 1
+        return GetResult(
+            status,
+            offset + scanned,
+            min_offset,
+            max_offset,
+            messages,
+            total,
+            max_offset_py - max_phy_pulling > memory,
+            max_phy_pulling,
+            queue_offsets,
+        )
+
+    # -- lookups -------------------------------------------------------------------------
+    def look_message_by_offset(self, phys_offset: int, size: int | None = None) -> bytes | None:
+        """The record stored at ``phys_offset`` (exact bytes), or None."""
+        if size is None:
+            return self.commit_log.look_message_by_offset(phys_offset)
+        return self.commit_log.get_message(phys_offset, size)
+
+    def get_commit_log_data(self, offset: int, max_bytes: int | None = None) -> bytes | None:
+        """Raw CommitLog bytes from ``offset`` to the end of written data in its file
+        (capped at ``max_bytes``), for replication; None past the end."""
+        return self.commit_log.get_data(offset, max_bytes)
+
+    @property
+    def max_phy_offset(self) -> int:
+        """Physical offset just past the last written byte."""
+        return self.commit_log.max_offset
+
+    @property
+    def min_phy_offset(self) -> int:
+        """Physical offset of the oldest retained byte (0 when empty)."""
+        return max(0, self.commit_log.min_offset)
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """Next queue offset (number of entries written), 0 for an unknown queue."""
+        cq = self.get_consume_queue(topic, queue_id)
+        return cq.max_offset_in_queue if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """Smallest readable queue offset, 0 for an unknown queue."""
+        cq = self.get_consume_queue(topic, queue_id)
+        return cq.min_offset_in_queue if cq is not None else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        """Physical offset of queue entry ``cq_offset`` (0 when unknown, like RocketMQ)."""
+        cq = self.get_consume_queue(topic, queue_id)
+        entry = cq.get_entry(cq_offset) if cq is not None else None
+        return entry[0] if entry is not None else 0
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        """Store time of queue entry ``cq_offset``, -1 when unknown."""
+        cq = self.get_consume_queue(topic, queue_id)
+        entry = cq.get_entry(cq_offset) if cq is not None else None
+        if entry is None:
+            return -1
+        return self.commit_log.pickup_store_timestamp(entry[0], entry[1])
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        """Store time of the oldest readable message of the queue, -1 when none."""
+        cq = self.get_consume_queue(topic, queue_id)
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.min_offset_in_queue)
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, ts_ms: int) -> int:
+        """Queue offset whose store time is closest to ``ts_ms`` (binary search), 0 if none."""
+        cq = self.get_consume_queue(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.get_offset_in_queue_by_time(
+            ts_ms, self.commit_log.pickup_store_timestamp, self.commit_log.min_offset
+        )
+
+    # -- key query -----------------------------------------------------------------------
+    def query_by_key(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
+    ) -> QueryResult:
+        """Records of ``topic`` whose ``KEYS`` contain ``key`` or whose ``UNIQ_KEY`` is ``key``,
+        stored in [begin_ms, end_ms], newest first, at most min(max_num, maxMsgsNumBatch).
+
+        Index hits are verified against the records, so hash collisions never leak through.
+        """
+        result = QueryResult()
+        if self.index is None:
+            return result
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        seen: set[int] = set()
+        found: list[tuple[int, bytes]] = []
+        end = end_ms
+        for _round in range(3):
+            offsets, last_ts, last_phy = self.index.query_offsets(
+                topic, key, max_num, begin_ms, end
+            )
+            result.index_last_update_timestamp_ms = last_ts
+            result.index_last_update_phy_offset = last_phy
+            oldest = end
+            for off in offsets:
+                if off in seen:
+                    continue
+                seen.add(off)
+                record = self.commit_log.look_message_by_offset(off)
+                if record is None:
+                    continue
+                res = check_record(record, 0, len(record), check_crc=False, want_dispatch=True)
+                if not isinstance(res, Decoded) or res.dispatch is None:
+                    continue
+                req = res.dispatch
+                oldest = min(oldest, req[5])
+                if req[0] != topic or not begin_ms <= req[5] <= end_ms:
+                    continue
+                props = req[10] or decode_properties("")
+                keys = props.get(KEYS, "")
+                if props.get(UNIQ_KEY) == key or key in keys.split(KEY_SEPARATOR):
+                    found.append((off, record))
+            if len(found) >= max_num or len(offsets) < max_num or oldest <= begin_ms:
+                break
+            end = oldest - 1
+        found.sort(key=lambda item: item[0], reverse=True)
+        for _off, record in found[:max_num]:
+            result.messages.append(record)
+            result.buffer_total_size += len(record)
+        return result

@@ -1,0 +1,1 @@
+"""Offline tools for store directories: ``ariane store dump`` and ``ariane store verify``."""

@@ -1,0 +1,44 @@
+"""``ariane store``: offline tools for a store directory."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ariane.store.tools.dump import dump
+from ariane.store.tools.verify import verify
+
+__all__ = ["store"]
+
+
+@click.group("store")
+def store() -> None:
+    """Inspect a message store directory (run them on a stopped store)."""
+
+
+@store.command("dump")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--from", "start", default=0, show_default=True, help="first physical offset")
+@click.option("--limit", default=None, type=int, help="print at most this many records")
+@click.option("--body", is_flag=True, help="also print message bodies")
+def dump_cmd(directory: str, start: int, limit: int | None, body: bool) -> None:
+    """Print CommitLog records with their offsets."""
+    n = dump(directory, click.echo, start=start, limit=limit, show_body=body)
+    click.echo(f"{n} record(s)")
+
+
+@store.command("verify")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+def verify_cmd(directory: str) -> None:
+    """Check CRCs and ConsumeQueue/CommitLog consistency; exit 1 on any damage."""
+    problems, stats = verify(directory)
+    for p in problems:
+        click.echo(f"DAMAGE: {p}")
+    click.echo(
+        f"{stats['files']} CommitLog file(s), {stats['records']} record(s), "
+        f"{stats['consume_queue_entries']} ConsumeQueue entrie(s): "
+        + ("OK" if not problems else f"{len(problems)} problem(s)")
+    )
+    if problems:
+        sys.exit(1)

@@ -1,0 +1,112 @@
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ariane.common.properties import WAIT_STORE_MSG_OK
+from ariane.store.config import FlushDiskType
+from ariane.store.inner import BatchItem, MessageBatchInner
+from ariane.store.results import GetStatus, PutStatus
+
+from .helpers import HOST, msg, open_store
+
+SYNC = {"flush_disk_type": FlushDiskType.SYNC_FLUSH}
+
+
+def test_sync_flush_group_commit(tmp_path: Path) -> None:
+    with open_store(tmp_path, **SYNC) as store:
+        results: list[PutStatus] = []
+        offsets: list[int] = []
+        flushed: list[bool] = []
+        lock = threading.Lock()
+
+        def writer(w: int) -> None:
+            for i in range(40):
+                r = store.put_message(msg(queue_id=w % 4, body=b"%d-%d" % (w, i)))
+                ok = store.commit_log.flushed_where >= r.wrote_offset + r.wrote_bytes
+                with lock:
+                    results.append(r.status)
+                    offsets.append(r.wrote_offset)
+                    flushed.append(ok)
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == [PutStatus.PUT_OK] * 320
+        assert all(flushed)
+        assert len(set(offsets)) == 320
+        assert store.wait_dispatched()
+        assert sum(store.get_max_offset_in_queue("TopicA", q) for q in range(4)) == 320
+
+
+def test_sync_batch_and_no_wait(tmp_path: Path) -> None:
+    with open_store(tmp_path, **SYNC) as store:
+        batch = MessageBatchInner("TopicA", 0, [BatchItem(b"a"), BatchItem(b"b")], store_host=HOST)
+        r = store.put_messages(batch)
+        assert r.ok
+        assert store.commit_log.flushed_where >= r.wrote_offset + r.wrote_bytes
+        fut = store.submit_message(msg(**{WAIT_STORE_MSG_OK: "false"}))
+        assert fut.done()
+        assert fut.result().ok
+        assert store.wait_dispatched()
+        assert store.get_max_offset_in_queue("TopicA", 0) == 3
+
+
+def test_submit_never_blocks_and_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with open_store(tmp_path, sync_flush_timeout_ms=200, **SYNC) as store:
+        gate = threading.Event()
+        real_flush = store.commit_log.flush
+
+        def stuck_flush(least_pages: int) -> bool:
+            gate.wait(5)
+            return real_flush(least_pages)
+
+        monkeypatch.setattr(store.commit_log, "flush", stuck_flush)
+        started = time.monotonic()
+        fut = store.submit_message(msg(body=b"slow"))
+        assert time.monotonic() - started < 1.0
+        assert not fut.done()
+        result = fut.result(timeout=5)
+        assert result.status is PutStatus.FLUSH_DISK_TIMEOUT
+        assert result.msg_num == 1
+        # not flushed, hence not visible to readers yet
+        assert store.get_message("g", "TopicA", 0, 0, 32).status is not GetStatus.FOUND
+        gate.set()
+        assert store.wait_dispatched()
+        assert store.get_message("g", "TopicA", 0, 0, 32).status is GetStatus.FOUND
+
+
+def test_async_flush_service_flushes(tmp_path: Path) -> None:
+    with open_store(
+        tmp_path, flush_interval_commit_log_ms=10, flush_commit_log_least_pages=1,
+        flush_commit_log_thorough_interval_ms=50,
+    ) as store:  # fmt: skip
+        r = store.put_message(msg(body=b"x" * 100))
+        assert store.commit_log.flushed_where == 0
+        deadline = time.monotonic() + 5
+        while store.commit_log.flushed_where < r.wrote_bytes and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.commit_log.flushed_where >= r.wrote_bytes
+        deadline = time.monotonic() + 5
+        while store.checkpoint is not None and store.checkpoint.physic_msg_timestamp == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+
+def test_least_pages_rule(tmp_path: Path) -> None:
+    from ariane.store.mapped_file import MappedFile
+
+    mf = MappedFile(str(tmp_path / "00000000000000000000"), 64 * 1024)
+    mf.append(b"x" * 5000)
+    assert not mf.is_able_to_flush(4)
+    assert mf.is_able_to_flush(1)
+    assert mf.flush(4) == 0
+    assert mf.flush(0) == 5000
+    mf.append(b"y" * (64 * 1024 - 5000))
+    assert mf.is_full
+    assert mf.is_able_to_flush(100)
+    mf.destroy()
+    assert not (tmp_path / "00000000000000000000").exists()
