@@ -39,6 +39,7 @@ __all__ = [
     "FrameDecoder",
     "decode_frame",
     "encode",
+    "encode_parts",
 ]
 
 #: Largest whole frame (length field included) either side accepts, as RocketMQ's
@@ -89,6 +90,19 @@ def encode(cmd: RemotingCommand, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> b
         LocalProtocolError: a value cannot be carried (non-string ext value, code outside a
             short in ROCKETMQ format, header over 16 MiB, frame over ``max_frame_bytes``).
     """
+    head, body = encode_parts(cmd, max_frame_bytes=max_frame_bytes)
+    return head + body if body else head
+
+
+def encode_parts(
+    cmd: RemotingCommand, *, max_frame_bytes: int = MAX_FRAME_BYTES
+) -> tuple[bytes, bytes | None]:
+    """Like ``encode`` but returns ``(length + header, body)`` so a transport can write both
+    with one vectored write instead of copying a large body.
+
+    Raises:
+        LocalProtocolError: as ``encode``.
+    """
     ext = cmd.ext_fields
     for value in ext.values():
         if value.__class__ is not str:
@@ -105,15 +119,10 @@ def encode(cmd: RemotingCommand, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> b
     if header_length > _HEADER_LENGTH_MASK:
         raise LocalProtocolError(f"header of {header_length} bytes exceeds 16 MiB")
     body = cmd.body
-    body_length = 0 if body is None else len(body)
-    length = 4 + header_length + body_length
+    length = 4 + header_length + (len(body) if body else 0)
     if length + 4 > max_frame_bytes:
         raise LocalProtocolError(f"frame of {length + 4} bytes exceeds {max_frame_bytes}")
-    prefix = _PREFIX.pack(length, type_bits | header_length)
-    if body_length:
-        assert body is not None
-        return b"".join((prefix, header, body))
-    return prefix + header
+    return _PREFIX.pack(length, type_bits | header_length) + header, body or None
 
 
 def _encode_json_header(cmd: RemotingCommand) -> bytes:
