@@ -98,9 +98,9 @@ async def started(**config: Any) -> Fixture:
     return fx
 
 
-async def eventually(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+async def eventually(check: Callable[[], bool], what: str, limit_s: float = 10.0) -> None:
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + limit_s
     while not check():
         if loop.time() > deadline:
             raise AssertionError(f"never happened: {what}")
@@ -463,6 +463,7 @@ def test_blocking_client() -> None:
     async def main() -> None:
         fx = await started()
         loop = asyncio.get_running_loop()
+        timed_out = asyncio.Event()
 
         def blocking_calls() -> None:
             with BlockingRemotingClient() as client:
@@ -470,27 +471,21 @@ def test_blocking_client() -> None:
                 assert (r.ext_fields, r.body) == ({"a": "1"}, b"x")
                 with pytest.raises(RequestTimeoutError):
                     client.invoke(fx.addr, RemotingCommand.request(LATE), 100)
-                fx_late_answer.set()
-                # the late answer of the timed-out call is skipped by opaque
+                # answer the timed-out call now; its late response must be skipped by opaque
+                asyncio.run_coroutine_threadsafe(answer_late(), loop).result(5)
                 r = client.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"y"), 3000)
                 assert r.body == b"y"
                 client.invoke_oneway(fx.addr, RemotingCommand.request(ONEWAY_COUNT))
                 r = client.invoke(fx.addr, RemotingCommand.request(BOOM), 3000)
                 assert r.code == ResponseCode.SYSTEM_ERROR
 
-        import threading
-
-        fx_late_answer = threading.Event()
-
         async def answer_late() -> None:
-            while not fx_late_answer.is_set():
-                await asyncio.sleep(0.01)
+            timed_out.set()
             fx.late[0].send_response(RemotingCommand.response(ResponseCode.SUCCESS, body=b"stale"))
 
-        helper = asyncio.ensure_future(answer_late())
         try:
             await loop.run_in_executor(None, blocking_calls)
-            await helper
+            assert timed_out.is_set()
             assert fx.oneway_seen == 1
         finally:
             await fx.server.stop()
