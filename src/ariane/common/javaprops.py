@@ -14,6 +14,7 @@ No I/O here: callers read the file and pass its text.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -35,12 +36,13 @@ PROPERTY = "property"
 C = TypeVar("C")
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # Java's line ends only (not str.splitlines')
 
 
 def _logical_lines(text: str) -> list[str]:
     lines: list[str] = []
     current: str | None = None
-    for raw in text.splitlines():
+    for raw in _LINE_BREAK.split(text):
         line = raw.lstrip(" \t\f")
         if current is None and (not line or line[0] in "#!"):
             continue
@@ -126,6 +128,8 @@ def _escape(text: str, is_key: bool) -> str:
             out.append("\\" + c)
         elif c == " " and (is_key or i == 0):
             out.append("\\ ")
+        elif c < " ":
+            out.append(f"\\u{ord(c):04x}")
         else:
             out.append(c)
     return "".join(out)
