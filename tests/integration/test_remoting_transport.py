@@ -520,3 +520,44 @@ def test_blocking_client_reconnects_after_server_restart() -> None:
             client.close()
 
     run(main())
+
+
+def test_processor_result_forms() -> None:
+    async def main() -> None:
+        fx = await started()
+        loop = asyncio.get_running_loop()
+
+        def future_result(
+            ctx: RequestContext, request: RemotingCommand
+        ) -> asyncio.Future[RemotingCommand]:
+            fut: asyncio.Future[RemotingCommand] = loop.create_future()
+            loop.call_soon(
+                fut.set_result, RemotingCommand.response(ResponseCode.SUCCESS, body=b"fut")
+            )
+            return fut
+
+        def wrong_type(ctx: RequestContext, request: RemotingCommand) -> Any:
+            return {"not": "a response"}
+
+        async def failing(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+            await asyncio.sleep(0)
+            raise RequestError(ResponseCode.TOPIC_NOT_EXIST, "no such topic")
+
+        fx.server.register_processor(9100, future_result)
+        fx.server.register_processor(9101, wrong_type)
+        fx.server.register_processor(9102, failing)
+        client = RemotingClient()
+        try:
+            assert (
+                await client.invoke(fx.addr, RemotingCommand.request(9100), 3000)
+            ).body == b"fut"
+            r = await client.invoke(fx.addr, RemotingCommand.request(9101), 3000)
+            assert r.code == ResponseCode.SYSTEM_ERROR
+            assert "not a response" in (r.remark or "")
+            r = await client.invoke(fx.addr, RemotingCommand.request(9102), 3000)
+            assert (r.code, r.remark) == (ResponseCode.TOPIC_NOT_EXIST, "no such topic")
+        finally:
+            await client.close()
+            await fx.server.stop()
+
+    run(main())

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Protocol, TypeAlias
 
 from ariane.errors import ArianeError, LocalProtocolError, RequestError
@@ -115,7 +116,7 @@ class Dispatcher:
         self._processors: dict[int, ProcessFunction] = {}
         self._default: ProcessFunction | None = None
         self.hooks: list[RemotingHook] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[RemotingCommand | None]] = set()
 
     def register_processor(self, code: int, processor: RequestProcessor | ProcessFunction) -> None:
         """Route requests with ``code`` to ``processor`` (replacing any previous one)."""
@@ -130,7 +131,7 @@ class Dispatcher:
         self.hooks.append(hook)
 
     @property
-    def tasks(self) -> set[asyncio.Task[None]]:
+    def tasks(self) -> set[asyncio.Future[RemotingCommand | None]]:
         """Requests being processed asynchronously."""
         return self._tasks
 
@@ -160,22 +161,30 @@ class Dispatcher:
         if isinstance(result, RemotingCommand):
             self.respond(ctx, result)
             return
-        channel.begin_async()
-        task = asyncio.ensure_future(self._finish(ctx, result))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _finish(
-        self, ctx: RequestContext, awaitable: Awaitable[RemotingCommand | None]
-    ) -> None:
+        # a coroutine becomes a task, a future is used as is; either way no wrapper coroutine
         try:
-            response = await awaitable
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            response = self._error_response(ctx, exc)
-        finally:
-            ctx.channel.end_async()
+            future = asyncio.ensure_future(result)
+        except TypeError:
+            bad = TypeError(f"processor returned {type(result).__name__}, not a response")
+            self.respond(ctx, self._error_response(ctx, bad))
+            return
+        channel.begin_async()
+        if isinstance(future, asyncio.Task):
+            self._tasks.add(future)
+        future.add_done_callback(partial(self._finish, ctx))
+
+    def _finish(self, ctx: RequestContext, future: asyncio.Future[RemotingCommand | None]) -> None:
+        self._tasks.discard(future)
+        ctx.channel.end_async()
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if exc is not None:
+            response: RemotingCommand | None = (
+                self._error_response(ctx, exc) if isinstance(exc, Exception) else None
+            )
+        else:
+            response = future.result()
         if response is not None:
             self.respond(ctx, response)
 

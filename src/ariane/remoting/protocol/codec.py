@@ -198,41 +198,44 @@ class FrameDecoder:
         if self._broken is not None:
             raise FrameDecodeError(f"decoder already failed: {self._broken}")
         buffer = self._buffer
+        limit = self._max_frame_bytes
         if buffer:
             buffer += data
-            source: bytes | bytearray | memoryview = buffer
-        else:
+            if len(buffer) >= 4:
+                (length,) = _LENGTH.unpack_from(buffer, 0)
+                if length >= 4 and length + 4 <= limit and len(buffer) < length + 4:
+                    return []  # the first frame is still incomplete: do not copy anything yet
+            source = bytes(buffer)  # decode from an immutable copy, then trim the buffer
+        elif data.__class__ is bytes:
             source = data
+        else:
+            source = bytes(data)
         commands: list[RemotingCommand] = []
         error: str | None = None
         pos = 0
-        tail = b""
-        with memoryview(source) as view:
-            total = len(view)
-            while total - pos >= 4:
-                (length,) = _LENGTH.unpack_from(view, pos)
-                if length < 4 or length + 4 > self._max_frame_bytes:
-                    error = f"bad frame length {length} (limit {self._max_frame_bytes})"
-                    break
-                end = pos + 4 + length
-                if end > total:
-                    break
-                try:
-                    commands.append(_decode_frame_view(view, pos + 4, end))
-                except RemoteProtocolError as exc:
-                    error = str(exc)
-                    break
-                pos = end
-            if error is None and source is not buffer and pos < total:
-                tail = view[pos:].tobytes()
+        total = len(source)
+        while total - pos >= 4:
+            (length,) = _LENGTH.unpack_from(source, pos)
+            if length < 4 or length + 4 > limit:
+                error = f"bad frame length {length} (limit {limit})"
+                break
+            end = pos + 4 + length
+            if end > total:
+                break
+            try:
+                commands.append(_decode_frame_at(source, pos + 4, end))
+            except RemoteProtocolError as exc:
+                error = str(exc)
+                break
+            pos = end
         if error is not None:
             self._broken = error
             buffer.clear()
             raise FrameDecodeError(error, commands)
-        if source is buffer:
+        if buffer:
             del buffer[:pos]
-        elif tail:
-            buffer += tail
+        elif pos < total:
+            buffer += source[pos:]
         return commands
 
 
@@ -242,66 +245,89 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     Raises:
         RemoteProtocolError: the bytes are not a valid frame.
     """
-    with memoryview(frame) as view:
-        return _decode_frame_view(view, 0, len(view))
+    data = bytes(frame)
+    return _decode_frame_at(data, 0, len(data))
 
 
-def _decode_frame_view(view: memoryview, start: int, end: int) -> RemotingCommand:
+def _decode_frame_at(source: bytes, start: int, end: int) -> RemotingCommand:
     if end - start < 4:
         raise RemoteProtocolError("frame shorter than its header word")
-    (word,) = _WORD.unpack_from(view, start)
+    (word,) = _WORD.unpack_from(source, start)
     serialize_type = word >> 24
     header_start = start + 4
     header_end = header_start + (word & _HEADER_LENGTH_MASK)
     if header_end > end:
         raise RemoteProtocolError("header length exceeds the frame")
     if serialize_type == 0:
-        cmd = _decode_json_header(view[header_start:header_end].tobytes())
+        cmd = _decode_json_header(source[header_start:header_end])
     elif serialize_type == 1:
-        cmd = _decode_binary_header(view, header_start, header_end)
+        cmd = _decode_binary_header(source, header_start, header_end)
     else:
         raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
     if header_end < end:
-        cmd.body = view[header_end:end].tobytes()
+        cmd.body = source[header_end:end]
     return cmd
 
 
 def _decode_json_header(header: bytes) -> RemotingCommand:
     try:
         obj = orjson.loads(header)
+        lenient = False
     except orjson.JSONDecodeError:
         obj = fastjson.loads(header)  # fastjson-isms; raises RemoteProtocolError
+        lenient = True
     if obj.__class__ is not dict:
         raise RemoteProtocolError("JSON header is not an object")
-    language = obj.get("language")
-    if language.__class__ is str:
-        lang = _LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)
-    elif language is None:
-        lang = LanguageCode.JAVA
-    elif language.__class__ is int:
-        lang = _LANGUAGE_BY_VALUE.get(language, LanguageCode.OTHER)
-    else:
-        raise RemoteProtocolError("header language is neither a name nor a number")
-    remark = obj.get("remark")
+    get = obj.get
+    language = get("language")
+    lang = _LANGUAGE_BY_NAME.get(language) if language.__class__ is str else None
+    if lang is None:
+        lang = _language(language)
+    remark = get("remark")
     if remark is not None and remark.__class__ is not str:
         remark = _scalar_text(remark, "remark")
-    ext = obj.get("extFields")
+    ext = get("extFields")
     if ext is None:
         ext = {}
     elif ext.__class__ is not dict:
         raise RemoteProtocolError("header extFields is not an object")
-    else:
+    elif lenient:
         ext = _normalize_ext(ext)
-    return RemotingCommand(
-        code=_int_field(obj, "code"),
-        language=lang,
-        version=_int_field(obj, "version"),
-        opaque=_int_field(obj, "opaque"),
-        flag=_int_field(obj, "flag"),
-        remark=remark,
-        ext_fields=ext,
-        serialize_type=SerializeType.JSON,
-    )
+    else:
+        for value in ext.values():  # orjson keys are always str; check the values
+            if value.__class__ is not str:
+                ext = _normalize_ext(ext)
+                break
+    code = get("code", 0)
+    version = get("version", 0)
+    opaque = get("opaque", 0)
+    flag = get("flag", 0)
+    # fast path: four plain ints in range; anything else goes through the checked reader
+    if not (
+        code.__class__ is int
+        and version.__class__ is int
+        and opaque.__class__ is int
+        and flag.__class__ is int
+        and _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+    ):
+        code = _int_field(obj, "code")
+        version = _int_field(obj, "version")
+        opaque = _int_field(obj, "opaque")
+        flag = _int_field(obj, "flag")
+    return RemotingCommand(code, lang, version, opaque, flag, remark, ext, None, SerializeType.JSON)
+
+
+def _language(value: Any) -> LanguageCode:
+    if value is None:
+        return LanguageCode.JAVA
+    if value.__class__ is str:
+        return LanguageCode.OTHER
+    if value.__class__ is int:
+        return _LANGUAGE_BY_VALUE.get(value, LanguageCode.OTHER)
+    raise RemoteProtocolError("header language is neither a name nor a number")
 
 
 def _int_field(obj: dict[str, Any], key: str) -> int:
@@ -354,7 +380,7 @@ def _scalar_text(value: Any, key: str) -> str:
     raise RemoteProtocolError(f"header field {key} has an unusable value")
 
 
-def _decode_binary_header(view: memoryview, start: int, end: int) -> RemotingCommand:
+def _decode_binary_header(view: bytes, start: int, end: int) -> RemotingCommand:
     if end - start < _BIN_FIXED.size + 4:
         raise RemoteProtocolError("ROCKETMQ header too short")
     code, language, version, opaque, flag, remark_length = _BIN_FIXED.unpack_from(view, start)
@@ -363,7 +389,7 @@ def _decode_binary_header(view: memoryview, start: int, end: int) -> RemotingCom
         raise RemoteProtocolError("ROCKETMQ header remark length out of bounds")
     remark = None
     if remark_length:
-        remark = view[pos : pos + remark_length].tobytes().decode("utf-8", "replace")
+        remark = view[pos : pos + remark_length].decode("utf-8", "replace")
         pos += remark_length
     (ext_length,) = _INT.unpack_from(view, pos)
     pos += 4
@@ -378,13 +404,13 @@ def _decode_binary_header(view: memoryview, start: int, end: int) -> RemotingCom
         pos += 2
         if key_length < 0 or pos + key_length + 4 > ext_end:
             raise RemoteProtocolError("ROCKETMQ header extFields key out of bounds")
-        key = view[pos : pos + key_length].tobytes().decode("utf-8", "replace")
+        key = view[pos : pos + key_length].decode("utf-8", "replace")
         pos += key_length
         (value_length,) = _INT.unpack_from(view, pos)
         pos += 4
         if value_length < 0 or pos + value_length > ext_end:
             raise RemoteProtocolError("ROCKETMQ header extFields value out of bounds")
-        ext[key] = view[pos : pos + value_length].tobytes().decode("utf-8", "replace")
+        ext[key] = view[pos : pos + value_length].decode("utf-8", "replace")
         pos += value_length
     return RemotingCommand(
         code=code,
