@@ -60,16 +60,20 @@ def _echo(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
     return RemotingCommand.response(ResponseCode.SUCCESS, None, dict(_RESPONSE_EXT), request.body)
 
 
-async def _start_server() -> RemotingServer:
+async def _echo_async(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+    return _echo(ctx, request)
+
+
+async def _start_server(async_processor: bool = False) -> RemotingServer:
     server = RemotingServer(RemotingServerConfig(listen_port=0, channel_max_idle_seconds=0))
-    server.register_processor(_CODE, _echo)
+    server.register_processor(_CODE, _echo_async if async_processor else _echo)
     await server.start()
     return server
 
 
-def _serve_child(conn: Connection, use_uvloop: bool) -> None:
+def _serve_child(conn: Connection, use_uvloop: bool, async_processor: bool) -> None:
     async def main() -> None:
-        server = await _start_server()
+        server = await _start_server(async_processor)
         conn.send(server.port)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, conn.recv)  # wait for "stop"
@@ -160,6 +164,9 @@ def _codec_rates(
     help="Header serialisation of the requests.",
 )
 @click.option("--in-process", is_flag=True, help="Run the server on the client's event loop.")
+@click.option(
+    "--async-processor", is_flag=True, help="Use an async def processor (one task per request)."
+)
 @click.option("--no-uvloop", is_flag=True, help="Use the standard asyncio loop.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def remoting_bench(
@@ -169,6 +176,7 @@ def remoting_bench(
     body_bytes: int,
     serialize: str,
     in_process: bool,
+    async_processor: bool,
     no_uvloop: bool,
     as_json: bool,
 ) -> None:
@@ -180,7 +188,7 @@ def remoting_bench(
     async def measure(port: int | None) -> dict[str, Any]:
         server = None
         if port is None:
-            server = await _start_server()
+            server = await _start_server(async_processor)
             port = server.port
         addr = f"127.0.0.1:{port}"
         try:
@@ -196,7 +204,9 @@ def remoting_bench(
     else:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_serve_child, args=(child, use_uvloop), daemon=True)
+        proc = ctx.Process(
+            target=_serve_child, args=(child, use_uvloop, async_processor), daemon=True
+        )
         proc.start()
         try:
             port = parent.recv()
@@ -212,6 +222,7 @@ def remoting_bench(
         "body_bytes": body_bytes,
         "serialize": serialize,
         "server": "in-process" if in_process else "child process",
+        "processor": "async" if async_processor else "sync",
         "loop": "uvloop" if use_uvloop else "asyncio",
         **result,
         **_codec_rates(body, stype),
@@ -222,7 +233,7 @@ def remoting_bench(
     click.echo(
         f"remoting echo: {report['requests_per_s']:,} req/s "
         f"({total:,} requests, {concurrency} in flight, {body_bytes} B bodies, {serialize}, "
-        f"{report['loop']}, server {report['server']})"
+        f"{report['loop']}, {report['processor']} processor, server {report['server']})"
     )
     click.echo(
         f"latency: p50 {report['latency_p50_ms']} ms, p99 {report['latency_p99_ms']} ms, "

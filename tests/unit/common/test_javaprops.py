@@ -47,8 +47,8 @@ def test_parse_java_properties_syntax() -> None:
     }
 
 
-_keys = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
-_values = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_keys = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
+_values = st.text(st.characters(codec="utf-8"), max_size=12)
 
 
 @given(st.dictionaries(_keys, _values, max_size=6))

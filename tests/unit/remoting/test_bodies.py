@@ -171,9 +171,7 @@ def test_data_version_semantics() -> None:
     assert DataVersion.decode(b'{"counter":5,"timestamp":7}') == DataVersion(0, 7, 5)
 
 
-_names = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters=" "), min_size=1, max_size=8
-)
+_names = st.text(st.characters(codec="utf-8", exclude_characters=" "), min_size=1, max_size=8)
 
 
 @given(
