@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import zlib
 from pathlib import Path
 
 import pytest
@@ -25,11 +24,9 @@ from ariane.remoting import (
 )
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import (
-    DataVersion,
-    RegisterBrokerBody,
     TopicConfig,
-    TopicConfigSerializeWrapper,
 )
+from tests.helpers import register_broker_command
 from tests.integration.namesrv_process import NamesrvProcess
 
 pytestmark = [pytest.mark.compat, pytest.mark.xdist_group("cpp-client")]
@@ -80,22 +77,8 @@ async def _scenario(python: Path, namesrv_addr: str, tmp_path: Path) -> None:
     client = RemotingClient()
     try:
         topics = (TopicConfig("CompatTopic", 4, 4, 6), TopicConfig("TBW102", 8, 8, 7))
-        body = RegisterBrokerBody(
-            TopicConfigSerializeWrapper({t.topic_name: t for t in topics}, DataVersion(0, 1, 1))
-        ).encode()
-        register = h.RegisterBrokerRequestHeader(
-            broker_name="broker-a",
-            broker_addr=f"127.0.0.1:{port}",
-            cluster_name="DefaultCluster",
-            ha_server_addr="127.0.0.1:1",
-            broker_id=0,
-            body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
-        )
-        r = await client.invoke(
-            namesrv_addr,
-            RemotingCommand.request(RequestCode.REGISTER_BROKER, register.to_ext_fields(), body),
-            5000,
-        )
+        register = register_broker_command(broker_addr=f"127.0.0.1:{port}", topics=topics)
+        r = await client.invoke(namesrv_addr, register, 5000)
         assert r.code == ResponseCode.SUCCESS
         proc = await asyncio.create_subprocess_exec(
             str(python),

@@ -9,7 +9,6 @@ import struct
 import subprocess
 import sys
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,14 +18,12 @@ from ariane.remoting.blocking import BlockingRemotingClient
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import (
     DataVersion,
-    RegisterBrokerBody,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
 )
 from ariane.remoting.protocol.codec import FrameDecoder, encode
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import TopicRouteData
+from tests.helpers import register_broker_command
 from tests.integration.namesrv_process import NamesrvProcess
 
 pytestmark = pytest.mark.integration
@@ -58,24 +55,9 @@ def config_file(tmp_path: Path, **props: object) -> str:
     return str(path)
 
 
-def register_request(
-    name: str = "broker-a", addr: str = "127.0.0.1:10911", broker_id: int = 0
-) -> RemotingCommand:
-    body = RegisterBrokerBody(
-        TopicConfigSerializeWrapper(
-            {t.topic_name: t for t in (TopicConfig("T", 4, 4, 6), TopicConfig("TBW102", 8, 8, 7))},
-            DataVersion(0, int(time.time() * 1000), 1),
-        )
-    ).encode()
-    header = h.RegisterBrokerRequestHeader(
-        broker_name=name,
-        broker_addr=addr,
-        cluster_name="DefaultCluster",
-        ha_server_addr="127.0.0.1:10912",
-        broker_id=broker_id,
-        body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
-    )
-    return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+def register_request(name: str = "broker-a", addr: str = "127.0.0.1:10911") -> RemotingCommand:
+    now = DataVersion(0, int(time.time() * 1000), 1)
+    return register_broker_command(broker_name=name, broker_addr=addr, data_version=now)
 
 
 def route(client: BlockingRemotingClient, addr: str, topic: str = "T") -> RemotingCommand:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import struct
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -98,6 +99,18 @@ async def started(**config: Any) -> Fixture:
     return fx
 
 
+@contextlib.asynccontextmanager
+async def serving(**config: Any) -> AsyncIterator[tuple[Fixture, RemotingClient]]:
+    """A started server fixture and a client, both closed afterwards."""
+    fx = await started(**config)
+    client = RemotingClient()
+    try:
+        yield fx, client
+    finally:
+        await client.close()
+        await fx.server.stop()
+
+
 async def eventually(check: Callable[[], bool], what: str, limit_s: float = 10.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s
@@ -110,10 +123,8 @@ async def eventually(check: Callable[[], bool], what: str, limit_s: float = 10.0
 @pytest.mark.parametrize("uvloop", [False, True], ids=["asyncio", "uvloop"])
 def test_echo_and_concurrent_correlation(uvloop: bool) -> None:
     async def main() -> None:
-        fx = await started()
-        fx.release = asyncio.get_running_loop().create_future()
-        client = RemotingClient()
-        try:
+        async with serving() as (fx, client):
+            fx.release = asyncio.get_running_loop().create_future()
             slow = [
                 asyncio.ensure_future(
                     client.invoke(fx.addr, RemotingCommand.request(SLOW, body=b"s%d" % i), 5000)
@@ -133,18 +144,13 @@ def test_echo_and_concurrent_correlation(uvloop: bool) -> None:
             assert all(r.is_response for r in fast)
             fx.release.set_result(None)
             assert [r.body for r in await asyncio.gather(*slow)] == [b"s%d" % i for i in range(50)]
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main(), uvloop)
 
 
 def test_errors_become_responses_and_the_connection_survives() -> None:
     async def main() -> None:
-        fx = await started()
-        client = RemotingClient()
-        try:
+        async with serving() as (fx, client):
             r = await client.invoke(fx.addr, RemotingCommand.request(4242), 3000)
             assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
             assert r.remark == " request type 4242 not supported"
@@ -156,9 +162,6 @@ def test_errors_become_responses_and_the_connection_survives() -> None:
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"ok"), 3000)
             assert r.body == b"ok"
             assert len(fx.server.channels) == 1
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main())
 
@@ -190,26 +193,19 @@ def test_header_errors_are_answered_with_system_error() -> None:
 
 def test_oneway_requests_get_no_response_even_on_error() -> None:
     async def main() -> None:
-        fx = await started()
-        client = RemotingClient()
-        try:
+        async with serving() as (fx, client):
             for _ in range(3):
                 await client.invoke_oneway(fx.addr, RemotingCommand.request(ONEWAY_COUNT))
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"after"), 3000)
             assert r.body == b"after"  # the only frame that came back
             assert fx.oneway_seen == 3
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main())
 
 
 def test_late_response_and_timeout() -> None:
     async def main() -> None:
-        fx = await started()
-        client = RemotingClient()
-        try:
+        async with serving() as (fx, client):
             waiting = asyncio.ensure_future(
                 client.invoke(fx.addr, RemotingCommand.request(LATE), 5000)
             )
@@ -225,9 +221,6 @@ def test_late_response_and_timeout() -> None:
             fx.late[1].send_response(RemotingCommand.response(ResponseCode.SUCCESS))  # dropped
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"fine"), 3000)
             assert r.body == b"fine"
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main())
 
@@ -277,9 +270,7 @@ def test_server_calls_the_client_back_on_its_connection() -> None:
 
 def test_closed_connection_fails_in_flight_requests_and_client_reconnects() -> None:
     async def main() -> None:
-        fx = await started()
-        client = RemotingClient()
-        try:
+        async with serving() as (fx, client):
             waiting = asyncio.ensure_future(
                 client.invoke(fx.addr, RemotingCommand.request(LATE), 5000)
             )
@@ -291,18 +282,13 @@ def test_closed_connection_fails_in_flight_requests_and_client_reconnects() -> N
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"again"), 3000)
             assert r.body == b"again"
             assert fx.late[0].send_response(RemotingCommand.response(ResponseCode.SUCCESS)) is False
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main())
 
 
 def test_malformed_bytes_close_only_that_connection() -> None:
     async def main() -> None:
-        fx = await started()
-        client = RemotingClient()
-        try:
+        async with serving() as (fx, client):
             await client.invoke(fx.addr, RemotingCommand.request(ECHO), 3000)
             reader, writer = await asyncio.open_connection("127.0.0.1", fx.server.port)
             good = encode(RemotingCommand.request(ECHO, body=b"before"))
@@ -313,25 +299,17 @@ def test_malformed_bytes_close_only_that_connection() -> None:
             writer.close()
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"still"), 3000)
             assert r.body == b"still"
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main())
 
 
 def test_idle_connections_are_closed() -> None:
     async def main() -> None:
-        fx = await started(channel_max_idle_seconds=0.2)
-        client = RemotingClient()
-        try:
+        async with serving(channel_max_idle_seconds=0.2) as (fx, client):
             await client.invoke(fx.addr, RemotingCommand.request(ECHO), 3000)
             await eventually(lambda: not fx.server.channels, "idle connection closed")
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"back"), 3000)
             assert r.body == b"back"
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main())
 
@@ -355,13 +333,11 @@ class Recorder:
 
 def test_hooks_on_both_sides() -> None:
     async def main() -> None:
-        fx = await started()
-        server_hook = Recorder(deny=True)
-        fx.server.register_hook(server_hook)
-        client = RemotingClient()
-        client_hook = Recorder()
-        client.register_hook(client_hook)
-        try:
+        async with serving() as (fx, client):
+            server_hook = Recorder(deny=True)
+            fx.server.register_hook(server_hook)
+            client_hook = Recorder()
+            client.register_hook(client_hook)
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO), 3000)
             assert (r.code, r.remark) == (ResponseCode.NO_PERMISSION, "denied")
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO, {"secret": "yes"}), 3000)
@@ -372,37 +348,27 @@ def test_hooks_on_both_sides() -> None:
                 (ECHO, ResponseCode.SUCCESS),
             ]
             assert client_hook.seen == server_hook.seen
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main())
 
 
 def test_binary_serialisation_is_mirrored() -> None:
     async def main() -> None:
-        fx = await started()
-        client = RemotingClient()
-        try:
+        async with serving() as (fx, client):
             req = RemotingCommand.request(
                 ECHO, {"k": "v"}, b"b", serialize_type=SerializeType.ROCKETMQ
             )
             r = await client.invoke(fx.addr, req, 3000)
             assert r.serialize_type is SerializeType.ROCKETMQ
             assert (r.ext_fields, r.body) == ({"k": "v"}, b"b")
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main())
 
 
 def test_inflight_limit_pauses_reading_without_losing_requests() -> None:
     async def main() -> None:
-        fx = await started(max_inflight_per_channel=4)
-        fx.release = asyncio.get_running_loop().create_future()
-        client = RemotingClient()
-        try:
+        async with serving(max_inflight_per_channel=4) as (fx, client):
+            fx.release = asyncio.get_running_loop().create_future()
             calls = [
                 asyncio.ensure_future(
                     client.invoke(fx.addr, RemotingCommand.request(SLOW, body=b"%d" % i), 10000)
@@ -414,9 +380,6 @@ def test_inflight_limit_pauses_reading_without_losing_requests() -> None:
             assert len(fx.server.dispatcher.tasks) <= 4 + 1
             fx.release.set_result(None)
             assert [r.body for r in await asyncio.gather(*calls)] == [b"%d" % i for i in range(40)]
-        finally:
-            await client.close()
-            await fx.server.stop()
 
     run(main())
 

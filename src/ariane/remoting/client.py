@@ -16,7 +16,7 @@ import logging
 from ariane.errors import ConnectError, InvalidArgumentError, RequestTimeoutError
 from ariane.remoting.channel import Channel
 from ariane.remoting.config import RemotingClientConfig
-from ariane.remoting.dispatch import Dispatcher, ProcessFunction, RemotingHook, RequestProcessor
+from ariane.remoting.dispatch import Dispatcher, DispatchingEndpoint
 from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["RemotingClient", "parse_address"]
@@ -44,7 +44,7 @@ def parse_address(addr: str) -> tuple[str, int]:
     return host, port
 
 
-class RemotingClient:
+class RemotingClient(DispatchingEndpoint):
     """Sends requests to remoting servers, one reused connection per address.
 
     Args:
@@ -57,20 +57,6 @@ class RemotingClient:
         self._channels: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Future[Channel]] = {}
         self._closed = False
-
-    # -- registration ---------------------------------------------------------------------------
-
-    def register_processor(self, code: int, processor: RequestProcessor | ProcessFunction) -> None:
-        """Handle server-to-client requests with ``code``."""
-        self.dispatcher.register_processor(code, processor)
-
-    def register_default_processor(self, processor: RequestProcessor | ProcessFunction) -> None:
-        """Handle every other server-to-client request."""
-        self.dispatcher.register_default_processor(processor)
-
-    def register_hook(self, hook: RemotingHook) -> None:
-        """Run ``hook`` around every request this client sends."""
-        self.dispatcher.register_hook(hook)
 
     # -- connections ----------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from ariane.remoting.protocol.command import FLAG_RESPONSE, RemotingCommand, mak
 
 __all__ = [
     "Dispatcher",
+    "DispatchingEndpoint",
     "ProcessFunction",
     "ProcessResult",
     "RemotingHook",
@@ -235,3 +236,21 @@ def _as_function(processor: RequestProcessor | ProcessFunction) -> ProcessFuncti
     if callable(processor):
         return processor
     raise TypeError(f"{processor!r} is neither a processor nor a callable")
+
+
+class DispatchingEndpoint:
+    """Processor and hook registration shared by ``RemotingServer`` and ``RemotingClient``."""
+
+    dispatcher: Dispatcher
+
+    def register_processor(self, code: int, processor: RequestProcessor | ProcessFunction) -> None:
+        """Route incoming requests with ``code`` to ``processor``."""
+        self.dispatcher.register_processor(code, processor)
+
+    def register_default_processor(self, processor: RequestProcessor | ProcessFunction) -> None:
+        """Route every unregistered code to ``processor`` (else REQUEST_CODE_NOT_SUPPORTED)."""
+        self.dispatcher.register_default_processor(processor)
+
+    def register_hook(self, hook: RemotingHook) -> None:
+        """Run ``hook`` around every request (server: received; client: sent)."""
+        self.dispatcher.register_hook(hook)

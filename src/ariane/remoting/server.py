@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from ariane.remoting.channel import Channel
 from ariane.remoting.config import RemotingServerConfig
-from ariane.remoting.dispatch import Dispatcher, ProcessFunction, RemotingHook, RequestProcessor
+from ariane.remoting.dispatch import Dispatcher, DispatchingEndpoint
 from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["RemotingServer"]
@@ -27,7 +27,7 @@ __all__ = ["RemotingServer"]
 logger = logging.getLogger(__name__)
 
 
-class RemotingServer:
+class RemotingServer(DispatchingEndpoint):
     """Serves RocketMQ remoting requests on one TCP port.
 
     Args:
@@ -42,20 +42,6 @@ class RemotingServer:
         self._server: asyncio.Server | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._port = 0
-
-    # -- registration ---------------------------------------------------------------------------
-
-    def register_processor(self, code: int, processor: RequestProcessor | ProcessFunction) -> None:
-        """Route requests with ``code`` to ``processor``."""
-        self.dispatcher.register_processor(code, processor)
-
-    def register_default_processor(self, processor: RequestProcessor | ProcessFunction) -> None:
-        """Route every unregistered code to ``processor`` (else REQUEST_CODE_NOT_SUPPORTED)."""
-        self.dispatcher.register_default_processor(processor)
-
-    def register_hook(self, hook: RemotingHook) -> None:
-        """Run ``hook`` around every request."""
-        self.dispatcher.register_hook(hook)
 
     def add_channel_close_listener(self, listener: Callable[[Channel], None]) -> None:
         """Call ``listener(channel)`` whenever a client connection goes away."""

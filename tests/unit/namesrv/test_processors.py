@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,6 @@ from ariane.remoting.protocol.bodies import (
     ClusterInfo,
     DataVersion,
     KVTable,
-    RegisterBrokerBody,
     TopicConfig,
     TopicConfigSerializeWrapper,
     TopicList,
@@ -30,6 +28,7 @@ from ariane.remoting.protocol.bodies import (
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import MQVersion, RemotingCommand
 from ariane.remoting.protocol.route import QueueData, TopicRouteData
+from tests.helpers import register_broker_command
 
 
 class FakeChannel:
@@ -91,28 +90,15 @@ class Harness:
         name: str = "broker-a",
         broker_id: int = 0,
         addr: str = "127.0.0.1:10911",
-        topics: tuple[TopicConfig, ...] = (
-            TopicConfig("T", 4, 4, 6),
-            TopicConfig("TBW102", 8, 8, 7),
-        ),
         compressed: bool = False,
         channel: FakeChannel | None = None,
-        **extra: Any,
     ) -> RemotingCommand:
-        body = RegisterBrokerBody(
-            TopicConfigSerializeWrapper({t.topic_name: t for t in topics}, DataVersion(0, 5, 1))
-        ).encode(compress=compressed)
-        header = h.RegisterBrokerRequestHeader(
-            broker_name=name,
-            broker_addr=addr,
-            cluster_name="DefaultCluster",
-            ha_server_addr="127.0.0.1:10912",
-            broker_id=broker_id,
-            compressed=compressed,
-            body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
-            **extra,
+        request = register_broker_command(
+            broker_name=name, broker_addr=addr, broker_id=broker_id, compressed=compressed
         )
-        return await self.call(RequestCode.REGISTER_BROKER, header, body, channel=channel)
+        return await self.call(
+            RequestCode.REGISTER_BROKER, request.ext_fields, request.body, channel=channel
+        )
 
 
 def run(coro: Any) -> Any:
