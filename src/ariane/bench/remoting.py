@@ -76,7 +76,11 @@ def _serve_child(conn: Connection, use_uvloop: bool, async_processor: bool) -> N
         server = await _start_server(async_processor)
         conn.send(server.port)
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, conn.recv)  # wait for "stop"
+        while True:  # "cpu": report CPU seconds used so far; "stop": report and stop
+            message = await loop.run_in_executor(None, conn.recv)
+            conn.send(time.process_time())
+            if message == "stop":
+                break
         await server.stop()
 
     run(main(), use_uvloop=use_uvloop)
@@ -124,6 +128,14 @@ async def _drive(
         "latency_p99_ms": round(ordered[int(len(ordered) * 0.99) - 1] * 1000, 3),
         "latency_mean_ms": round(statistics.fmean(ordered) * 1000, 3),
     }
+
+
+def _ask(conn: Connection | None, message: str) -> float | None:
+    if conn is None:
+        return None
+    conn.send(message)
+    answer: float = conn.recv()
+    return answer
 
 
 def _codec_rates(
@@ -185,7 +197,7 @@ def remoting_bench(
     body = bytes(range(256)) * (body_bytes // 256) + bytes(body_bytes % 256)
     stype = SerializeType.ROCKETMQ if serialize == "rocketmq" else SerializeType.JSON
 
-    async def measure(port: int | None) -> dict[str, Any]:
+    async def measure(port: int | None, child: Connection | None) -> dict[str, Any]:
         server = None
         if port is None:
             server = await _start_server(async_processor)
@@ -194,13 +206,20 @@ def remoting_bench(
         try:
             if warmup:
                 await _drive(addr, concurrency, warmup, body, stype)
-            return await _drive(addr, concurrency, total, body, stype)
+            cpu_before = _ask(child, "cpu")
+            result = await _drive(addr, concurrency, total, body, stype)
+            cpu_after = _ask(child, "cpu")
+            if cpu_before is not None and cpu_after is not None:
+                used = cpu_after - cpu_before
+                result["server_cpu_us_per_request"] = round(used / total * 1e6, 2)
+                result["server_cpu_percent"] = round(used / result["seconds"] * 100, 1)
+            return result
         finally:
             if server is not None:
                 await server.stop()
 
     if in_process:
-        result = run(measure(None), use_uvloop=use_uvloop)
+        result = run(measure(None, None), use_uvloop=use_uvloop)
     else:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
@@ -210,9 +229,10 @@ def remoting_bench(
         proc.start()
         try:
             port = parent.recv()
-            result = run(measure(port), use_uvloop=use_uvloop)
+            result = run(measure(port, parent), use_uvloop=use_uvloop)
         finally:
             parent.send("stop")
+            parent.recv()
             proc.join(10)
             if proc.is_alive():
                 proc.terminate()
@@ -239,6 +259,11 @@ def remoting_bench(
         f"latency: p50 {report['latency_p50_ms']} ms, p99 {report['latency_p99_ms']} ms, "
         f"mean {report['latency_mean_ms']} ms; errors {report['errors']}"
     )
+    if "server_cpu_us_per_request" in report:
+        click.echo(
+            f"server: {report['server_cpu_us_per_request']} us CPU per request, "
+            f"{report['server_cpu_percent']} % of one core"
+        )
     click.echo(
         f"codec: encode {report['codec_encode_per_s']:,}/s, decode {report['codec_decode_per_s']:,}/s, "
         f"send header parse {report['send_header_parse_per_s']:,}/s"
