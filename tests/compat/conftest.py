@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 from pathlib import Path
@@ -13,28 +14,27 @@ VENVS = ROOT / ".compat-venvs"
 
 
 def _venv_python(name: str, requirement: str, probe: str) -> Path:
-    """A venv with ``requirement`` installed, or a skip if it cannot be built here."""
+    """A venv with ``requirement`` installed, or a skip if it cannot be built here.
+
+    Built once per machine; a lock file keeps parallel test workers from building it twice.
+    """
     venv = VENVS / name
     python = venv / "bin" / "python"
     ok = venv / ".ok"
-    if not ok.exists():
-        try:
-            subprocess.run(
-                [sys.executable, "-m", "venv", "--clear", str(venv)],
-                check=True,
-                capture_output=True,
-                timeout=300,
-            )
-            subprocess.run(
-                [str(python), "-m", "pip", "install", "--quiet", requirement],
-                check=True,
-                capture_output=True,
-                timeout=600,
-            )
-            subprocess.run([str(python), "-c", probe], check=True, capture_output=True, timeout=60)
-        except (subprocess.SubprocessError, OSError) as exc:
-            pytest.skip(f"cannot build the {requirement} environment: {exc}")
-        ok.touch()
+    VENVS.mkdir(exist_ok=True)
+    with open(VENVS / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ok.exists():
+            try:
+                for command in (
+                    [sys.executable, "-m", "venv", "--clear", str(venv)],
+                    [str(python), "-m", "pip", "install", "--quiet", requirement],
+                    [str(python), "-c", probe],
+                ):
+                    subprocess.run(command, check=True, capture_output=True, timeout=600)
+            except (subprocess.SubprocessError, OSError) as exc:
+                pytest.skip(f"cannot build the {requirement} environment: {exc}")
+            ok.touch()
     return python
 
 
