@@ -38,6 +38,7 @@ __all__ = ["Channel", "RequestHandler", "format_address"]
 logger = logging.getLogger(__name__)
 
 _channel_ids = itertools.count(1)
+_CLOSE_LINGER_S = 10.0
 
 
 class RequestHandler(Protocol):
@@ -127,11 +128,18 @@ class Channel(asyncio.Protocol):
             self._close_listeners.append(listener)
 
     def close(self) -> None:
-        """Close gracefully: buffered frames are still written."""
+        """Close gracefully: buffered frames are still written (for up to 10 s, then abort)."""
         if self._transport is not None and not self._closing:
             self._closing = True
             self._flush()
             self._transport.close()
+            # a peer that stops reading would keep a closing transport open forever
+            self._loop.call_later(_CLOSE_LINGER_S, self._abort_if_open)
+
+    def _abort_if_open(self) -> None:
+        if self._transport is not None:
+            logger.info("%r: peer did not drain before close, aborting", self)
+            self._transport.abort()
 
     def abort(self) -> None:
         """Close at once, dropping buffered frames."""
