@@ -313,3 +313,17 @@ def test_arbitrary_json_headers_raise_only_protocol_error(header: dict[str, obje
     except RemoteProtocolError:
         return
     assert all(isinstance(v, str) for v in cmd.ext_fields.values())
+
+
+@given(st.lists(commands(), min_size=1, max_size=4), st.lists(st.integers(0, 2000), max_size=8))
+def test_any_chunking_gives_the_same_commands(cmds: list[RemotingCommand], cuts: list[int]) -> None:
+    data = b"".join(encode(c) for c in cmds)
+    points = sorted({min(c, len(data)) for c in cuts})
+    decoder = FrameDecoder()
+    decoded: list[RemotingCommand] = []
+    start = 0
+    for point in [*points, len(data)]:
+        decoded.extend(decoder.feed(data[start:point]))
+        start = point
+    assert decoded == cmds
+    assert decoder.buffered == 0
