@@ -43,6 +43,7 @@ class LazyGroup(click.Group):
 COMMANDS: dict[str, str] = {
     "store": "ariane.store.tools.cli:store",
     "bench": "ariane.bench.cli:bench",
+    "namesrv": "ariane.namesrv.cli:namesrv",
 }
 
 

@@ -18,6 +18,8 @@ RocketMQ; exceptions mean bad input, corruption, transport failure or a broker r
     │   ├── ConnectionClosedError   the connection went away while a request was in flight
     │   └── ConnectError            could not connect
     ├── RequestTimeoutError         no response within the timeout
+    ├── RequestError                a request cannot be served; the server answers (code, remark)
+    │   └── HeaderFieldError        a custom-header field is missing or malformed (names the key)
     └── BrokerResponseError         a response code other than SUCCESS (code, remark);
                                     subclasses per code are registered by the client layer
 
@@ -36,10 +38,12 @@ __all__ = [
     "ConnectionClosedError",
     "ConnectionError_",
     "CorruptionError",
+    "HeaderFieldError",
     "InvalidArgumentError",
     "LocalProtocolError",
     "ProtocolError",
     "RemoteProtocolError",
+    "RequestError",
     "RequestTimeoutError",
     "StoreClosedError",
     "StoreError",
@@ -127,6 +131,40 @@ class RequestTimeoutError(ArianeError):
     """No response arrived within the timeout."""
 
     retriable: ClassVar[bool] = True
+
+
+class RequestError(ArianeError):
+    """A request cannot be served; a server turns this into a response, never a crash.
+
+    Processors raise it (or return an error response themselves); the remoting server answers
+    with ``code`` and ``remark``.
+
+    Args:
+        code: the RocketMQ response code to answer with (``ResponseCode``).
+        remark: the text for the response's remark.
+    """
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+class HeaderFieldError(RequestError):
+    """A custom-header field (``extFields`` key) is missing or does not parse.
+
+    Answered with SYSTEM_ERROR (code 1), as RocketMQ does for a missing ``@CFNotNull`` field.
+
+    Args:
+        header: the header class name (RocketMQ's Java class name).
+        key: the ``extFields`` key.
+        problem: what is wrong ("is missing", "is not an integer: 'x'").
+    """
+
+    def __init__(self, header: str, key: str, problem: str) -> None:
+        super().__init__(1, f"{header}: the custom field {key} {problem}")
+        self.header = header
+        self.key = key
 
 
 class BrokerResponseError(ArianeError):

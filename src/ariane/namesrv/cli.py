@@ -1,0 +1,162 @@
+"""``ariane namesrv``: start a NameServer (RocketMQ ``NamesrvStartup``).
+
+Settings come from, in increasing priority: defaults, the ``-c`` properties file (RocketMQ's
+NamesrvConfig/NettyServerConfig property names), then the command-line flags. A bad value
+prints one line naming the key and exits with status 2. SIGTERM and SIGINT stop the server
+gracefully (in-progress requests and KV writes finish) with exit status 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import resource
+import signal
+import sys
+
+import click
+
+from ariane.common.javaprops import parse_properties
+from ariane.errors import ConfigError
+from ariane.namesrv.config import DEFAULT_HOME, NamesrvConfig
+from ariane.remoting.eventloop import run
+
+__all__ = ["load_config", "namesrv"]
+
+logger = logging.getLogger(__name__)
+
+
+def load_config(
+    config_file: str | None,
+    *,
+    listen_port: int | None = None,
+    host: str | None = None,
+    data_dir: str | None = None,
+) -> NamesrvConfig:
+    """Build the effective config.
+
+    Args:
+        config_file: a Java properties file, or ``None``.
+        listen_port: overrides ``listenPort``.
+        host: overrides ``bindAddress``.
+        data_dir: where kvConfig.json and namesrv.properties live unless the file names them.
+
+    Raises:
+        ConfigError: a value is invalid or the file unreadable (names the key or file).
+    """
+    props: dict[str, str] = {}
+    if config_file is not None:
+        try:
+            with open(config_file, encoding="utf-8") as f:
+                props = parse_properties(f.read())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(config_file, f"cannot read config file: {exc}") from None
+    home = data_dir if data_dir is not None else DEFAULT_HOME
+    props.setdefault("kvConfigPath", os.path.join(home, "kvConfig.json"))
+    props.setdefault("configStorePath", os.path.join(home, "namesrv.properties"))
+    if listen_port is not None:
+        props["listenPort"] = str(listen_port)
+    if host is not None:
+        props["bindAddress"] = host
+    config, unknown = NamesrvConfig().with_properties(props)
+    for key in unknown:
+        logger.warning("unknown config key %r ignored", key)
+    return config
+
+
+def _raise_open_file_limit() -> None:
+    """Lift the soft descriptor limit to the hard one so many clients can connect."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:
+        logger.info("cannot raise the open file limit: %s", exc)
+
+
+async def _serve(config: NamesrvConfig) -> int:
+    from ariane.namesrv.server import NameServer
+
+    server = NameServer(config)
+    try:
+        port = await server.start()
+    except ConfigError as exc:
+        click.echo(f"ariane namesrv: bad config value: {exc}", err=True)
+        return 2
+    except OSError as exc:
+        click.echo(
+            f"ariane namesrv: cannot listen on {config.bind_address}:{config.listen_port}: {exc}",
+            err=True,
+        )
+        return 1
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    click.echo(
+        f"The Name Server boot success. serializeType=JSON, address {config.bind_address}:{port}"
+    )
+    sys.stdout.flush()
+    await stop.wait()
+    logger.info("shutdown signal received")
+    await server.stop()
+    click.echo("The Name Server shut down.")
+    return 0
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "-p",
+    "--listen-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="TCP port to listen on (default 9876, or listenPort from -c; 0 picks a free port).",
+)
+@click.option(
+    "--host",
+    default=None,
+    help="Address to bind (default 127.0.0.1, or bindAddress from -c).",
+)
+@click.option(
+    "-c",
+    "--config-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Java properties file with RocketMQ NamesrvConfig names "
+    "(listenPort, scanNotActiveBrokerInterval, kvConfigPath, orderMessageEnable...).",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help=f"Directory for kvConfig.json and namesrv.properties (default {DEFAULT_HOME}); "
+    "kvConfigPath/configStorePath in -c take precedence.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    help="Logging threshold (logs go to stderr).",
+)
+def namesrv(
+    listen_port: int | None,
+    host: str | None,
+    config_file: str | None,
+    data_dir: str | None,
+    log_level: str,
+) -> None:
+    """Run a RocketMQ-compatible NameServer until SIGTERM or SIGINT."""
+    logging.basicConfig(
+        level=log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = load_config(config_file, listen_port=listen_port, host=host, data_dir=data_dir)
+    except ConfigError as exc:
+        click.echo(f"ariane namesrv: bad config value: {exc}", err=True)
+        sys.exit(2)
+    _raise_open_file_limit()
+    sys.exit(run(_serve(config)))

@@ -1,0 +1,393 @@
+"""One remoting connection (RocketMQ's Netty ``Channel`` plus the response table of
+``NettyRemotingAbstract``), used by both the server and the client.
+
+How it works: ``Channel`` is an ``asyncio.Protocol``. Received bytes go through a
+``FrameDecoder``; each response completes the future registered under its opaque, each request
+goes to the ``RequestHandler`` (the dispatcher), inline and in arrival order. Frames written
+while a read is being handled are buffered and sent with one vectored write at the end of the
+read; frames written at other times are flushed once per loop iteration. A request waits on a
+plain future with a ``call_later`` timer, so invoking costs no task. When the connection goes,
+every request still waiting fails with ``ConnectionClosedError``.
+
+A malformed frame closes only this connection (after answering the good frames before it).
+Server channels stop reading while the transport's write buffer is full or too many requests
+are in progress, so a slow or hostile peer cannot make the server buffer without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import logging
+import socket
+from collections.abc import Callable
+from typing import Any, Protocol, cast
+
+from ariane.errors import ConnectionClosedError, InvalidArgumentError, RequestTimeoutError
+from ariane.remoting.protocol.codec import (
+    MAX_FRAME_BYTES,
+    FrameDecodeError,
+    FrameDecoder,
+    encode_parts,
+)
+from ariane.remoting.protocol.command import FLAG_RESPONSE, RemotingCommand, next_opaque
+
+__all__ = ["Channel", "RequestHandler", "format_address"]
+
+logger = logging.getLogger(__name__)
+
+_channel_ids = itertools.count(1)
+_CLOSE_LINGER_S = 10.0
+
+
+class RequestHandler(Protocol):
+    """Receives the requests a channel decodes (the dispatcher)."""
+
+    def handle_request(self, channel: Channel, request: RemotingCommand) -> None:
+        """Handle one request; must not raise."""
+        ...
+
+
+def format_address(address: Any) -> str:
+    """``"host:port"`` from a socket address tuple (``"?"`` if unknown)."""
+    if isinstance(address, tuple) and len(address) >= 2:
+        return f"{address[0]}:{address[1]}"
+    return "?" if address is None else str(address)
+
+
+class Channel(asyncio.Protocol):
+    """A remoting connection.
+
+    Args:
+        handler: where decoded requests go.
+        max_frame_bytes: largest frame accepted from the peer.
+        pause_reading_on_backpressure: stop reading while writes are backed up (servers).
+        max_inflight: asynchronous requests in progress before reading pauses.
+
+    Attributes:
+        id: unique id of this channel within the process.
+        remote_addr: the peer as ``"host:port"``.
+        local_addr: our end as ``"host:port"``.
+        attributes: free slots for upper layers (client id, language...).
+        last_active: loop time of the last read or write.
+    """
+
+    def __init__(
+        self,
+        handler: RequestHandler,
+        *,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        pause_reading_on_backpressure: bool = False,
+        max_inflight: int = 10_000,
+    ) -> None:
+        self.id = next(_channel_ids)
+        self.remote_addr = "?"
+        self.local_addr = "?"
+        self.attributes: dict[str, Any] = {}
+        self._loop = asyncio.get_running_loop()
+        self.last_active = self._loop.time()
+        self._handler = handler
+        self._decoder = FrameDecoder(max_frame_bytes)
+        self._max_frame_bytes = max_frame_bytes
+        self._transport: asyncio.Transport | None = None
+        self._closing = False
+        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], asyncio.TimerHandle]] = {}
+        self._out: list[bytes] = []
+        self._flush_handle: asyncio.Handle | None = None
+        self._in_read = False
+        self._closed: asyncio.Future[None] = self._loop.create_future()
+        self._close_listeners: list[Callable[[Channel], None]] = []
+        self._pause_on_backpressure = pause_reading_on_backpressure
+        self._write_paused = False
+        self._reading_paused = False
+        self._inflight = 0
+        self._max_inflight = max_inflight
+        self._backlog: collections.deque[RemotingCommand] = collections.deque()
+
+    def __repr__(self) -> str:
+        return f"<Channel #{self.id} {self.remote_addr}>"
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        """Whether the connection is open and not closing."""
+        return self._transport is not None and not self._closing
+
+    @property
+    def pending_requests(self) -> int:
+        """Requests sent on this channel still waiting for a response."""
+        return len(self._pending)
+
+    def add_close_listener(self, listener: Callable[[Channel], None]) -> None:
+        """Call ``listener(channel)`` once when the connection is gone."""
+        if self._closed.done():
+            listener(self)
+        else:
+            self._close_listeners.append(listener)
+
+    def close(self) -> None:
+        """Close gracefully: buffered frames are still written (for up to 10 s, then abort)."""
+        if self._transport is not None and not self._closing:
+            self._closing = True
+            self._flush()
+            self._transport.close()
+            # a peer that stops reading would keep a closing transport open forever
+            self._loop.call_later(_CLOSE_LINGER_S, self._abort_if_open)
+
+    def _abort_if_open(self) -> None:
+        if self._transport is not None:
+            logger.info("%r: peer did not drain before close, aborting", self)
+            self._transport.abort()
+
+    def abort(self) -> None:
+        """Close at once, dropping buffered frames."""
+        if self._transport is not None:
+            self._closing = True
+            self._transport.abort()
+
+    async def wait_closed(self) -> None:
+        """Wait until the connection is gone."""
+        await asyncio.shield(self._closed)
+
+    # -- sending --------------------------------------------------------------------------------
+
+    def send(self, cmd: RemotingCommand) -> bool:
+        """Queue a command for writing; ``False`` if the connection is closed (dropped).
+
+        Raises:
+            LocalProtocolError: the command cannot be encoded.
+        """
+        if self._transport is None or self._closing:
+            return False
+        head, body = encode_parts(cmd, max_frame_bytes=self._max_frame_bytes)
+        out = self._out
+        out.append(head)
+        if body is not None:
+            out.append(body)
+        if not self._in_read and self._flush_handle is None:
+            self._flush_handle = self._loop.call_soon(self._flush)
+        return True
+
+    def _flush(self) -> None:
+        self._flush_handle = None
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        transport = self._transport
+        if transport is None:
+            return
+        if len(out) == 1:
+            transport.write(out[0])
+        else:
+            transport.writelines(out)
+        self.last_active = self._loop.time()
+
+    def invoke_future(
+        self, request: RemotingCommand, timeout_ms: int
+    ) -> asyncio.Future[RemotingCommand]:
+        """Send a request and return the future of its response (no task is created).
+
+        The future fails with ``RequestTimeoutError`` after ``timeout_ms`` and with
+        ``ConnectionClosedError`` if the connection goes first.
+
+        Raises:
+            ConnectionClosedError: the connection is already closed.
+            InvalidArgumentError: ``timeout_ms`` is not positive.
+            LocalProtocolError: the request cannot be encoded.
+        """
+        if timeout_ms <= 0:
+            raise InvalidArgumentError(f"timeout_ms must be positive, got {timeout_ms}")
+        if not self.is_active:
+            raise ConnectionClosedError(f"connection to {self.remote_addr} is closed")
+        pending = self._pending
+        opaque = request.opaque
+        while opaque in pending:  # a reused command object must not steal another's slot
+            opaque = next_opaque()
+        request.opaque = opaque
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        timer = self._loop.call_later(timeout_ms / 1000.0, self._expire, opaque, future, timeout_ms)
+        pending[opaque] = (future, timer)
+        try:
+            self.send(request)
+        except BaseException:
+            del pending[opaque]
+            timer.cancel()
+            raise
+        return future
+
+    async def invoke(self, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
+        """Send a request and wait for its response.
+
+        Raises:
+            RequestTimeoutError: no response within ``timeout_ms``.
+            ConnectionClosedError: the connection closed first (or was closed).
+            LocalProtocolError: the request cannot be encoded.
+        """
+        future = self.invoke_future(request, timeout_ms)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self._forget(request.opaque, future)
+            raise
+
+    def invoke_oneway(self, request: RemotingCommand) -> None:
+        """Send a one-way request (no response will come).
+
+        Raises:
+            ConnectionClosedError: the connection is closed.
+            LocalProtocolError: the request cannot be encoded.
+        """
+        request.mark_oneway()
+        if not self.send(request):
+            raise ConnectionClosedError(f"connection to {self.remote_addr} is closed")
+
+    def _expire(
+        self, opaque: int, future: asyncio.Future[RemotingCommand], timeout_ms: int
+    ) -> None:
+        self._forget(opaque, future)
+        if not future.done():
+            future.set_exception(
+                RequestTimeoutError(
+                    f"no response from {self.remote_addr} within {timeout_ms} ms (opaque {opaque})"
+                )
+            )
+
+    def _forget(self, opaque: int, future: asyncio.Future[RemotingCommand]) -> None:
+        entry = self._pending.get(opaque)
+        if entry is not None and entry[0] is future:
+            del self._pending[opaque]
+            entry[1].cancel()
+
+    # -- server-side flow control ---------------------------------------------------------------
+
+    def begin_async(self) -> None:
+        """Count a request whose processing continues in the background."""
+        self._inflight += 1
+
+    def end_async(self) -> None:
+        """The counterpart of ``begin_async``; resumes queued requests below the limit."""
+        self._inflight -= 1
+        if self._backlog and self._inflight < self._max_inflight:
+            self._drain_backlog()
+
+    def _drain_backlog(self) -> None:
+        backlog = self._backlog
+        self._in_read = True
+        try:
+            while backlog and self._inflight < self._max_inflight and self._transport is not None:
+                self._dispatch(backlog.popleft())
+        finally:
+            self._in_read = False
+            if self._out:
+                self._flush()
+        self._update_reading()
+
+    def _dispatch(self, request: RemotingCommand) -> None:
+        try:
+            self._handler.handle_request(self, request)
+        except Exception:
+            logger.exception("%r: request handler failed on %s", self, request.describe())
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or self._closing:
+            return
+        pause = self._write_paused or bool(self._backlog)
+        if pause and not self._reading_paused:
+            self._reading_paused = True
+            transport.pause_reading()
+        elif not pause and self._reading_paused:
+            self._reading_paused = False
+            transport.resume_reading()
+
+    # -- asyncio.Protocol -----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio.Transport, but implement it
+        self._transport = cast(asyncio.Transport, transport)
+        self.remote_addr = format_address(transport.get_extra_info("peername"))
+        self.local_addr = format_address(transport.get_extra_info("sockname"))
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except (OSError, AttributeError):
+                pass
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = self._loop.time()
+        bad: FrameDecodeError | None = None
+        try:
+            commands = self._decoder.feed(data)
+        except FrameDecodeError as exc:
+            commands, bad = exc.decoded, exc
+        self._in_read = True
+        try:
+            pending = self._pending
+            backlog = self._backlog
+            for cmd in commands:
+                if cmd.flag & FLAG_RESPONSE:
+                    entry = pending.pop(cmd.opaque, None)
+                    if entry is None:
+                        logger.debug(
+                            "%r: response without a waiting request: %s", self, cmd.describe()
+                        )
+                        continue
+                    future, timer = entry
+                    timer.cancel()
+                    if not future.done():
+                        future.set_result(cmd)
+                elif backlog or self._inflight >= self._max_inflight:
+                    backlog.append(cmd)  # over the in-flight limit: wait, in order
+                else:
+                    self._dispatch(cmd)
+        finally:
+            self._in_read = False
+            if self._out:
+                self._flush()
+        if self._backlog:
+            self._update_reading()
+        if bad is not None:
+            logger.warning("%r: closing after a malformed frame: %s", self, bad)
+            self.close()
+
+    def eof_received(self) -> bool | None:
+        return None  # let the transport close
+
+    def pause_writing(self) -> None:
+        if self._pause_on_backpressure:
+            self._write_paused = True
+            self._update_reading()
+
+    def resume_writing(self) -> None:
+        if self._pause_on_backpressure:
+            self._write_paused = False
+            self._update_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self._transport = None
+        self._out = []
+        self._backlog.clear()
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        pending, self._pending = self._pending, {}
+        reason = f": {exc}" if exc is not None else ""
+        for future, timer in pending.values():
+            timer.cancel()
+            if not future.done():
+                future.set_exception(
+                    ConnectionClosedError(f"connection to {self.remote_addr} closed{reason}")
+                )
+        if not self._closed.done():
+            self._closed.set_result(None)
+        listeners, self._close_listeners = self._close_listeners, []
+        for listener in listeners:
+            try:
+                listener(self)
+            except Exception:
+                logger.exception("%r: close listener failed", self)
