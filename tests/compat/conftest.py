@@ -1,16 +1,31 @@
-"""Environments with third-party RocketMQ clients, built on demand under ``.compat-venvs/``."""
+"""Fixtures for compatibility tests with real third-party RocketMQ clients.
+
+Each client lives in its own virtual environment under ``.compat-venvs/`` (built on first use,
+kept between runs), so it never mixes with Ariane's packages; in particular PyPI's
+``rocketmq`` package (the C++ client's binding) must stay apart from anything else named
+``rocketmq``. Scripts run in that environment and print JSON lines that the tests assert on.
+"""
 
 from __future__ import annotations
 
 import fcntl
+import json
+import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-VENVS = ROOT / ".compat-venvs"
+from tests.support.cluster import Cluster
+
+REPO = Path(__file__).resolve().parents[2]
+VENVS = REPO / ".compat-venvs"
+CPP_SCRIPTS = Path(__file__).parent / "cpp_scripts"
 
 
 def _venv_python(name: str, requirement: str, probe: str) -> Path:
@@ -42,3 +57,110 @@ def _venv_python(name: str, requirement: str, probe: str) -> Path:
 def cpp_client_python() -> Path:
     """Python with PyPI ``rocketmq==0.4.4`` (the C++ client 1.2.4 via ctypes)."""
     return _venv_python("rocketmq-0.4.4", "rocketmq==0.4.4", "import rocketmq.client")
+
+
+@dataclass
+class ScriptRun:
+    """A client script running in the background; its JSON lines are collected."""
+
+    proc: subprocess.Popen[str]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)
+    started: threading.Event = field(default_factory=threading.Event)
+    cond: threading.Condition = field(default_factory=threading.Condition)
+
+    def pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.raw.append(line.rstrip("\n"))
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self.cond:
+                self.events.append(event)
+                self.cond.notify_all()
+            if event.get("event") == "started":
+                self.started.set()
+        with self.cond:
+            self.cond.notify_all()
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        with self.cond:
+            return [e for e in self.events if e.get("event") == kind]
+
+    def wait(self, timeout_s: float = 180.0) -> list[dict[str, Any]]:
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("client script timed out:\n" + self.tail()) from None
+        return self.events
+
+    def wait_for(self, kind: str, count: int, timeout_s: float = 60.0) -> bool:
+        with self.cond:
+            return (
+                self.cond.wait_for(
+                    lambda: (
+                        len([e for e in self.events if e.get("event") == kind]) >= count
+                        or self.proc.poll() is not None
+                    ),
+                    timeout_s,
+                )
+                and len([e for e in self.events if e.get("event") == kind]) >= count
+            )
+
+    def tail(self) -> str:
+        return "\n".join(self.raw[-40:])
+
+    def terminate(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+
+
+class CppClient:
+    """Runs the C++ client's scripts in its own environment with HOME in a temp dir."""
+
+    def __init__(self, python: Path, home: Path) -> None:
+        self.python = python
+        self.home = home
+
+    def spawn(self, script: str, args: Sequence[str]) -> ScriptRun:
+        env = dict(os.environ)
+        env["HOME"] = str(self.home)  # the C++ client writes its logs under $HOME/logs
+        env["PYTHONUNBUFFERED"] = "1"
+        env.pop("PYTHONPATH", None)
+        proc = subprocess.Popen(
+            [str(self.python), str(CPP_SCRIPTS / script), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        run = ScriptRun(proc)
+        threading.Thread(target=run.pump, daemon=True).start()
+        return run
+
+    def run(self, script: str, args: Sequence[str], timeout_s: float = 180.0) -> ScriptRun:
+        run = self.spawn(script, args)
+        run.wait(timeout_s)
+        assert run.proc.returncode == 0, f"{script} exited {run.proc.returncode}:\n{run.tail()}"
+        return run
+
+
+@pytest.fixture
+def cpp(cpp_client_python: Path, tmp_path: Path) -> CppClient:
+    home = tmp_path / "cpp-home"
+    home.mkdir()
+    return CppClient(cpp_client_python, home)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path / "cluster")
+    try:
+        yield c.start()
+    finally:
+        c.stop()

@@ -97,6 +97,7 @@ async def _serve(config: NamesrvConfig) -> int:
     click.echo(
         f"The Name Server boot success. serializeType=JSON, address {config.bind_address}:{port}"
     )
+    click.echo(f"ready namesrv={config.bind_address}:{port}")
     sys.stdout.flush()
     await stop.wait()
     logger.info("shutdown signal received")

@@ -1,0 +1,124 @@
+"""Start Ariane servers as real processes on free ports, and stop them by PID.
+
+Every server prints one line ``ready <role>=HOST:PORT ...`` on stdout once it accepts
+connections; the helpers here wait for that line, keep the rest of the output for failure
+reports, and stop only the processes they started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ServerProcess", "ariane_command", "start_server"]
+
+
+def ariane_command(*args: str) -> list[str]:
+    """The argv that runs ``ariane <args>`` with the interpreter running the tests."""
+    return [sys.executable, "-m", "ariane", *args]
+
+
+@dataclass
+class ServerProcess:
+    """A running server process and what it printed."""
+
+    proc: subprocess.Popen[str]
+    name: str
+    lines: deque[str] = field(default_factory=lambda: deque(maxlen=2000))
+    ready: dict[str, str] = field(default_factory=dict)
+    _ready_event: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.rstrip("\n")
+            self.lines.append(line)
+            if line.startswith("ready ") and not self._ready_event.is_set():
+                for part in line.split()[1:]:
+                    key, _, value = part.partition("=")
+                    self.ready[key] = value
+                self._ready_event.set()
+        self._ready_event.set()
+
+    def wait_ready(self, timeout_s: float = 30.0) -> dict[str, str]:
+        if not self._ready_event.wait(timeout_s) or not self.ready:
+            self.kill()
+            raise RuntimeError(f"{self.name} did not become ready:\n{self.output()}")
+        return self.ready
+
+    def stop(self, timeout_s: float = 15.0) -> int:
+        """SIGTERM, wait, then SIGKILL if needed; returns the exit code."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL (a crash)."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+def start_server(
+    args: Sequence[str], *, name: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> ServerProcess:
+    """Start ``ariane <args>`` and return once it printed its ready line."""
+    full_env = dict(os.environ)
+    full_env["PYTHONUNBUFFERED"] = "1"
+    if env:
+        full_env.update(env)
+    proc = subprocess.Popen(
+        ariane_command(*args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        start_new_session=True,
+    )
+    server = ServerProcess(proc=proc, name=name)
+    threading.Thread(target=server._pump, name=f"pump-{name}", daemon=True).start()
+    server.wait_ready()
+    return server
+
+
+@contextlib.contextmanager
+def running(server: ServerProcess) -> Iterator[ServerProcess]:
+    """Stop ``server`` when the block ends, whatever happens."""
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_until(predicate: object, timeout_s: float = 20.0, interval_s: float = 0.05) -> bool:
+    """Poll ``predicate()`` until true or the timeout passes (integration tests only)."""
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return bool(predicate())
