@@ -409,10 +409,13 @@ def _string_test(node: StringTest) -> Evaluator:
             return v is not None and test(v, search) != negated
 
         return prop_test
+    # Any other operand is a condition or a negation: never a String, so the answer is FALSE
+    # once the operand has been evaluated (for its failures).
+    assert kind_of(node.operand) is not Kind.STR
     f = compile_node(node.operand)
 
-    def operand_test(p: Mapping[str, str]) -> bool:
-        v = f(p)  # evaluated for its failures even when it cannot be a string
-        return isinstance(v, str) and test(v, search) != negated
+    def evaluate_then_false(p: Mapping[str, str]) -> bool:
+        f(p)
+        return False
 
-    return operand_test
+    return evaluate_then_false

@@ -24,6 +24,9 @@ node                RocketMQ
                     and their NOT forms
 ==================  ==========================================================================
 
+A node's ``pos`` is where its text starts (0-based; for a parenthesized operand, the first
+character inside the parentheses), which error messages report.
+
 Every node has a static :class:`Kind`, the Java class of its non-null values: a property is
 always a ``String``, a literal ``5`` an ``Integer``, ``3000000000`` a ``Long``, ``-x`` of a
 non-number is always null. Knowing the kinds at compile time lets the evaluator pick Java's

@@ -205,7 +205,7 @@ class _Parser:
             elif tok.kind is TokenKind.NE:
                 self._next()
                 eq = self._equal(left, self._comparison(), tok)
-                left = Not(tok.pos, eq, self._depth(tok.pos, eq))
+                left = Not(eq.pos, eq, self._depth(tok.pos, eq))
             elif tok.kind is TokenKind.IS:
                 self._next()
                 negated = self._peek().kind is not TokenKind.NULL
@@ -213,9 +213,9 @@ class _Parser:
                     self._expect(TokenKind.NOT, "after IS (IS NULL or IS NOT NULL)")
                 self._expect(TokenKind.NULL, "after IS NOT" if negated else "after IS")
                 null = Constant(tok.pos, None, Kind.NULL)
-                left = Equal(tok.pos, left, null, self._depth(tok.pos, left))
+                left = Equal(left.pos, left, null, self._depth(tok.pos, left))
                 if negated:
-                    left = Not(tok.pos, left, self._depth(tok.pos, left))
+                    left = Not(left.pos, left, self._depth(tok.pos, left))
             else:
                 return left
 
@@ -242,7 +242,7 @@ class _Parser:
                 self._next()
                 search = self._string_literal(f"after {kind.value}")
                 depth = self._depth(tok.pos, left)
-                left = StringTest(tok.pos, _STRING_TESTS[kind], left, search, negated, depth)
+                left = StringTest(left.pos, _STRING_TESTS[kind], left, search, negated, depth)
             elif kind is TokenKind.BETWEEN:
                 self._next()
                 low = self._unary()
@@ -322,7 +322,7 @@ class _Parser:
             raise FilterSyntaxError(
                 f"{_show(left)} cannot be compared with {_show(right)}", tok.pos
             )
-        return Equal(tok.pos, left, right, self._depth(tok.pos, left, right))
+        return Equal(left.pos, left, right, self._depth(tok.pos, left, right))
 
     def _relational(self, op: str, left: Node, right: Node, pos: int) -> Relational:
         for side in (left, right):
@@ -334,7 +334,7 @@ class _Parser:
                     + _not_hint(side),
                     side.pos,
                 )
-        return Relational(pos, op, left, right, self._depth(pos, left, right))
+        return Relational(left.pos, op, left, right, self._depth(pos, left, right))
 
     def _between(self, value: Node, low: Node, high: Node, negated: bool, pos: int) -> Logic:
         if negated:
@@ -342,7 +342,7 @@ class _Parser:
                 self._relational("<", value, low, pos),
                 self._relational(">", value, high, pos),
             )
-            return Logic(pos, "OR", parts, self._depth(pos, *parts))
+            return Logic(value.pos, "OR", parts, self._depth(pos, *parts))
         if isinstance(low, Constant) and isinstance(high, Constant):
             if low.kind is Kind.NULL or high.kind is Kind.NULL:
                 raise FilterSyntaxError("the bounds of BETWEEN cannot be NULL", pos)
@@ -361,7 +361,7 @@ class _Parser:
             self._relational(">=", value, low, pos),
             self._relational("<=", value, high, pos),
         )
-        return Logic(pos, "AND", parts, self._depth(pos, *parts))
+        return Logic(value.pos, "AND", parts, self._depth(pos, *parts))
 
     def _in(self, operand: Node, negated: bool, tok: Token) -> InList:
         if not isinstance(operand, Property):
@@ -375,7 +375,7 @@ class _Parser:
             self._next()
             values.append(self._string_literal("after ',' in the IN list"))
         self._expect(TokenKind.RPAREN, "to close the IN list")
-        return InList(tok.pos, operand, tuple(values), negated)
+        return InList(operand.pos, operand, tuple(values), negated)
 
 
 def _decode_string(text: str) -> str:
