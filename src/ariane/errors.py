@@ -8,6 +8,8 @@ RocketMQ; exceptions mean bad input, corruption, transport failure or a broker r
     ArianeError
     ├── ConfigError                 bad configuration value (names the key)
     ├── InvalidArgumentError        a caller passed something illegal
+    │   ├── FilterSyntaxError       a SQL92 filter expression does not compile (position)
+    │   └── FilterEvaluationError   a SQL92 filter failed on one message (not a match)
     ├── StoreError
     │   ├── CorruptionError         bytes on disk or on the wire do not decode (path, pos)
     │   └── StoreClosedError        the store was shut down
@@ -38,6 +40,8 @@ __all__ = [
     "ConnectionClosedError",
     "ConnectionError_",
     "CorruptionError",
+    "FilterEvaluationError",
+    "FilterSyntaxError",
     "HeaderFieldError",
     "InvalidArgumentError",
     "LocalProtocolError",
@@ -71,6 +75,28 @@ class ConfigError(ArianeError):
 
 class InvalidArgumentError(ArianeError):
     """A caller passed an illegal argument (topic name, size, offset...)."""
+
+
+class FilterSyntaxError(InvalidArgumentError):
+    """A SQL92 filter expression is not valid (RocketMQ's ``MQFilterException`` on compile).
+
+    Args:
+        message: what is wrong.
+        position: the 0-based character offset in the expression where the problem is.
+    """
+
+    def __init__(self, message: str, position: int) -> None:
+        super().__init__(f"{message} at position {position}")
+        self.position = position
+
+
+class FilterEvaluationError(InvalidArgumentError):
+    """Evaluating a compiled SQL92 filter on one message's properties raised an error.
+
+    RocketMQ's expressions throw here (a property that does not parse as the number it is
+    compared with, a boolean compared with a string); the broker logs it and treats the
+    message as not matching.
+    """
 
 
 class StoreError(ArianeError):

@@ -11,6 +11,7 @@ __all__ = ["bench"]
 BENCHMARKS: dict[str, str] = {
     "store": "ariane.bench.store:store_bench",
     "remoting": "ariane.bench.remoting:remoting_bench",
+    "filter": "ariane.bench.filter:filter_bench",
 }
 
 
