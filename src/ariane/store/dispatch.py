@@ -17,8 +17,10 @@ block.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -36,7 +38,7 @@ __all__ = ["ArrivingListener", "Dispatcher", "ReputService"]
 
 logger = logging.getLogger(__name__)
 
-_BATCH = 4096
+_BATCH = 8192
 
 
 class ArrivingListener(Protocol):
@@ -145,6 +147,17 @@ class Dispatcher:
                 cq.put_units(phys[run], sizes[run], tags[run], offsets[run])
 
 
+def _visible(pending: deque[DispatchRequest], count: int, limit: int) -> int:
+    """How many of the first ``count`` requests end at or below ``limit`` (they are in
+    physical order, so a prefix)."""
+    if not count:
+        return 0
+    last = pending[count - 1]
+    if last[2] + last[3] <= limit:
+        return count
+    return bisect.bisect_right(range(count), limit, key=lambda i: pending[i][2] + pending[i][3])
+
+
 class ReputService(ServiceThread):
     """Runs dispatch behind the writer.
 
@@ -190,15 +203,11 @@ class ReputService(ServiceThread):
         while self.commit_log.pending:
             with self.dispatcher.lock:
                 pending = self.commit_log.pending
-                limit = self.visibility_limit()
-                batch: list[DispatchRequest] = []
-                while pending and len(batch) < _BATCH:
-                    req = pending[0]
-                    if req[2] + req[3] > limit:
-                        break
-                    batch.append(pending.popleft())
-                if not batch:
+                count = _visible(pending, min(len(pending), _BATCH), self.visibility_limit())
+                if not count:
                     break
+                popleft = pending.popleft
+                batch = [popleft() for _ in range(count)]
                 error = self._dispatch(batch)
             if error is not None:
                 if not self._failing:
