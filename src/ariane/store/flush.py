@@ -88,7 +88,6 @@ class FlushCommitLogService(ServiceThread):
             self._last_thorough = now
             least = 0
         self.commit_log.flush(least)
-        self.commit_log.queue.preallocate_next()
         if least == 0 and self.commit_log.queue.store_timestamp:
             self.checkpoint.physic_msg_timestamp = self.commit_log.queue.store_timestamp
 
@@ -197,8 +196,6 @@ class GroupCommitService(ServiceThread):
             self._write = []
         self._inflight.extend(batch)
         self._do_commit()
-        if not self._inflight:
-            self.commit_log.queue.preallocate_next()
 
     def _do_commit(self) -> None:
         requests = self._inflight
