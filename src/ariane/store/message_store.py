@@ -378,7 +378,7 @@ class MessageStore(StoreReads):
         if not wait:
             gc.wakeup()
             return result
-        waiter = SyncWaiter()
+        waiter = SyncWaiter(gc.relay)
         gc.put_request(result.wrote_offset + result.wrote_bytes, waiter, result)
         return waiter.wait()
 
