@@ -3,7 +3,7 @@
 Phases, each timed separately on the same directory's file system:
 
 1. disk: the same number of bytes the async phase stores, written sequentially in 4 MiB
-   chunks, once without and once with a final fsync (the page-cache and durable bandwidth);
+   chunks, twice without (first and best pass) and twice with a final fsync (best kept);
 2. async: one writer appends N messages of S bytes with ASYNC_FLUSH; the clock stops when
    dispatch has caught up (ConsumeQueue + index built), the append-only rate is printed too;
 3. read: every message read back through the ConsumeQueues (32 per call, like a pull);
@@ -177,7 +177,9 @@ def store_bench(
         os.makedirs(probe)
         total = messages * size
         # The first write needs fresh page-cache pages; the second reuses the pages the first
-        # freed and is often much faster. Both are reported; ratios use the best.
+        # freed and is often much faster. Both are reported, and the async ratio against both:
+        # the store also writes into fresh pages (its CommitLog pages are read into the page
+        # cache a window ahead of the writer, inside the timed run).
         cold = _disk_bandwidth(probe, total, fsync=False)
         warm = _disk_bandwidth(probe, total, fsync=False)
         out["disk_write_cold_mb_per_s"] = cold
@@ -206,6 +208,7 @@ def store_bench(
         out["sync_msgs_per_s"] = n_sync / sync if sync else 0.0
         out["sync_mb_per_s"] = n_sync * size / sync / 1e6 if sync else 0.0
         out["async_ratio_to_disk"] = out["async_mb_per_s"] / out["disk_write_mb_per_s"]
+        out["async_ratio_to_disk_cold"] = out["async_mb_per_s"] / out["disk_write_cold_mb_per_s"]
         out["sync_ratio_to_disk_fsync"] = out["sync_mb_per_s"] / out["disk_fsync_write_mb_per_s"]
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -224,7 +227,8 @@ def _print(out: dict[str, Any]) -> None:
     click.echo(
         f"async put+dispatch: {out['async_msgs_per_s']:,.0f} msg/s {out['async_mb_per_s']:.0f} MB/s"
         f" (appends alone {out['async_append_msgs_per_s']:,.0f} msg/s),"
-        f" {out['async_ratio_to_disk']:.2f} x disk"
+        f" {out['async_ratio_to_disk']:.2f} x best disk write,"
+        f" {out['async_ratio_to_disk_cold']:.2f} x first disk write"
     )
     click.echo(f"read back: {out['read_msgs_per_s']:,.0f} msg/s {out['read_mb_per_s']:.0f} MB/s")
     click.echo(

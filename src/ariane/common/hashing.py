@@ -12,7 +12,13 @@ from array import array
 from functools import lru_cache
 from operator import mul
 
-__all__ = ["index_key_hash", "index_key_hash_with_prefix", "java_string_hash", "tags_code"]
+__all__ = [
+    "index_key_hash",
+    "index_key_hash_with_prefix",
+    "java_string_hash",
+    "tags_code",
+    "unsigned_hash_and_units",
+]
 
 _MASK = 0xFFFFFFFF
 _MAX_CACHED_POWERS = 4096
@@ -65,7 +71,8 @@ def index_key_hash(key: str) -> int:
     return -h if h < 0 else h
 
 
-def _unsigned_hash_and_units(s: str) -> tuple[int, int]:
+def unsigned_hash_and_units(s: str) -> tuple[int, int]:
+    """Java ``s.hashCode()`` as an unsigned 32-bit int, and the number of UTF-16 units."""
     units = _code_units(s)
     n = len(units)
     if n < _SHORT:
@@ -80,12 +87,12 @@ def _unsigned_hash_and_units(s: str) -> tuple[int, int]:
 
 @lru_cache(maxsize=1024)
 def _prefix_hash(prefix: str) -> int:
-    return _unsigned_hash_and_units(prefix)[0]
+    return unsigned_hash_and_units(prefix)[0]
 
 
 def index_key_hash_with_prefix(prefix: str, key: str) -> int:
     """``index_key_hash(prefix + key)``, caching the prefix's hash (e.g. ``"topic#"``)."""
-    hk, n = _unsigned_hash_and_units(key)
+    hk, n = unsigned_hash_and_units(key)
     p = _POWERS[_MAX_CACHED_POWERS - 1 - n] if n < _MAX_CACHED_POWERS else pow(31, n, 1 << 32)
     h = (_prefix_hash(prefix) * p + hk) & _MASK
     if h == 0x80000000:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from ariane.common.clock import Clock
 from ariane.common.hashing import tags_code
+from ariane.common.message import HostPort
 from ariane.common.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
 from ariane.common.record import CRC_MASK
 from ariane.common.sysflag import (
@@ -118,7 +119,11 @@ class CommitLog:
         self.put_lock = threading.Lock()
         self.on_appended: Callable[[], None] | None = None
         self._last_store_ts = 0
-        self._topics: dict[str, tuple[bytes, bool] | str] = {}
+        self._topics: dict[str, tuple[bytes, int] | str] = {}
+        #: (born, store, header struct, sysFlag host bits) of the last put.
+        self._last_hosts: tuple[object, object, struct.Struct, int] = (
+            None, None, _HEADERS[(False, False)], 0,
+        )  # fmt: skip
         self._levels_ms = config.delay_levels_ms
         self._tag_codes: dict[str, int] = {}
         self._current: MappedFile | None = None
@@ -128,8 +133,8 @@ class CommitLog:
         self.put_size_total = 0
 
     # -- validation ----------------------------------------------------------------------
-    def _topic_tail(self, topic: str) -> tuple[bytes, bool] | str:
-        """(TOPICLENGTH + TOPIC bytes, is_v2) for a legal topic, else the reason it is not."""
+    def _topic_tail(self, topic: str) -> tuple[bytes, int] | str:
+        """(TOPICLENGTH + TOPIC bytes, magic code) for a legal topic, else why it is not."""
         cached = self._topics.get(topic)
         if cached is not None:
             return cached
@@ -137,7 +142,7 @@ class CommitLog:
             raw = topic.encode()
         except UnicodeEncodeError:
             return "topic is not valid unicode"
-        result: tuple[bytes, bool] | str
+        result: tuple[bytes, int] | str
         if not raw:
             result = "topic is empty"
         elif len(raw) > self.config.max_topic_length:
@@ -145,9 +150,9 @@ class CommitLog:
         elif topic in (".", "..") or any(c in topic for c in "/\\\0") or not topic.isprintable():
             result = f"topic {topic[:40]!r} cannot name a ConsumeQueue directory"
         elif len(raw) > 127:
-            result = (_I16.pack(len(raw)) + raw, True)
+            result = (_I16.pack(len(raw)) + raw, MESSAGE_MAGIC_CODE_V2)
         else:
-            result = (bytes((len(raw),)) + raw, False)
+            result = (bytes((len(raw),)) + raw, MESSAGE_MAGIC_CODE_V1)
         if len(self._topics) < 100_000:
             self._topics[topic] = result
         return result
@@ -230,6 +235,20 @@ class CommitLog:
         )  # fmt: skip
 
     # -- put -----------------------------------------------------------------------------
+    def _hosts(self, born: HostPort, store: HostPort) -> tuple[struct.Struct, int] | None:
+        """(header struct, sysFlag host bits) for this pair of hosts, None if one is bad.
+
+        Remembers the last pair by identity: a broker reuses its HostPort objects.
+        """
+        born6 = len(born.addr) == 16
+        store6 = len(store.addr) == 16
+        if (not born6 and len(born.addr) != 4) or (not store6 and len(store.addr) != 4):
+            return None
+        bits = (BORNHOST_V6_FLAG if born6 else 0) | (STOREHOSTADDRESS_V6_FLAG if store6 else 0)
+        parts = (_HEADERS[(born6, store6)], bits)
+        self._last_hosts = (born, store, *parts)
+        return parts
+
     def put_message(self, msg: MessageInner) -> PutResult:
         """Append one message. Never raises for bad input: returns a status instead.
 
@@ -242,28 +261,32 @@ class CommitLog:
             tail = self._topic_tail(topic)
         if isinstance(tail, str):
             return _illegal(tail)
-        topic_tail, v2 = tail
+        topic_tail, magic = tail
         born = msg.born_host
         store = msg.store_host
-        born_addr = born.addr
-        store_addr = store.addr
+        last = self._last_hosts
+        if born is last[0] and store is last[1]:
+            header, host_bits = last[2], last[3]
+        else:
+            hosts = self._hosts(born, store)
+            if hosts is None:
+                return _illegal("born/store host address must be 4 or 16 bytes")
+            header, host_bits = hosts
         queue_id = msg.queue_id
         flag = msg.flag
         sys_flag = msg.sys_flag
+        reconsume = msg.reconsume_times
+        born_ts = msg.born_timestamp_ms
+        prepared = msg.prepared_transaction_offset
         if not (
             0 <= queue_id < _INT32
             and -_INT32 <= flag < _INT32
             and -_INT32 <= sys_flag < _INT32
-            and -_INT32 <= msg.reconsume_times < _INT32
-            and -_INT64 <= msg.born_timestamp_ms < _INT64
-            and -_INT64 <= msg.prepared_transaction_offset < _INT64
+            and -_INT32 <= reconsume < _INT32
+            and -_INT64 <= born_ts < _INT64
+            and -_INT64 <= prepared < _INT64
         ):
             return _illegal("queue id, flag, sysFlag, reconsumeTimes or an offset out of range")
-        born6 = len(born_addr) == 16
-        store6 = len(store_addr) == 16
-        if (not born6 and len(born_addr) != 4) or (not store6 and len(store_addr) != 4):
-            return _illegal("born/store host address must be 4 or 16 bytes")
-        header = _HEADERS[(born6, store6)]
         props = msg.properties
         text = msg.properties_string
         if text is None:
@@ -284,16 +307,16 @@ class CommitLog:
         if total > self._max_size:
             return _illegal(f"message is {total} bytes stored, limit {self._max_size}")
         crc = zlib.crc32(body) & CRC_MASK
-        sys_flag &= ~_HOST_FLAGS
-        if born6:
-            sys_flag |= BORNHOST_V6_FLAG
-        if store6:
-            sys_flag |= STOREHOSTADDRESS_V6_FLAG
+        sys_flag = (sys_flag & ~_HOST_FLAGS) | host_bits
         tx = sys_flag & _TX_MASK
         normal = tx != TRANSACTION_PREPARED_TYPE and tx != TRANSACTION_ROLLBACK_TYPE
         rest = topic_tail + props_len.to_bytes(2, "big") + props_bytes
-        magic = MESSAGE_MAGIC_CODE_V2 if v2 else MESSAGE_MAGIC_CODE_V1
+        tags = props.get(TAGS)
+        tags_code = self._tag_codes.get(tags) if tags else 0
+        if tags_code is None:
+            tags_code = self._tags_code(topic, props, 0)
         key = (topic, queue_id)
+        body_at = header.size
         with self.put_lock:
             now = self.clock.now_ms()
             store_ts = now if now > self._last_store_ts else self._last_store_ts
@@ -306,24 +329,29 @@ class CommitLog:
             queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
             mm = mf.mm
             header.pack_into(
-                mm, pos, total, magic, crc, queue_id, flag, queue_offset, phys,
-                sys_flag, msg.born_timestamp_ms, born_addr, born.port, store_ts, store_addr,
-                store.port, msg.reconsume_times, msg.prepared_transaction_offset, body_len,
+                mm, pos, total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag,
+                born_ts, born.addr, born.port, store_ts, store.addr, store.port, reconsume,
+                prepared, body_len,
             )  # fmt: skip
-            p = pos + header.size
-            mm[p : p + body_len] = body
-            mm[p + body_len : pos + total] = rest
+            p = pos + body_at + body_len
+            mm[pos + body_at : p] = body
+            mm[p : pos + total] = rest
             mf.wrote_position = pos + total
             mf.store_timestamp = store_ts
             if normal:
                 self.topic_queue_table[key] = queue_offset + 1
+            if topic == SCHEDULE_TOPIC:  # tagsCode = delivery time
+                tags_code = self._tags_code(topic, props, store_ts)
             self.pending.append(
-                self._request(topic, queue_id, phys, total, props, store_ts, queue_offset, sys_flag)
-            )
+                (
+                    topic, queue_id, phys, total, tags_code, store_ts, queue_offset,
+                    props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+                )
+            )  # fmt: skip
             self.put_times_total += 1
             self.put_size_total += total
         return PutResult(
-            PutStatus.PUT_OK, phys, total, store_ts, queue_offset, 1, store_addr, store.port,
+            PutStatus.PUT_OK, phys, total, store_ts, queue_offset, 1, store.addr, store.port,
             (phys,),
         )  # fmt: skip
 
@@ -336,7 +364,7 @@ class CommitLog:
         tail = self._topic_tail(batch.topic)
         if isinstance(tail, str):
             return _illegal(tail)
-        topic_tail, v2 = tail
+        topic_tail, magic = tail
         born, store = batch.born_host, batch.store_host
         bad = self._check_common(
             batch.queue_id, batch.sys_flag, batch.born_timestamp_ms, born.addr, store.addr,
@@ -370,7 +398,6 @@ class CommitLog:
         sys_flag = (batch.sys_flag & ~_HOST_FLAGS) | (BORNHOST_V6_FLAG if born6 else 0)
         if store6:
             sys_flag |= STOREHOSTADDRESS_V6_FLAG
-        magic = MESSAGE_MAGIC_CODE_V2 if v2 else MESSAGE_MAGIC_CODE_V1
         topic, queue_id = batch.topic, batch.queue_id
         key = (topic, queue_id)
         offsets: list[int] = []

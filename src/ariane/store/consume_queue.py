@@ -15,9 +15,12 @@ import logging
 import os
 from collections.abc import Callable
 
+import numpy as np
+
 from ariane.store.format import CQ_BLANK_ENTRY, CQ_UNIT, CQ_UNIT_SIZE
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import LoadReport, MappedFileQueue
+from ariane.store.vector import I64, consume_queue_units
 
 __all__ = ["ConsumeQueue"]
 
@@ -159,6 +162,46 @@ class ConsumeQueue:
                 self.dirty = True
                 return True
         return self._put_slow(phys, size, tags_code, cq_offset)
+
+    def put_units(self, phys: I64, sizes: I64, tags: I64, cq_offsets: I64) -> None:
+        """``put`` for many entries of this queue in order, written as one block when they
+        are consecutive and land in the current file (else entry by entry)."""
+        count = len(phys)
+        if count == 0:
+            return
+        if count > 1 and not bool((np.diff(phys) > 0).all()):
+            self._put_each(phys, sizes, tags, cq_offsets, 0)
+            return
+        start = int(np.searchsorted(phys, self.max_physic_offset, side="right"))
+        mf = self.queue.last
+        if start >= count or mf is None:
+            self._put_each(phys, sizes, tags, cq_offsets, start)
+            return
+        pos = mf.wrote_position
+        first = int(cq_offsets[start])
+        fit = min(count - start, (self.file_size - pos) // CQ_UNIT_SIZE)
+        end = start + fit
+        if (
+            fit <= 0
+            or mf.file_from_offset + pos != first * CQ_UNIT_SIZE
+            or int(cq_offsets[end - 1]) - first != fit - 1
+            or (fit > 1 and not bool((np.diff(cq_offsets[start:end]) == 1).all()))
+        ):
+            self._put_each(phys, sizes, tags, cq_offsets, start)
+            return
+        data = consume_queue_units(phys[start:end], sizes[start:end], tags[start:end])
+        mf.mm[pos : pos + len(data)] = data
+        mf.wrote_position = pos + len(data)
+        self.max_physic_offset = int(phys[end - 1])
+        self.dirty = True
+        self._put_each(phys, sizes, tags, cq_offsets, end)
+
+    def _put_each(self, phys: I64, sizes: I64, tags: I64, cq_offsets: I64, start: int) -> None:
+        for args in zip(
+            phys[start:].tolist(), sizes[start:].tolist(), tags[start:].tolist(),
+            cq_offsets[start:].tolist(), strict=True,
+        ):  # fmt: skip
+            self.put(*args)
 
     def _put_slow(self, phys: int, size: int, tags_code: int, cq_offset: int) -> bool:
         expect = cq_offset * CQ_UNIT_SIZE

@@ -17,10 +17,14 @@ block.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
-from collections.abc import Callable
-from typing import Protocol
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
 
 from ariane.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ariane.store.commit_log import CommitLog
@@ -28,12 +32,13 @@ from ariane.store.consume_queue import ConsumeQueue
 from ariane.store.format import DispatchRequest
 from ariane.store.index_file import IndexService
 from ariane.store.service import ServiceThread
+from ariane.store.vector import VECTOR_MIN
 
 __all__ = ["ArrivingListener", "Dispatcher", "ReputService"]
 
 logger = logging.getLogger(__name__)
 
-_BATCH = 4096
+_BATCH = 8192
 
 
 class ArrivingListener(Protocol):
@@ -75,23 +80,82 @@ class Dispatcher:
         for key in [k for k in self._cqs if k[0] == topic]:
             del self._cqs[key]
 
-    def dispatch(self, batch: list[DispatchRequest]) -> None:
+    def dispatch(self, batch: Sequence[DispatchRequest]) -> None:
         """Build ConsumeQueue entries and index keys for ``batch`` (idempotent)."""
+        if not batch:
+            return
+        if len(batch) < VECTOR_MIN:
+            self._dispatch_each(batch)
+            if self.index is not None:
+                self.index.build_index(batch)
+        else:
+            columns = tuple(zip(*batch, strict=True))
+            self._dispatch_columns(columns)
+            if self.index is not None:
+                self.index.build_index_columns(columns)
+        self.last_store_timestamp = batch[-1][5]
+
+    def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        cq = self._cqs.get(key)
+        if cq is None:
+            cq = self._cqs[key] = self.find_consume_queue(topic, queue_id)
+        return cq
+
+    def _dispatch_each(self, batch: Sequence[DispatchRequest]) -> None:
         cqs = self._cqs
-        find = self.find_consume_queue
         for topic, queue_id, phys, size, tags, _ts, cq_offset, _k, _u, sys_flag, _p in batch:
             tx = sys_flag & 0xC
             if tx in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
                 continue
-            key = (topic, queue_id)
-            cq = cqs.get(key)
+            cq = cqs.get((topic, queue_id))
             if cq is None:
-                cq = cqs[key] = find(topic, queue_id)
+                cq = self._queue(topic, queue_id)
             cq.put(phys, size, tags, cq_offset)
-        if self.index is not None:
-            self.index.build_index(batch)
-        if batch:
-            self.last_store_timestamp = batch[-1][5]
+
+    def _dispatch_columns(self, columns: tuple[tuple[Any, ...], ...]) -> None:
+        """ConsumeQueue entries for a batch given as columns: each queue's run in one go."""
+        topics, queue_ids, phys_col, size_col, tags_col, _ts, offset_col, _k, _u, flag_col = (
+            columns[:10]
+        )
+        count = len(topics)
+        tx = np.array(flag_col, dtype=np.int64) & 0xC
+        keep = (tx != TRANSACTION_PREPARED_TYPE) & (tx != TRANSACTION_ROLLBACK_TYPE)
+        if topics.count(topics[0]) == count:
+            group = np.array(queue_ids, dtype=np.int64)
+        else:
+            ids: dict[tuple[str, int], int] = {}
+            group = np.fromiter(
+                (ids.setdefault(k, len(ids)) for k in zip(topics, queue_ids, strict=True)),
+                dtype=np.int64,
+                count=count,
+            )
+        rows = np.flatnonzero(keep)
+        order = rows[np.argsort(group[rows], kind="stable")]
+        starts = np.flatnonzero(np.diff(group[order])) + 1
+        phys = np.array(phys_col, dtype=np.int64)
+        sizes = np.array(size_col, dtype=np.int64)
+        tags = np.array(tags_col, dtype=np.int64)
+        offsets = np.array(offset_col, dtype=np.int64)
+        for run in np.split(order, starts) if len(order) else ():
+            first = int(run[0])
+            cq = self._queue(topics[first], queue_ids[first])
+            if len(run) < VECTOR_MIN:
+                for i in run.tolist():
+                    cq.put(phys_col[i], size_col[i], tags_col[i], offset_col[i])
+            else:
+                cq.put_units(phys[run], sizes[run], tags[run], offsets[run])
+
+
+def _visible(pending: deque[DispatchRequest], count: int, limit: int) -> int:
+    """How many of the first ``count`` requests end at or below ``limit`` (they are in
+    physical order, so a prefix)."""
+    if not count:
+        return 0
+    last = pending[count - 1]
+    if last[2] + last[3] <= limit:
+        return count
+    return bisect.bisect_right(range(count), limit, key=lambda i: pending[i][2] + pending[i][3])
 
 
 class ReputService(ServiceThread):
@@ -139,15 +203,11 @@ class ReputService(ServiceThread):
         while self.commit_log.pending:
             with self.dispatcher.lock:
                 pending = self.commit_log.pending
-                limit = self.visibility_limit()
-                batch: list[DispatchRequest] = []
-                while pending and len(batch) < _BATCH:
-                    req = pending[0]
-                    if req[2] + req[3] > limit:
-                        break
-                    batch.append(pending.popleft())
-                if not batch:
+                count = _visible(pending, min(len(pending), _BATCH), self.visibility_limit())
+                if not count:
                     break
+                popleft = pending.popleft
+                batch = [popleft() for _ in range(count)]
                 error = self._dispatch(batch)
             if error is not None:
                 if not self._failing:

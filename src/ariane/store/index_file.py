@@ -19,9 +19,18 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Sequence
+from typing import cast
+
+import numpy as np
+import numpy.typing as npt
 
 from ariane.common.clock import Clock
-from ariane.common.hashing import index_key_hash, index_key_hash_with_prefix
+from ariane.common.hashing import (
+    index_key_hash,
+    index_key_hash_with_prefix,
+    unsigned_hash_and_units,
+)
 from ariane.common.sysflag import TRANSACTION_ROLLBACK_TYPE
 from ariane.errors import CorruptionError
 from ariane.store.format import (
@@ -33,6 +42,13 @@ from ariane.store.format import (
     DispatchRequest,
 )
 from ariane.store.mapped_file import MappedFile
+from ariane.store.vector import (
+    I64,
+    INDEX_ENTRY_DTYPE,
+    VECTOR_MIN,
+    chain_links,
+    index_key_hashes,
+)
 
 __all__ = ["IndexFile", "IndexService"]
 
@@ -139,6 +155,45 @@ class IndexFile:
         self.dirty = True
         return True
 
+    def put_hashes(self, hashes: I64, phys: I64, timestamps: I64) -> int:
+        """``put_key`` for many precomputed key hashes in order; returns how many fit.
+
+        Entries are written first, then the slots they head, then ``index_count``, as
+        ``put_key`` does for one entry, so a concurrent lookup never follows a slot to an
+        entry that is not there yet.
+        """
+        count = self.index_count
+        n = min(len(hashes), self.index_num - count)
+        if n <= 0:
+            return 0
+        hashes, phys, timestamps = hashes[:n], phys[:n], timestamps[:n]
+        if count <= 1:
+            self.begin_phy_offset = int(phys[0])
+            self.begin_timestamp = int(timestamps[0])
+        entries = np.empty(n, dtype=INDEX_ENTRY_DTYPE)
+        entries["hash"] = hashes
+        entries["phys"] = phys
+        begin = self.begin_timestamp
+        entries["diff"] = 0 if begin <= 0 else np.clip((timestamps - begin) // 1000, 0, _INT_MAX)
+        numbers = np.arange(count, count + n, dtype=np.int64)
+        slots = hashes % self.slot_num
+        mm = self.mf.mm
+        table = np.frombuffer(mm, dtype=">i4", count=self.slot_num, offset=INDEX_HEADER_SIZE)
+        try:
+            prev, heads, head_entries = chain_links(slots, numbers, table[slots].astype(np.int64))
+            entries["prev"] = prev
+            at = self.entries_at + count * INDEX_ENTRY_SIZE
+            mm[at : at + n * INDEX_ENTRY_SIZE] = entries.tobytes()
+            table[heads] = head_entries
+        finally:
+            del table  # release the export so the map can be closed
+        self.hash_slot_count += int(np.count_nonzero(prev == 0))
+        self.index_count = count + n
+        self.end_phy_offset = int(phys[n - 1])
+        self.end_timestamp = int(timestamps[n - 1])
+        self.dirty = True
+        return n
+
     def select_phy_offsets(self, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[int]:
         """Offsets of entries whose hash matches ``key`` and time is in range, newest first."""
         out: list[int] = []
@@ -180,6 +235,26 @@ class IndexFile:
         self.dirty = False
 
 
+def _flatten_keys(
+    wanted: list[bool], uniq_col: tuple[object, ...], keys_col: tuple[object, ...]
+) -> tuple[list[int], list[str]]:
+    """(row, key) of every key to index, in ``build_index`` order: UNIQ_KEY, then KEYS."""
+    rows: list[int] = []
+    keys: list[str] = []
+    for i, (ok, uniq, spaced) in enumerate(zip(wanted, uniq_col, keys_col, strict=True)):
+        if not ok:
+            continue
+        if uniq:
+            rows.append(i)
+            keys.append(cast(str, uniq))
+        if spaced:
+            for k in cast(str, spaced).split(" "):
+                if k:
+                    rows.append(i)
+                    keys.append(k)
+    return rows, keys
+
+
 def _index_file_name(now_ms: int) -> str:
     t = time.localtime(now_ms / 1000)
     return time.strftime("%Y%m%d%H%M%S", t) + f"{now_ms % 1000:03d}"
@@ -202,6 +277,7 @@ class IndexService:
         self.clock = clock
         self.files: list[IndexFile] = []
         self._lock = threading.Lock()
+        self._prefix_cache: dict[str, int] = {}
 
     def load(self, last_exit_ok: bool, index_checkpoint_ms: int) -> int | None:
         """Map the index files; drop unsafe ones. Return the offset to rebuild from, if any.
@@ -268,8 +344,11 @@ class IndexService:
         """Create the first index file if none exists (marks the index as built)."""
         self._last_writable()
 
-    def build_index(self, requests: list[DispatchRequest]) -> None:
+    def build_index(self, requests: Sequence[DispatchRequest]) -> None:
         """Index the keys of ``requests`` (skipping ones the index already covers)."""
+        if len(requests) >= VECTOR_MIN:
+            self.build_index_columns(tuple(zip(*requests, strict=True)))
+            return
         f = self._last_writable()
         end_phy = f.end_phy_offset
         touched = False
@@ -288,6 +367,60 @@ class IndexService:
                         f = self._put(f, prefix, k, phys, ts)
         if touched:
             f.write_header()
+
+    def build_index_columns(self, columns: tuple[tuple[object, ...], ...]) -> None:
+        """``build_index`` for a batch given as its columns (``zip(*requests)``), with the
+        hashing and slot chaining done in numpy."""
+        if not columns:
+            return
+        topics, _q, phys_col, _s, _t, ts_col, _qo, keys_col, uniq_col, flags_col = columns[:10]
+        f = self._last_writable()
+        phys_all = np.array(phys_col, dtype=np.int64)
+        flags = np.array(flags_col, dtype=np.int64)
+        wanted = (phys_all >= f.end_phy_offset) & ((flags & 0xC) != TRANSACTION_ROLLBACK_TYPE)
+        rows: list[int]
+        keys: list[str]
+        if keys_col.count(None) == len(keys_col):
+            wanted &= np.fromiter(map(bool, uniq_col), dtype=bool, count=len(uniq_col))
+            rows = np.flatnonzero(wanted).tolist()
+            keys = cast("list[str]", [uniq_col[i] for i in rows])
+        else:
+            rows, keys = _flatten_keys(wanted.tolist(), uniq_col, keys_col)
+        if not rows:
+            return
+        prefixes = self._prefix_hashes(topics, rows)
+        hashes = index_key_hashes(prefixes, keys)
+        phys = phys_all[rows]
+        ts = np.array(ts_col, dtype=np.int64)[rows]
+        done = 0
+        while True:
+            done += f.put_hashes(hashes[done:], phys[done:], ts[done:])
+            if done >= len(rows):
+                break
+            f = self._last_writable()
+        f.write_header()
+
+    def _prefix_hashes(
+        self, topics: tuple[object, ...], rows: list[int]
+    ) -> int | npt.NDArray[np.uint64]:
+        """Unsigned hash of ``topic#`` for the topic of each row (one int if all equal)."""
+        cache = self._prefix_cache
+        first = cast(str, topics[rows[0]])
+        if topics.count(first) == len(topics):
+            h = cache.get(first)
+            if h is None:
+                h = cache[first] = unsigned_hash_and_units(first + "#")[0]
+            return h
+        out = np.empty(len(rows), dtype=np.uint64)
+        for j, i in enumerate(rows):
+            topic = cast(str, topics[i])
+            h = cache.get(topic)
+            if h is None:
+                h = cache[topic] = unsigned_hash_and_units(topic + "#")[0]
+            out[j] = h
+        if len(cache) > 65536:
+            cache.clear()
+        return out
 
     def _put(self, f: IndexFile, prefix: str, key: str, phys: int, ts: int) -> IndexFile:
         while not f.put_key(key, phys, ts, prefix):

@@ -31,10 +31,8 @@ class MappedFile:
         path: the file path; its base name is the 20-digit start offset (or, for index files,
             any name: then ``file_from_offset`` is 0).
         file_size: the exact size of the file in bytes.
-        create: create (and size) the file if it does not exist.
-        populate: when the file is created, read it once so its (zero) pages sit in the page
-            cache and appends only take minor faults (a fault that allocates a page costs more
-            than copying it). Reading releases the GIL, unlike ``MAP_POPULATE``.
+        create: create (and size) the file if it does not exist. New files are
+            ``posix_fallocate``d; :meth:`warm` pulls ranges of them into the page cache.
 
     Raises:
         CorruptionError: an existing file has another size.
@@ -56,9 +54,7 @@ class MappedFile:
         "wrote_position",
     )
 
-    def __init__(
-        self, path: str, file_size: int, *, create: bool = True, populate: bool = False
-    ) -> None:
+    def __init__(self, path: str, file_size: int, *, create: bool = True) -> None:
         self.path = path
         self.file_size = file_size
         start = parse_file_name(os.path.basename(path))
@@ -70,8 +66,6 @@ class MappedFile:
             if size == 0 and create:
                 os.ftruncate(fd, file_size)
                 _preallocate(fd, file_size)
-                if populate:
-                    _warm(fd, file_size)
             elif size != file_size:
                 raise CorruptionError(
                     f"file size {size} differs from the configured {file_size}", path=path
@@ -160,6 +154,21 @@ class MappedFile:
             p += len(data)
         return end
 
+    def warm(self, pos: int, buf: bytearray | memoryview) -> None:
+        """Read ``len(buf)`` bytes at ``pos`` into ``buf`` so those (zero) pages of a new file
+        sit in the page cache before the writer gets there: a write then takes a minor fault
+        instead of one that allocates and zeroes a page (several times the cost of the copy).
+        The read releases the GIL; it goes through a duplicate descriptor, so a concurrent
+        ``close`` neither waits for it nor leaves it reading a recycled descriptor."""
+        with self._flush_lock:
+            if self._closed:
+                return
+            fd = os.dup(self._fd)
+        try:
+            os.preadv(fd, [buf], pos)
+        finally:
+            os.close(fd)
+
     def is_able_to_flush(self, least_pages: int) -> bool:
         """``isAbleToFlush``: full-and-unflushed, enough dirty pages, or anything if 0."""
         flushed = self.flushed_position
@@ -219,13 +228,6 @@ class MappedFile:
             return False
         logger.info("deleted %s", self.path)
         return True
-
-
-def _warm(fd: int, size: int) -> None:
-    """Pull every page of a new (fallocated, all-zero) file into the page cache."""
-    buf = bytearray(min(size, 16 << 20))
-    for off in range(0, size, len(buf)):
-        os.preadv(fd, [buf], off)
 
 
 def _preallocate(fd: int, size: int) -> None:

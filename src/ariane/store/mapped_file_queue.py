@@ -48,6 +48,8 @@ class MappedFileQueue:
     Args:
         store_path: the directory.
         mapped_file_size: the size of every file in bytes.
+        populate: files are created and warmed ahead of the writer by :meth:`prepare_ahead`
+            (the CommitLog's).
     """
 
     def __init__(self, store_path: str, mapped_file_size: int, *, populate: bool = False) -> None:
@@ -56,6 +58,7 @@ class MappedFileQueue:
         self.populate = populate
         self._next: MappedFile | None = None
         self._next_lock = threading.Lock()
+        self._warmed_to = 0
         self.files: list[MappedFile] = []
         self.flushed_where = 0
         self.store_timestamp = 0
@@ -138,32 +141,54 @@ class MappedFileQueue:
             if mf is None:
                 os.makedirs(self.store_path, exist_ok=True)
                 mf = MappedFile(
-                    os.path.join(self.store_path, file_name(create_offset)),
-                    self.mapped_file_size,
-                    populate=self.populate,
+                    os.path.join(self.store_path, file_name(create_offset)), self.mapped_file_size
                 )
             self.files = [*files, mf]
         return mf
 
-    def preallocate_next(self, fill_ratio: float = 0.5) -> None:
-        """Create (and pre-fault) the next file ahead of the writer once the last file is
-        ``fill_ratio`` full, or the first file of an empty queue (RocketMQ's
-        ``AllocateMappedFileService``). Called from a background thread; a writer that needs
-        the file meanwhile waits for it and takes it over."""
+    def prepare_ahead(self, write_offset: int, window: int, buf: bytearray) -> bool:
+        """One step of keeping the files ahead of a writer at ``write_offset`` ready
+        (RocketMQ's ``AllocateMappedFileService``): create the first file, or the next one
+        once the writer is past half of the last one (or within ``window`` of its end), and
+        pull the next ``len(buf)`` bytes below ``write_offset + window`` into the page cache.
+
+        Called from a background thread; returns True when it did something (call again).
+        Files are warmed only a window ahead, never whole: on a VM a fresh page-cache page
+        can cost far more than the copy into it, and a 1 GiB file may never fill.
+        """
         if not self.populate:
-            return
+            return False
+        size = self.mapped_file_size
         last = self.last
-        if last is not None and last.wrote_position < self.mapped_file_size * fill_ratio:
-            return
-        offset = last.file_from_offset + self.mapped_file_size if last is not None else 0
+        if last is None:
+            return self._prepare_next(None, 0)
+        end = last.file_from_offset + size
+        created = False
+        if write_offset >= end - max(size // 2, window):
+            created = self._prepare_next(last, end)
+        start = max(self._warmed_to, write_offset)
+        stop = min(write_offset + window, end + size)
+        if start >= stop:
+            return created
+        target = last if start < end else self._next
+        if target is None or target.file_from_offset > start:
+            return created
+        pos = start - target.file_from_offset
+        n = min(len(buf), stop - start, size - pos)
+        target.warm(pos, memoryview(buf)[:n])
+        self._warmed_to = start + n
+        return True
+
+    def _prepare_next(self, last: MappedFile | None, offset: int) -> bool:
         with self._next_lock:
             if self._next is not None or self.last is not last:
-                return
+                return False
             path = os.path.join(self.store_path, file_name(offset))
             if os.path.exists(path):
-                return
+                return False
             os.makedirs(self.store_path, exist_ok=True)
-            self._next = MappedFile(path, self.mapped_file_size, populate=True)
+            self._next = MappedFile(path, self.mapped_file_size)
+            return True
 
     def drop_preallocated(self) -> None:
         """Delete a pre-allocated file that was never used (at shutdown)."""

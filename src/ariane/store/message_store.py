@@ -28,6 +28,7 @@ from types import TracebackType
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.properties import WAIT_STORE_MSG_OK
 from ariane.errors import StoreClosedError, StoreError
+from ariane.store.allocate import AllocateMappedFileService
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.cleanup import CleanService, DiskUsage, disk_usage_ratio
 from ariane.store.commit_log import CommitLog
@@ -109,6 +110,7 @@ class MessageStore(StoreReads):
         self.flush_commit_log: FlushCommitLogService | None = None
         self.flush_consume_queue: FlushConsumeQueueService | None = None
         self.cleaner: CleanService | None = None
+        self.allocator: AllocateMappedFileService | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> MessageStore:
@@ -159,7 +161,8 @@ class MessageStore(StoreReads):
         if self._running:
             return
         _create_abort_file(self.config.abort_path)
-        self.commit_log.queue.preallocate_next()
+        self.allocator = AllocateMappedFileService(self.commit_log.queue)
+        self.allocator.start()
         cfg = self.config
         cp = self.checkpoint
         if self._sync:
@@ -207,6 +210,8 @@ class MessageStore(StoreReads):
             assert self.cleaner is not None
             assert self.flush_consume_queue is not None
             self.cleaner.stop()
+            if self.allocator is not None:
+                self.allocator.stop()
             deadline = time.monotonic() + 5.0
             while self.commit_log.pending and time.monotonic() < deadline:
                 if self.group_commit is not None:
@@ -241,7 +246,7 @@ class MessageStore(StoreReads):
         abort file left in place: the state a killed process leaves (tests and tools)."""
         self._shutdown = True
         self._running = False
-        services = [self.cleaner, self.flush_consume_queue, self.group_commit]
+        services = [self.allocator, self.cleaner, self.flush_consume_queue, self.group_commit]
         for svc in [*services, self.flush_commit_log, self.reput]:
             if svc is not None:
                 svc.abandon()
@@ -373,7 +378,7 @@ class MessageStore(StoreReads):
         if not wait:
             gc.wakeup()
             return result
-        waiter = SyncWaiter()
+        waiter = SyncWaiter(gc.relay)
         gc.put_request(result.wrote_offset + result.wrote_bytes, waiter, result)
         return waiter.wait()
 

@@ -110,3 +110,80 @@ def test_least_pages_rule(tmp_path: Path) -> None:
     assert mf.is_able_to_flush(100)
     mf.destroy()
     assert not (tmp_path / "00000000000000000000").exists()
+
+
+def test_relay_wakes_every_waiter_once() -> None:
+    from collections import deque
+    from concurrent.futures import Future
+
+    from ariane.store.flush import SyncWaiter, _complete
+    from ariane.store.results import PutResult
+
+    relay: deque[SyncWaiter] = deque()
+    waiters = [SyncWaiter(relay) for _ in range(20)]
+    got: list[PutResult] = []
+    threads = [threading.Thread(target=lambda w=w: got.append(w.wait())) for w in waiters]
+    for t in threads:
+        t.start()
+    future: Future[PutResult] = Future()
+    results = [PutResult(PutStatus.PUT_OK, wrote_offset=i) for i in range(21)]
+    _complete([*zip(waiters, results, strict=False), (future, results[20])], relay)
+    assert all(w.done() for w in waiters)  # a relayed waiter counts as done: never re-completed
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+    assert sorted(r.wrote_offset for r in got) == list(range(20))
+    assert future.result(0) is results[20]
+    assert not relay
+
+
+def test_sync_writers_that_stop_early_do_not_stall_the_rest(tmp_path: Path) -> None:
+    # The group commit waits (briefly) for as many requests as its last round completed;
+    # writers dropping out must only shrink that, never strand a waiter.
+    with open_store(tmp_path, **SYNC) as store:
+        statuses: list[PutStatus] = []
+
+        def writer(w: int) -> None:
+            for i in range(5 * w + 1):
+                statuses.append(store.put_message(msg(body=b"%d-%d" % (w, i))).status)
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+            assert not t.is_alive()
+        assert statuses == [PutStatus.PUT_OK] * sum(5 * w + 1 for w in range(12))
+        assert store.group_commit is not None
+        assert not store.group_commit.relay
+
+
+def test_commit_log_files_are_prepared_ahead_of_the_writer(tmp_path: Path) -> None:
+    from ariane.store.mapped_file_queue import MappedFileQueue
+
+    size = 64 * 1024
+    queue = MappedFileQueue(str(tmp_path / "commitlog"), size, populate=True)
+    buf = bytearray(4096)
+    assert queue.prepare_ahead(0, 16384, buf)  # creates the first file
+    first = queue.get_last_mapped_file(0)
+    assert first is not None
+    assert first.file_from_offset == 0
+    steps = 0
+    while queue.prepare_ahead(0, 16384, buf):
+        steps += 1
+    assert steps == 4  # warmed 16 KiB ahead, 4 KiB per step, then nothing to do
+    assert queue._next is None  # not past half of the first file yet
+    first.wrote_position = 40000
+    while queue.prepare_ahead(queue.max_offset, 16384, buf):
+        pass
+    assert queue._next is not None
+    assert queue._next.file_from_offset == size
+    first.wrote_position = size - 100
+    while queue.prepare_ahead(queue.max_offset, 16384, buf):
+        pass
+    assert queue._warmed_to == size - 100 + 16384  # into the next file
+    prepared = queue._next
+    first.wrote_position = size
+    assert queue.get_last_mapped_file(0) is prepared  # the writer takes the prepared file
+    queue.shutdown()
+    assert not MappedFileQueue(str(tmp_path / "plain"), size).prepare_ahead(0, 16384, buf)
