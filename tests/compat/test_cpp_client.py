@@ -138,7 +138,8 @@ def test_two_consumers_in_one_group_share_the_queues(cluster: Cluster, cpp: CppC
     a = consume(cpp, cluster, "CompatShare", "CG_SHARE", "--instance", "A", "--timeout", "300")
     b = consume(cpp, cluster, "CompatShare", "CG_SHARE", "--instance", "B", "--timeout", "300")
     try:
-        assert a.started.wait(30) and b.started.wait(30)
+        assert a.started.wait(30)
+        assert b.started.wait(30)
         wait_for_group(cluster, "CG_SHARE", 2)
         produce(cpp, cluster, "CompatShare", "--count", "2000")
         deadline = time.monotonic() + 120
@@ -156,7 +157,8 @@ def test_two_consumers_in_one_group_share_the_queues(cluster: Cluster, cpp: CppC
         b.wait(60)
     msgs_a = [m for m in a.of("msg") if m["body"] != "body-100000"]
     msgs_b = [m for m in b.of("msg") if m["body"] != "body-100000"]
-    assert msgs_a and msgs_b, "both consumers should get a share"
+    assert msgs_a, "both consumers should get a share"
+    assert msgs_b, "both consumers should get a share"
     assert_exactly_once(msgs_a + msgs_b, {f"body-{i}" for i in range(2000)})
     assert not {m["queue_id"] for m in msgs_a} & {m["queue_id"] for m in msgs_b}
 
@@ -169,7 +171,8 @@ def test_broadcasting_delivers_everything_to_every_consumer(
     a = consume(cpp, cluster, "CompatBcast", "CG_BCAST", "--instance", "A", *common)
     b = consume(cpp, cluster, "CompatBcast", "CG_BCAST", "--instance", "B", *common)
     try:
-        assert a.started.wait(30) and b.started.wait(30)
+        assert a.started.wait(30)
+        assert b.started.wait(30)
         wait_for_group(cluster, "CG_BCAST", 2)
         produce(cpp, cluster, "CompatBcast", "--count", "500")
         expected = {f"body-{i}" for i in range(500)}
@@ -208,8 +211,6 @@ def test_restarted_consumer_resumes_from_its_committed_offset(
     first.wait(180)
     assert_exactly_once(first.of("msg"), {f"body-{i}" for i in range(200)})
     produce(cpp, cluster, "CompatResume", "--count", "200", "--start", "200")
-    second = consume(
-        cpp, cluster, "CompatResume", "CG_RESUME", "--expect", "200", "--linger", "3"
-    )
+    second = consume(cpp, cluster, "CompatResume", "CG_RESUME", "--expect", "200", "--linger", "3")
     second.wait(180)
     assert_exactly_once(second.of("msg"), {f"body-{i}" for i in range(200, 400)})

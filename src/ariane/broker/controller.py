@@ -143,6 +143,32 @@ class BrokerController:
             StoreError: the store cannot be loaded (in use, recovery failed).
             OSError: the port cannot be bound.
         """
+        await self.load()
+        try:
+            port = await self.remoting.start()
+        except BaseException:
+            await asyncio.to_thread(self.store.shutdown)
+            raise
+        self.serve(port)
+        self._every(
+            self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
+        )
+        self._every(_CLIENT_SCAN_S, self.clients.scan_expired)
+        self._every(_STATS_SAMPLE_S, self.stats.sample)
+        accepted = await self.registration.register_all(force=True)
+        if self.config.namesrv_addresses and not accepted:
+            logger.warning("no name server accepted the registration yet; retrying periodically")
+        self.registration.start_periodic()
+        logger.info("broker %s started on %s", self.config.broker_name, self.broker_addr)
+        return port
+
+    async def load(self) -> None:
+        """Load the metadata files, then load (recover) and start the store.
+
+        Raises:
+            ConfigError: a metadata file is unreadable.
+            StoreError: the store cannot be loaded.
+        """
         self.topics.load()
         self.groups.load()
         self.offsets.load()
@@ -151,11 +177,10 @@ class BrokerController:
                 f"message store {self.store_config.store_path_root_dir} failed to load"
             )
         self.store.start()
-        try:
-            port = await self.remoting.start()
-        except BaseException:
-            await asyncio.to_thread(self.store.shutdown)
-            raise
+
+    def serve(self, port: int) -> None:
+        """Wire the processors and services for a server bound to ``port`` (no network I/O:
+        tests call this without starting the server)."""
         host = _resolve(self.config.advertised_host)
         self.broker_addr = f"{host}:{port}"
         self.store_host = HostPort(ipaddress.ip_address(host).packed, port)
@@ -163,18 +188,7 @@ class BrokerController:
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
         self.hold.start()
-        self._every(
-            self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
-        )
-        self._every(_CLIENT_SCAN_S, self.clients.scan_expired)
-        self._every(_STATS_SAMPLE_S, self.stats.sample)
         self._started = True
-        accepted = await self.registration.register_all(force=True)
-        if self.config.namesrv_addresses and not accepted:
-            logger.warning("no name server accepted the registration yet; retrying periodically")
-        self.registration.start_periodic()
-        logger.info("broker %s started on %s", self.config.broker_name, self.broker_addr)
-        return port
 
     def _register_processors(self) -> None:
         from ariane.broker.processors.admin import AdminBrokerProcessor

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from ariane.common.properties import encode_properties
-from ariane.errors import CorruptionError
+from ariane.errors import CorruptionError, InvalidArgumentError
 
 __all__ = ["BatchEntry", "decode_batch", "encode_batch"]
 
@@ -37,13 +37,16 @@ def encode_batch(messages: Iterable[tuple[bytes, int, dict[str, str]]]) -> bytes
     """Encode ``(body, flag, properties)`` triples as a batch body.
 
     Raises:
-        CorruptionError: a properties string is longer than 32767 bytes.
+        InvalidArgumentError: properties are not valid Unicode or longer than 32767 bytes.
     """
     parts: list[bytes] = []
     for body, flag, props in messages:
-        text = encode_properties(props).encode("utf-8")
+        try:
+            text = encode_properties(props).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidArgumentError(f"batch properties are not valid Unicode: {exc}") from None
         if len(text) > 0x7FFF:
-            raise CorruptionError(f"batch properties are {len(text)} bytes, limit 32767")
+            raise InvalidArgumentError(f"batch properties are {len(text)} bytes, limit 32767")
         parts.append(_HEAD.pack(_FIXED + len(body) + len(text), 0, 0, flag, len(body)))
         parts.append(body)
         parts.append(_PROPS_LEN.pack(len(text)))
