@@ -116,7 +116,11 @@ class _Child:
         return self.proc.wait()
 
     def close(self) -> None:
-        """Close the pipe and the log file."""
+        """Copy what is left in the pipe to the log (the child has exited), then close both."""
+        if not self.eof:
+            os.set_blocking(self.fd, True)
+            while not self.eof:
+                self.pump()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self.log.close()
@@ -197,9 +201,14 @@ def _broker_args(
 def _fail(reason: str, child: _Child | None) -> None:
     click.echo(f"ariane standalone: {reason}", err=True)
     if child is not None:
-        click.echo(f"  (see {child.log_path})", err=True)
-        for line in list(child.tail)[-5:]:
+        child.log.flush()
+        try:
+            lines = child.log_path.read_text(errors="replace").splitlines()[-5:]
+        except OSError:
+            lines = list(child.tail)[-5:]
+        for line in lines:
             click.echo(f"  {child.name}: {line}", err=True)
+        click.echo(f"  (see {child.log_path})", err=True)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
