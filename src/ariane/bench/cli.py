@@ -11,6 +11,7 @@ __all__ = ["bench"]
 BENCHMARKS: dict[str, str] = {
     "store": "ariane.bench.store:store_bench",
     "remoting": "ariane.bench.remoting:remoting_bench",
+    "broker": "ariane.bench.broker:broker_bench",
 }
 
 

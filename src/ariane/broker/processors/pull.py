@@ -48,6 +48,8 @@ _STATUS_CODE: dict[GetStatus, int] = {
     GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
 _MAX_CACHED_FILTERS = 4096
+#: Upper bound of ``maxMsgNums``: it also bounds how many queue entries one pull may scan.
+_MAX_MSG_NUMS = 1024
 
 
 class PullMessageProcessor:
@@ -172,7 +174,8 @@ class PullMessageProcessor:
         if allow_suspend and sys_flag & PULL_COMMIT_OFFSET:
             offsets.commit(group, topic, queue_id, header.commit_offset)
         offset = header.queue_offset
-        res = self.store.get_message(group, topic, queue_id, offset, header.max_msg_nums, flt)
+        max_nums = min(max(header.max_msg_nums, 1), _MAX_MSG_NUMS)
+        res = self.store.get_message(group, topic, queue_id, offset, max_nums, flt)
         status = res.status
         if status is GetStatus.FOUND:
             code: int = ResponseCode.SUCCESS

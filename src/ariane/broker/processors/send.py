@@ -21,13 +21,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from ariane.broker.processors import error
 from ariane.common.batch import decode_batch
 from ariane.common.message import HostPort
-from ariane.common.msgid import UniqueIdGenerator
+from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id
 from ariane.common.properties import (
     CLUSTER,
     DELAY,
@@ -59,7 +61,14 @@ from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import MQVersion, RemotingCommand
 from ariane.remoting.server import RemotingServer
-from ariane.store import BatchItem, MessageBatchInner, MessageInner, PutResult, PutStatus
+from ariane.store import (
+    BatchItem,
+    FlushDiskType,
+    MessageBatchInner,
+    MessageInner,
+    PutResult,
+    PutStatus,
+)
 
 if TYPE_CHECKING:
     from ariane.broker.controller import BrokerController
@@ -182,6 +191,11 @@ class SendMessageProcessor:
         self._store_host = broker.store_host
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._async_flush = broker.store_config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+        # offsetMsgId = hex(host + port) + hex(offset, 16 digits): the first part is fixed
+        self._msg_id_prefix = create_offset_msg_id(
+            broker.store_host.addr, broker.store_host.port, 0
+        )[:-16]
 
     def register(self, server: RemotingServer) -> None:
         """Register the handlers on ``server``."""
@@ -242,6 +256,10 @@ class SendMessageProcessor:
             refused = interceptor.before_put(ctx, request, header, inner)
             if refused is not None:
                 return refused
+        if self._async_flush:  # stored when put returns: no future, no thread hop
+            return self.put_response(
+                self.store.put_message(inner), inner.topic, inner.queue_id, uniq
+            )
         future = self.store.submit_message(inner)
         return self._answer(ctx, future, inner.topic, inner.queue_id, uniq)
 
@@ -348,6 +366,8 @@ class SendMessageProcessor:
             topic, queue_id, items, sys_flag, header.born_timestamp, born, self._store_host,
             header.reconsume_times or 0,
         )  # fmt: skip
+        if self._async_flush:
+            return self.put_response(self.store.put_messages(batch), topic, queue_id, None)
         future = self.store.submit_messages(batch)
         return self._answer(ctx, future, topic, queue_id, None)
 
@@ -376,7 +396,7 @@ class SendMessageProcessor:
                 response = self.put_response(result, topic, queue_id, uniq)
             ctx.send_response(response)
 
-        future.add_done_callback(lambda f: loop.call_soon_threadsafe(finish, f))
+        future.add_done_callback(partial(_on_loop, loop, finish))
         return None
 
     def put_response(
@@ -387,14 +407,22 @@ class SendMessageProcessor:
         if code in _STORED_CODES and result.msg_num > 0:
             self.stats.on_put(topic, result.msg_num, result.wrote_bytes)
             config = self.broker.config
-            ext = h.SendMessageResponseHeader(
-                msg_id=result.msg_id,
-                queue_id=queue_id,
-                queue_offset=result.logics_offset,
-                transaction_id=uniq,
-                msg_region=config.region_id,
-                trace_on="true" if config.trace_on else "false",
-            ).to_ext_fields()
+            prefix = self._msg_id_prefix
+            offsets = result.offsets
+            if len(offsets) == 1:
+                msg_id = f"{prefix}{offsets[0]:016X}"
+            else:
+                msg_id = ",".join([f"{prefix}{off:016X}" for off in offsets])
+            # SendMessageResponseHeader's extFields, built directly (hot path)
+            ext = {
+                "msgId": msg_id,
+                "queueId": str(queue_id),
+                "queueOffset": str(result.logics_offset),
+                "MSG_REGION": config.region_id,
+                "TRACE_ON": "true" if config.trace_on else "false",
+            }
+            if uniq is not None:
+                ext["transactionId"] = uniq
             return RemotingCommand.response(code, None, ext)
         if result.status is PutStatus.CREATE_MAPPED_FILE_FAILED:
             remark = "create mapped file failed, server is busy or broken."
@@ -470,13 +498,25 @@ class SendMessageProcessor:
         def finish(f: Future[PutResult]) -> None:
             ctx.send_response(self._send_back_response(f.result()))
 
-        future.add_done_callback(lambda f: loop.call_soon_threadsafe(finish, f))
+        future.add_done_callback(partial(_on_loop, loop, finish))
         return None
 
     def _send_back_response(self, result: PutResult) -> RemotingCommand:
         if result.msg_num > 0:
             return RemotingCommand.response(ResponseCode.SUCCESS)
         return error(ResponseCode.SYSTEM_ERROR, result.remark or result.status.value)
+
+
+def _on_loop(
+    loop: asyncio.AbstractEventLoop,
+    finish: Callable[[Future[PutResult]], None],
+    future: Future[PutResult],
+) -> None:
+    """Run ``finish(future)`` on the event loop (store threads complete the futures)."""
+    try:
+        loop.call_soon_threadsafe(finish, future)
+    except RuntimeError:  # the loop is closed: the broker is gone, nobody to answer
+        logger.debug("put completed after the event loop closed")
 
 
 def _host_port(addr: str) -> HostPort:
