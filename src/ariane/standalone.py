@@ -31,6 +31,7 @@ from typing import IO, Any
 import click
 
 from ariane.common.javaprops import parse_properties
+from ariane.common.process import log_level_option
 
 __all__ = ["standalone"]
 
@@ -244,13 +245,7 @@ def _fail(reason: str, child: _Child | None) -> None:
     default=None,
     help="Address both servers bind to (default 127.0.0.1).",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="INFO",
-    show_default=True,
-    help="Logging threshold of both servers.",
-)
+@log_level_option("Logging threshold of both servers.")
 def standalone(
     data_dir: str,
     namesrv_port: int,

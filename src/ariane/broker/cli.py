@@ -22,7 +22,7 @@ import click
 
 from ariane.broker.config import LoadedConfig, load_properties
 from ariane.common.javaprops import parse_properties
-from ariane.common.process import configure_logging, raise_open_file_limit
+from ariane.common.process import configure_logging, log_level_option, raise_open_file_limit
 from ariane.errors import ConfigError, StoreError
 from ariane.remoting.eventloop import run
 from ariane.store import StoreConfig
@@ -178,13 +178,7 @@ def _option_pairs(values: tuple[str, ...]) -> dict[str, str]:
     help="Set any RocketMQ property, e.g. -o autoCreateTopicEnable=false (repeatable; "
     "wins over the file).",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="INFO",
-    show_default=True,
-    help="Logging threshold.",
-)
+@log_level_option("Logging threshold.")
 @click.option(
     "--log-file",
     type=click.Path(dir_okay=False),

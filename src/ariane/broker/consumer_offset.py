@@ -15,7 +15,6 @@ import logging
 
 from ariane.broker.metadata import MetadataFile
 from ariane.common.clock import Clock
-from ariane.errors import ConfigError, RemoteProtocolError
 from ariane.remoting.protocol.admin_bodies import ConsumerOffsetSerializeWrapper
 from ariane.remoting.protocol.bodies import DataVersion
 
@@ -58,16 +57,9 @@ class ConsumerOffsetManager:
         Raises:
             ConfigError: the file exists but is unreadable (names the file).
         """
-        try:
-            data = self.file.read()
-        except OSError as exc:
-            raise ConfigError(self.file.path, f"cannot read: {exc}") from None
-        if data is None:
+        wrapper = self.file.load(ConsumerOffsetSerializeWrapper.decode, "consumer offset")
+        if wrapper is None:
             return
-        try:
-            wrapper = ConsumerOffsetSerializeWrapper.decode(data)
-        except RemoteProtocolError as exc:
-            raise ConfigError(self.file.path, f"not a consumer offset file: {exc}") from None
         self.offset_table = wrapper.offset_table
         self.data_version = wrapper.data_version
 

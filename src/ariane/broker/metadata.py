@@ -16,12 +16,16 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
+from typing import TypeVar
 
 from ariane.common.fileio import write_file_atomically
+from ariane.errors import ConfigError, RemoteProtocolError
 
 __all__ = ["MetadataFile"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class MetadataFile:
@@ -56,6 +60,23 @@ class MetadataFile:
             if data.strip():
                 return data
         return None
+
+    def load(self, decode: Callable[[bytes], T], what: str) -> T | None:
+        """Read and decode the file (or its ``.bak``); ``None`` when there is none.
+
+        Raises:
+            ConfigError: the file exists but cannot be read or decoded (names the file).
+        """
+        try:
+            data = self.read()
+        except OSError as exc:
+            raise ConfigError(self.path, f"cannot read: {exc}") from None
+        if data is None:
+            return None
+        try:
+            return decode(data)
+        except RemoteProtocolError as exc:
+            raise ConfigError(self.path, f"not a {what} file: {exc}") from None
 
     def write_now(self) -> None:
         """Write the current state synchronously (start-up, shutdown, tests).

@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 from ariane.broker.metadata import MetadataFile
 from ariane.common.clock import Clock
-from ariane.errors import ConfigError, RemoteProtocolError
 from ariane.remoting.protocol.admin_bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from ariane.remoting.protocol.bodies import DataVersion
 
@@ -71,16 +70,9 @@ class SubscriptionGroupManager:
         Raises:
             ConfigError: the file exists but is unreadable (names the file).
         """
-        try:
-            data = self.file.read()
-        except OSError as exc:
-            raise ConfigError(self.file.path, f"cannot read: {exc}") from None
-        if data is None:
+        wrapper = self.file.load(SubscriptionGroupWrapper.decode, "subscription group")
+        if wrapper is None:
             return
-        try:
-            wrapper = SubscriptionGroupWrapper.decode(data)
-        except RemoteProtocolError as exc:
-            raise ConfigError(self.file.path, f"not a subscription group file: {exc}") from None
         self.table.update(wrapper.subscription_group_table)
         self.forbidden_table.update(wrapper.forbidden_table)
         self.data_version = wrapper.data_version

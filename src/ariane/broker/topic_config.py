@@ -30,7 +30,6 @@ from ariane.common.topics import (
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
 )
-from ariane.errors import ConfigError, RemoteProtocolError
 from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
@@ -105,16 +104,11 @@ class TopicConfigManager:
         Raises:
             ConfigError: the file exists but is unreadable (names the file).
         """
-        try:
-            data = self.file.read()
-        except OSError as exc:
-            raise ConfigError(self.file.path, f"cannot read: {exc}") from None
-        if data is None:
+        wrapper = self.file.load(
+            lambda data: TopicConfigSerializeWrapper.from_json(fastjson.loads(data)), "topic config"
+        )
+        if wrapper is None:
             return
-        try:
-            wrapper = TopicConfigSerializeWrapper.from_json(fastjson.loads(data))
-        except RemoteProtocolError as exc:
-            raise ConfigError(self.file.path, f"not a topic config file: {exc}") from None
         for name, tc in wrapper.topic_config_table.items():
             if name == AUTO_CREATE_TOPIC and not self.config.auto_create_topic_enable:
                 continue

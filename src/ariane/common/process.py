@@ -5,8 +5,12 @@ from __future__ import annotations
 import logging
 import resource
 import sys
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["configure_logging", "raise_open_file_limit"]
+import click
+
+__all__ = ["configure_logging", "log_level_option", "raise_open_file_limit"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,3 +33,14 @@ def raise_open_file_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     except (ValueError, OSError) as exc:
         logger.info("cannot raise the open file limit: %s", exc)
+
+
+def log_level_option(help_text: str) -> Callable[[Any], Any]:
+    """The ``--log-level`` click option every server launcher takes."""
+    return click.option(
+        "--log-level",
+        type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+        default="INFO",
+        show_default=True,
+        help=help_text,
+    )

@@ -17,7 +17,7 @@ import sys
 import click
 
 from ariane.common.javaprops import parse_properties
-from ariane.common.process import configure_logging, raise_open_file_limit
+from ariane.common.process import configure_logging, log_level_option, raise_open_file_limit
 from ariane.errors import ConfigError
 from ariane.namesrv.config import DEFAULT_HOME, NamesrvConfig
 from ariane.remoting.eventloop import run
@@ -124,13 +124,7 @@ async def _serve(config: NamesrvConfig) -> int:
     help=f"Directory for kvConfig.json and namesrv.properties (default {DEFAULT_HOME}); "
     "kvConfigPath/configStorePath in -c take precedence.",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="INFO",
-    show_default=True,
-    help="Logging threshold (logs go to stderr).",
-)
+@log_level_option("Logging threshold (logs go to stderr).")
 def namesrv(
     listen_port: int | None,
     host: str | None,

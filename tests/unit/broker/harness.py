@@ -122,6 +122,22 @@ class Broker:
         assert response is not None
         return response
 
+    def send_header(
+        self, topic: str, queue_id: int = 0, properties: str = "", **extra: Any
+    ) -> h.SendMessageRequestHeader:
+        return h.SendMessageRequestHeader(
+            producer_group="PG",
+            topic=topic,
+            default_topic="TBW102",
+            default_topic_queue_nums=4,
+            queue_id=queue_id,
+            sys_flag=0,
+            born_timestamp=self.clock.now_ms(),
+            flag=0,
+            properties=properties,
+            **extra,
+        )
+
     async def send(
         self,
         topic: str,
@@ -140,17 +156,8 @@ class Broker:
             p["TAGS"] = tags
         if keys is not None:
             p["KEYS"] = keys
-        header = h.SendMessageRequestHeader(
-            producer_group="PG",
-            topic=topic,
-            default_topic="TBW102",
-            default_topic_queue_nums=4,
-            queue_id=queue_id,
-            sys_flag=0,
-            born_timestamp=self.clock.now_ms(),
-            flag=0,
-            properties=encode_properties(p),
-            reconsume_times=reconsume_times,
+        header = self.send_header(
+            topic, queue_id, encode_properties(p), reconsume_times=reconsume_times
         )
         if v2:
             r = await self.answer(RequestCode.SEND_MESSAGE_V2, header.to_v2(), body, channel)
@@ -162,17 +169,7 @@ class Broker:
     async def send_batch(
         self, topic: str, bodies: list[bytes], queue_id: int = 0
     ) -> RemotingCommand:
-        header = h.SendMessageRequestHeaderV2(
-            producer_group="PG",
-            topic=topic,
-            default_topic="TBW102",
-            default_topic_queue_nums=4,
-            queue_id=queue_id,
-            sys_flag=0,
-            born_timestamp=self.clock.now_ms(),
-            flag=0,
-            batch=True,
-        )
+        header = self.send_header(topic, queue_id, batch=True).to_v2()
         body = encode_batch((b, 0, {"UNIQ_KEY": f"U{i}"}) for i, b in enumerate(bodies))
         r = await self.answer(RequestCode.SEND_BATCH_MESSAGE, header, body)
         self.c.store.wait_dispatched()
