@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import ipaddress
 import logging
 import os
@@ -37,11 +38,13 @@ from ariane.common.clock import Clock, SystemClock
 from ariane.common.fileio import write_file_atomically
 from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.message import HostPort
+from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.config import RemotingServerConfig
 from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
@@ -53,6 +56,18 @@ logger = logging.getLogger(__name__)
 
 #: Runtime config changes (UPDATE_BROKER_CONFIG), under ``<storePathRootDir>/config``.
 OVERRIDES_FILE = "broker.properties"
+#: BrokerConfig fields UPDATE_BROKER_CONFIG saves but that apply only after a restart.
+RESTART_ONLY_FIELDS = (
+    "broker_cluster_name",
+    "broker_name",
+    "broker_id",
+    "namesrv_addr",
+    "listen_port",
+    "bind_address",
+    "broker_ip1",
+    "server_socket_backlog",
+    "server_channel_max_idle_time_seconds",
+)
 _CLIENT_SCAN_S = 10.0
 _STATS_SAMPLE_S = 10.0
 
@@ -176,7 +191,23 @@ class BrokerController:
             raise StoreError(
                 f"message store {self.store_config.store_path_root_dir} failed to load"
             )
+        self._restore_missing_topics()
         self.store.start()
+
+    def _restore_missing_topics(self) -> None:
+        """Give topics that have stored messages but no configuration (the broker died
+        between auto-creating a topic and writing topics.json) a read-write configuration."""
+        restored = []
+        for topic, queue_ids in self.store.topic_queues().items():
+            if topic in self.topics.table or not queue_ids:
+                continue
+            n = max(queue_ids) + 1
+            self.topics.table[topic] = TopicConfig(topic, n, n, PERM_READ | PERM_WRITE)
+            restored.append(topic)
+        if restored:
+            logger.warning("restored the configuration of topics with messages: %s", restored)
+            self.topics.data_version = self.topics.data_version.next_version(self.clock.now_ms())
+            self.topics.file.persist_soon()
 
     def serve(self, port: int) -> None:
         """Wire the processors and services for a server bound to ``port`` (no network I/O:
@@ -279,7 +310,8 @@ class BrokerController:
     async def update_config(self, props: Mapping[str, str]) -> list[str]:
         """Apply UPDATE_BROKER_CONFIG properties and persist them.
 
-        Broker keys take effect at once; store keys are saved and apply after a restart.
+        Broker keys take effect at once, except the identity and network keys
+        (``RESTART_ONLY_FIELDS``) and the store keys, which are saved and apply after a restart.
 
         Returns:
             Keys that are not known (ignored).
@@ -290,7 +322,9 @@ class BrokerController:
         """
         loaded = load_properties(props, broker=self.config, store=self.store_config)
         old = self.config
-        self._apply(loaded.broker)
+        # who and where the broker is cannot change under running clients: saved only
+        keep = {name: getattr(old, name) for name in RESTART_ONLY_FIELDS}
+        self._apply(dataclasses.replace(loaded.broker, **keep))
         saved = self._read_overrides()
         saved.update({k: v for k, v in props.items() if k not in loaded.unknown})
         text = format_properties(saved).encode("utf-8")

@@ -218,6 +218,11 @@ def test_broker_config_update_persists_and_applies_permission(tmp_path: Path) ->
         assert (await b.send("T")).code == ResponseCode.NO_PERMISSION
         saved = parse_properties((tmp_path / "config" / "broker.properties").read_text())
         assert saved == {"brokerPermission": "4"}
+        r = await b.answer(RequestCode.UPDATE_BROKER_CONFIG, None, b"brokerName=renamed\n")
+        assert r.code == ResponseCode.SUCCESS
+        assert b.c.config.broker_name == "broker-a"  # saved for the next start only
+        saved = parse_properties((tmp_path / "config" / "broker.properties").read_text())
+        assert saved == {"brokerPermission": "4", "brokerName": "renamed"}
         r = await b.answer(
             RequestCode.UPDATE_BROKER_CONFIG, None, b"brokerConfigPath=/etc/passwd\n"
         )

@@ -310,3 +310,22 @@ def test_transactional_messages_are_refused_clearly(tmp_path: Path) -> None:
         await b.stop()
 
     run(main())
+
+
+def test_topics_with_messages_but_no_config_are_restored(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await Broker(tmp_path).start()
+        await b.send("Lost", b"x", queue_id=2)
+        await b.stop()
+        (tmp_path / "config" / "topics.json").unlink()  # as if killed before it was written
+        b = await Broker(tmp_path).start()
+        tc = b.c.topics.get("Lost")
+        assert tc is not None
+        assert (tc.read_queue_nums, tc.perm) == (3, 6)
+        r = await b.answer(
+            RequestCode.PULL_MESSAGE, b.pull_header("Lost", queue_id=2, sys_flag=PULL_SUBSCRIPTION)
+        )
+        assert r.code == ResponseCode.SUCCESS
+        await b.stop()
+
+    run(main())
