@@ -104,10 +104,15 @@ def test_broker_without_name_server_still_serves(tmp_path: Path) -> None:
 
 def test_standalone_runs_both_and_stops_both(tmp_path: Path) -> None:
     data = tmp_path / "data"
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"mappedFileSizeCommitLog={64 * 1024 * 1024}\nbrokerName=standalone-a\n")
     proc = start_server(
-        ["standalone", "--data-dir", str(data), "--namesrv-port", "0", "--broker-port", "0"],
+        [
+            "standalone", "--data-dir", str(data), "--namesrv-port", "0", "--broker-port", "0",
+            "--broker-conf", str(conf),
+        ],
         name="standalone",
-    )
+    )  # fmt: skip
     stopped = False
     try:
         ns, addr = proc.ready["namesrv"], proc.ready["broker"]
