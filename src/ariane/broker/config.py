@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ariane.common.javaprops import PROPERTY, config_from_properties, config_to_properties
-from ariane.common.sysflag import PERM_INHERIT, PERM_READ, PERM_WRITE
+from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import validate_topic
 from ariane.errors import ConfigError, InvalidArgumentError
 from ariane.remoting.client import parse_address
@@ -56,7 +56,8 @@ class BrokerConfig:
     Attributes:
         broker_cluster_name: ``brokerClusterName``.
         broker_name: ``brokerName`` (default: the host name).
-        broker_id: ``brokerId``; 0 is the master (only masters are supported).
+        broker_id: ``brokerId``; must be 0 (the master): slaves need replication, which
+            Ariane does not have.
         namesrv_addr: ``namesrvAddr``: ``host:port`` list separated by ``;``.
         listen_port: ``listenPort``; 0 picks a free port.
         bind_address: ``bindAddress``: the interface to listen on.
@@ -151,7 +152,7 @@ class BrokerConfig:
 
 def _check(c: BrokerConfig) -> None:
     rules: list[tuple[str, bool, str]] = [
-        ("brokerId", c.broker_id >= 0, "must be >= 0"),
+        ("brokerId", c.broker_id == 0, "must be 0: only masters are supported (no replication)"),
         ("listenPort", 0 <= c.listen_port <= 65535, "must be 0..65535"),
         ("bindAddress", bool(c.bind_address), "must not be empty"),
         ("brokerPermission", 0 <= c.broker_permission <= 15, "must be PermName bits 0..15"),
@@ -360,7 +361,3 @@ def store_to_properties(store: StoreConfig) -> dict[str, str]:
         else:
             out[prop] = str(value)
     return out
-
-
-#: Permission bits a broker may announce.
-VALID_PERMISSIONS = PERM_READ | PERM_WRITE | PERM_INHERIT

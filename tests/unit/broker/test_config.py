@@ -53,6 +53,7 @@ def test_rocketmq_names_map_onto_broker_and_store() -> None:
         ("listenPort", "70000"),
         ("listenPort", "ten"),
         ("brokerId", "-1"),
+        ("brokerId", "1"),
         ("brokerPermission", "99"),
         ("defaultTopicQueueNums", "0"),
         ("namesrvAddr", "nohostport"),

@@ -9,7 +9,8 @@ from ariane.common.record import decode_records
 from ariane.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
-from ariane.store import FlushDiskType
+from ariane.remoting.protocol.command import RemotingCommand
+from ariane.store import FlushDiskType, MessageInner
 from tests.unit.broker.harness import Broker, FakeChannel, run
 
 
@@ -326,6 +327,32 @@ def test_topics_with_messages_but_no_config_are_restored(tmp_path: Path) -> None
             RequestCode.PULL_MESSAGE, b.pull_header("Lost", queue_id=2, sys_flag=PULL_SUBSCRIPTION)
         )
         assert r.code == ResponseCode.SUCCESS
+        await b.stop()
+
+    run(main())
+
+
+def test_message_rewriters_see_sends_and_send_backs(tmp_path: Path) -> None:
+    class Delay:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def rewrite(self, inner: MessageInner) -> RemotingCommand | None:
+            self.seen.append(inner.topic)
+            if inner.topic == "Refused":
+                return RemotingCommand.response(ResponseCode.NO_PERMISSION, "no")
+            return None
+
+    async def main() -> None:
+        b = await Broker(tmp_path).start()
+        rewriter = Delay()
+        b.c.send_processor.rewriters.append(rewriter)
+        r = await b.send("T", b"x")
+        assert (await b.send("Refused")).code == ResponseCode.NO_PERMISSION
+        phys = decode_offset_msg_id(r.ext_fields["msgId"]).phys_offset
+        header = h.ConsumerSendMsgBackRequestHeader(offset=phys, group="G", delay_level=2)
+        assert (await b.answer(RequestCode.CONSUMER_SEND_MSG_BACK, header)).code == 0
+        assert rewriter.seen == ["T", "Refused", "%RETRY%G"]
         await b.stop()
 
     run(main())

@@ -11,9 +11,11 @@ ASYNC_FLUSH the store's future is already done and the answer goes out at once; 
 SYNC_FLUSH it is answered from the future's callback (hopped to the event loop).
 ``header.batch`` (not the request code) selects the batch path.
 
-Send interceptors are the seam for message rewriting before the store: the built-in one sends
-``%RETRY%`` messages past their maximum reconsume count to ``%DLQ%<group>``; delay levels,
-timers and transactional half messages hook in here (issue 4).
+Two seams for rewriting messages before the store (issue 4 adds delay levels, timers and
+transactional half messages here): *send interceptors* see each client send with its header
+(the built-in one sends ``%RETRY%`` messages past their maximum reconsume count to
+``%DLQ%<group>``); *message rewriters* see every single message the broker stores, sends and
+CONSUMER_SEND_MSG_BACK alike (none built in: that is where a delay service belongs).
 """
 
 from __future__ import annotations
@@ -73,7 +75,12 @@ from ariane.store import (
 if TYPE_CHECKING:
     from ariane.broker.controller import BrokerController
 
-__all__ = ["NOT_ALLOWED_SEND_TOPICS", "SendInterceptor", "SendMessageProcessor"]
+__all__ = [
+    "NOT_ALLOWED_SEND_TOPICS",
+    "MessageRewriter",
+    "SendInterceptor",
+    "SendMessageProcessor",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +140,18 @@ class SendInterceptor(Protocol):
         ...
 
 
+class MessageRewriter(Protocol):
+    """Rewrites every single message right before it is stored (sends and send-backs).
+
+    ``rewrite`` may change ``inner`` as a send interceptor may, and returns an error response
+    to refuse it or ``None``.
+    """
+
+    def rewrite(self, inner: MessageInner) -> RemotingCommand | None:
+        """Inspect or rewrite one message."""
+        ...
+
+
 class RetryToDlqInterceptor:
     """Messages sent to ``%RETRY%<group>`` past the group's maximum reconsume count go to
     ``%DLQ%<group>`` queue 0 (``handleRetryAndDLQ``)."""
@@ -188,6 +207,7 @@ class SendMessageProcessor:
         self.topics = broker.topics
         self.stats = broker.stats
         self.interceptors: list[SendInterceptor] = [RetryToDlqInterceptor(broker)]
+        self.rewriters: list[MessageRewriter] = []
         self._store_host = broker.store_host
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -254,6 +274,10 @@ class SendMessageProcessor:
         )  # fmt: skip
         for interceptor in self.interceptors:
             refused = interceptor.before_put(ctx, request, header, inner)
+            if refused is not None:
+                return refused
+        for rewriter in self.rewriters:
+            refused = rewriter.rewrite(inner)
             if refused is not None:
                 return refused
         if self._async_flush:  # stored when put returns: no future, no thread hop
@@ -489,6 +513,10 @@ class SendMessageProcessor:
             topic, queue_id, msg.body, msg.flag, props, msg.sys_flag, msg.born_timestamp_ms,
             msg.born_host, self._store_host, msg.reconsume_times + 1,
         )  # fmt: skip
+        for rewriter in self.rewriters:
+            refused = rewriter.rewrite(inner)
+            if refused is not None:
+                return refused
         future = self.store.submit_message(inner)
         if future.done():
             return self._send_back_response(future.result())
