@@ -44,6 +44,8 @@ COMMANDS: dict[str, str] = {
     "store": "ariane.store.tools.cli:store",
     "bench": "ariane.bench.cli:bench",
     "namesrv": "ariane.namesrv.cli:namesrv",
+    "broker": "ariane.broker.cli:broker",
+    "standalone": "ariane.standalone:standalone",
 }
 
 

@@ -82,6 +82,7 @@ class ScriptRun:
                 self.cond.notify_all()
             if event.get("event") == "started":
                 self.started.set()
+        self.proc.stdout.close()  # at EOF: no unclosed pipe left for the GC to warn about
         with self.cond:
             self.cond.notify_all()
 

@@ -42,6 +42,9 @@ def start_broker(
         "flushDiskType": "ASYNC_FLUSH",
         "autoCreateTopicEnable": "true",
         "autoCreateSubscriptionGroup": "true",
+        # 64 MiB CommitLog files: a fresh 1 GiB file is pre-faulted at start, which costs
+        # seconds per broker start and a gigabyte of page cache per test
+        "mappedFileSizeCommitLog": 64 * 1024 * 1024,
     }
     props.update(conf or {})
     conf_path = write_broker_conf(workdir / "broker.conf", props)

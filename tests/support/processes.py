@@ -54,6 +54,7 @@ class ServerProcess:
                     key, _, value = part.partition("=")
                     self.ready[key] = value
                 self._ready_event.set()
+        self.proc.stdout.close()  # at EOF: no unclosed pipe left for the GC to warn about
         self._ready_event.set()
 
     def wait_ready(self, timeout_s: float = 30.0) -> dict[str, str]:

@@ -8,7 +8,7 @@ from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
-__all__ = ["consumer_ids", "request"]
+__all__ = ["consumer_ids", "pull", "pull_request", "request", "send_message"]
 
 
 def request(
@@ -27,3 +27,65 @@ def consumer_ids(broker_addr: str, group: str) -> list[str]:
         return []
     ids = fastjson.loads(resp.body).get("consumerIdList") or []
     return [str(i) for i in ids]
+
+
+def send_message(
+    addr: str,
+    topic: str,
+    body: bytes,
+    *,
+    queue_id: int = 0,
+    properties: str = "",
+    timeout_ms: int = 5_000,
+) -> RemotingCommand:
+    """One SEND_MESSAGE_V2 (auto-creating the topic from TBW102 with 4 queues)."""
+    header = h.SendMessageRequestHeaderV2(
+        producer_group="PG_TEST",
+        topic=topic,
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=queue_id,
+        sys_flag=0,
+        born_timestamp=0,
+        flag=0,
+        properties=properties,
+    )
+    with BlockingRemotingClient() as client:
+        return client.invoke(
+            addr,
+            RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), body),
+            timeout_ms,
+        )
+
+
+def pull_request(
+    topic: str,
+    group: str,
+    *,
+    queue_id: int = 0,
+    offset: int = 0,
+    suspend_ms: int = 0,
+    max_nums: int = 32,
+) -> RemotingCommand:
+    """A PULL_MESSAGE request with its own subscription ("*"); SUSPEND when ``suspend_ms``."""
+    sys_flag = 0x4 | (0x2 if suspend_ms else 0)
+    header = h.PullMessageRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=offset,
+        max_msg_nums=max_nums,
+        sys_flag=sys_flag,
+        commit_offset=0,
+        suspend_timeout_millis=suspend_ms,
+        sub_version=0,
+        subscription="*",
+    )
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
+
+
+def pull(addr: str, topic: str, group: str, **kwargs: int) -> RemotingCommand:
+    """One PULL_MESSAGE and its answer."""
+    timeout = kwargs.get("suspend_ms", 0) + 5_000
+    with BlockingRemotingClient() as client:
+        return client.invoke(addr, pull_request(topic, group, **kwargs), timeout)

@@ -12,6 +12,7 @@ BENCHMARKS: dict[str, str] = {
     "store": "ariane.bench.store:store_bench",
     "remoting": "ariane.bench.remoting:remoting_bench",
     "filter": "ariane.bench.filter:filter_bench",
+    "broker": "ariane.bench.broker:broker_bench",
 }
 
 

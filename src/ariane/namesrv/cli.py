@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import resource
 import signal
 import sys
 
 import click
 
 from ariane.common.javaprops import parse_properties
+from ariane.common.process import configure_logging, log_level_option, raise_open_file_limit
 from ariane.errors import ConfigError
 from ariane.namesrv.config import DEFAULT_HOME, NamesrvConfig
 from ariane.remoting.eventloop import run
@@ -63,16 +63,6 @@ def load_config(
     for key in unknown:
         logger.warning("unknown config key %r ignored", key)
     return config
-
-
-def _raise_open_file_limit() -> None:
-    """Lift the soft descriptor limit to the hard one so many clients can connect."""
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    except (ValueError, OSError) as exc:
-        logger.info("cannot raise the open file limit: %s", exc)
 
 
 async def _serve(config: NamesrvConfig) -> int:
@@ -134,13 +124,7 @@ async def _serve(config: NamesrvConfig) -> int:
     help=f"Directory for kvConfig.json and namesrv.properties (default {DEFAULT_HOME}); "
     "kvConfigPath/configStorePath in -c take precedence.",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="INFO",
-    show_default=True,
-    help="Logging threshold (logs go to stderr).",
-)
+@log_level_option("Logging threshold (logs go to stderr).")
 def namesrv(
     listen_port: int | None,
     host: str | None,
@@ -149,15 +133,11 @@ def namesrv(
     log_level: str,
 ) -> None:
     """Run a RocketMQ-compatible NameServer until SIGTERM or SIGINT."""
-    logging.basicConfig(
-        level=log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(log_level)
     try:
         config = load_config(config_file, listen_port=listen_port, host=host, data_dir=data_dir)
     except ConfigError as exc:
         click.echo(f"ariane namesrv: bad config value: {exc}", err=True)
         sys.exit(2)
-    _raise_open_file_limit()
+    raise_open_file_limit()
     sys.exit(run(_serve(config)))

@@ -10,9 +10,7 @@ the NameServer from starting (rather than being silently replaced and lost).
 
 from __future__ import annotations
 
-import os
-import tempfile
-
+from ariane.common.fileio import write_file_atomically
 from ariane.errors import ConfigError, RemoteProtocolError
 from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol._jsonfields import as_object
@@ -91,31 +89,3 @@ class KVConfigManager:
             return cls.decode(data)
         except RemoteProtocolError as exc:
             raise ConfigError("kvConfigPath", f"{path} is not a KV config file: {exc}") from None
-
-
-def write_file_atomically(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content.
-
-    Raises:
-        OSError: the directory is not writable, the disk is full...
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

@@ -37,14 +37,17 @@ DiskUsage = Callable[[str], float]
 
 
 def disk_usage_ratio(path: str) -> float:
-    """Used fraction of the file system holding ``path`` (-1 on error)."""
+    """Used fraction of the file system holding ``path`` (-1 on error), as ``df`` and
+    RocketMQ 5 (``UtilAll.getDiskPartitionSpaceUsedPercent``) count it: used / (used +
+    available to unprivileged users), so blocks reserved for root count as neither."""
     try:
         usage = shutil.disk_usage(path)
     except OSError:
         return -1.0
-    if usage.total <= 0:
+    entire = usage.used + usage.free
+    if usage.total <= 0 or entire <= 0:
         return -1.0
-    return (usage.total - usage.free) / usage.total
+    return usage.used / entire
 
 
 class CleanService(ServiceThread):

@@ -1,0 +1,363 @@
+"""Broker configuration (RocketMQ ``BrokerConfig`` plus the ``NettyServerConfig`` fields that
+matter here) and the mapping of RocketMQ's ``MessageStoreConfig`` property names onto
+:class:`~ariane.store.StoreConfig`.
+
+``broker.conf`` is a Java properties file with RocketMQ's names; ``load_properties`` splits
+one property map into a ``BrokerConfig`` and a ``StoreConfig`` and reports the names it does
+not know. Thread-pool, Netty and HA tuning keys are accepted and ignored. Every bad value raises
+``ConfigError`` naming the RocketMQ key. No I/O here: the launcher reads files and flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ariane.common.javaprops import PROPERTY, config_from_properties, config_to_properties
+from ariane.common.sysflag import PERM_READ, PERM_WRITE
+from ariane.common.topics import validate_topic
+from ariane.errors import ConfigError, InvalidArgumentError
+from ariane.remoting.client import parse_address
+from ariane.store.config import FlushDiskType, StoreConfig
+
+__all__ = [
+    "IGNORED_PROPERTIES",
+    "STORE_PROPERTIES",
+    "BrokerConfig",
+    "LoadedConfig",
+    "load_properties",
+    "store_to_properties",
+]
+
+
+def _prop(name: str, default: Any) -> Any:
+    return field(default=default, metadata={PROPERTY: name})
+
+
+def _default_broker_name() -> str:
+    try:
+        name = socket.gethostname().split(".")[0]
+    except OSError:
+        name = ""
+    return name if name and all(c.isalnum() or c in "-_" for c in name) else "DEFAULT_BROKER"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerConfig:
+    """Everything the broker (not the store) reads from ``broker.conf``.
+
+    Times are milliseconds unless the name says otherwise; each attribute names its RocketMQ
+    property. Defaults are RocketMQ's, except ``listenPort`` (10911, as BrokerStartup sets it)
+    and the bind address (127.0.0.1).
+
+    Attributes:
+        broker_cluster_name: ``brokerClusterName``.
+        broker_name: ``brokerName`` (default: the host name).
+        broker_id: ``brokerId``; must be 0 (the master): slaves need replication, which
+            Ariane does not have.
+        namesrv_addr: ``namesrvAddr``: ``host:port`` list separated by ``;``.
+        listen_port: ``listenPort``; 0 picks a free port.
+        bind_address: ``bindAddress``: the interface to listen on.
+        broker_ip1: ``brokerIP1``: the address announced to NameServers and clients
+            (default: the bind address, or 127.0.0.1 when binding every interface).
+        broker_permission: ``brokerPermission``: PermName bits (6 = read + write).
+        default_topic_queue_nums: ``defaultTopicQueueNums``: queues of TBW102.
+        auto_create_topic_enable: ``autoCreateTopicEnable``.
+        cluster_topic_enable: ``clusterTopicEnable``.
+        broker_topic_enable: ``brokerTopicEnable``.
+        auto_create_subscription_group: ``autoCreateSubscriptionGroup``.
+        trace_topic_enable: ``traceTopicEnable``.
+        msg_trace_topic_name: ``msgTraceTopicName``.
+        flush_consumer_offset_interval_ms: ``flushConsumerOffsetInterval``.
+        reject_transaction_message: ``rejectTransactionMessage``.
+        long_polling_enable: ``longPollingEnable``.
+        short_polling_time_ms: ``shortPollingTimeMills``.
+        notify_consumer_ids_changed_enable: ``notifyConsumerIdsChangedEnable``.
+        region_id: ``regionId`` (the ``MSG_REGION`` of send answers).
+        trace_on: ``traceOn`` (the ``TRACE_ON`` of send answers).
+        register_broker_timeout_ms: ``registerBrokerTimeoutMills``.
+        register_name_server_period_ms: ``registerNameServerPeriod``.
+        force_register: ``forceRegister``: register even when the NameServer has our version.
+        compressed_register: ``compressedRegister``.
+        channel_expired_timeout_ms: ``channelExpiredTimeout``: drop clients silent this long.
+        enable_property_filter: ``enablePropertyFilter`` (SQL92; not implemented yet).
+        reject_pull_consumer_enable: ``rejectPullConsumerEnable``.
+        use_server_side_reset_offset: ``useServerSideResetOffset``.
+        config_black_list: ``configBlackList``: keys UPDATE_BROKER_CONFIG refuses.
+        server_channel_max_idle_time_seconds: ``serverChannelMaxIdleTimeSeconds``.
+        server_socket_backlog: ``serverSocketBacklog``.
+    """
+
+    broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
+    broker_name: str = _prop("brokerName", _default_broker_name())
+    broker_id: int = _prop("brokerId", 0)
+    namesrv_addr: str = _prop("namesrvAddr", "")
+    listen_port: int = _prop("listenPort", 10911)
+    bind_address: str = _prop("bindAddress", "127.0.0.1")
+    broker_ip1: str = _prop("brokerIP1", "")
+    broker_permission: int = _prop("brokerPermission", PERM_READ | PERM_WRITE)
+    default_topic_queue_nums: int = _prop("defaultTopicQueueNums", 8)
+    auto_create_topic_enable: bool = _prop("autoCreateTopicEnable", True)
+    cluster_topic_enable: bool = _prop("clusterTopicEnable", True)
+    broker_topic_enable: bool = _prop("brokerTopicEnable", True)
+    auto_create_subscription_group: bool = _prop("autoCreateSubscriptionGroup", True)
+    trace_topic_enable: bool = _prop("traceTopicEnable", False)
+    msg_trace_topic_name: str = _prop("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC")
+    flush_consumer_offset_interval_ms: int = _prop("flushConsumerOffsetInterval", 5000)
+    reject_transaction_message: bool = _prop("rejectTransactionMessage", False)
+    long_polling_enable: bool = _prop("longPollingEnable", True)
+    short_polling_time_ms: int = _prop("shortPollingTimeMills", 1000)
+    notify_consumer_ids_changed_enable: bool = _prop("notifyConsumerIdsChangedEnable", True)
+    region_id: str = _prop("regionId", "DefaultRegion")
+    trace_on: bool = _prop("traceOn", True)
+    register_broker_timeout_ms: int = _prop("registerBrokerTimeoutMills", 24000)
+    register_name_server_period_ms: int = _prop("registerNameServerPeriod", 30000)
+    force_register: bool = _prop("forceRegister", True)
+    compressed_register: bool = _prop("compressedRegister", False)
+    channel_expired_timeout_ms: int = _prop("channelExpiredTimeout", 120_000)
+    enable_property_filter: bool = _prop("enablePropertyFilter", False)
+    reject_pull_consumer_enable: bool = _prop("rejectPullConsumerEnable", False)
+    use_server_side_reset_offset: bool = _prop("useServerSideResetOffset", True)
+    config_black_list: str = _prop("configBlackList", "configBlackList;brokerConfigPath")
+    server_channel_max_idle_time_seconds: int = _prop("serverChannelMaxIdleTimeSeconds", 120)
+    server_socket_backlog: int = _prop("serverSocketBacklog", 1024)
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    @property
+    def advertised_host(self) -> str:
+        """The host announced to NameServers and written into message ids."""
+        if self.broker_ip1:
+            return self.broker_ip1
+        return "127.0.0.1" if self.bind_address in ("0.0.0.0", "::", "") else self.bind_address
+
+    @property
+    def namesrv_addresses(self) -> list[str]:
+        """``namesrvAddr`` split on ``;`` (blank entries dropped)."""
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    def black_listed(self) -> frozenset[str]:
+        """Keys UPDATE_BROKER_CONFIG refuses (RocketMQ's fixed ones plus the configured)."""
+        fixed = {"configBlackList", "brokerConfigPath", "rocketmqHome", "storePathRootDir"}
+        return frozenset(fixed | {k.strip() for k in self.config_black_list.split(";") if k})
+
+    def to_properties(self) -> dict[str, str]:
+        """The config as RocketMQ properties."""
+        return config_to_properties(self)
+
+
+def _check(c: BrokerConfig) -> None:
+    rules: list[tuple[str, bool, str]] = [
+        ("brokerId", c.broker_id == 0, "must be 0: only masters are supported (no replication)"),
+        ("listenPort", 0 <= c.listen_port <= 65535, "must be 0..65535"),
+        ("bindAddress", bool(c.bind_address), "must not be empty"),
+        ("brokerPermission", 0 <= c.broker_permission <= 15, "must be PermName bits 0..15"),
+        ("defaultTopicQueueNums", 1 <= c.default_topic_queue_nums <= 1024, "must be 1..1024"),
+        ("flushConsumerOffsetInterval", c.flush_consumer_offset_interval_ms > 0, "must be > 0"),
+        ("shortPollingTimeMills", c.short_polling_time_ms > 0, "must be > 0"),
+        ("registerBrokerTimeoutMills", c.register_broker_timeout_ms > 0, "must be > 0"),
+        ("registerNameServerPeriod", c.register_name_server_period_ms > 0, "must be > 0"),
+        ("channelExpiredTimeout", c.channel_expired_timeout_ms > 0, "must be > 0"),
+        ("serverChannelMaxIdleTimeSeconds", c.server_channel_max_idle_time_seconds >= 0, ">= 0"),
+        ("serverSocketBacklog", c.server_socket_backlog >= 1, "must be >= 1"),
+        ("brokerClusterName", bool(c.broker_cluster_name), "must not be empty"),
+    ]
+    for key, ok, problem in rules:
+        if not ok:
+            raise ConfigError(key, f"{problem}, got {getattr(c, _field_of(key))!r}")
+    for key, value in (("brokerName", c.broker_name), ("brokerClusterName", c.broker_cluster_name)):
+        try:
+            validate_topic(value)
+        except InvalidArgumentError as exc:
+            raise ConfigError(key, f"{exc} (it is also a topic name)") from None
+    for addr in c.namesrv_addresses:
+        try:
+            parse_address(addr)
+        except (ValueError, InvalidArgumentError) as exc:
+            raise ConfigError("namesrvAddr", f"bad address {addr!r}: {exc}") from None
+
+
+def _field_of(prop: str) -> str:
+    for f in dataclasses.fields(BrokerConfig):
+        if f.metadata.get(PROPERTY) == prop:
+            return f.name
+    raise KeyError(prop)
+
+
+def _percent(prop: str) -> Callable[[str], float]:
+    def convert(raw: str) -> float:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(prop, f"must be an integer percentage, got {raw!r}") from None
+        if not 1 <= value <= 100:
+            raise ConfigError(prop, f"must be 1..100, got {value}")
+        return value / 100.0
+
+    return convert
+
+
+def _flush_type(raw: str) -> FlushDiskType:
+    try:
+        return FlushDiskType(raw.strip().upper())
+    except ValueError:
+        raise ConfigError(
+            "flushDiskType", f"must be ASYNC_FLUSH or SYNC_FLUSH, got {raw!r}"
+        ) from None
+
+
+#: RocketMQ ``MessageStoreConfig`` property -> (StoreConfig field, converter or type).
+STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
+    "storePathRootDir": ("store_path_root_dir", str),
+    "mappedFileSizeCommitLog": ("mapped_file_size_commit_log", int),
+    "mappedFileSizeConsumeQueue": ("mapped_file_size_consume_queue", int),
+    "maxHashSlotNum": ("max_hash_slot_num", int),
+    "maxIndexNum": ("max_index_num", int),
+    "maxMsgsNumBatch": ("max_msgs_num_batch", int),
+    "messageIndexEnable": ("message_index_enable", bool),
+    "flushDiskType": ("flush_disk_type", _flush_type),
+    "flushIntervalCommitLog": ("flush_interval_commit_log_ms", int),
+    "flushCommitLogLeastPages": ("flush_commit_log_least_pages", int),
+    "flushCommitLogThoroughInterval": ("flush_commit_log_thorough_interval_ms", int),
+    "syncFlushTimeout": ("sync_flush_timeout_ms", int),
+    "flushIntervalConsumeQueue": ("flush_interval_consume_queue_ms", int),
+    "flushConsumeQueueLeastPages": ("flush_consume_queue_least_pages", int),
+    "flushConsumeQueueThoroughInterval": ("flush_consume_queue_thorough_interval_ms", int),
+    "maxMessageSize": ("max_message_size", int),
+    "maxTopicLength": ("max_topic_length", int),
+    "fileReservedTime": ("file_reserved_time_hours", int),
+    "deleteWhen": ("delete_when", str),
+    "cleanResourceInterval": ("clean_resource_interval_ms", int),
+    "deleteCommitLogFilesInterval": ("delete_commit_log_files_interval_ms", int),
+    "destroyMapedFileIntervalForcibly": ("destroy_mapped_file_interval_forcibly_ms", int),
+    "diskMaxUsedSpaceRatio": ("disk_max_used_space_ratio", int),
+    "diskSpaceWarningLevelRatio": (
+        "disk_space_warning_level_ratio",
+        _percent("diskSpaceWarningLevelRatio"),
+    ),
+    "diskSpaceCleanForciblyRatio": (
+        "disk_space_clean_forcibly_ratio",
+        _percent("diskSpaceCleanForciblyRatio"),
+    ),
+    "cleanFileForciblyEnable": ("clean_file_forcibly_enable", bool),
+    "messageDelayLevel": ("message_delay_level", str),
+    "checkCRCOnRecover": ("check_crc_on_recover", bool),
+    "maxTransferBytesOnMessageInMemory": ("max_transfer_bytes_on_message_in_memory", int),
+    "maxTransferCountOnMessageInMemory": ("max_transfer_count_on_message_in_memory", int),
+    "maxTransferBytesOnMessageInDisk": ("max_transfer_bytes_on_message_in_disk", int),
+    "maxTransferCountOnMessageInDisk": ("max_transfer_count_on_message_in_disk", int),
+    "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", int),
+    "defaultQueryMaxNum": ("default_query_max_num", int),
+}
+
+#: RocketMQ properties accepted for compatibility that have no effect here.
+IGNORED_PROPERTIES = frozenset(
+    {
+        "brokerRole", "brokerIP2", "haListenPort", "haMasterAddress", "haSendHeartbeatInterval",
+        "haHousekeepingInterval", "haTransferBatchSize", "rocketmqHome", "brokerConfigPath",
+        "sendMessageThreadPoolNums", "putMessageFutureThreadPoolNums", "pullMessageThreadPoolNums",
+        "litePullMessageThreadPoolNums", "ackMessageThreadPoolNums", "queryMessageThreadPoolNums",
+        "adminBrokerThreadPoolNums", "clientManageThreadPoolNums", "consumerManageThreadPoolNums",
+        "heartbeatThreadPoolNums", "endTransactionThreadPoolNums", "processReplyMessageThreadPoolNums",
+        "sendThreadPoolQueueCapacity", "pullThreadPoolQueueCapacity", "queryThreadPoolQueueCapacity",
+        "clientManagerThreadPoolQueueCapacity", "consumerManagerThreadPoolQueueCapacity",
+        "heartbeatThreadPoolQueueCapacity", "endTransactionPoolQueueCapacity",
+        "adminBrokerThreadPoolQueueCapacity", "useReentrantLockWhenPutMessage",
+        "transientStorePoolEnable", "transientStorePoolSize", "warmMapedFileEnable",
+        "serverWorkerThreads", "serverSelectorThreads", "serverCallbackExecutorThreads",
+        "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverSocketSndBufSize",
+        "serverSocketRcvBufSize", "serverPooledByteBufAllocatorEnable", "useEpollNativeSelector",
+        "clientWorkerThreads", "clientCallbackExecutorThreads", "fetchNamesrvAddrByAddressServer",
+        "fetchNameSrvAddrByDnsLookup", "sendHeartbeatTimeoutMillis", "slaveReadEnable",
+        "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
+        "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
+        "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "aclEnable",
+        "enableCalcFilterBitMap", "filterSupportRetry", "accountStatsEnable", "transferMsgByHeap",
+        "enableDetailStat", "duplicationEnable", "isolateLogEnable", "enableControllerMode",
+        "enableSlaveActingMaster", "storePathCommitLog", "storePathConsumeQueue", "storePathIndex",
+        "maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter", "commercialBaseCount",
+        "highSpeedMode", "brokerNotActiveTimeoutMillis", "enableNetWorkFlowControl",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """The result of :func:`load_properties`."""
+
+    broker: BrokerConfig
+    store: StoreConfig
+    unknown: list[str]
+    ignored: list[str]
+
+
+def _store_config(props: Mapping[str, str], base: StoreConfig | None) -> StoreConfig:
+    changes: dict[str, Any] = {}
+    for prop, (name, kind) in STORE_PROPERTIES.items():
+        raw = props.get(prop)
+        if raw is None:
+            continue
+        if kind is bool:
+            value: Any = raw.strip().lower()
+            if value not in ("true", "false"):
+                raise ConfigError(prop, f"must be true or false, got {raw!r}")
+            changes[name] = value == "true"
+        elif kind is int:
+            try:
+                changes[name] = int(raw.strip())
+            except ValueError:
+                raise ConfigError(prop, f"must be an integer, got {raw!r}") from None
+        elif kind is str:
+            changes[name] = raw.strip()
+        else:
+            changes[name] = kind(raw)
+    start = base if base is not None else StoreConfig()
+    try:
+        return dataclasses.replace(start, **changes)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError("store", str(exc)) from None
+
+
+def load_properties(
+    props: Mapping[str, str],
+    *,
+    broker: BrokerConfig | None = None,
+    store: StoreConfig | None = None,
+) -> LoadedConfig:
+    """Split RocketMQ broker properties into the broker's and the store's configuration.
+
+    Args:
+        props: property name -> text value (``broker.conf`` content, flags...).
+        broker: the broker config to start from (defaults to ``BrokerConfig()``).
+        store: the store config to start from (defaults to ``StoreConfig()``).
+
+    Raises:
+        ConfigError: a value does not convert or is out of range (names the property).
+    """
+    broker_props = {k: v for k, v in props.items() if k not in STORE_PROPERTIES}
+    new_broker, unknown = config_from_properties(
+        BrokerConfig, broker_props, broker, ignored=IGNORED_PROPERTIES
+    )
+    new_store = _store_config(props, store)
+    ignored = sorted(k for k in props if k in IGNORED_PROPERTIES)
+    return LoadedConfig(new_broker, new_store, sorted(unknown), ignored)
+
+
+def store_to_properties(store: StoreConfig) -> dict[str, str]:
+    """The store config as RocketMQ properties (ratios back to integer percentages)."""
+    out: dict[str, str] = {}
+    for prop, (name, kind) in STORE_PROPERTIES.items():
+        value = getattr(store, name)
+        if isinstance(value, bool):
+            out[prop] = "true" if value else "false"
+        elif isinstance(value, FlushDiskType):
+            out[prop] = value.value
+        elif isinstance(value, float) and kind not in (int, str, bool):
+            out[prop] = str(round(value * 100))
+        else:
+            out[prop] = str(value)
+    return out

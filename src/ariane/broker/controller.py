@@ -1,0 +1,403 @@
+"""The broker: wiring and lifecycle (RocketMQ ``BrokerController``).
+
+How it works: ``start()`` loads the metadata files (topics, subscription groups, consumer
+offsets) from ``<storePathRootDir>/config``, loads and starts the message store (recovery
+happens here), starts the remoting server and its processors, the pull hold service and the
+housekeeping tasks (offset persistence every ``flushConsumerOffsetInterval``, expired client
+scan every 10 s, stats sampling), then registers with every NameServer before returning, so
+clients can route to it as soon as it says it is ready. The store's dispatch thread reports
+new messages to the hold service; SYNC_FLUSH completions hop back to the event loop.
+
+``shutdown()`` reverses it: unregister from the NameServers (clients stop routing here), stop
+holding pulls, stop the server (in-progress requests finish), persist the metadata files and
+shut the store down (final flush, checkpoint, abort file removed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import ipaddress
+import logging
+import os
+import socket
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ariane.broker.client_manager import ClientManager
+from ariane.broker.config import BrokerConfig, load_properties
+from ariane.broker.consumer_offset import ConsumerOffsetManager
+from ariane.broker.long_polling import PullRequestHoldService
+from ariane.broker.rebalance_lock import RebalanceLockManager
+from ariane.broker.registration import BrokerRegistration
+from ariane.broker.stats import BrokerStats
+from ariane.broker.subscription_group import SubscriptionGroupManager
+from ariane.broker.topic_config import TopicConfigManager
+from ariane.common.clock import Clock, SystemClock
+from ariane.common.fileio import write_file_atomically
+from ariane.common.javaprops import format_properties, parse_properties
+from ariane.common.message import HostPort
+from ariane.common.sysflag import PERM_READ, PERM_WRITE
+from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
+from ariane.remoting.channel import Channel
+from ariane.remoting.client import RemotingClient
+from ariane.remoting.config import RemotingServerConfig
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.bodies import TopicConfig
+from ariane.remoting.protocol.codes import RequestCode
+from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.server import RemotingServer
+from ariane.store import MessageStore, StoreConfig
+
+__all__ = ["OVERRIDES_FILE", "BrokerController", "config_dir"]
+
+logger = logging.getLogger(__name__)
+
+#: Runtime config changes (UPDATE_BROKER_CONFIG), under ``<storePathRootDir>/config``.
+OVERRIDES_FILE = "broker.properties"
+#: BrokerConfig fields UPDATE_BROKER_CONFIG saves but that apply only after a restart.
+RESTART_ONLY_FIELDS = (
+    "broker_cluster_name",
+    "broker_name",
+    "broker_id",
+    "namesrv_addr",
+    "listen_port",
+    "bind_address",
+    "broker_ip1",
+    "server_socket_backlog",
+    "server_channel_max_idle_time_seconds",
+)
+_CLIENT_SCAN_S = 10.0
+_STATS_SAMPLE_S = 10.0
+
+
+def config_dir(store: StoreConfig) -> str:
+    """``<storePathRootDir>/config``: where the metadata files live."""
+    return os.path.join(store.store_path_root_dir, "config")
+
+
+def _resolve(host: str) -> str:
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        return socket.gethostbyname(host)
+
+
+class BrokerController:
+    """A RocketMQ-compatible broker.
+
+    Args:
+        config: the broker configuration.
+        store_config: the message store configuration.
+        clock: time source (tests pass a ``ManualClock``).
+    """
+
+    def __init__(
+        self, config: BrokerConfig, store_config: StoreConfig, *, clock: Clock | None = None
+    ) -> None:
+        self.config = config
+        self.store_config = store_config
+        self.clock: Clock = clock or SystemClock()
+        cdir = config_dir(store_config)
+        self.topics = TopicConfigManager(
+            config, os.path.join(cdir, "topics.json"), self.clock,
+            len(store_config.delay_levels_ms),
+        )  # fmt: skip
+        self.groups = SubscriptionGroupManager(
+            os.path.join(cdir, "subscriptionGroup.json"), self.clock,
+            config.auto_create_subscription_group,
+        )  # fmt: skip
+        self.offsets = ConsumerOffsetManager(os.path.join(cdir, "consumerOffset.json"), self.clock)
+        self.overrides_path = os.path.join(cdir, OVERRIDES_FILE)
+        self.clients = ClientManager(
+            self.clock, self.notify_consumers_changed, config.channel_expired_timeout_ms / 1000
+        )
+        self.locks = RebalanceLockManager(self.clock)
+        self.stats = BrokerStats(self.clock)
+        self.hold = PullRequestHoldService(
+            lambda ctx, request: self.pull_processor.pull_again(ctx, request),
+            self._max_offset,
+            long_polling=config.long_polling_enable,
+            short_polling_ms=config.short_polling_time_ms,
+        )
+        self.store = MessageStore(store_config, clock=clock, arriving_listener=self.hold.arriving)
+        self.remoting = RemotingServer(
+            RemotingServerConfig(
+                bind_address=config.bind_address,
+                listen_port=config.listen_port,
+                channel_max_idle_seconds=float(config.server_channel_max_idle_time_seconds),
+                backlog=config.server_socket_backlog,
+            )
+        )
+        self.namesrv_client = RemotingClient()
+        self.registration = BrokerRegistration(self, self.namesrv_client)
+        self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
+        self.store_host = HostPort(b"\x7f\x00\x00\x01", config.listen_port)
+        self.boot_timestamp_ms = self.clock.now_ms()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        from ariane.broker.processors.pull import PullMessageProcessor
+
+        self.pull_processor = PullMessageProcessor(self)
+
+    def _max_offset(self, topic: str, queue_id: int) -> int:
+        return self.store.get_max_offset_in_queue(topic, queue_id)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> int:
+        """Load everything, start serving and register with the NameServers.
+
+        Returns:
+            The bound port.
+
+        Raises:
+            ConfigError: a metadata file is unreadable.
+            StoreError: the store cannot be loaded (in use, recovery failed).
+            OSError: the port cannot be bound.
+        """
+        await self.load()
+        try:
+            port = await self.remoting.start()
+        except BaseException:
+            await asyncio.to_thread(self.store.shutdown)
+            raise
+        self.serve(port)
+        self._every(
+            self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
+        )
+        self._every(_CLIENT_SCAN_S, self.clients.scan_expired)
+        self._every(_STATS_SAMPLE_S, self.stats.sample)
+        accepted = await self.registration.register_all(force=True)
+        if self.config.namesrv_addresses and not accepted:
+            logger.warning("no name server accepted the registration yet; retrying periodically")
+        self.registration.start_periodic()
+        logger.info("broker %s started on %s", self.config.broker_name, self.broker_addr)
+        return port
+
+    async def load(self) -> None:
+        """Load the metadata files, then load (recover) and start the store.
+
+        Raises:
+            ConfigError: a metadata file is unreadable.
+            StoreError: the store cannot be loaded.
+        """
+        self.topics.load()
+        self.groups.load()
+        self.offsets.load()
+        if not await asyncio.to_thread(self.store.load):
+            raise StoreError(
+                f"message store {self.store_config.store_path_root_dir} failed to load"
+            )
+        self._restore_missing_topics()
+        self.store.start()
+
+    def _restore_missing_topics(self) -> None:
+        """Give topics that have stored messages but no configuration (the broker died
+        between auto-creating a topic and writing topics.json) a read-write configuration."""
+        restored = []
+        for topic, queue_ids in self.store.topic_queues().items():
+            if topic in self.topics.table or not queue_ids:
+                continue
+            n = max(queue_ids) + 1
+            self.topics.table[topic] = TopicConfig(topic, n, n, PERM_READ | PERM_WRITE)
+            restored.append(topic)
+        if restored:
+            logger.warning("restored the configuration of topics with messages: %s", restored)
+            self.topics.data_version = self.topics.data_version.next_version(self.clock.now_ms())
+            self.topics.file.persist_soon()
+
+    def serve(self, port: int) -> None:
+        """Wire the processors and services for a server bound to ``port`` (no network I/O:
+        tests call this without starting the server)."""
+        host = _resolve(self.config.advertised_host)
+        self.broker_addr = f"{host}:{port}"
+        self.store_host = HostPort(ipaddress.ip_address(host).packed, port)
+        self._register_processors()
+        self.remoting.add_channel_close_listener(self._on_channel_closed)
+        self.topics.on_change = self._topics_changed
+        self.hold.start()
+        self._started = True
+
+    def _register_processors(self) -> None:
+        from ariane.broker.processors.admin import AdminBrokerProcessor
+        from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
+        from ariane.broker.processors.client_manage import ClientManageProcessor
+        from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+        from ariane.broker.processors.query import QueryMessageProcessor
+        from ariane.broker.processors.send import SendMessageProcessor
+
+        self.send_processor = SendMessageProcessor(self)
+        for processor in (
+            self.send_processor,
+            self.pull_processor,
+            ClientManageProcessor(self),
+            ConsumerManageProcessor(self),
+            QueryMessageProcessor(self),
+            AdminBrokerProcessor(self),
+            AdminConsumerProcessor(self),
+        ):
+            processor.register(self.remoting)
+
+    def _every(self, period_s: float, fn: Callable[[], Any]) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(period_s)
+                try:
+                    fn()
+                except Exception:
+                    logger.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+
+        self._tasks.append(asyncio.get_running_loop().create_task(loop()))
+
+    async def shutdown(self) -> None:
+        """Unregister, stop serving, persist the metadata and shut the store down."""
+        if not self._started:
+            await asyncio.to_thread(self.store.shutdown)
+            return
+        self._started = False
+        await self.registration.stop()
+        await self.registration.unregister_all()
+        await self.hold.stop()
+        await self.remoting.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        for file in (self.offsets.file, self.topics.file, self.groups.file):
+            try:
+                file.write_now()
+            except OSError as exc:
+                logger.error("cannot write %s at shutdown: %s", file.path, exc)
+        await asyncio.to_thread(self.store.shutdown)
+        await self.namesrv_client.close()
+        logger.info("broker %s stopped", self.config.broker_name)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _topics_changed(self) -> None:
+        self.topics.file.persist_soon()
+        self.registration.trigger()
+
+    def _on_channel_closed(self, channel: Channel) -> None:
+        self.hold.on_channel_closed(channel)
+        self.clients.on_channel_closed(channel)
+
+    def notify_consumers_changed(self, group: str, channels: list[Channel]) -> None:
+        """Send NOTIFY_CONSUMER_IDS_CHANGED (one-way) to every consumer of ``group``."""
+        ext = h.NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields()
+        for channel in channels:
+            request = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, dict(ext))
+            try:
+                self.remoting.invoke_oneway(channel, request)
+            except (ConnectionClosedError, LocalProtocolError) as exc:
+                logger.debug("cannot notify %r of %s: %s", channel, group, exc)
+
+    # -- configuration -----------------------------------------------------------------------
+
+    def all_properties(self) -> dict[str, str]:
+        """Broker and store configuration as RocketMQ properties (GET_BROKER_CONFIG)."""
+        from ariane.broker.config import store_to_properties
+
+        props = self.config.to_properties()
+        props.update(store_to_properties(self.store_config))
+        return props
+
+    async def update_config(self, props: Mapping[str, str]) -> list[str]:
+        """Apply UPDATE_BROKER_CONFIG properties and persist them.
+
+        Broker keys take effect at once, except the identity and network keys
+        (``RESTART_ONLY_FIELDS``) and the store keys, which are saved and apply after a restart.
+
+        Returns:
+            Keys that are not known (ignored).
+
+        Raises:
+            ConfigError: a value is invalid (nothing is changed).
+            OSError: the overrides file cannot be written.
+        """
+        loaded = load_properties(props, broker=self.config, store=self.store_config)
+        old = self.config
+        # who and where the broker is cannot change under running clients: saved only
+        keep = {name: getattr(old, name) for name in RESTART_ONLY_FIELDS}
+        self._apply(dataclasses.replace(loaded.broker, **keep))
+        saved = self._read_overrides()
+        saved.update({k: v for k, v in props.items() if k not in loaded.unknown})
+        text = format_properties(saved).encode("utf-8")
+        await asyncio.to_thread(write_file_atomically, self.overrides_path, text)
+        if old.broker_permission != loaded.broker.broker_permission:
+            logger.info(
+                "broker permission %d -> %d", old.broker_permission, loaded.broker.broker_permission
+            )
+            self.topics._changed()
+        return loaded.unknown
+
+    def _apply(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.topics.config = config
+        self.groups.auto_create = config.auto_create_subscription_group
+        self.clients.expired_s = config.channel_expired_timeout_ms / 1000
+        self.hold.long_polling = config.long_polling_enable
+        self.hold.short_polling_ms = config.short_polling_time_ms
+
+    def _read_overrides(self) -> dict[str, str]:
+        try:
+            with open(self.overrides_path, encoding="utf-8") as f:
+                return parse_properties(f.read())
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(self.overrides_path, f"cannot read: {exc}") from None
+
+    # -- runtime info ------------------------------------------------------------------------
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO table (all values strings)."""
+        info = self.store.runtime_info()
+        stats = self.stats
+        info.update(
+            {
+                "brokerVersionDesc": "V5_3_3",
+                "brokerVersion": "479",
+                "brokerName": self.config.broker_name,
+                "brokerAddr": self.broker_addr,
+                "msgPutTotalTodayNow": str(stats.put_total),
+                "msgGetTotalTodayNow": str(stats.get_total),
+                "msgPutTotalTodayMorning": "0",
+                "msgGetTotalTodayMorning": "0",
+                "msgPutTotalYesterdayMorning": "0",
+                "msgGetTotalYesterdayMorning": "0",
+                "brokerActive": "true",
+                "putTps": f"{stats.put_tps():.2f}",
+                "getTransferredTps": f"{stats.get_tps():.2f}",
+                "getTransferedTps": f"{stats.get_tps():.2f}",  # RocketMQ 4.x spelling
+                "getTotalTps": f"{stats.get_tps():.2f}",
+                "sendThreadPoolQueueSize": "0",
+                "sendThreadPoolQueueCapacity": "0",
+                "sendThreadPoolQueueHeadWaitTimeMills": "0",
+                "pullThreadPoolQueueSize": str(self.hold.held_count),
+                "pullThreadPoolQueueCapacity": "0",
+                "pullThreadPoolQueueHeadWaitTimeMills": "0",
+                "timerReadBehind": "0",
+                "timerOffsetBehind": "0",
+                "timerCongestNum": "0",
+                "timerEnqueueTps": "0.0",
+                "timerDequeueTps": "0.0",
+                "earliestMessageTimeStamp": str(self._earliest_message_time()),
+                "startAcceptSendRequestTimeStamp": "0",
+                "pullHoldRequests": str(self.hold.held_count),
+                "clientConnections": str(len(self.remoting.channels)),
+                "brokerPermission": str(self.config.broker_permission),
+            }
+        )
+        return info
+
+    def _earliest_message_time(self) -> int:
+        store = self.store
+        if store.max_phy_offset <= store.min_phy_offset:
+            return -1
+        return store.commit_log.pickup_store_timestamp(store.min_phy_offset, 100)

@@ -1,0 +1,217 @@
+"""Pulling: PULL_MESSAGE and LITE_PULL_MESSAGE (RocketMQ ``PullMessageProcessor`` and
+``DefaultPullMessageResultHandler``).
+
+How it works: check the broker and the topic may be read, the group exists (auto-created by
+default) and may consume, and the queue id; take the tag filter from the request
+(SUBSCRIPTION flag) or from the subscription the group registered by heartbeat; jump to an
+offset an administrator reset (server-side reset); read from the store and map its status to
+the answer (FOUND -> SUCCESS with the stored records joined as they are, never decoded;
+caught up -> PULL_NOT_FOUND; filtered out -> PULL_RETRY_IMMEDIATELY; out of range ->
+PULL_OFFSET_MOVED with the offset to continue from). A PULL_NOT_FOUND for a request with the
+SUSPEND flag is held by the :class:`~ariane.broker.long_polling.PullRequestHoldService`
+instead of answered, and re-run later without the right to be held again. The offset the
+consumer piggy-backs (COMMIT_OFFSET flag) is committed on the first run only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ariane.broker.processors import error
+from ariane.common.sysflag import (
+    PERM_READ,
+    PULL_COMMIT_OFFSET,
+    PULL_SUBSCRIPTION,
+    PULL_SUSPEND,
+)
+from ariane.remoting.dispatch import RequestContext
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.client_bodies import EXPRESSION_TYPE_TAG, MessageModel
+from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.server import RemotingServer
+from ariane.store import GetStatus, TagFilter
+
+if TYPE_CHECKING:
+    from ariane.broker.controller import BrokerController
+
+__all__ = ["PullMessageProcessor"]
+
+_NOT_FOUND = ResponseCode.PULL_NOT_FOUND
+_STATUS_CODE: dict[GetStatus, int] = {
+    GetStatus.FOUND: ResponseCode.SUCCESS,
+    GetStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetStatus.OFFSET_FOUND_NULL: _NOT_FOUND,
+    GetStatus.OFFSET_OVERFLOW_ONE: _NOT_FOUND,
+    GetStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+_MAX_CACHED_FILTERS = 4096
+#: Upper bound of ``maxMsgNums``: it also bounds how many queue entries one pull may scan.
+_MAX_MSG_NUMS = 1024
+
+
+class PullMessageProcessor:
+    """Handles PULL_MESSAGE.
+
+    Args:
+        broker: the broker whose store, topics, groups and offsets are used.
+    """
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self.store = broker.store
+        self._filters: dict[str, TagFilter] = {}
+
+    def register(self, server: RemotingServer) -> None:
+        """Register the handlers on ``server``."""
+        server.register_processor(RequestCode.PULL_MESSAGE, self.pull)
+        server.register_processor(RequestCode.LITE_PULL_MESSAGE, self.pull)
+
+    def pull(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        """A fresh pull (may be held)."""
+        return self.process(ctx, request, True)
+
+    def pull_again(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        """Re-run a held pull (never held again)."""
+        return self.process(ctx, request, False)
+
+    def tag_filter(self, expression: str | None) -> TagFilter:
+        """The (cached) filter of a TAG expression."""
+        key = expression or "*"
+        flt = self._filters.get(key)
+        if flt is None:
+            if len(self._filters) >= _MAX_CACHED_FILTERS:
+                self._filters.clear()
+            flt = self._filters[key] = TagFilter.from_expression(key)
+        return flt
+
+    def _sql_refused(self) -> RemotingCommand:
+        if not self.broker.config.enable_property_filter:
+            return error(
+                ResponseCode.SYSTEM_ERROR,
+                "The broker does not support consumer to filter message by SQL92",
+            )
+        return error(ResponseCode.SYSTEM_ERROR, "SQL92 filtering is not implemented yet")
+
+    def process(
+        self, ctx: RequestContext, request: RemotingCommand, allow_suspend: bool
+    ) -> RemotingCommand | None:
+        """``processRequest(channel, request, brokerAllowSuspend)``."""
+        header = h.PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        broker = self.broker
+        if not broker.config.broker_permission & PERM_READ:
+            return error(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.broker_addr}] pulling message is forbidden",
+            )
+        group = header.consumer_group
+        cfg = broker.groups.find(group)
+        if cfg is None:
+            return error(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist",
+            )
+        if not cfg.consume_enable:
+            return error(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        topic = header.topic
+        tc = broker.topics.table.get(topic)
+        if tc is None:
+            return error(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+            )
+        if not tc.perm & PERM_READ:
+            return error(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
+            )
+        queue_id = header.queue_id
+        if not 0 <= queue_id < tc.read_queue_nums:
+            return error(
+                ResponseCode.INVALID_PARAMETER,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] "
+                f"topicConfig.readQueueNums:[{tc.read_queue_nums}] consumer:[{ctx.remote_addr}]",
+            )
+        sys_flag = header.sys_flag
+        if sys_flag & PULL_SUBSCRIPTION:
+            etype = header.expression_type
+            if etype and etype.upper() != EXPRESSION_TYPE_TAG:
+                return self._sql_refused()
+            flt = self.tag_filter(header.subscription)
+        else:
+            group_info = broker.clients.consumer_group(group)
+            if group_info is None:
+                return error(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    f"the consumer's group info not exist, group: {group}",
+                )
+            if (
+                group_info.message_model is MessageModel.BROADCASTING
+                and not cfg.consume_broadcast_enable
+            ):
+                return error(
+                    ResponseCode.NO_PERMISSION,
+                    f"the consumer group[{group}] can not consume by broadcast way",
+                )
+            sub = group_info.subscriptions.get(topic)
+            if sub is None:
+                return error(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    f"the consumer's subscription not exist, group: {group}, topic: {topic}",
+                )
+            if sub.sub_version < header.sub_version:
+                return error(
+                    ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
+                )
+            if not sub.is_tag_type:
+                return self._sql_refused()
+            flt = self.tag_filter(sub.sub_string)
+        offsets = broker.offsets
+        if broker.config.use_server_side_reset_offset:
+            reset = offsets.take_reset(group, topic, queue_id)
+            if reset is not None:
+                return self._moved(topic, queue_id, reset)
+        if allow_suspend and sys_flag & PULL_COMMIT_OFFSET:
+            offsets.commit(group, topic, queue_id, header.commit_offset)
+        offset = header.queue_offset
+        max_nums = min(max(header.max_msg_nums, 1), _MAX_MSG_NUMS)
+        res = self.store.get_message(group, topic, queue_id, offset, max_nums, flt)
+        status = res.status
+        if status is GetStatus.FOUND:
+            code: int = ResponseCode.SUCCESS
+            body: bytes | None = b"".join(res.messages)
+            broker.stats.on_get(group, topic, len(res.messages))
+        else:
+            body = None
+            code = _STATUS_CODE.get(status, -1)
+            if code == -1:
+                if status is GetStatus.SERVICE_NOT_AVAILABLE:
+                    return error(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
+                # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
+                code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else _NOT_FOUND
+        offsets.record_pull(group, topic, queue_id, res.next_begin_offset)
+        if (
+            code == _NOT_FOUND
+            and allow_suspend
+            and sys_flag & PULL_SUSPEND
+            and broker.hold.suspend(
+                ctx, request, topic, queue_id, offset, flt, header.suspend_timeout_millis
+            )
+        ):
+            return None
+        ext = {
+            "suggestWhichBrokerId": "0",
+            "nextBeginOffset": str(res.next_begin_offset),
+            "minOffset": str(res.min_offset),
+            "maxOffset": str(res.max_offset),
+        }
+        return RemotingCommand.response(code, status.value, ext, body)
+
+    def _moved(self, topic: str, queue_id: int, offset: int) -> RemotingCommand:
+        ext = h.PullMessageResponseHeader(
+            suggest_which_broker_id=0,
+            next_begin_offset=offset,
+            min_offset=self.store.get_min_offset_in_queue(topic, queue_id),
+            max_offset=self.store.get_max_offset_in_queue(topic, queue_id),
+        ).to_ext_fields()
+        return RemotingCommand.response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", ext)

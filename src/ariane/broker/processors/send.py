@@ -1,0 +1,554 @@
+"""Sending: SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK
+(RocketMQ ``SendMessageProcessor`` / ``AbstractSendMessageProcessor``).
+
+How it works, per send: parse the header (V1 or the short-key V2, one type afterwards); check
+the broker may be written, the topic name, that it is not a system topic closed to senders;
+find the topic or auto-create it from its template; check the queue id (a negative one picks a
+random writable queue) and the topic's write permission; decode the properties once, add
+``UNIQ_KEY`` when the client did not and ``CLUSTER``, appending them to the client's encoded
+string instead of re-encoding it; run the *send interceptors*; append to the store. Under
+ASYNC_FLUSH the store's future is already done and the answer goes out at once; under
+SYNC_FLUSH it is answered from the future's callback (hopped to the event loop).
+``header.batch`` (not the request code) selects the batch path.
+
+Two seams for rewriting messages before the store (issue 4 adds delay levels, timers and
+transactional half messages here): *send interceptors* see each client send with its header
+(the built-in one sends ``%RETRY%`` messages past their maximum reconsume count to
+``%DLQ%<group>``); *message rewriters* see every single message the broker stores, sends and
+CONSUMER_SEND_MSG_BACK alike (none built in: that is where a delay service belongs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
+from typing import TYPE_CHECKING, Protocol
+
+from ariane.broker.processors import error
+from ariane.common.batch import decode_batch
+from ariane.common.message import HostPort
+from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id
+from ariane.common.properties import (
+    CLUSTER,
+    DELAY,
+    ORIGIN_MESSAGE_ID,
+    RETRY_TOPIC,
+    TRANSACTION_PREPARED,
+    UNIQ_KEY,
+    decode_properties,
+)
+from ariane.common.record import decode_record
+from ariane.common.sysflag import MULTI_TAGS_FLAG, PERM_READ, PERM_WRITE
+from ariane.common.topics import (
+    AUTO_CREATE_TOPIC,
+    OFFSET_MOVED_EVENT,
+    RETRY_PREFIX,
+    SCHEDULE_TOPIC,
+    SELF_TEST_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    dlq_topic,
+    retry_topic,
+    validate_topic,
+)
+from ariane.errors import CorruptionError, InvalidArgumentError
+from ariane.remoting.dispatch import RequestContext
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.bodies import TopicConfig
+from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.remoting.protocol.command import MQVersion, RemotingCommand
+from ariane.remoting.server import RemotingServer
+from ariane.store import (
+    BatchItem,
+    FlushDiskType,
+    MessageBatchInner,
+    MessageInner,
+    PutResult,
+    PutStatus,
+)
+
+if TYPE_CHECKING:
+    from ariane.broker.controller import BrokerController
+
+__all__ = [
+    "NOT_ALLOWED_SEND_TOPICS",
+    "MessageRewriter",
+    "SendInterceptor",
+    "SendMessageProcessor",
+]
+
+logger = logging.getLogger(__name__)
+
+_RW = PERM_READ | PERM_WRITE
+
+#: Topics clients may never send to (``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`` + TBW102).
+NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {
+        AUTO_CREATE_TOPIC,
+        SCHEDULE_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+        SELF_TEST_TOPIC,
+        OFFSET_MOVED_EVENT,
+    }
+)
+
+_STATUS_CODE: dict[PutStatus, int] = {
+    PutStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+    PutStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutStatus.CREATE_MAPPED_FILE_FAILED: ResponseCode.SYSTEM_ERROR,
+    PutStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.OS_PAGECACHE_BUSY: ResponseCode.SYSTEM_BUSY,
+    PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
+}
+_STORED_CODES = frozenset(
+    {
+        ResponseCode.SUCCESS,
+        ResponseCode.FLUSH_DISK_TIMEOUT,
+        ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        ResponseCode.SLAVE_NOT_AVAILABLE,
+    }
+)
+
+
+class SendInterceptor(Protocol):
+    """Rewrites a message before it is stored (the seam for retry/DLQ, delay, transactions).
+
+    ``before_put`` may change ``inner`` (topic, queue, properties; set
+    ``inner.properties_string = None`` after changing ``inner.properties``) and returns an
+    error response to refuse the message, or ``None`` to go on.
+    """
+
+    def before_put(
+        self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+        header: h.SendMessageRequestHeader,
+        inner: MessageInner,
+    ) -> RemotingCommand | None:
+        """Inspect or rewrite one message."""
+        ...
+
+
+class MessageRewriter(Protocol):
+    """Rewrites every single message right before it is stored (sends and send-backs).
+
+    ``rewrite`` may change ``inner`` as a send interceptor may, and returns an error response
+    to refuse it or ``None``.
+    """
+
+    def rewrite(self, inner: MessageInner) -> RemotingCommand | None:
+        """Inspect or rewrite one message."""
+        ...
+
+
+class RetryToDlqInterceptor:
+    """Messages sent to ``%RETRY%<group>`` past the group's maximum reconsume count go to
+    ``%DLQ%<group>`` queue 0 (``handleRetryAndDLQ``)."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def before_put(
+        self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+        header: h.SendMessageRequestHeader,
+        inner: MessageInner,
+    ) -> RemotingCommand | None:
+        topic = inner.topic
+        if not topic.startswith(RETRY_PREFIX):
+            return None
+        group = topic[len(RETRY_PREFIX) :]
+        cfg = self.broker.groups.find(group)
+        if cfg is None:
+            return error(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        max_times = cfg.retry_max_times
+        if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        if inner.reconsume_times <= max_times:
+            return None
+        dlq = dlq_topic(group)
+        tc = self.broker.topics.create_in_send_back(dlq, 1, _RW)
+        if not tc.perm & PERM_WRITE:
+            return error(
+                ResponseCode.NO_PERMISSION, f"the topic[{dlq}] sending message is forbidden"
+            )
+        inner.topic = dlq
+        inner.queue_id = 0
+        if inner.properties.pop(DELAY, None) is not None:
+            inner.properties_string = None
+        logger.info("message of %s exceeded %d reconsumes, to %s", group, max_times, dlq)
+        return None
+
+
+class SendMessageProcessor:
+    """Handles the send family.
+
+    Args:
+        broker: the broker whose store, topics and groups are used.
+    """
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self.store = broker.store
+        self.topics = broker.topics
+        self.stats = broker.stats
+        self.interceptors: list[SendInterceptor] = [RetryToDlqInterceptor(broker)]
+        self.rewriters: list[MessageRewriter] = []
+        self._store_host = broker.store_host
+        self._uniq = UniqueIdGenerator(broker.store_host.addr)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._async_flush = broker.store_config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+        # offsetMsgId = hex(host + port) + hex(offset, 16 digits): the first part is fixed
+        self._msg_id_prefix = create_offset_msg_id(
+            broker.store_host.addr, broker.store_host.port, 0
+        )[:-16]
+
+    def register(self, server: RemotingServer) -> None:
+        """Register the handlers on ``server``."""
+        self._loop = asyncio.get_running_loop()
+        server.register_processor(RequestCode.SEND_MESSAGE, self.send_v1)
+        server.register_processor(RequestCode.SEND_MESSAGE_V2, self.send_v2)
+        server.register_processor(RequestCode.SEND_BATCH_MESSAGE, self.send_v2)
+        server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.consumer_send_msg_back)
+
+    # -- entry points ------------------------------------------------------------------------
+
+    def send_v1(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        """SEND_MESSAGE (10)."""
+        header = h.SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        return self.send(ctx, request, header)
+
+    def send_v2(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        """SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320)."""
+        header = h.SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+        return self.send(ctx, request, header)
+
+    def send(
+        self, ctx: RequestContext, request: RemotingCommand, header: h.SendMessageRequestHeader
+    ) -> RemotingCommand | None:
+        """Check, store and answer one send request (single or batch)."""
+        checked = self.check_topic(ctx, header)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        tc, queue_id = checked
+        sys_flag = header.sys_flag
+        if tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MULTI_TAGS_FLAG
+        born = ctx.channel.attributes.get("born_host")
+        if born is None:
+            born = ctx.channel.attributes["born_host"] = _host_port(ctx.remote_addr)
+        if header.batch:
+            return self._send_batch(ctx, request, header, queue_id, sys_flag, born)
+        props_text = header.properties or ""
+        props = decode_properties(props_text)
+        if props.get(TRANSACTION_PREPARED) == "true":
+            return self._transaction_refused()
+        extra = ""
+        uniq = props.get(UNIQ_KEY)
+        if uniq is None:
+            uniq = props[UNIQ_KEY] = self._uniq.next_id()
+            extra = f"{UNIQ_KEY}\x01{uniq}\x02"
+        if CLUSTER not in props:
+            cluster = props[CLUSTER] = self.broker.config.broker_cluster_name
+            extra += f"{CLUSTER}\x01{cluster}\x02"
+        if extra and props_text and props_text[-1] != "\x02":
+            props_text += "\x02"
+        inner = MessageInner(
+            header.topic, queue_id, request.body or b"", header.flag, props, sys_flag,
+            header.born_timestamp, born, self._store_host, header.reconsume_times or 0, 0,
+            props_text + extra,
+        )  # fmt: skip
+        for interceptor in self.interceptors:
+            refused = interceptor.before_put(ctx, request, header, inner)
+            if refused is not None:
+                return refused
+        for rewriter in self.rewriters:
+            refused = rewriter.rewrite(inner)
+            if refused is not None:
+                return refused
+        if self._async_flush:  # stored when put returns: no future, no thread hop
+            return self.put_response(
+                self.store.put_message(inner), inner.topic, inner.queue_id, uniq
+            )
+        future = self.store.submit_message(inner)
+        return self._answer(ctx, future, inner.topic, inner.queue_id, uniq)
+
+    # -- checks --------------------------------------------------------------------------------
+
+    def check_topic(
+        self, ctx: RequestContext, header: h.SendMessageRequestHeader
+    ) -> tuple[TopicConfig, int] | RemotingCommand:
+        """``msgCheck``: the topic config and the queue to use, or an error response."""
+        broker = self.broker
+        if not broker.config.broker_permission & PERM_WRITE:
+            return error(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.broker_addr}] sending message is forbidden",
+            )
+        topic = header.topic
+        if topic in NOT_ALLOWED_SEND_TOPICS:
+            return error(
+                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+            )
+        tc = self.topics.table.get(topic)
+        if tc is None:
+            try:
+                validate_topic(topic)
+            except InvalidArgumentError as exc:
+                return error(ResponseCode.INVALID_PARAMETER, str(exc))
+            tc = self.topics.create_in_send(
+                topic, header.default_topic, ctx.remote_addr, header.default_topic_queue_nums, 0
+            )
+            if tc is None and topic.startswith(RETRY_PREFIX):
+                tc = self.topics.create_in_send_back(topic, 1, _RW)
+            if tc is None:
+                return error(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please!",
+                )
+        queue_id = header.queue_id
+        queue_nums = max(tc.write_queue_nums, tc.read_queue_nums)
+        if queue_id >= queue_nums:
+            return error(
+                ResponseCode.INVALID_PARAMETER,
+                f"request queueId[{queue_id}] is illegal, topic:{topic} "
+                f"writeQueueNums:{tc.write_queue_nums} readQueueNums:{tc.read_queue_nums}",
+            )
+        if queue_id < 0:
+            if tc.write_queue_nums <= 0:
+                return error(ResponseCode.NO_PERMISSION, f"the topic[{topic}] has no write queue")
+            queue_id = random.randrange(tc.write_queue_nums)
+        if not tc.perm & PERM_WRITE:
+            return error(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            )
+        return tc, queue_id
+
+    def _transaction_refused(self) -> RemotingCommand:
+        if self.broker.config.reject_transaction_message:
+            return error(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.broker.broker_addr}] sending transaction message is forbidden",
+            )
+        return error(
+            ResponseCode.NO_PERMISSION,
+            "transactional messages are not supported by this broker yet",
+        )
+
+    # -- batch ---------------------------------------------------------------------------------
+
+    def _send_batch(
+        self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+        header: h.SendMessageRequestHeader,
+        queue_id: int,
+        sys_flag: int,
+        born: HostPort,
+    ) -> RemotingCommand | None:
+        topic = header.topic
+        if topic.startswith(RETRY_PREFIX):
+            return error(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group")
+        try:
+            entries = decode_batch(request.body or b"")
+        except CorruptionError as exc:
+            return error(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
+        if not entries:
+            return error(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
+        cluster = self.broker.config.broker_cluster_name
+        items: list[BatchItem] = []
+        for entry in entries:
+            text = entry.properties
+            props = decode_properties(text)
+            if props.get(TRANSACTION_PREPARED) == "true":
+                return self._transaction_refused()
+            extra = ""
+            if UNIQ_KEY not in props:
+                uniq = props[UNIQ_KEY] = self._uniq.next_id()
+                extra = f"{UNIQ_KEY}\x01{uniq}\x02"
+            if CLUSTER not in props:
+                props[CLUSTER] = cluster
+                extra += f"{CLUSTER}\x01{cluster}\x02"
+            if extra and text and text[-1] != "\x02":
+                text += "\x02"
+            items.append(BatchItem(entry.body, entry.flag, props, text + extra))
+        batch = MessageBatchInner(
+            topic, queue_id, items, sys_flag, header.born_timestamp, born, self._store_host,
+            header.reconsume_times or 0,
+        )  # fmt: skip
+        if self._async_flush:
+            return self.put_response(self.store.put_messages(batch), topic, queue_id, None)
+        future = self.store.submit_messages(batch)
+        return self._answer(ctx, future, topic, queue_id, None)
+
+    # -- answers -------------------------------------------------------------------------------
+
+    def _answer(
+        self,
+        ctx: RequestContext,
+        future: Future[PutResult],
+        topic: str,
+        queue_id: int,
+        uniq: str | None,
+    ) -> RemotingCommand | None:
+        if future.done():
+            return self.put_response(future.result(), topic, queue_id, uniq)
+        loop = self._loop
+        assert loop is not None
+
+        def finish(f: Future[PutResult]) -> None:
+            try:
+                result = f.result()
+            except Exception as exc:  # the store resolves futures with results only
+                logger.exception("store put failed")
+                response = error(ResponseCode.SYSTEM_ERROR, f"store put failed: {exc}")
+            else:
+                response = self.put_response(result, topic, queue_id, uniq)
+            ctx.send_response(response)
+
+        future.add_done_callback(partial(_on_loop, loop, finish))
+        return None
+
+    def put_response(
+        self, result: PutResult, topic: str, queue_id: int, uniq: str | None
+    ) -> RemotingCommand:
+        """The send answer for a store result."""
+        code = _STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
+        if code in _STORED_CODES and result.msg_num > 0:
+            self.stats.on_put(topic, result.msg_num, result.wrote_bytes)
+            config = self.broker.config
+            prefix = self._msg_id_prefix
+            offsets = result.offsets
+            if len(offsets) == 1:
+                msg_id = f"{prefix}{offsets[0]:016X}"
+            else:
+                msg_id = ",".join([f"{prefix}{off:016X}" for off in offsets])
+            # SendMessageResponseHeader's extFields, built directly (hot path)
+            ext = {
+                "msgId": msg_id,
+                "queueId": str(queue_id),
+                "queueOffset": str(result.logics_offset),
+                "MSG_REGION": config.region_id,
+                "TRACE_ON": "true" if config.trace_on else "false",
+            }
+            if uniq is not None:
+                ext["transactionId"] = uniq
+            return RemotingCommand.response(code, None, ext)
+        if result.status is PutStatus.CREATE_MAPPED_FILE_FAILED:
+            remark = "create mapped file failed, server is busy or broken."
+        else:
+            remark = result.remark or result.status.value
+        return error(code, remark)
+
+    # -- CONSUMER_SEND_MSG_BACK ----------------------------------------------------------------
+
+    def consumer_send_msg_back(
+        self, ctx: RequestContext, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        """CONSUMER_SEND_MSG_BACK (36): re-store a message the consumer failed to process in
+        ``%RETRY%<group>`` (with its delay level) or, past the maximum, ``%DLQ%<group>``.
+
+        The delay itself is applied by the delay service (issue 4); until then the retry
+        message is visible at once.
+        """
+        header = h.ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+        broker = self.broker
+        group = header.group
+        cfg = broker.groups.find(group)
+        if cfg is None:
+            return error(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        if not broker.config.broker_permission & PERM_WRITE:
+            return error(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.broker_addr}] sending message is forbidden",
+            )
+        if cfg.retry_queue_nums <= 0:
+            return RemotingCommand.response(ResponseCode.SUCCESS)
+        record = self.store.look_message_by_offset(header.offset)
+        if record is None:
+            return error(
+                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
+            )
+        try:
+            msg, _ = decode_record(record)
+        except CorruptionError as exc:
+            return error(ResponseCode.SYSTEM_ERROR, f"stored message does not decode: {exc}")
+        max_times = cfg.retry_max_times
+        if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        props = dict(msg.properties)
+        props.setdefault(RETRY_TOPIC, msg.topic)
+        props.setdefault(ORIGIN_MESSAGE_ID, header.origin_msg_id or msg.msg_id)
+        delay = header.delay_level
+        if msg.reconsume_times >= max_times or delay < 0:
+            topic, queue_id = dlq_topic(group), 0
+            tc = broker.topics.create_in_send_back(topic, 1, _RW)
+            props.pop(DELAY, None)
+        else:
+            topic = retry_topic(group)
+            queue_id = random.randrange(cfg.retry_queue_nums)
+            tc = broker.topics.create_in_send_back(topic, cfg.retry_queue_nums, _RW)
+            props[DELAY] = str(delay if delay > 0 else 3 + msg.reconsume_times)
+        if not tc.perm & PERM_WRITE:
+            return error(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            )
+        inner = MessageInner(
+            topic, queue_id, msg.body, msg.flag, props, msg.sys_flag, msg.born_timestamp_ms,
+            msg.born_host, self._store_host, msg.reconsume_times + 1,
+        )  # fmt: skip
+        for rewriter in self.rewriters:
+            refused = rewriter.rewrite(inner)
+            if refused is not None:
+                return refused
+        future = self.store.submit_message(inner)
+        if future.done():
+            return self._send_back_response(future.result())
+        loop = self._loop
+        assert loop is not None
+
+        def finish(f: Future[PutResult]) -> None:
+            ctx.send_response(self._send_back_response(f.result()))
+
+        future.add_done_callback(partial(_on_loop, loop, finish))
+        return None
+
+    def _send_back_response(self, result: PutResult) -> RemotingCommand:
+        if result.msg_num > 0:
+            return RemotingCommand.response(ResponseCode.SUCCESS)
+        return error(ResponseCode.SYSTEM_ERROR, result.remark or result.status.value)
+
+
+def _on_loop(
+    loop: asyncio.AbstractEventLoop,
+    finish: Callable[[Future[PutResult]], None],
+    future: Future[PutResult],
+) -> None:
+    """Run ``finish(future)`` on the event loop (store threads complete the futures)."""
+    try:
+        loop.call_soon_threadsafe(finish, future)
+    except RuntimeError:  # the loop is closed: the broker is gone, nobody to answer
+        logger.debug("put completed after the event loop closed")
+
+
+def _host_port(addr: str) -> HostPort:
+    try:
+        return HostPort.parse(addr)
+    except ValueError:
+        return HostPort(b"\x7f\x00\x00\x01", 0)

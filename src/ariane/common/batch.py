@@ -1,0 +1,91 @@
+"""The batch body of SEND_BATCH_MESSAGE (RocketMQ ``MessageDecoder.encodeMessages`` /
+``decodeMessages``; protocol notes D.3).
+
+A batch body is the plain concatenation of one entry per message, big-endian::
+
+    TOTALSIZE i32 (= 22 + bodyLen + propsLen) | MAGICCODE i32 (0) | BODYCRC i32 (0)
+    FLAG i32 | BODYLENGTH i32 | BODY | PROPERTIESLENGTH i16 | PROPERTIES (UTF-8)
+
+Pure code (no I/O). ``decode_batch`` raises only :class:`ariane.errors.CorruptionError`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from ariane.common.properties import encode_properties
+from ariane.errors import CorruptionError, InvalidArgumentError
+
+__all__ = ["BatchEntry", "decode_batch", "encode_batch"]
+
+_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGIC, BODYCRC, FLAG, BODYLENGTH
+_PROPS_LEN = struct.Struct(">h")
+_FIXED = _HEAD.size + _PROPS_LEN.size  # 22
+
+
+class BatchEntry(NamedTuple):
+    """One message of a batch: body, flag and the encoded properties string."""
+
+    body: bytes
+    flag: int
+    properties: str
+
+
+def encode_batch(messages: Iterable[tuple[bytes, int, dict[str, str]]]) -> bytes:
+    """Encode ``(body, flag, properties)`` triples as a batch body.
+
+    Raises:
+        InvalidArgumentError: properties are not valid Unicode or longer than 32767 bytes.
+    """
+    parts: list[bytes] = []
+    for body, flag, props in messages:
+        try:
+            text = encode_properties(props).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidArgumentError(f"batch properties are not valid Unicode: {exc}") from None
+        if len(text) > 0x7FFF:
+            raise InvalidArgumentError(f"batch properties are {len(text)} bytes, limit 32767")
+        parts.append(_HEAD.pack(_FIXED + len(body) + len(text), 0, 0, flag, len(body)))
+        parts.append(body)
+        parts.append(_PROPS_LEN.pack(len(text)))
+        parts.append(text)
+    return b"".join(parts)
+
+
+def decode_batch(data: bytes | bytearray | memoryview) -> list[BatchEntry]:
+    """Split a batch body into its messages.
+
+    Raises:
+        CorruptionError: the body is truncated, a length is inconsistent, or properties are not
+            UTF-8.
+    """
+    buf = bytes(data)
+    out: list[BatchEntry] = []
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        if end - pos < _FIXED:
+            raise CorruptionError("batch entry truncated", pos=pos)
+        total, _magic, _crc, flag, body_len = _HEAD.unpack_from(buf, pos)
+        if body_len < 0 or total < _FIXED + body_len or total > end - pos:
+            raise CorruptionError(
+                f"batch entry has inconsistent lengths (total {total}, body {body_len})", pos=pos
+            )
+        body_start = pos + _HEAD.size
+        body_end = body_start + body_len
+        (props_len,) = _PROPS_LEN.unpack_from(buf, body_end)
+        if props_len < 0 or _FIXED + body_len + props_len != total:
+            raise CorruptionError(
+                f"batch entry has inconsistent lengths (total {total}, properties {props_len})",
+                pos=pos,
+            )
+        props_start = body_end + _PROPS_LEN.size
+        try:
+            props = buf[props_start : props_start + props_len].decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptionError("batch entry properties are not UTF-8", pos=pos) from None
+        out.append(BatchEntry(buf[body_start:body_end], flag, props))
+        pos += total
+    return out

@@ -1,0 +1,307 @@
+"""``ariane standalone``: a NameServer and one broker as child processes, for development.
+
+How it works: the NameServer starts first (``ariane namesrv``); once it printed its ready line
+the broker starts (``ariane broker``) pointed at it. When both are ready this prints
+``ready namesrv=HOST:PORT broker=HOST:PORT``. The children's output goes to
+``<data-dir>/logs/namesrv.log`` and ``broker.log``; their data to ``<data-dir>/namesrv`` and
+``<data-dir>/broker/store`` (unless ``--broker-conf`` names a storePathRootDir). The children
+run in their own sessions and are asked to die with this process, so Ctrl-C (SIGINT) or
+SIGTERM here stops the broker first (it unregisters and flushes), then the NameServer. If a
+child dies on its own, the other is stopped and the exit status is 1.
+
+Everything runs on the main thread: the children's stdout pipes are read with a selector, so
+no thread exists when a child is forked.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from ariane.common.javaprops import parse_properties
+from ariane.common.process import log_level_option
+
+__all__ = ["standalone"]
+
+_START_TIMEOUT_S = 120.0
+_STOP_TIMEOUT_S = 30.0
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A pre-exec hook asking Linux to SIGTERM the child when this process dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+    except OSError:
+        return None
+    prctl = libc.prctl
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    return hook
+
+
+class _Child:
+    """One child server: its process, log file and ready line."""
+
+    def __init__(self, name: str, args: list[str], log_path: Path) -> None:
+        self.name = name
+        self.log_path = log_path
+        self.log: IO[bytes] = open(log_path, "ab")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ariane", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            start_new_session=True,
+            preexec_fn=_die_with_parent_hook(),
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert self.proc.stdout is not None
+        self.fd = self.proc.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        self.ready: dict[str, str] = {}
+        self._partial = b""
+        self.eof = False
+        self.tail: deque[str] = deque(maxlen=10)
+
+    def pump(self) -> None:
+        """Read what the child printed; copy it to the log and look for the ready line."""
+        try:
+            data = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return
+        if not data:
+            self.eof = True
+            return
+        self.log.write(data)
+        self.log.flush()
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for raw in lines:
+            line = raw.decode("utf-8", "replace").strip()
+            self.tail.append(line)
+            if line.startswith("ready ") and not self.ready:
+                for part in line.split()[1:]:
+                    key, _, value = part.partition("=")
+                    self.ready[key] = value
+
+    def stop(self, timeout_s: float) -> int:
+        """SIGTERM, wait, SIGKILL if it does not go; returns the exit status."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                return self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+        return self.proc.wait()
+
+    def close(self) -> None:
+        """Copy what is left in the pipe to the log (the child has exited), then close both."""
+        if not self.eof:
+            os.set_blocking(self.fd, True)
+            while not self.eof:
+                self.pump()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.log.close()
+
+
+class _Supervisor:
+    """Pumps the children's output on the main thread and watches for signals."""
+
+    def __init__(self) -> None:
+        self.selector = selectors.DefaultSelector()
+        self.children: list[_Child] = []
+        self.stop_requested = False
+
+    def add(self, child: _Child) -> None:
+        self.children.append(child)
+        self.selector.register(child.fd, selectors.EVENT_READ, child)
+
+    def pump(self, timeout_s: float) -> None:
+        for key, _ in self.selector.select(timeout_s):
+            child: _Child = key.data
+            child.pump()
+            if child.eof:
+                self.selector.unregister(child.fd)
+
+    def dead(self) -> _Child | None:
+        return next((c for c in self.children if c.proc.poll() is not None), None)
+
+    def wait_ready(self, child: _Child, timeout_s: float) -> str | None:
+        """None once ``child`` is ready, else why not."""
+        deadline = time.monotonic() + timeout_s
+        while not child.ready:
+            if self.stop_requested:
+                return "interrupted"
+            gone = self.dead()
+            if gone is not None:
+                self.pump(0)
+                return f"{gone.name} exited with status {gone.proc.returncode}"
+            if time.monotonic() > deadline:
+                return f"{child.name} not ready after {timeout_s:.0f} s"
+            self.pump(0.1)
+        return None
+
+
+def _read_conf(path: str | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse_properties(f.read())
+    except (OSError, UnicodeDecodeError) as exc:
+        click.echo(f"ariane standalone: bad config value: {path}: cannot read: {exc}", err=True)
+        sys.exit(2)
+
+
+def _broker_args(
+    namesrv: str,
+    data: Path,
+    broker_port: int | None,
+    broker_conf: str | None,
+    host: str | None,
+    log_level: str,
+) -> list[str]:
+    conf = _read_conf(broker_conf)
+    args = ["broker", "-n", namesrv, "--log-level", log_level]
+    if broker_conf is not None:
+        args += ["-c", broker_conf]
+    if broker_port is not None:
+        args += ["-p", str(broker_port)]
+    elif "listenPort" not in conf:
+        args += ["-p", "10911"]
+    if "storePathRootDir" not in conf:
+        args += ["--store-dir", str(data / "broker" / "store")]
+    if host is not None:
+        args += ["--host", host]
+    return args
+
+
+def _fail(reason: str, child: _Child | None) -> None:
+    click.echo(f"ariane standalone: {reason}", err=True)
+    if child is not None:
+        child.log.flush()
+        try:
+            lines = child.log_path.read_text(errors="replace").splitlines()[-5:]
+        except OSError:
+            lines = list(child.tail)[-5:]
+        for line in lines:
+            click.echo(f"  {child.name}: {line}", err=True)
+        click.echo(f"  (see {child.log_path})", err=True)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    default="./data",
+    show_default=True,
+    help="Where the NameServer's and broker's files and the logs (logs/*.log) go.",
+)
+@click.option(
+    "--namesrv-port",
+    type=click.IntRange(0, 65535),
+    default=9876,
+    show_default=True,
+    help="NameServer port (0 picks a free port).",
+)
+@click.option(
+    "--broker-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Broker port (default: listenPort from --broker-conf, else 10911; 0 picks a free port).",
+)
+@click.option(
+    "--broker-conf",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="broker.conf with RocketMQ property names for the broker (namesrvAddr is replaced "
+    "by this NameServer).",
+)
+@click.option(
+    "--host",
+    default=None,
+    help="Address both servers bind to (default 127.0.0.1).",
+)
+@log_level_option("Logging threshold of both servers.")
+def standalone(
+    data_dir: str,
+    namesrv_port: int,
+    broker_port: int | None,
+    broker_conf: str | None,
+    host: str | None,
+    log_level: str,
+) -> None:
+    """Run a NameServer and one broker until Ctrl-C or SIGTERM."""
+    data = Path(data_dir).resolve()
+    logs = data / "logs"
+    for d in (logs, data / "namesrv", data / "broker"):
+        d.mkdir(parents=True, exist_ok=True)
+    sup = _Supervisor()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        sup.stop_requested = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    ns_args = ["namesrv", "-p", str(namesrv_port), "--data-dir", str(data / "namesrv")]
+    ns_args += ["--log-level", log_level] + (["--host", host] if host else [])
+    namesrv = _Child("namesrv", ns_args, logs / "namesrv.log")
+    sup.add(namesrv)
+    broker: _Child | None = None
+    status = 0
+    try:
+        problem = sup.wait_ready(namesrv, _START_TIMEOUT_S)
+        if problem is None:
+            args = _broker_args(
+                namesrv.ready["namesrv"], data, broker_port, broker_conf, host, log_level
+            )
+            broker = _Child("broker", args, logs / "broker.log")
+            sup.add(broker)
+            problem = sup.wait_ready(broker, _START_TIMEOUT_S)
+        if problem is not None:
+            if problem != "interrupted":
+                _fail(problem, broker if broker is not None and not broker.ready else namesrv)
+                status = 1
+        else:
+            assert broker is not None
+            click.echo(f"ready namesrv={namesrv.ready['namesrv']} broker={broker.ready['broker']}")
+            sys.stdout.flush()
+            while not sup.stop_requested:
+                gone = sup.dead()
+                if gone is not None:
+                    sup.pump(0)
+                    _fail(f"{gone.name} exited with status {gone.proc.returncode}", gone)
+                    status = 1
+                    break
+                sup.pump(0.2)
+    finally:
+        for child in (broker, namesrv):
+            if child is not None:
+                code = child.stop(_STOP_TIMEOUT_S)
+                if code not in (0, -signal.SIGTERM) and status == 0:
+                    status = 1
+                child.close()
+    sys.exit(status)
