@@ -24,6 +24,7 @@ from ariane.broker.config import LoadedConfig, load_properties
 from ariane.common.javaprops import parse_properties
 from ariane.common.process import configure_logging, log_level_option, raise_open_file_limit
 from ariane.errors import ConfigError, StoreError
+from ariane.observability.exporter import MetricsBindError
 from ariane.remoting.eventloop import run
 from ariane.store import StoreConfig
 
@@ -86,6 +87,9 @@ async def _serve(loaded: LoadedConfig) -> int:
     except StoreError as exc:
         click.echo(f"ariane broker: cannot start the message store: {exc}", err=True)
         return 1
+    except MetricsBindError as exc:
+        click.echo(f"ariane broker: {exc.strerror}", err=True)
+        return 1
     except OSError as exc:
         click.echo(
             f"ariane broker: cannot listen on {loaded.broker.bind_address}:"
@@ -103,7 +107,9 @@ async def _serve(loaded: LoadedConfig) -> int:
         f"The broker[{name}, {controller.broker_addr}] boot success. serializeType=JSON "
         f"and name server is {namesrv}"
     )
-    click.echo(f"ready broker={controller.broker_addr}")
+    metrics = controller.metrics_server
+    suffix = f" metrics={metrics.address}" if metrics is not None else ""
+    click.echo(f"ready broker={controller.broker_addr}{suffix}")
     sys.stdout.flush()
     await stop.wait()
     logger.info("shutdown signal received")

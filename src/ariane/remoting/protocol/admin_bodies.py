@@ -402,8 +402,13 @@ class ConsumeStats:
     @classmethod
     def decode(cls, body: bytes) -> ConsumeStats:
         """Parse body bytes."""
+        return cls.from_json(parse_object(body, "ConsumeStats"))
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ConsumeStats:
+        """Build from parsed JSON."""
         what = "ConsumeStats"
-        obj = parse_object(body, what)
+        obj = as_object(obj, what)
         table = {
             mq: OffsetWrapper.from_json(v) for mq, v in _mq_keyed(obj, "offsetTable", what).items()
         }
