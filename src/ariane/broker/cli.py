@@ -22,7 +22,12 @@ import click
 
 from ariane.broker.config import LoadedConfig, load_properties
 from ariane.common.javaprops import parse_properties
-from ariane.common.process import configure_logging, log_level_option, raise_open_file_limit
+from ariane.common.process import (
+    add_log_file,
+    configure_logging,
+    log_options,
+    raise_open_file_limit,
+)
 from ariane.errors import ConfigError, StoreError
 from ariane.observability.exporter import MetricsBindError
 from ariane.remoting.eventloop import run
@@ -184,13 +189,7 @@ def _option_pairs(values: tuple[str, ...]) -> dict[str, str]:
     help="Set any RocketMQ property, e.g. -o autoCreateTopicEnable=false (repeatable; "
     "wins over the file).",
 )
-@log_level_option("Logging threshold.")
-@click.option(
-    "--log-file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Append logs to this file instead of stderr.",
-)
+@log_options("<storePathRootDir>/logs/broker.log")
 def broker(
     config_file: str | None,
     namesrv_addr: str | None,
@@ -203,9 +202,12 @@ def broker(
     options: tuple[str, ...],
     log_level: str,
     log_file: str | None,
+    log_max_bytes: int,
+    log_backup_count: int,
+    log_stderr: bool,
 ) -> None:
     """Run a RocketMQ-compatible broker until SIGTERM or SIGINT."""
-    configure_logging(log_level, log_file)
+    configure_logging(log_level, stderr=log_stderr)
     try:
         flags = _option_pairs(options)
         named = {
@@ -222,6 +224,14 @@ def broker(
     except ConfigError as exc:
         click.echo(f"ariane broker: bad config value: {exc}", err=True)
         sys.exit(2)
+    if log_file is None:
+        log_file = os.path.join(loaded.store.store_path_root_dir, "logs", "broker.log")
+    if log_file:
+        try:
+            add_log_file(log_file, log_max_bytes, log_backup_count)
+        except OSError as exc:
+            click.echo(f"ariane broker: cannot open log file {log_file}: {exc}", err=True)
+            sys.exit(2)
     for key in loaded.unknown:
         logger.warning("unknown config key %r ignored", key)
     for key in loaded.ignored:

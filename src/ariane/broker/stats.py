@@ -139,8 +139,9 @@ class BrokerStats:
         self.message_size: dict[str, Histogram] = {}
         self._next_due = {p: now + p for p in _TICK_WINDOWS}
         self._next_clean = now + _CLEAN_PERIOD_MS
-        # sampled from the first tick on (the store may not exist yet)
+        # the store's totals start at zero with the process (the store may not exist yet)
         self._store_samples: deque[tuple[int, StoreCounters]] = deque(maxlen=_STORE_SAMPLES)
+        self._store_samples.append((now, StoreCounters()))
         self._today = self._local_date()
         self.msg_put_total_yesterday_morning = 0
         self.msg_put_total_today_morning = 0

@@ -177,6 +177,8 @@ class StatsItemSet:
         if self._free:
             i = self._free.pop()
             self._keys[i] = key
+            for ring in self._rings.values():  # samples taken while it was free
+                ring.clear(i)
         else:
             i = len(self._keys)
             self._keys.append(key)
