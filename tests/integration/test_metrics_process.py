@@ -17,6 +17,12 @@ from ariane.remoting.blocking import BlockingRemotingClient
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.admin_bodies import ConsumeStats, TopicStatsTable
 from ariane.remoting.protocol.bodies import KVTable
+from ariane.remoting.protocol.client_bodies import (
+    ConsumerData,
+    HeartbeatData,
+    ProducerData,
+    SubscriptionData,
+)
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.stats_bodies import BrokerStatsData, ConsumeStatsList
@@ -93,10 +99,37 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Cluster, str, str]]:
         c.stop()
 
 
+def heartbeat(client: BlockingRemotingClient, addr: str) -> None:
+    """Register a producer and a push consumer of TOPIC on ``client``'s connection."""
+    data = HeartbeatData(
+        "127.0.0.1@metrics-test",
+        [ProducerData("MetricsPG")],
+        [ConsumerData(GROUP, subscription_data_set=[SubscriptionData.build(TOPIC, "*")])],
+    )
+    cmd = RemotingCommand.request(RequestCode.HEART_BEAT, {}, data.encode())
+    assert client.invoke(addr, cmd, 5_000).code == ResponseCode.SUCCESS
+
+
 def test_metrics_follow_a_producer_and_a_consumer(cluster: tuple[Cluster, str, str]) -> None:
     c, metrics, ns_metrics = cluster
-    addr = c.broker_addr()
+    with BlockingRemotingClient() as client:  # the clients' connection stays open
+        exported = producer_and_consumer(client, c.broker_addr(), metrics, ns_metrics)
+    # every metric the Grafana dashboard plots is exported
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    used = {m for e in exprs for m in re.findall(r"\b(?:rocketmq|ariane|process|python)_\w+", e)}
+    assert used
+    assert not used - exported, sorted(used - exported)
+
+
+def producer_and_consumer(
+    client: BlockingRemotingClient, addr: str, metrics: str, ns_metrics: str
+) -> set[str]:
+    """Produce, consume, commit; check the metrics at each step; returns the names exported."""
+    heartbeat(client, addr)
     before = scrape(metrics)
+    assert value(before, "rocketmq_producer_connections", language="python") == 1
+    assert value(before, "rocketmq_consumer_connections", consumer_group=GROUP) == 1
     assert value(before, "rocketmq_messages_in_total", topic=TOPIC) == 0
     for i in range(N):
         assert send_message(addr, TOPIC, f"m{i:02}".encode(), queue_id=i % QUEUES).code == 0
@@ -113,6 +146,13 @@ def test_metrics_follow_a_producer_and_a_consumer(cluster: tuple[Cluster, str, s
     pulled = [drain(addr, q, per_queue) for q in range(QUEUES)]
     assert sum(len(decode_records(b)) for b in pulled) == N
     pulled_bytes = sum(len(b) for b in pulled)
+    # the consumer gives up on one message: it goes to the group's dead-letter queue
+    first = decode_records(pulled[0])[0]
+    back = h.ConsumerSendMsgBackRequestHeader(
+        offset=first.commit_log_offset, group=GROUP, delay_level=-1, origin_topic=TOPIC
+    )
+    cmd = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, back.to_ext_fields())
+    assert client.invoke(addr, cmd, 5_000).code == ResponseCode.SUCCESS
     for q in range(QUEUES):
         commit(addr, q, per_queue // 2)
     lag_labels = {"consumer_group": GROUP, "topic": TOPIC}
@@ -151,6 +191,7 @@ def test_metrics_follow_a_producer_and_a_consumer(cluster: tuple[Cluster, str, s
         done, "ariane_rpc_oneway_requests_total", request_code="update_consumer_offset"
     ) == (2 * QUEUES)
     assert value(done, "process_resident_memory_bytes") > 0
+    assert value(done, "rocketmq_send_to_dlq_messages_total", consumer_group=GROUP) == 1
     assert value(done, "rocketmq_storage_size") > 0
 
     ns = scrape(ns_metrics)
@@ -158,11 +199,7 @@ def test_metrics_follow_a_producer_and_a_consumer(cluster: tuple[Cluster, str, s
     assert value(ns, "rocketmq_rpc_latency_count", request_code="register_broker") >= 1
 
     # every metric the Grafana dashboard plots is exported
-    exported = set(done) | set(ns)
-    dashboard = json.loads(DASHBOARD.read_text())
-    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
-    used = {m for e in exprs for m in re.findall(r"\b(?:rocketmq|ariane|process|python)_\w+", e)}
-    assert used and not used - exported, sorted(used - exported)
+    return set(done) | set(ns)
 
 
 def test_admin_statistics_are_live_and_consistent(cluster: tuple[Cluster, str, str]) -> None:
@@ -190,7 +227,8 @@ def test_admin_statistics_are_live_and_consistent(cluster: tuple[Cluster, str, s
         0.5,
     )
     out = BrokerStatsData.decode(view(addr, "GROUP_GET_NUMS", f"{TOPIC}@{GROUP}").body or b"")
-    assert out.stats_minute.sum == N and out.stats_minute.tps > 0
+    assert out.stats_minute.sum == N
+    assert out.stats_minute.tps > 0
     assert float(runtime_info(addr)["putTps"].split()[1]) > 0
 
     # statsAll reads TOPIC_PUT_NUMS and GET_TOPIC_STATS_INFO: the same window gives the same TPS
@@ -234,7 +272,8 @@ def test_servers_log_to_rotating_files_and_stderr(tmp_path: Path) -> None:
     finally:
         assert ns.stop() == 0
     ns_log = (tmp_path / "ns" / "logs" / "namesrv.log").read_text()
-    assert "name server started" in ns_log and "name server stopped" in ns_log
+    assert "name server started" in ns_log
+    assert "name server stopped" in ns_log
     assert "name server started" in ns.output()  # foreground: stderr too
     logs = sorted((tmp_path / "b" / "store" / "logs").glob("broker.log*"))
     assert [p.name for p in logs] == ["broker.log", "broker.log.1", "broker.log.2"]

@@ -39,14 +39,18 @@ def test_put_and_get_counters_and_minute_windows() -> None:
     stats.on_put("T", 10, 2000)
     stats.on_put("T", 1, 5000)
     stats.on_get("G", "T", 4)
-    assert stats.put_total == 11 and stats.get_total == 4
+    assert stats.put_total == 11
+    assert stats.get_total == 4
     assert stats.sets[BROKER_PUT_NUMS].value("C1") == 11
     assert stats.sets[BROKER_PUT_NUMS].times("C1") == 0  # RocketMQ does not count calls
     assert stats.topic_put_tps("T") == 0.0  # no sample yet
     ticks(stats, clock, 10)  # the first 10 s sample
-    minute, hour, day = stats.view(TOPIC_PUT_NUMS, "T") or ()
+    windows = stats.view(TOPIC_PUT_NUMS, "T")
+    assert windows is not None
+    minute, hour, day = windows
     assert minute == StatsSnapshot(11, 1.1, 5.5, 2)
-    assert hour == StatsSnapshot() and day == StatsSnapshot()
+    assert hour == StatsSnapshot()
+    assert day == StatsSnapshot()
     assert stats.view(TOPIC_PUT_SIZE, "T")[0].sum == 7000  # type: ignore[index]
     assert stats.group_get_tps("G", "T") == 0.4
     assert stats.view(GROUP_GET_NUMS, "T@G")[0].avgpt == 4.0  # type: ignore[index]
@@ -54,7 +58,8 @@ def test_put_and_get_counters_and_minute_windows() -> None:
     assert stats.view("NO_SUCH_STATS", "T") is None
     hist = stats.message_size["T"]
     # one observation per put of bytes per message: 200 B (<= 1 KiB) and 5000 B (<= 512 KiB)
-    assert hist.count == 2 and hist.counts[:3] == [1, 0, 1]
+    assert hist.count == 2
+    assert hist.counts[:3] == [1, 0, 1]
     ticks(stats, clock, 600)  # the first 10 min sample
     assert stats.view(TOPIC_PUT_NUMS, "T")[1].sum == 11  # type: ignore[index]
     assert stats.view(TOPIC_PUT_NUMS, "T")[0].sum == 0  # type: ignore[index]
@@ -116,10 +121,12 @@ def test_idle_and_deleted_topics_are_forgotten() -> None:
     stats.on_get_latency("G", "T", 3, 5)
     live.discard("U")
     ticks(stats, clock, 600)  # the 10 min clean-up: U is gone, T stays
-    assert "U" not in stats.sets[TOPIC_PUT_NUMS] and "U" not in stats.message_size
+    assert "U" not in stats.sets[TOPIC_PUT_NUMS]
+    assert "U" not in stats.message_size
     assert "T" in stats.sets[TOPIC_PUT_NUMS]
     ticks(stats, clock, 1800)  # 30 min without traffic: idle keys expire too
-    assert len(stats.sets[TOPIC_PUT_NUMS]) == 0 and len(stats.sets[GROUP_GET_LATENCY]) == 0
+    assert len(stats.sets[TOPIC_PUT_NUMS]) == 0
+    assert len(stats.sets[GROUP_GET_LATENCY]) == 0
     assert stats.sets[BROKER_GET_NUMS].value("DefaultCluster") == 1  # totals stay
 
 
@@ -133,7 +140,8 @@ def test_topic_and_group_deletion() -> None:
     stats.on_put_latency("T", 0, 1)
     stats.on_send_back("G", "T")
     stats.on_group_deleted("H")
-    assert "T@H" not in stats.sets[GROUP_GET_NUMS] and "T@G" in stats.sets[GROUP_GET_NUMS]
+    assert "T@H" not in stats.sets[GROUP_GET_NUMS]
+    assert "T@G" in stats.sets[GROUP_GET_NUMS]
     stats.on_topic_deleted("T")
     assert all(
         len(items) == 0 for name, items in stats.sets.items() if not name.startswith("BROKER")

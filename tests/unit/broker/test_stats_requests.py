@@ -57,7 +57,8 @@ def test_stats_requests_and_metrics(tmp_path: Path) -> None:
             for i in range(6):
                 assert (await b.send("T", b"x" * 100, queue_id=i % 2)).code == 0
             r = await b.answer(RequestCode.PULL_MESSAGE, b.pull_header("T", "G", sys_flag=0x4))
-            assert r.code == ResponseCode.SUCCESS and r.body
+            assert r.code == ResponseCode.SUCCESS
+            assert r.body
             pulled_bytes = len(r.body)
             stats = b.c.stats
             assert stats.sets[GROUP_GET_SIZE].value("T@G") == pulled_bytes
@@ -74,7 +75,8 @@ def test_stats_requests_and_metrics(tmp_path: Path) -> None:
             view = h.ViewBrokerStatsDataRequestHeader(stats_name="TOPIC_PUT_NUMS", stats_key="T")
             r = await b.answer(RequestCode.VIEW_BROKER_STATS_DATA, view)
             data = BrokerStatsData.decode(r.body or b"")
-            assert data.stats_minute.sum == 6 and data.stats_minute.tps == 0.6
+            assert data.stats_minute.sum == 6
+            assert data.stats_minute.tps == 0.6
             assert data.stats_minute.avgpt == 1.0
             view = h.ViewBrokerStatsDataRequestHeader(stats_name="GROUP_GET_NUMS", stats_key="T@G")
             data = BrokerStatsData.decode(

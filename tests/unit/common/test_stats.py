@@ -64,7 +64,8 @@ def test_the_books_worked_example() -> None:
     for i in range(7, 14):
         s.sample(MINUTE_PERIOD_MS, i * 10_000)
     assert s.minute("T") == StatsSnapshot(0, 0.0, 0.0, 0)
-    assert s.value("T") == 60 and s.times("T") == 6
+    assert s.value("T") == 60
+    assert s.times("T") == 6
 
 
 def test_a_key_not_sampled_yet_has_an_empty_window() -> None:
@@ -125,11 +126,13 @@ def test_key_limit_drops_and_counts() -> None:
     s = StatsItemSet("X", max_keys=2)
     for key in ("a", "b", "c", "c"):
         s.add(key, 1)
-    assert len(s) == 2 and "c" not in s
+    assert len(s) == 2
+    assert "c" not in s
     assert s.dropped == 2
     assert s.delete("a")
     s.add("c", 3)  # the freed column is reused, clean
-    assert s.value("c") == 3 and s.minute("c") == StatsSnapshot()
+    assert s.value("c") == 3
+    assert s.minute("c") == StatsSnapshot()
 
 
 def test_idle_keys_expire_and_deleted_columns_start_clean() -> None:
@@ -142,7 +145,9 @@ def test_idle_keys_expire_and_deleted_columns_start_clean() -> None:
         s.sample(MINUTE_PERIOD_MS, t * 10_000)
     s.add("fresh", 1)  # not sampled yet: never expired before its first sample
     assert s.expire_idle(75_000, 30_000) == 1
-    assert "idle" not in s and "busy" in s and "fresh" in s
+    assert "idle" not in s
+    assert "busy" in s
+    assert "fresh" in s
     s.add("again", 2)
     s.sample(MINUTE_PERIOD_MS, 80_000)
     assert s.minute("again") == StatsSnapshot(2, 0.2, 2.0, 1)

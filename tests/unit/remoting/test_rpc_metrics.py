@@ -38,7 +38,8 @@ def test_latency_buckets_and_code_names() -> None:
         rpc.after_response(ch, req, RemotingCommand.response(code))  # type: ignore[arg-type]
     snap = rpc.snapshot()
     ok = snap.latency[(RequestCode.SEND_MESSAGE_V2, ResponseCode.SUCCESS, False)]
-    assert ok.count == 2 and ok.sum == 4.5
+    assert ok.count == 2
+    assert ok.sum == 4.5
     assert ok.cumulative()[:3] == [(1.0, 1), (3.0, 1), (5.0, 2)]
     assert (RequestCode.SEND_MESSAGE_V2, ResponseCode.TOPIC_NOT_EXIST, False) in snap.latency
     assert request_code_name(RequestCode.SEND_MESSAGE_V2) == "send_message_v2"
@@ -79,7 +80,8 @@ def test_held_pulls_are_long_polling_and_dead_channels_are_pruned() -> None:
         rpc.before_request(ch, admin)  # type: ignore[arg-type]
         await asyncio.sleep(0)  # the loop turns: the pulls are held now
         snap = rpc.snapshot()
-        assert snap.held_pulls == 2 and snap.in_flight == {"admin": 1}
+        assert snap.held_pulls == 2
+        assert snap.in_flight == {"admin": 1}
         gone.close()
         assert rpc.prune() == 1
         rpc.after_response(ch, held, RemotingCommand.response(19))  # type: ignore[arg-type]
@@ -100,6 +102,7 @@ def test_histogram_rejects_bad_bounds_and_merges() -> None:
     a.observe(1)
     b.observe(3)
     a.merge(b)
-    assert a.cumulative() == [(1.0, 1), (2.0, 1), (float("inf"), 2)] and a.sum == 4
+    assert a.cumulative() == [(1.0, 1), (2.0, 1), (float("inf"), 2)]
+    assert a.sum == 4
     with pytest.raises(ValueError, match="different"):
         a.merge(Histogram([5]))

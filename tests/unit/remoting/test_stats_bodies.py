@@ -27,7 +27,8 @@ def test_java_bodies_decode() -> None:
     assert data.stats_day.sum == 60
     assert BrokerStatsData.decode(data.encode()) == data
     csl = ConsumeStatsList.decode(JAVA_LIST)
-    assert csl.broker_addr == "10.0.0.1:10911" and csl.total_diff == 3
+    assert csl.broker_addr == "10.0.0.1:10911"
+    assert csl.total_diff == 3
     assert csl.total_inflight_diff == -7
     (cs,) = csl.consume_stats_list[0]["G"]
     assert cs.offset_table[MessageQueue("T", "b", 0)].consumer_offset == 7
@@ -56,11 +57,10 @@ def test_defaults_and_numeric_strings() -> None:
     ],
 )  # fmt: skip
 def test_bad_bodies_raise_protocol_errors(body: bytes) -> None:
+    list_body = b"consumeStatsList" in body or b"totalDiff" in body
+    decode = ConsumeStatsList.decode if list_body else BrokerStatsData.decode
     with pytest.raises(RemoteProtocolError):
-        if b"consumeStatsList" in body or b"totalDiff" in body:
-            ConsumeStatsList.decode(body)
-        else:
-            BrokerStatsData.decode(body)
+        decode(body)
 
 
 @given(st.binary(max_size=200))
