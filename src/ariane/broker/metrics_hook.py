@@ -5,10 +5,10 @@ From every answered request it feeds :class:`~ariane.broker.stats.BrokerStats` w
 
 * pulls answered with messages: ``GROUP_GET_SIZE`` (answer body bytes, RocketMQ's
   ``bufferTotalSize``) and, unless the pull was held, ``GROUP_GET_LATENCY`` (ms);
-* stored sends: ``TOPIC_PUT_LATENCY`` (ms, key ``queueId@topic``);
 * CONSUMER_SEND_MSG_BACK successes: ``SNDBCK_PUT_NUMS`` (key ``originTopic@group``).
 
-Message and byte counts of sends and pulls come from the processors (``on_put``/``on_get``).
+Message and byte counts of sends and pulls come from the processors (``on_put``/``on_get``);
+sends cost the hook only the latency histogram.
 """
 
 from __future__ import annotations
@@ -19,18 +19,6 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["BrokerRpcMetrics"]
-
-_SEND_CODES = frozenset(
-    {RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE}
-)
-_STORED = frozenset(
-    {
-        ResponseCode.SUCCESS,
-        ResponseCode.FLUSH_DISK_TIMEOUT,
-        ResponseCode.FLUSH_SLAVE_TIMEOUT,
-        ResponseCode.SLAVE_NOT_AVAILABLE,
-    }
-)
 
 
 def _int(text: str | None) -> int | None:
@@ -46,6 +34,8 @@ class BrokerRpcMetrics(RpcMetrics):
     Args:
         stats: the broker's statistics.
     """
+
+    answer_codes = PULL_CODES | {RequestCode.CONSUMER_SEND_MSG_BACK}
 
     def __init__(self, stats: BrokerStats) -> None:
         super().__init__()
@@ -67,14 +57,6 @@ class BrokerRpcMetrics(RpcMetrics):
             queue_id = _int(ext.get("queueId"))
             if not long_polling and queue_id is not None:
                 self.stats.on_get_latency(group, topic, queue_id, int(ms))
-        elif code in _SEND_CODES:
-            if response.code not in _STORED:
-                return
-            topic = ext.get("b") if code != RequestCode.SEND_MESSAGE else None
-            topic = topic or ext.get("topic")
-            queue_id = _int(response.ext_fields.get("queueId"))
-            if topic is not None and queue_id is not None:
-                self.stats.on_put_latency(topic, queue_id, int(ms))
         elif code == RequestCode.CONSUMER_SEND_MSG_BACK and response.code == ResponseCode.SUCCESS:
             group, topic = ext.get("group"), ext.get("originTopic")
             if group is not None and topic is not None:

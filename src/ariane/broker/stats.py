@@ -18,6 +18,7 @@ midnight (``BrokerStats.record``) and, every 10 minutes, forgets keys idle for
 from __future__ import annotations
 
 import datetime
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -41,7 +42,6 @@ __all__ = [
     "MESSAGE_SIZE_BUCKETS",
     "SNDBCK_PUT_NUMS",
     "STATS_NAMES",
-    "TOPIC_PUT_LATENCY",
     "TOPIC_PUT_NUMS",
     "TOPIC_PUT_SIZE",
     "BrokerStats",
@@ -56,14 +56,14 @@ SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 GROUP_GET_LATENCY = "GROUP_GET_LATENCY"
-TOPIC_PUT_LATENCY = "TOPIC_PUT_LATENCY"
 #: Every stats name VIEW_BROKER_STATS_DATA answers for.
 STATS_NAMES = (
     TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS,
-    BROKER_PUT_NUMS, BROKER_GET_NUMS, GROUP_GET_LATENCY, TOPIC_PUT_LATENCY,
+    BROKER_PUT_NUMS, BROKER_GET_NUMS, GROUP_GET_LATENCY,
 )  # fmt: skip
 #: ``rocketmq_message_size`` buckets (bytes), RocketMQ 5's view: 1 KiB ... 4 MiB.
 MESSAGE_SIZE_BUCKETS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
+_SIZE_BOUNDS = tuple(float(b) for b in MESSAGE_SIZE_BUCKETS)
 
 _TICK_WINDOWS = (MINUTE_PERIOD_MS, HOUR_PERIOD_MS, DAY_PERIOD_MS)
 _CLEAN_PERIOD_MS = 600_000
@@ -135,6 +135,9 @@ class BrokerStats:
         self._group_get_nums = self.sets[GROUP_GET_NUMS]
         self._broker_put = self.sets[BROKER_PUT_NUMS]
         self._broker_get = self.sets[BROKER_GET_NUMS]
+        # the BROKER_* totals are plain counters, moved into their stats items when read
+        self._put_total = self._put_synced = 0
+        self._get_total = self._get_synced = 0
         #: ``rocketmq_message_size`` per topic (one observation per put: bytes / messages).
         self.message_size: dict[str, Histogram] = {}
         self._next_due = {p: now + p for p in _TICK_WINDOWS}
@@ -162,18 +165,29 @@ class BrokerStats:
         """Count ``msgs`` messages (``size`` stored bytes) put into ``topic`` by one request."""
         self._topic_put_nums.add(topic, msgs)
         self._topic_put_size.add(topic, size)
-        self._broker_put.add(self.cluster_name, msgs, 0)
+        self._put_total += msgs
         hist = self.message_size.get(topic)
         if hist is None:
             if topic not in self._topic_put_nums:  # over the key limit: not tracked
                 return
             hist = self.message_size[topic] = Histogram(MESSAGE_SIZE_BUCKETS)
-        hist.observe(size // msgs if msgs else size)
+        each = size / msgs if msgs else size
+        hist.counts[bisect_left(_SIZE_BOUNDS, each)] += 1
+        hist.sum += each
+        hist.count += 1
 
     def on_get(self, group: str, topic: str, msgs: int) -> None:
         """Count ``msgs`` messages of ``topic`` handed to ``group`` by one pull."""
         self._group_get_nums.add(f"{topic}@{group}", msgs)
-        self._broker_get.add(self.cluster_name, msgs, 0)
+        self._get_total += msgs
+
+    def _sync_totals(self) -> None:
+        if self._put_total != self._put_synced:
+            self._broker_put.add(self.cluster_name, self._put_total - self._put_synced, 0)
+            self._put_synced = self._put_total
+        if self._get_total != self._get_synced:
+            self._broker_get.add(self.cluster_name, self._get_total - self._get_synced, 0)
+            self._get_synced = self._get_total
 
     # -- from the remoting hook ----------------------------------------------------------------
 
@@ -185,10 +199,6 @@ class BrokerStats:
         """Record how long one successful pull took (``GROUP_GET_LATENCY``)."""
         self.sets[GROUP_GET_LATENCY].add(f"{queue_id}@{topic}@{group}", ms)
 
-    def on_put_latency(self, topic: str, queue_id: int, ms: int) -> None:
-        """Record how long one successful send took (``TOPIC_PUT_LATENCY``)."""
-        self.sets[TOPIC_PUT_LATENCY].add(f"{queue_id}@{topic}", ms)
-
     def on_send_back(self, group: str, topic: str) -> None:
         """Count one message a consumer sent back (``SNDBCK_PUT_NUMS``)."""
         self.sets[SNDBCK_PUT_NUMS].add(f"{topic}@{group}", 1)
@@ -198,12 +208,12 @@ class BrokerStats:
     @property
     def put_total(self) -> int:
         """Messages put by clients since start (``BROKER_PUT_NUMS``)."""
-        return self._broker_put.value(self.cluster_name)
+        return self._put_total
 
     @property
     def get_total(self) -> int:
         """Messages handed to consumers since start (``BROKER_GET_NUMS``)."""
-        return self._broker_get.value(self.cluster_name)
+        return self._get_total
 
     def topic_put_tps(self, topic: str) -> float:
         """``TOPIC_PUT_NUMS`` minute TPS of ``topic`` (``tpsTopicPutNums``)."""
@@ -223,6 +233,7 @@ class BrokerStats:
         items = self.sets.get(name)
         if items is None:
             return None
+        self._sync_totals()
         minute, hour, day = items.minute(key), items.hour(key), items.day(key)
         if minute is None or hour is None or day is None:
             return None
@@ -250,6 +261,7 @@ class BrokerStats:
         """Every second: take due samples, shift the morning totals, forget idle keys."""
         now = self._mono_ms()
         self._store_samples.append((now, self.store_counters()))
+        self._sync_totals()
         for period, due in self._next_due.items():
             if now >= due:
                 for items in self.sets.values():
@@ -296,7 +308,6 @@ class BrokerStats:
         for name in (GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS):
             self.sets[name].delete_where("prefix", topic)
         self.sets[GROUP_GET_LATENCY].delete_where("infix", topic)
-        self.sets[TOPIC_PUT_LATENCY].delete_where("suffix", topic)
         self.message_size.pop(topic, None)
 
     def on_group_deleted(self, group: str) -> None:
@@ -312,6 +323,6 @@ def _topic_of(name: str, key: str) -> str | None:
     if name in (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE):
         return key
     parts = key.split("@")
-    if name in (GROUP_GET_LATENCY, TOPIC_PUT_LATENCY):
+    if name == GROUP_GET_LATENCY:
         return parts[1] if len(parts) > 1 else None
     return parts[0]
