@@ -33,12 +33,13 @@ class BrokerRpcMetrics(RpcMetrics):
 
     Args:
         stats: the broker's statistics.
+        timing: measure every request (only when metrics are exported).
     """
 
     answer_codes = PULL_CODES | {RequestCode.CONSUMER_SEND_MSG_BACK}
 
-    def __init__(self, stats: BrokerStats) -> None:
-        super().__init__()
+    def __init__(self, stats: BrokerStats, *, timing: bool = True) -> None:
+        super().__init__(timing=timing)
         self.stats = stats
 
     def on_answer(

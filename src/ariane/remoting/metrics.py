@@ -10,7 +10,8 @@ Requests still waiting for their answer are the in-flight table behind
 ``rocketmq_processor_watermark``; entries of closed connections are pruned.
 
 Codes outside the known enums are recorded as ``-1`` so a peer sending random codes cannot
-create unbounded series. Everything runs on the event loop thread; readers copy with
+create unbounded series. With ``timing=False`` only the subclass's ``answer_codes`` are looked
+at (a broker that exports no metrics pays nothing for the other requests). Everything runs on the event loop thread; readers copy with
 ``snapshot()``.
 """
 
@@ -116,15 +117,22 @@ class RpcMetrics:
     Args:
         clock_ns: monotonic nanoseconds (tests pass a fake).
         max_pending: most unanswered requests tracked (older ones are forgotten beyond it).
+        timing: measure every request; when false only ``answer_codes`` are looked at (the
+            broker without a metrics endpoint: its statistics need them, nothing else does).
     """
 
     #: request codes whose answers ``on_answer`` sees (subclasses set it)
     answer_codes: frozenset[int] = frozenset()
 
     def __init__(
-        self, clock_ns: Callable[[], int] = time.perf_counter_ns, max_pending: int = 200_000
+        self,
+        clock_ns: Callable[[], int] = time.perf_counter_ns,
+        max_pending: int = 200_000,
+        *,
+        timing: bool = True,
     ) -> None:
         self.clock_ns = clock_ns
+        self.timing = timing
         self.max_pending = max_pending
         self.latency: dict[tuple[int, int, bool], Histogram] = {}
         self.oneway: dict[int, int] = {}
@@ -135,6 +143,8 @@ class RpcMetrics:
     def before_request(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         """Note the arrival of ``request``."""
         code = request.code
+        if not self.timing and code not in self.answer_codes:
+            return None
         if request.flag & FLAG_ONEWAY:
             if code not in _REQUEST_CODES:
                 code = -1
@@ -157,6 +167,8 @@ class RpcMetrics:
         self, channel: Channel, request: RemotingCommand, response: RemotingCommand | None
     ) -> None:
         """Measure the answer to ``request``."""
+        if not self.timing and request.code not in self.answer_codes:
+            return
         entry = self._pending.pop(id(request), None)
         if entry is None or response is None:
             return
