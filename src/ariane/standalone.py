@@ -34,9 +34,9 @@ import click
 
 from ariane.common.javaprops import parse_properties
 from ariane.common.process import (
-    DEFAULT_LOG_BACKUP_COUNT,
-    DEFAULT_LOG_MAX_BYTES,
+    log_backup_count_option,
     log_level_option,
+    log_max_bytes_option,
 )
 
 __all__ = ["standalone"]
@@ -272,20 +272,8 @@ def _fail(reason: str, child: _Child | None) -> None:
     help="Serve the NameServer's Prometheus /metrics on this port.",
 )
 @log_level_option("Logging threshold of both servers.")
-@click.option(
-    "--log-max-bytes",
-    type=click.IntRange(min=0),
-    default=DEFAULT_LOG_MAX_BYTES,
-    show_default=True,
-    help="Roll each server's log file over at this size (0: never).",
-)
-@click.option(
-    "--log-backup-count",
-    type=click.IntRange(min=0),
-    default=DEFAULT_LOG_BACKUP_COUNT,
-    show_default=True,
-    help="Rolled-over log files kept per server.",
-)
+@log_max_bytes_option()
+@log_backup_count_option()
 def standalone(
     data_dir: str,
     namesrv_port: int,

@@ -23,9 +23,9 @@ import click
 from ariane.broker.config import LoadedConfig, load_properties
 from ariane.common.javaprops import parse_properties
 from ariane.common.process import (
-    add_log_file,
     configure_logging,
     log_options,
+    open_log_file,
     raise_open_file_limit,
 )
 from ariane.errors import ConfigError, StoreError
@@ -224,14 +224,8 @@ def broker(
     except ConfigError as exc:
         click.echo(f"ariane broker: bad config value: {exc}", err=True)
         sys.exit(2)
-    if log_file is None:
-        log_file = os.path.join(loaded.store.store_path_root_dir, "logs", "broker.log")
-    if log_file:
-        try:
-            add_log_file(log_file, log_max_bytes, log_backup_count)
-        except OSError as exc:
-            click.echo(f"ariane broker: cannot open log file {log_file}: {exc}", err=True)
-            sys.exit(2)
+    default_log = os.path.join(loaded.store.store_path_root_dir, "logs", "broker.log")
+    open_log_file("ariane broker", log_file, default_log, log_max_bytes, log_backup_count)
     for key in loaded.unknown:
         logger.warning("unknown config key %r ignored", key)
     for key in loaded.ignored:

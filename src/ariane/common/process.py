@@ -26,8 +26,11 @@ __all__ = [
     "LOG_FORMAT",
     "add_log_file",
     "configure_logging",
+    "log_backup_count_option",
     "log_level_option",
+    "log_max_bytes_option",
     "log_options",
+    "open_log_file",
     "raise_open_file_limit",
 ]
 
@@ -80,6 +83,21 @@ def add_log_file(
     logging.getLogger().addHandler(_mark(handler))
 
 
+def open_log_file(
+    prog: str, log_file: str | None, default: str, max_bytes: int, backup_count: int
+) -> None:
+    """Start logging to ``log_file`` (``default`` when None, nothing when empty); a file that
+    cannot be opened ends the process with status 2 and one line on stderr."""
+    path = default if log_file is None else log_file
+    if not path:
+        return
+    try:
+        add_log_file(path, max_bytes, backup_count)
+    except OSError as exc:
+        click.echo(f"{prog}: cannot open log file {path}: {exc}", err=True)
+        sys.exit(2)
+
+
 def raise_open_file_limit() -> None:
     """Lift the soft descriptor limit to the hard one so many clients can connect."""
     try:
@@ -101,6 +119,28 @@ def log_level_option(help_text: str) -> Callable[[Any], Any]:
     )
 
 
+def log_max_bytes_option() -> Callable[[Any], Any]:
+    """``--log-max-bytes``: the size at which log files roll over."""
+    return click.option(
+        "--log-max-bytes",
+        type=click.IntRange(min=0),
+        default=DEFAULT_LOG_MAX_BYTES,
+        show_default=True,
+        help="Roll the log file over at this size (0: never).",
+    )
+
+
+def log_backup_count_option() -> Callable[[Any], Any]:
+    """``--log-backup-count``: how many rolled-over log files are kept."""
+    return click.option(
+        "--log-backup-count",
+        type=click.IntRange(min=0),
+        default=DEFAULT_LOG_BACKUP_COUNT,
+        show_default=True,
+        help="Rolled-over log files kept.",
+    )
+
+
 def log_options(default_file: str) -> Callable[[Any], Any]:
     """``--log-level``, ``--log-file``, ``--log-max-bytes``, ``--log-backup-count`` and
     ``--log-stderr/--no-log-stderr`` for a server launcher.
@@ -116,20 +156,8 @@ def log_options(default_file: str) -> Callable[[Any], Any]:
             default=None,
             help=f"Log file, rotated by size (default {default_file}; '' for none).",
         ),
-        click.option(
-            "--log-max-bytes",
-            type=click.IntRange(min=0),
-            default=DEFAULT_LOG_MAX_BYTES,
-            show_default=True,
-            help="Roll the log file over at this size (0: never).",
-        ),
-        click.option(
-            "--log-backup-count",
-            type=click.IntRange(min=0),
-            default=DEFAULT_LOG_BACKUP_COUNT,
-            show_default=True,
-            help="Rolled-over log files kept.",
-        ),
+        log_max_bytes_option(),
+        log_backup_count_option(),
         click.option(
             "--log-stderr/--no-log-stderr",
             default=True,

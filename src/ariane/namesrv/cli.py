@@ -18,9 +18,9 @@ import click
 
 from ariane.common.javaprops import parse_properties
 from ariane.common.process import (
-    add_log_file,
     configure_logging,
     log_options,
+    open_log_file,
     raise_open_file_limit,
 )
 from ariane.errors import ConfigError
@@ -171,14 +171,8 @@ def namesrv(
     except ConfigError as exc:
         click.echo(f"ariane namesrv: bad config value: {exc}", err=True)
         sys.exit(2)
-    if log_file is None:
-        home = data_dir if data_dir is not None else DEFAULT_HOME
-        log_file = os.path.join(home, "logs", "namesrv.log")
-    if log_file:
-        try:
-            add_log_file(log_file, log_max_bytes, log_backup_count)
-        except OSError as exc:
-            click.echo(f"ariane namesrv: cannot open log file {log_file}: {exc}", err=True)
-            sys.exit(2)
+    home = data_dir if data_dir is not None else DEFAULT_HOME
+    default_log = os.path.join(home, "logs", "namesrv.log")
+    open_log_file("ariane namesrv", log_file, default_log, log_max_bytes, log_backup_count)
     raise_open_file_limit()
     sys.exit(run(_serve(config)))
