@@ -2,7 +2,9 @@
 ``DefaultStoreMetricsManager``, ``ConsumerLagCalculator``), built at scrape time.
 
 How it works: ``BrokerMetrics.build()`` runs on the event loop for each scrape (see
-:mod:`ariane.observability.exporter`) and reads the counters the broker keeps anyway: the
+:mod:`ariane.observability.exporter`); what may touch the disk (timestamps of the oldest
+unconsumed messages, disk usage) is finished on the HTTP thread. It reads the counters the
+broker keeps anyway: the
 stats sets (message and byte counters per topic and per topic@group), the remoting hook's
 latency histograms and in-flight table, the client registry, the consumer offsets and the
 store's positions. Names, label names and units are RocketMQ 5's (``docs/metrics.md``);
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -47,6 +50,8 @@ _PROCESSORS = (
     "consumer_manager", "admin", "transaction",
 )  # fmt: skip
 _SYS_GROUP_PREFIX = "cid_rmq_sys_"
+_MEDIUM = ["storage_type", "storage_medium"]
+_WHERE = ["local", "disk"]
 _TIMER_TOPIC = "rmq_sys_wheel_timer"
 _CONSUME_MODES = {
     ConsumeType.CONSUME_ACTIVELY: "pull",
@@ -103,9 +108,9 @@ class _Lag:
     lag: int = 0
     inflight: int = 0
     ready: int = 0
-    earliest_unconsumed_ms: int = 0
-    earliest_unpulled_ms: int = 0
-    queues: list[tuple[int, int]] = field(default_factory=list)
+    queues: list[tuple[int, int]] = field(default_factory=list)  # (queue id, lag)
+    # (queue id, offset of the oldest unconsumed or -1, of the oldest unpulled or -1)
+    reads: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 class BrokerMetrics:
@@ -127,17 +132,25 @@ class BrokerMetrics:
         )
         return labels
 
-    def build(self) -> list[Metric]:
-        """Every family, read now (call on the event loop)."""
+    def build(self) -> Callable[[], list[Metric]]:
+        """Read the broker's state now (call on the event loop); the returned function finishes
+        the families off the loop: it reads message timestamps and disk usage, which may
+        touch the disk."""
         fam = Families(self.common_labels(), self.broker.config.metrics_cardinality_limit)
         self._broker_state(fam)
         self._messages(fam)
         self._connections(fam)
-        self._lag(fam)
+        lags = [(g, t, self._lag_of(g, t)) for g, t in self._lag_pairs()]
         self._rpc(fam)
         self._storage(fam)
         self._stats_sets(fam)
-        return fam.finish()
+
+        def finish() -> list[Metric]:
+            self._lag(fam, lags)
+            self._disk(fam)
+            return fam.finish()
+
+        return finish
 
     # -- broker state -----------------------------------------------------------------------
 
@@ -272,11 +285,11 @@ class BrokerMetrics:
             (g, t) for g, t in pairs if t in b.topics.table and not t.startswith(DLQ_PREFIX)
         )
 
-    def _lag_of(self, group: str, topic: str, now_ms: int) -> _Lag:
+    def _lag_of(self, group: str, topic: str) -> _Lag:
+        """Offsets of one (group, topic): in memory, cheap (on the loop)."""
         b = self.broker
         store = b.store
         out = _Lag()
-        unconsumed = unpulled = 0
         for q in range(b.topics.table[topic].write_queue_nums):
             max_offset = max(0, store.get_max_offset_in_queue(topic, q))
             consumer = b.offsets.query(group, topic, q)
@@ -289,19 +302,31 @@ class BrokerMetrics:
             out.inflight += pulled - consumer
             out.ready += max_offset - pulled
             out.queues.append((q, lag))
-            if lag > 0:
+            out.reads.append(
+                (q, consumer if lag > 0 else -1, pulled if max_offset > pulled else -1)
+            )
+        return out
+
+    def _ages(self, topic: str, lag: _Lag, now_ms: int) -> tuple[int, int]:
+        """Ages (ms) of the oldest unconsumed and oldest unpulled messages (off the loop:
+        reading a store timestamp may fault a page in)."""
+        store = self.broker.store
+        unconsumed = unpulled = 0
+        for q, consumer, pulled in lag.reads:
+            if consumer >= 0:
                 ts = store.get_message_store_timestamp(topic, q, consumer)
                 if ts > 0 and (unconsumed == 0 or ts < unconsumed):
                     unconsumed = ts
-            if max_offset > pulled:
+            if pulled >= 0:
                 ts = store.get_message_store_timestamp(topic, q, pulled)
                 if ts > 0 and (unpulled == 0 or ts < unpulled):
                     unpulled = ts
-        out.earliest_unconsumed_ms = max(0, now_ms - unconsumed) if unconsumed else 0
-        out.earliest_unpulled_ms = max(0, now_ms - unpulled) if unpulled else 0
-        return out
+        return (
+            max(0, now_ms - unconsumed) if unconsumed else 0,
+            max(0, now_ms - unpulled) if unpulled else 0,
+        )
 
-    def _lag(self, fam: Families) -> None:
+    def _lag(self, fam: Families, lags: list[tuple[str, str, _Lag]]) -> None:
         labels = ["consumer_group", "topic", "is_retry", "is_system"]
         lag_msgs, lag_ms, inflight, queueing, ready = (
             fam.gauge(name, doc, labels) for name, doc in _LAG_FAMILIES
@@ -312,14 +337,14 @@ class BrokerMetrics:
             ["consumer_group", "topic", "queue_id"],
         )
         now = self.broker.clock.now_ms()
-        for group, topic in self._lag_pairs():
-            lag = self._lag_of(group, topic, now)
+        for group, topic, lag in lags:
             system = is_system_topic(topic) or _is_system_group(group)
             values = [group, topic, _bool(topic.startswith(RETRY_PREFIX)), _bool(system)]
+            unconsumed_ms, unpulled_ms = self._ages(topic, lag, now)
             lag_msgs.add(values, lag.lag)
-            lag_ms.add(values, lag.earliest_unconsumed_ms)
+            lag_ms.add(values, unconsumed_ms)
             inflight.add(values, lag.inflight)
-            queueing.add(values, lag.earliest_unpulled_ms)
+            queueing.add(values, unpulled_ms)
             ready.add(values, lag.ready)
             for q, n in lag.queues:
                 per_queue.add([group, topic, str(q)], n)
@@ -333,36 +358,15 @@ class BrokerMetrics:
 
     def _storage(self, fam: Families) -> None:
         store = self.broker.store
-        root = store.config.store_path_root_dir
-        medium = ["storage_type", "storage_medium"]
-        where = ["local", "disk"]
-        try:
-            usage = shutil.disk_usage(root if os.path.isdir(root) else os.path.dirname(root))
-        except OSError:
-            usage = None
-        if usage is not None:
-            fam.gauge("rocketmq_storage_size", "Used bytes of the store's partition", medium).add(
-                where, usage.total - usage.free
-            )
         cl = store.commit_log
         fam.gauge(
-            "rocketmq_storage_flush_behind_bytes", "CommitLog bytes not flushed yet", medium
-        ).add(where, max(0, cl.max_offset - cl.flushed_where))
+            "rocketmq_storage_flush_behind_bytes", "CommitLog bytes not flushed yet", _MEDIUM
+        ).add(_WHERE, max(0, cl.max_offset - cl.flushed_where))
         fam.gauge(
             "rocketmq_storage_dispatch_behind_bytes",
             "CommitLog bytes not dispatched to ConsumeQueues yet",
-            medium,
-        ).add(where, store.dispatch_behind_bytes())
-        earliest = self.broker.earliest_message_time()
-        if earliest > 0:
-            fam.gauge(
-                "rocketmq_storage_message_reserve_time",
-                "Age of the oldest stored message in milliseconds",
-                medium,
-            ).add(where, max(0, self.broker.clock.now_ms() - earliest))
-        fam.gauge(
-            "ariane_storage_commitlog_disk_ratio", "Used fraction of the CommitLog's partition"
-        ).add([], store.disk_usage(store.config.commit_log_dir))
+            _MEDIUM,
+        ).add(_WHERE, store.dispatch_behind_bytes())
         fam.gauge("ariane_storage_writeable", "1 while the store accepts puts").add(
             [], 1 if store.is_writeable else 0
         )
@@ -376,6 +380,29 @@ class BrokerMetrics:
             "ariane_storage_flush_latency_seconds", "Time of CommitLog flushes that wrote data"
         )
         flush.add([], cl.flush_latency)
+
+    def _disk(self, fam: Families) -> None:
+        """Disk usage and the oldest message (off the loop: file system calls, page reads)."""
+        store = self.broker.store
+        root = store.config.store_path_root_dir
+        try:
+            usage = shutil.disk_usage(root if os.path.isdir(root) else os.path.dirname(root))
+        except OSError:
+            usage = None
+        if usage is not None:
+            fam.gauge("rocketmq_storage_size", "Used bytes of the store's partition", _MEDIUM).add(
+                _WHERE, usage.total - usage.free
+            )
+        fam.gauge(
+            "ariane_storage_commitlog_disk_ratio", "Used fraction of the CommitLog's partition"
+        ).add([], store.disk_usage(store.config.commit_log_dir))
+        earliest = self.broker.earliest_message_time()
+        if earliest > 0:
+            fam.gauge(
+                "rocketmq_storage_message_reserve_time",
+                "Age of the oldest stored message in milliseconds",
+                _MEDIUM,
+            ).add(_WHERE, max(0, self.broker.clock.now_ms() - earliest))
 
     def _stats_sets(self, fam: Families) -> None:
         keys = fam.gauge("ariane_stats_keys", "Keys tracked per stats item", ["stats_name"])

@@ -4,8 +4,9 @@ How it works: prometheus-client's threaded WSGI server runs on its own daemon th
 serves a private registry holding the process, platform and GC collectors and one
 ``LoopCollector``. At each scrape that collector asks the event loop to build the server's
 metric families (``build``), so broker state is only ever read on the loop thread and
-nothing is recorded per message for Prometheus; the text encoding happens on the HTTP
-thread. A loop that does not answer within ``timeout_s`` makes the scrape fail (HTTP 500)
+nothing is recorded per message for Prometheus. A ``build`` may return a function instead of
+families: it runs on the HTTP thread, for the parts that may block on the disk (message
+timestamps, file system statistics); the text encoding happens there too. A loop that does not answer within ``timeout_s`` makes the scrape fail (HTTP 500)
 instead of hanging it.
 """
 
@@ -15,6 +16,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from typing import TypeAlias
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import (
@@ -36,27 +38,37 @@ class MetricsBindError(OSError):
     """The metrics endpoint's address cannot be bound."""
 
 
+#: What a collector's ``build`` returns: the families, or a function finishing them off the
+#: loop (for work that may block, such as disk reads).
+Built: TypeAlias = list[Metric] | Callable[[], list[Metric]]
+
+
 class LoopCollector(Collector):
     """A collector whose families are built on an asyncio loop.
 
     Args:
         loop: the loop that owns the state read by ``build``.
-        build: returns the families (called on ``loop``).
+        build: returns the families, or a function that finishes them on the HTTP thread
+            (called on ``loop``).
         timeout_s: how long a scrape waits for the loop.
     """
 
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        build: Callable[[], list[Metric]],
+        build: Callable[[], Built],
         timeout_s: float = 10.0,
     ) -> None:
         self.loop = loop
         self.build = build
         self.timeout_s = timeout_s
 
-    async def _build(self) -> list[Metric]:
-        return self.build()
+    async def _build(self) -> Built:
+        try:
+            return self.build()
+        except Exception:
+            logger.exception("building the metrics failed")
+            raise
 
     def collect(self) -> Iterable[Metric]:
         """Build the families on the loop (called on the HTTP thread).
@@ -68,10 +80,11 @@ class LoopCollector(Collector):
             return []
         future = asyncio.run_coroutine_threadsafe(self._build(), self.loop)
         try:
-            return future.result(self.timeout_s)
+            built = future.result(self.timeout_s)
         except TimeoutError:
             future.cancel()
             raise
+        return built() if callable(built) else built
 
     def describe(self) -> Iterable[Metric]:
         """Nothing up front: the families are only known at scrape time."""

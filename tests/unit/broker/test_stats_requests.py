@@ -31,7 +31,7 @@ class _Static(Collector):
 def scrape(b: Broker) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
     """name -> {sorted labels without the common ones: value} of one exposition."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Static(BrokerMetrics(b.c).build()))
+    registry.register(_Static(BrokerMetrics(b.c).build()()))
     text = generate_latest(registry).decode()
     out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
     for fam in text_string_to_metric_families(text):
