@@ -13,19 +13,12 @@ sends cost the hook only the latency histogram.
 
 from __future__ import annotations
 
-from ariane.broker.stats import BrokerStats
+from ariane.broker.stats import GROUP_GET_LATENCY, GROUP_GET_SIZE, BrokerStats
 from ariane.remoting.metrics import PULL_CODES, RpcMetrics
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["BrokerRpcMetrics"]
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
 
 
 class BrokerRpcMetrics(RpcMetrics):
@@ -41,6 +34,8 @@ class BrokerRpcMetrics(RpcMetrics):
     def __init__(self, stats: BrokerStats, *, timing: bool = True) -> None:
         super().__init__(timing=timing)
         self.stats = stats
+        self._get_size = stats.sets[GROUP_GET_SIZE]
+        self._get_latency = stats.sets[GROUP_GET_LATENCY]
 
     def on_answer(
         self, request: RemotingCommand, response: RemotingCommand, ms: float, long_polling: bool
@@ -49,15 +44,17 @@ class BrokerRpcMetrics(RpcMetrics):
         code = request.code
         ext = request.ext_fields
         if code in PULL_CODES:
-            if response.code != ResponseCode.SUCCESS or not response.body:
+            body = response.body
+            if response.code != ResponseCode.SUCCESS or not body:
                 return
             group, topic = ext.get("consumerGroup"), ext.get("topic")
             if group is None or topic is None:
                 return
-            self.stats.on_get_size(group, topic, len(response.body))
-            queue_id = _int(ext.get("queueId"))
-            if not long_polling and queue_id is not None:
-                self.stats.on_get_latency(group, topic, queue_id, int(ms))
+            key = f"{topic}@{group}"  # RocketMQ's keys, built once (hot path)
+            self._get_size.add(key, len(body))
+            queue_id = ext.get("queueId")
+            if not long_polling and queue_id is not None and queue_id.isdigit():
+                self._get_latency.add(f"{queue_id}@{key}", int(ms))
         elif code == RequestCode.CONSUMER_SEND_MSG_BACK and response.code == ResponseCode.SUCCESS:
             group, topic = ext.get("group"), ext.get("originTopic")
             if group is not None and topic is not None:

@@ -32,6 +32,17 @@ from ariane.common.stats import (
     StatsItemSet,
     StatsSnapshot,
 )
+from ariane.remoting.protocol.stats_bodies import (
+    BROKER_GET_NUMS,
+    BROKER_PUT_NUMS,
+    GROUP_GET_LATENCY,
+    GROUP_GET_NUMS,
+    GROUP_GET_SIZE,
+    SNDBCK_PUT_NUMS,
+    STATS_NAMES,
+    TOPIC_PUT_NUMS,
+    TOPIC_PUT_SIZE,
+)
 
 __all__ = [
     "BROKER_GET_NUMS",
@@ -48,19 +59,6 @@ __all__ = [
     "StoreCounters",
 ]
 
-TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
-TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
-GROUP_GET_NUMS = "GROUP_GET_NUMS"
-GROUP_GET_SIZE = "GROUP_GET_SIZE"
-SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
-BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
-BROKER_GET_NUMS = "BROKER_GET_NUMS"
-GROUP_GET_LATENCY = "GROUP_GET_LATENCY"
-#: Every stats name VIEW_BROKER_STATS_DATA answers for.
-STATS_NAMES = (
-    TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS,
-    BROKER_PUT_NUMS, BROKER_GET_NUMS, GROUP_GET_LATENCY,
-)  # fmt: skip
 #: ``rocketmq_message_size`` buckets (bytes), RocketMQ 5's view: 1 KiB ... 4 MiB.
 MESSAGE_SIZE_BUCKETS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
 _SIZE_BOUNDS = tuple(float(b) for b in MESSAGE_SIZE_BUCKETS)

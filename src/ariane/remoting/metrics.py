@@ -95,20 +95,9 @@ class RpcSnapshot:
     held_pulls: int
 
 
-class _PullMark:
-    """Cleared one loop iteration after a pull arrived: an answer after that was held."""
-
-    __slots__ = ("same_iteration",)
-
-    def __init__(self) -> None:
-        self.same_iteration = True
-
-    def next_iteration(self) -> None:
-        self.same_iteration = False
-
-
-#: (arrival ns, connection, pull mark, request code) of a request not answered yet
-_Entry: TypeAlias = tuple[int, Channel, _PullMark | None, int]
+#: (arrival ns, connection, loop iteration of a pull's arrival or -1, request code) of a
+#: request not answered yet
+_Entry: TypeAlias = tuple[int, Channel, int, int]
 
 
 class RpcMetrics:
@@ -137,6 +126,10 @@ class RpcMetrics:
         self.latency: dict[tuple[int, int, bool], Histogram] = {}
         self.oneway: dict[int, int] = {}
         self._pending: dict[int, _Entry] = {}
+        # loop iterations that received pulls, counted by one call_soon per iteration: a pull
+        # answered in a later iteration than the one that received it was held
+        self._iteration = 0
+        self._bump_scheduled = False
 
     # -- RemotingHook (hot path: a few hundred nanoseconds each) --------------------------------
 
@@ -150,18 +143,24 @@ class RpcMetrics:
                 code = -1
             self.oneway[code] = self.oneway.get(code, 0) + 1
             return None
-        mark = None
+        iteration = -1
         if code in PULL_CODES:
-            mark = _PullMark()
-            try:
-                asyncio.get_running_loop().call_soon(mark.next_iteration)
-            except RuntimeError:  # no loop (driven directly, as unit tests do)
-                pass
+            iteration = self._iteration
+            if not self._bump_scheduled:
+                try:
+                    asyncio.get_running_loop().call_soon(self._bump)
+                    self._bump_scheduled = True
+                except RuntimeError:  # no loop (driven directly, as unit tests do)
+                    pass
         pending = self._pending
         if len(pending) >= self.max_pending:
             pending.pop(next(iter(pending)))
-        pending[id(request)] = (self.clock_ns(), channel, mark, code)
+        pending[id(request)] = (self.clock_ns(), channel, iteration, code)
         return None
+
+    def _bump(self) -> None:
+        self._iteration += 1
+        self._bump_scheduled = False
 
     def after_response(
         self, channel: Channel, request: RemotingCommand, response: RemotingCommand | None
@@ -173,8 +172,10 @@ class RpcMetrics:
         if entry is None or response is None:
             return
         ms = (self.clock_ns() - entry[0]) / 1_000_000
-        mark = entry[2]
-        long_polling = mark is not None and not mark.same_iteration
+        long_polling = entry[2] >= 0 and entry[2] != self._iteration
+        if not self.timing:
+            self.on_answer(request, response, ms, long_polling)
+            return
         key = (request.code, response.code, long_polling)
         hist = self.latency.get(key)
         if hist is None:
@@ -217,8 +218,8 @@ class RpcMetrics:
         """Copy the counters (call on the event loop)."""
         in_flight: dict[str, int] = {}
         held = 0
-        for _, _, mark, code in self._pending.values():
-            if mark is not None and not mark.same_iteration:
+        for _, _, iteration, code in self._pending.values():
+            if iteration >= 0 and iteration != self._iteration:
                 held += 1
                 continue
             name = processor_of(code)

@@ -3,7 +3,11 @@
 ``{sum, tps, avgpt}``); GET_BROKER_CONSUME_STATS (317) answers ``ConsumeStatsList``
 (``{consumeStatsList: [{group: [ConsumeStats]}], brokerAddr, totalDiff, totalInflightDiff}``).
 
-Decoders raise only ``RemoteProtocolError``.
+The stats names (``statsName`` of VIEW_BROKER_STATS_DATA) are RocketMQ's
+``BrokerStatsManager`` constants; keys are ``topic`` (``TOPIC_PUT_*``), ``topic@group``
+(``GROUP_GET_NUMS``/``SIZE``, ``SNDBCK_PUT_NUMS``), ``queueId@topic@group``
+(``GROUP_GET_LATENCY``) and the cluster name (``BROKER_*``). Decoders raise only
+``RemoteProtocolError``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,34 @@ from ariane.remoting.protocol._jsonfields import (
 )
 from ariane.remoting.protocol.admin_bodies import ConsumeStats
 
-__all__ = ["BrokerStatsData", "BrokerStatsItem", "ConsumeStatsList"]
+__all__ = [
+    "BROKER_GET_NUMS",
+    "BROKER_PUT_NUMS",
+    "GROUP_GET_LATENCY",
+    "GROUP_GET_NUMS",
+    "GROUP_GET_SIZE",
+    "SNDBCK_PUT_NUMS",
+    "STATS_NAMES",
+    "TOPIC_PUT_NUMS",
+    "TOPIC_PUT_SIZE",
+    "BrokerStatsData",
+    "BrokerStatsItem",
+    "ConsumeStatsList",
+]
+
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+GROUP_GET_SIZE = "GROUP_GET_SIZE"
+SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
+BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
+BROKER_GET_NUMS = "BROKER_GET_NUMS"
+GROUP_GET_LATENCY = "GROUP_GET_LATENCY"
+#: Every stats name a broker answers VIEW_BROKER_STATS_DATA for.
+STATS_NAMES = (
+    TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS,
+    BROKER_PUT_NUMS, BROKER_GET_NUMS, GROUP_GET_LATENCY,
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
