@@ -144,7 +144,7 @@ class BrokerController:
                 backlog=config.server_socket_backlog,
             )
         )
-        # request latency costs ~0.7 us a request: measured only when it is exported
+        # timing every request costs about a microsecond: only when metrics are exported
         self.rpc_metrics = BrokerRpcMetrics(self.stats, timing=config.metrics_port is not None)
         self.remoting.register_hook(self.rpc_metrics)
         self.metrics_server: MetricsServer | None = None
