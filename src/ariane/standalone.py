@@ -2,8 +2,10 @@
 
 How it works: the NameServer starts first (``ariane namesrv``); once it printed its ready line
 the broker starts (``ariane broker``) pointed at it. When both are ready this prints
-``ready namesrv=HOST:PORT broker=HOST:PORT``. The children's output goes to
-``<data-dir>/logs/namesrv.log`` and ``broker.log``; their data to ``<data-dir>/namesrv`` and
+``ready namesrv=HOST:PORT broker=HOST:PORT`` (plus ``metrics=HOST:PORT`` with
+``--metrics-port``). The children log to ``<data-dir>/logs/namesrv.log`` and ``broker.log``
+(rotated by size); what they print (ready lines, crashes) goes to ``namesrv.out`` and
+``broker.out`` next to them. Their data goes to ``<data-dir>/namesrv`` and
 ``<data-dir>/broker/store`` (unless ``--broker-conf`` names a storePathRootDir). The children
 run in their own sessions and are asked to die with this process, so Ctrl-C (SIGINT) or
 SIGTERM here stops the broker first (it unregisters and flushes), then the NameServer. If a
@@ -31,7 +33,11 @@ from typing import IO, Any
 import click
 
 from ariane.common.javaprops import parse_properties
-from ariane.common.process import log_level_option
+from ariane.common.process import (
+    log_backup_count_option,
+    log_level_option,
+    log_max_bytes_option,
+)
 
 __all__ = ["standalone"]
 
@@ -60,11 +66,12 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
 
 
 class _Child:
-    """One child server: its process, log file and ready line."""
+    """One child server: its process, console capture file and ready line."""
 
     def __init__(self, name: str, args: list[str], log_path: Path) -> None:
         self.name = name
         self.log_path = log_path
+        self.logger_path = log_path.with_suffix(".log")
         self.log: IO[bytes] = open(log_path, "ab")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ariane", *args],
@@ -182,10 +189,13 @@ def _broker_args(
     broker_port: int | None,
     broker_conf: str | None,
     host: str | None,
-    log_level: str,
+    log_args: list[str],
+    metrics_port: int | None,
 ) -> list[str]:
     conf = _read_conf(broker_conf)
-    args = ["broker", "-n", namesrv, "--log-level", log_level]
+    args = ["broker", "-n", namesrv, *log_args]
+    if metrics_port is not None:
+        args += ["-o", f"metricsPromExporterPort={metrics_port}"]
     if broker_conf is not None:
         args += ["-c", broker_conf]
     if broker_port is not None:
@@ -199,17 +209,21 @@ def _broker_args(
     return args
 
 
+def _tail(path: Path, n: int) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()[-n:]
+    except OSError:
+        return []
+
+
 def _fail(reason: str, child: _Child | None) -> None:
     click.echo(f"ariane standalone: {reason}", err=True)
     if child is not None:
         child.log.flush()
-        try:
-            lines = child.log_path.read_text(errors="replace").splitlines()[-5:]
-        except OSError:
-            lines = list(child.tail)[-5:]
-        for line in lines:
+        lines = _tail(child.log_path, 5) or list(child.tail)[-5:]
+        for line in [*_tail(child.logger_path, 5), *lines]:
             click.echo(f"  {child.name}: {line}", err=True)
-        click.echo(f"  (see {child.log_path})", err=True)
+        click.echo(f"  (see {child.logger_path} and {child.log_path})", err=True)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -245,14 +259,32 @@ def _fail(reason: str, child: _Child | None) -> None:
     default=None,
     help="Address both servers bind to (default 127.0.0.1).",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve the broker's Prometheus /metrics on this port (metricsPromExporterPort).",
+)
+@click.option(
+    "--namesrv-metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve the NameServer's Prometheus /metrics on this port.",
+)
 @log_level_option("Logging threshold of both servers.")
+@log_max_bytes_option()
+@log_backup_count_option()
 def standalone(
     data_dir: str,
     namesrv_port: int,
     broker_port: int | None,
     broker_conf: str | None,
     host: str | None,
+    metrics_port: int | None,
+    namesrv_metrics_port: int | None,
     log_level: str,
+    log_max_bytes: int,
+    log_backup_count: int,
 ) -> None:
     """Run a NameServer and one broker until Ctrl-C or SIGTERM."""
     data = Path(data_dir).resolve()
@@ -266,9 +298,18 @@ def standalone(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+
+    def log_args(name: str) -> list[str]:
+        return [
+            "--log-level", log_level, "--no-log-stderr", "--log-file", str(logs / f"{name}.log"),
+            "--log-max-bytes", str(log_max_bytes), "--log-backup-count", str(log_backup_count),
+        ]  # fmt: skip
+
     ns_args = ["namesrv", "-p", str(namesrv_port), "--data-dir", str(data / "namesrv")]
-    ns_args += ["--log-level", log_level] + (["--host", host] if host else [])
-    namesrv = _Child("namesrv", ns_args, logs / "namesrv.log")
+    ns_args += log_args("namesrv") + (["--host", host] if host else [])
+    if namesrv_metrics_port is not None:
+        ns_args += ["--metrics-port", str(namesrv_metrics_port)]
+    namesrv = _Child("namesrv", ns_args, logs / "namesrv.out")
     sup.add(namesrv)
     broker: _Child | None = None
     status = 0
@@ -276,9 +317,10 @@ def standalone(
         problem = sup.wait_ready(namesrv, _START_TIMEOUT_S)
         if problem is None:
             args = _broker_args(
-                namesrv.ready["namesrv"], data, broker_port, broker_conf, host, log_level
-            )
-            broker = _Child("broker", args, logs / "broker.log")
+                namesrv.ready["namesrv"], data, broker_port, broker_conf, host,
+                log_args("broker"), metrics_port,
+            )  # fmt: skip
+            broker = _Child("broker", args, logs / "broker.out")
             sup.add(broker)
             problem = sup.wait_ready(broker, _START_TIMEOUT_S)
         if problem is not None:
@@ -287,7 +329,12 @@ def standalone(
                 status = 1
         else:
             assert broker is not None
-            click.echo(f"ready namesrv={namesrv.ready['namesrv']} broker={broker.ready['broker']}")
+            ready = f"ready namesrv={namesrv.ready['namesrv']} broker={broker.ready['broker']}"
+            if "metrics" in broker.ready:
+                ready += f" metrics={broker.ready['metrics']}"
+            if "metrics" in namesrv.ready:
+                ready += f" namesrv_metrics={namesrv.ready['metrics']}"
+            click.echo(ready)
             sys.stdout.flush()
             while not sup.stop_requested:
                 gone = sup.dead()

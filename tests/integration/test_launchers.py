@@ -8,13 +8,14 @@ import re
 import signal
 import socket
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from ariane.broker.cli import broker
 from ariane.standalone import standalone
-from tests.support.processes import ariane_command, start_server, wait_until
+from tests.support.processes import ariane_command, free_port, start_server, wait_until
 from tests.support.rpc import pull, send_message
 
 pytestmark = pytest.mark.integration
@@ -109,13 +110,15 @@ def test_standalone_runs_both_and_stops_both(tmp_path: Path) -> None:
     proc = start_server(
         [
             "standalone", "--data-dir", str(data), "--namesrv-port", "0", "--broker-port", "0",
-            "--broker-conf", str(conf),
+            "--broker-conf", str(conf), "--metrics-port", str(free_port()),
         ],
         name="standalone",
     )  # fmt: skip
     stopped = False
     try:
         ns, addr = proc.ready["namesrv"], proc.ready["broker"]
+        scraped = urllib.request.urlopen(f"http://{proc.ready['metrics']}/metrics", timeout=10)
+        assert b'rocketmq_broker_permission{cluster="DefaultCluster"' in scraped.read()
         assert re.fullmatch(r"127\.0\.0\.1:\d+", ns)
         assert send_message(addr, "Standalone", b"hello").code == 0
         assert wait_until(lambda: pull(addr, "Standalone", "G").code == 0, 10)
@@ -129,10 +132,14 @@ def test_standalone_runs_both_and_stops_both(tmp_path: Path) -> None:
         host, port = hostport.rsplit(":", 1)
         with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=2):
             pass
-    broker_log = (data / "logs" / "broker.log").read_text()
-    assert "boot success" in broker_log
-    assert "shut down" in broker_log
-    assert "shut down" in (data / "logs" / "namesrv.log").read_text()
+    broker_out = (data / "logs" / "broker.out").read_text()
+    assert "boot success" in broker_out
+    assert "shut down" in broker_out
+    assert "shut down" in (data / "logs" / "namesrv.out").read_text()
+    # the servers' own logs: files only (no stderr copy in the .out files)
+    assert "broker standalone-a started" in (data / "logs" / "broker.log").read_text()
+    assert "name server stopped" in (data / "logs" / "namesrv.log").read_text()
+    assert "started" not in broker_out
     assert not (data / "broker" / "store" / "abort").exists()
     assert (data / "broker" / "store" / "config" / "topics.json").exists()
 

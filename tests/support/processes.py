@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -19,7 +20,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ServerProcess", "ariane_command", "start_server"]
+__all__ = ["ServerProcess", "ariane_command", "free_port", "start_server"]
+
+
+def free_port() -> int:
+    """A TCP port free right now on 127.0.0.1 (for servers whose port 0 means "off")."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def ariane_command(*args: str) -> list[str]:

@@ -22,8 +22,14 @@ import click
 
 from ariane.broker.config import LoadedConfig, load_properties
 from ariane.common.javaprops import parse_properties
-from ariane.common.process import configure_logging, log_level_option, raise_open_file_limit
+from ariane.common.process import (
+    configure_logging,
+    log_options,
+    open_log_file,
+    raise_open_file_limit,
+)
 from ariane.errors import ConfigError, StoreError
+from ariane.observability.exporter import MetricsBindError
 from ariane.remoting.eventloop import run
 from ariane.store import StoreConfig
 
@@ -86,6 +92,9 @@ async def _serve(loaded: LoadedConfig) -> int:
     except StoreError as exc:
         click.echo(f"ariane broker: cannot start the message store: {exc}", err=True)
         return 1
+    except MetricsBindError as exc:
+        click.echo(f"ariane broker: {exc.strerror}", err=True)
+        return 1
     except OSError as exc:
         click.echo(
             f"ariane broker: cannot listen on {loaded.broker.bind_address}:"
@@ -103,7 +112,9 @@ async def _serve(loaded: LoadedConfig) -> int:
         f"The broker[{name}, {controller.broker_addr}] boot success. serializeType=JSON "
         f"and name server is {namesrv}"
     )
-    click.echo(f"ready broker={controller.broker_addr}")
+    metrics = controller.metrics_server
+    suffix = f" metrics={metrics.address}" if metrics is not None else ""
+    click.echo(f"ready broker={controller.broker_addr}{suffix}")
     sys.stdout.flush()
     await stop.wait()
     logger.info("shutdown signal received")
@@ -178,13 +189,7 @@ def _option_pairs(values: tuple[str, ...]) -> dict[str, str]:
     help="Set any RocketMQ property, e.g. -o autoCreateTopicEnable=false (repeatable; "
     "wins over the file).",
 )
-@log_level_option("Logging threshold.")
-@click.option(
-    "--log-file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Append logs to this file instead of stderr.",
-)
+@log_options("<storePathRootDir>/logs/broker.log")
 def broker(
     config_file: str | None,
     namesrv_addr: str | None,
@@ -197,9 +202,12 @@ def broker(
     options: tuple[str, ...],
     log_level: str,
     log_file: str | None,
+    log_max_bytes: int,
+    log_backup_count: int,
+    log_stderr: bool,
 ) -> None:
     """Run a RocketMQ-compatible broker until SIGTERM or SIGINT."""
-    configure_logging(log_level, log_file)
+    configure_logging(log_level, stderr=log_stderr)
     try:
         flags = _option_pairs(options)
         named = {
@@ -216,6 +224,8 @@ def broker(
     except ConfigError as exc:
         click.echo(f"ariane broker: bad config value: {exc}", err=True)
         sys.exit(2)
+    default_log = os.path.join(loaded.store.store_path_root_dir, "logs", "broker.log")
+    open_log_file("ariane broker", log_file, default_log, log_max_bytes, log_backup_count)
     for key in loaded.unknown:
         logger.warning("unknown config key %r ignored", key)
     for key in loaded.ignored:

@@ -89,6 +89,19 @@ class BrokerConfig:
         config_black_list: ``configBlackList``: keys UPDATE_BROKER_CONFIG refuses.
         server_channel_max_idle_time_seconds: ``serverChannelMaxIdleTimeSeconds``.
         server_socket_backlog: ``serverSocketBacklog``.
+        metrics_exporter_type: ``metricsExporterType``: ``DISABLE`` or ``PROM`` (RocketMQ's
+            ``OTLP_GRPC``/``LOG`` are accepted and export nothing).
+        metrics_prom_exporter_port: ``metricsPromExporterPort``: the ``/metrics`` HTTP port;
+            0 (Ariane's default) is off unless ``metricsExporterType=PROM``, which then means
+            RocketMQ's 5557.
+        metrics_prom_exporter_host: ``metricsPromExporterHost`` (default: the bind address).
+        metrics_label: ``metricsLabel``: extra labels on every series, ``k1:v1,k2:v2``.
+        metrics_cardinality_limit: ``metricsOtelCardinalityLimit``: most series per metric
+            in one scrape (Ariane's default 10,000; RocketMQ's 50,000).
+        max_stats_idle_time_minutes: ``maxStatsIdleTimeInMinutes``: stats keys without
+            traffic this long are forgotten (< 0 never, 0..10 mean 30; Ariane's default 1500,
+            past the day window; RocketMQ's -1).
+        max_stats_keys: ``maxStatsKeys`` (Ariane's): most keys per stats item.
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -124,6 +137,13 @@ class BrokerConfig:
     config_black_list: str = _prop("configBlackList", "configBlackList;brokerConfigPath")
     server_channel_max_idle_time_seconds: int = _prop("serverChannelMaxIdleTimeSeconds", 120)
     server_socket_backlog: int = _prop("serverSocketBacklog", 1024)
+    metrics_exporter_type: str = _prop("metricsExporterType", "DISABLE")
+    metrics_prom_exporter_port: int = _prop("metricsPromExporterPort", 0)
+    metrics_prom_exporter_host: str = _prop("metricsPromExporterHost", "")
+    metrics_label: str = _prop("metricsLabel", "")
+    metrics_cardinality_limit: int = _prop("metricsOtelCardinalityLimit", 10_000)
+    max_stats_idle_time_minutes: int = _prop("maxStatsIdleTimeInMinutes", 1500)
+    max_stats_keys: int = _prop("maxStatsKeys", 20_000)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -134,6 +154,20 @@ class BrokerConfig:
         if self.broker_ip1:
             return self.broker_ip1
         return "127.0.0.1" if self.bind_address in ("0.0.0.0", "::", "") else self.bind_address
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The ``/metrics`` port to serve (0: any free one), or None when metrics are off."""
+        if self.metrics_prom_exporter_port > 0:
+            return self.metrics_prom_exporter_port
+        if self.metrics_exporter_type.upper() == "PROM":
+            return 5557
+        return None
+
+    @property
+    def metrics_host(self) -> str:
+        """The address the ``/metrics`` endpoint binds."""
+        return self.metrics_prom_exporter_host or self.bind_address
 
     @property
     def namesrv_addresses(self) -> list[str]:
@@ -165,6 +199,14 @@ def _check(c: BrokerConfig) -> None:
         ("serverChannelMaxIdleTimeSeconds", c.server_channel_max_idle_time_seconds >= 0, ">= 0"),
         ("serverSocketBacklog", c.server_socket_backlog >= 1, "must be >= 1"),
         ("brokerClusterName", bool(c.broker_cluster_name), "must not be empty"),
+        ("metricsPromExporterPort", 0 <= c.metrics_prom_exporter_port <= 65535, "0..65535"),
+        (
+            "metricsExporterType",
+            c.metrics_exporter_type.upper() in ("DISABLE", "PROM", "OTLP_GRPC", "LOG"),
+            "must be DISABLE, PROM, OTLP_GRPC or LOG",
+        ),
+        ("metricsOtelCardinalityLimit", c.metrics_cardinality_limit >= 1, "must be >= 1"),
+        ("maxStatsKeys", c.max_stats_keys >= 1, "must be >= 1"),
     ]
     for key, ok, problem in rules:
         if not ok:
@@ -277,6 +319,11 @@ IGNORED_PROPERTIES = frozenset(
         "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
         "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "aclEnable",
         "enableCalcFilterBitMap", "filterSupportRetry", "accountStatsEnable", "transferMsgByHeap",
+        "metricsInDelta", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
+        "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",
+        "metricLoggingExporterIntervalInMills", "enableRemotingMetrics", "enableMessageStoreMetrics",
+        "enablePopMetrics", "enableConnectionMetrics", "enableTransactionMetrics",
+        "enableStatsMetrics", "enableRequestMetrics", "enableLagAndDlqMetrics",
         "enableDetailStat", "duplicationEnable", "isolateLogEnable", "enableControllerMode",
         "enableSlaveActingMaster", "storePathCommitLog", "storePathConsumeQueue", "storePathIndex",
         "maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter", "commercialBaseCount",

@@ -4,7 +4,8 @@ How it works: ``start()`` loads the metadata files (topics, subscription groups,
 offsets) from ``<storePathRootDir>/config``, loads and starts the message store (recovery
 happens here), starts the remoting server and its processors, the pull hold service and the
 housekeeping tasks (offset persistence every ``flushConsumerOffsetInterval``, expired client
-scan every 10 s, stats sampling), then registers with every NameServer before returning, so
+scan every 10 s, the statistics tick every second), the ``/metrics`` endpoint when configured
+(``metricsPromExporterPort``), then registers with every NameServer before returning, so
 clients can route to it as soon as it says it is ready. The store's dispatch thread reports
 new messages to the hold service; SYNC_FLUSH completions hop back to the event loop.
 
@@ -23,15 +24,16 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
+from ariane.broker.metrics_hook import BrokerRpcMetrics
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
-from ariane.broker.stats import BrokerStats
+from ariane.broker.stats import BrokerStats, StoreCounters
 from ariane.broker.subscription_group import SubscriptionGroupManager
 from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import Clock, SystemClock
@@ -49,6 +51,9 @@ from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 from ariane.store import MessageStore, StoreConfig
+
+if TYPE_CHECKING:
+    from ariane.observability.exporter import MetricsServer
 
 __all__ = ["OVERRIDES_FILE", "BrokerController", "config_dir"]
 
@@ -69,7 +74,8 @@ RESTART_ONLY_FIELDS = (
     "server_channel_max_idle_time_seconds",
 )
 _CLIENT_SCAN_S = 10.0
-_STATS_SAMPLE_S = 10.0
+_STATS_TICK_S = 1.0
+_RPC_PRUNE_S = 10.0
 
 
 def config_dir(store: StoreConfig) -> str:
@@ -115,7 +121,14 @@ class BrokerController:
             self.clock, self.notify_consumers_changed, config.channel_expired_timeout_ms / 1000
         )
         self.locks = RebalanceLockManager(self.clock)
-        self.stats = BrokerStats(self.clock)
+        self.stats = BrokerStats(
+            self.clock,
+            config.broker_cluster_name,
+            max_keys=config.max_stats_keys,
+            idle_minutes=config.max_stats_idle_time_minutes,
+            store_counters=self._store_counters,
+        )
+        self.stats.live_topics = lambda: self.topics.table
         self.hold = PullRequestHoldService(
             lambda ctx, request: self.pull_processor.pull_again(ctx, request),
             self._max_offset,
@@ -131,6 +144,10 @@ class BrokerController:
                 backlog=config.server_socket_backlog,
             )
         )
+        # timing every request costs about a microsecond: only when metrics are exported
+        self.rpc_metrics = BrokerRpcMetrics(self.stats, timing=config.metrics_port is not None)
+        self.remoting.register_hook(self.rpc_metrics)
+        self.metrics_server: MetricsServer | None = None
         self.namesrv_client = RemotingClient()
         self.registration = BrokerRegistration(self, self.namesrv_client)
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
@@ -144,6 +161,15 @@ class BrokerController:
 
     def _max_offset(self, topic: str, queue_id: int) -> int:
         return self.store.get_max_offset_in_queue(topic, queue_id)
+
+    def _store_counters(self) -> StoreCounters:
+        store = self.store
+        return StoreCounters(
+            store.commit_log.put_times_total,
+            store.get_times_found,
+            store.get_times_miss,
+            store.get_transferred_msgs,
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -169,7 +195,13 @@ class BrokerController:
             self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
         )
         self._every(_CLIENT_SCAN_S, self.clients.scan_expired)
-        self._every(_STATS_SAMPLE_S, self.stats.sample)
+        self._every(_STATS_TICK_S, self.stats.tick)
+        self._every(_RPC_PRUNE_S, self.rpc_metrics.prune)
+        try:
+            self.start_metrics()
+        except OSError:
+            await self.shutdown()
+            raise
         accepted = await self.registration.register_all(force=True)
         if self.config.namesrv_addresses and not accepted:
             logger.warning("no name server accepted the registration yet; retrying periodically")
@@ -228,6 +260,7 @@ class BrokerController:
         from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
         from ariane.broker.processors.query import QueryMessageProcessor
         from ariane.broker.processors.send import SendMessageProcessor
+        from ariane.broker.processors.stats import StatsProcessor
 
         self.send_processor = SendMessageProcessor(self)
         for processor in (
@@ -238,6 +271,7 @@ class BrokerController:
             QueryMessageProcessor(self),
             AdminBrokerProcessor(self),
             AdminConsumerProcessor(self),
+            StatsProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -262,6 +296,7 @@ class BrokerController:
         await self.registration.unregister_all()
         await self.hold.stop()
         await self.remoting.stop()
+        await self.stop_metrics()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -353,51 +388,41 @@ class BrokerController:
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(self.overrides_path, f"cannot read: {exc}") from None
 
-    # -- runtime info ------------------------------------------------------------------------
+    # -- runtime info and metrics ---------------------------------------------------------------
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO table (all values strings)."""
-        info = self.store.runtime_info()
-        stats = self.stats
-        info.update(
-            {
-                "brokerVersionDesc": "V5_3_3",
-                "brokerVersion": "479",
-                "brokerName": self.config.broker_name,
-                "brokerAddr": self.broker_addr,
-                "msgPutTotalTodayNow": str(stats.put_total),
-                "msgGetTotalTodayNow": str(stats.get_total),
-                "msgPutTotalTodayMorning": "0",
-                "msgGetTotalTodayMorning": "0",
-                "msgPutTotalYesterdayMorning": "0",
-                "msgGetTotalYesterdayMorning": "0",
-                "brokerActive": "true",
-                "putTps": f"{stats.put_tps():.2f}",
-                "getTransferredTps": f"{stats.get_tps():.2f}",
-                "getTransferedTps": f"{stats.get_tps():.2f}",  # RocketMQ 4.x spelling
-                "getTotalTps": f"{stats.get_tps():.2f}",
-                "sendThreadPoolQueueSize": "0",
-                "sendThreadPoolQueueCapacity": "0",
-                "sendThreadPoolQueueHeadWaitTimeMills": "0",
-                "pullThreadPoolQueueSize": str(self.hold.held_count),
-                "pullThreadPoolQueueCapacity": "0",
-                "pullThreadPoolQueueHeadWaitTimeMills": "0",
-                "timerReadBehind": "0",
-                "timerOffsetBehind": "0",
-                "timerCongestNum": "0",
-                "timerEnqueueTps": "0.0",
-                "timerDequeueTps": "0.0",
-                "earliestMessageTimeStamp": str(self._earliest_message_time()),
-                "startAcceptSendRequestTimeStamp": "0",
-                "pullHoldRequests": str(self.hold.held_count),
-                "clientConnections": str(len(self.remoting.channels)),
-                "brokerPermission": str(self.config.broker_permission),
-            }
-        )
-        return info
+        from ariane.broker.runtime_info import runtime_info
 
-    def _earliest_message_time(self) -> int:
+        return runtime_info(self)
+
+    def earliest_message_time(self) -> int:
+        """Store time of the oldest message in the CommitLog (ms), -1 when empty."""
         store = self.store
         if store.max_phy_offset <= store.min_phy_offset:
             return -1
         return store.commit_log.pickup_store_timestamp(store.min_phy_offset, 100)
+
+    def start_metrics(self) -> None:
+        """Serve ``/metrics`` when ``metricsPromExporterPort`` (or ``metricsExporterType=PROM``)
+        asks for it.
+
+        Raises:
+            MetricsBindError: the metrics port cannot be bound.
+        """
+        port = self.config.metrics_port
+        if port is None or self.metrics_server is not None:
+            return
+        from ariane.broker.metrics import BrokerMetrics
+        from ariane.observability.exporter import LoopCollector, MetricsServer, new_registry
+
+        collector = LoopCollector(asyncio.get_running_loop(), BrokerMetrics(self).build)
+        server = MetricsServer(new_registry(collector), self.config.metrics_host, port)
+        server.start()
+        self.metrics_server = server
+
+    async def stop_metrics(self) -> None:
+        """Stop serving ``/metrics`` (waits for the HTTP thread off the loop)."""
+        server, self.metrics_server = self.metrics_server, None
+        if server is not None:
+            await asyncio.to_thread(server.stop)

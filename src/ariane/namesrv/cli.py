@@ -17,9 +17,15 @@ import sys
 import click
 
 from ariane.common.javaprops import parse_properties
-from ariane.common.process import configure_logging, log_level_option, raise_open_file_limit
+from ariane.common.process import (
+    configure_logging,
+    log_options,
+    open_log_file,
+    raise_open_file_limit,
+)
 from ariane.errors import ConfigError
 from ariane.namesrv.config import DEFAULT_HOME, NamesrvConfig
+from ariane.observability.exporter import MetricsBindError
 from ariane.remoting.eventloop import run
 
 __all__ = ["load_config", "namesrv"]
@@ -33,6 +39,7 @@ def load_config(
     listen_port: int | None = None,
     host: str | None = None,
     data_dir: str | None = None,
+    metrics_port: int | None = None,
 ) -> NamesrvConfig:
     """Build the effective config.
 
@@ -41,6 +48,7 @@ def load_config(
         listen_port: overrides ``listenPort``.
         host: overrides ``bindAddress``.
         data_dir: where kvConfig.json and namesrv.properties live unless the file names them.
+        metrics_port: overrides ``metricsPromExporterPort`` (the ``/metrics`` port; 0 = off).
 
     Raises:
         ConfigError: a value is invalid or the file unreadable (names the key or file).
@@ -59,6 +67,8 @@ def load_config(
         props["listenPort"] = str(listen_port)
     if host is not None:
         props["bindAddress"] = host
+    if metrics_port is not None:
+        props["metricsPromExporterPort"] = str(metrics_port)
     config, unknown = NamesrvConfig().with_properties(props)
     for key in unknown:
         logger.warning("unknown config key %r ignored", key)
@@ -74,6 +84,9 @@ async def _serve(config: NamesrvConfig) -> int:
     except ConfigError as exc:
         click.echo(f"ariane namesrv: bad config value: {exc}", err=True)
         return 2
+    except MetricsBindError as exc:
+        click.echo(f"ariane namesrv: {exc.strerror}", err=True)
+        return 1
     except OSError as exc:
         click.echo(
             f"ariane namesrv: cannot listen on {config.bind_address}:{config.listen_port}: {exc}",
@@ -87,7 +100,9 @@ async def _serve(config: NamesrvConfig) -> int:
     click.echo(
         f"The Name Server boot success. serializeType=JSON, address {config.bind_address}:{port}"
     )
-    click.echo(f"ready namesrv={config.bind_address}:{port}")
+    metrics = server.metrics_server
+    suffix = f" metrics={metrics.address}" if metrics is not None else ""
+    click.echo(f"ready namesrv={config.bind_address}:{port}{suffix}")
     sys.stdout.flush()
     await stop.wait()
     logger.info("shutdown signal received")
@@ -124,20 +139,40 @@ async def _serve(config: NamesrvConfig) -> int:
     help=f"Directory for kvConfig.json and namesrv.properties (default {DEFAULT_HOME}); "
     "kvConfigPath/configStorePath in -c take precedence.",
 )
-@log_level_option("Logging threshold (logs go to stderr).")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve Prometheus /metrics on this port (metricsPromExporterPort; default 0 = off).",
+)
+@log_options("<data-dir>/logs/namesrv.log")
 def namesrv(
     listen_port: int | None,
     host: str | None,
     config_file: str | None,
     data_dir: str | None,
+    metrics_port: int | None,
     log_level: str,
+    log_file: str | None,
+    log_max_bytes: int,
+    log_backup_count: int,
+    log_stderr: bool,
 ) -> None:
     """Run a RocketMQ-compatible NameServer until SIGTERM or SIGINT."""
-    configure_logging(log_level)
+    configure_logging(log_level, stderr=log_stderr)
     try:
-        config = load_config(config_file, listen_port=listen_port, host=host, data_dir=data_dir)
+        config = load_config(
+            config_file,
+            listen_port=listen_port,
+            host=host,
+            data_dir=data_dir,
+            metrics_port=metrics_port,
+        )
     except ConfigError as exc:
         click.echo(f"ariane namesrv: bad config value: {exc}", err=True)
         sys.exit(2)
+    home = data_dir if data_dir is not None else DEFAULT_HOME
+    default_log = os.path.join(home, "logs", "namesrv.log")
+    open_log_file("ariane namesrv", log_file, default_log, log_max_bytes, log_backup_count)
     raise_open_file_limit()
     sys.exit(run(_serve(config)))

@@ -84,6 +84,10 @@ class NamesrvConfig:
         server_channel_max_idle_time_seconds: close idle connections after this long
             (``serverChannelMaxIdleTimeSeconds``; 0 disables).
         server_socket_backlog: listen backlog (``serverSocketBacklog``).
+        metrics_prom_exporter_port: the ``/metrics`` HTTP port (``metricsPromExporterPort``,
+            the broker's key; 0 = off).
+        metrics_prom_exporter_host: its bind address (``metricsPromExporterHost``; default:
+            ``bindAddress``).
     """
 
     listen_port: int = _prop("listenPort", 9876)
@@ -110,6 +114,8 @@ class NamesrvConfig:
     )
     server_channel_max_idle_time_seconds: int = _prop("serverChannelMaxIdleTimeSeconds", 120)
     server_socket_backlog: int = _prop("serverSocketBacklog", 1024)
+    metrics_prom_exporter_port: int = _prop("metricsPromExporterPort", 0)
+    metrics_prom_exporter_host: str = _prop("metricsPromExporterHost", "")
 
     def __post_init__(self) -> None:
         if not 0 <= self.listen_port <= 65535:
@@ -134,6 +140,8 @@ class NamesrvConfig:
             raise ConfigError("serverChannelMaxIdleTimeSeconds", "must be >= 0")
         if self.server_socket_backlog < 1:
             raise ConfigError("serverSocketBacklog", "must be >= 1")
+        if not 0 <= self.metrics_prom_exporter_port <= 65535:
+            raise ConfigError("metricsPromExporterPort", "must be 0..65535")
 
     def with_properties(self, props: Mapping[str, str]) -> tuple[NamesrvConfig, list[str]]:
         """A copy with RocketMQ properties applied.

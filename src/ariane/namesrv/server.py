@@ -5,7 +5,8 @@ processors, and runs the dead-broker scan every ``scanNotActiveBrokerInterval``.
 connection unregisters the broker that registered over it at once (RocketMQ's
 ``BrokerHousekeepingService``). KV writes and config updates are persisted in a worker thread,
 one at a time, before their requests are answered. NameServers never talk to each other:
-brokers register with every one of them.
+brokers register with every one of them. With ``metricsPromExporterPort`` set, ``/metrics``
+is served over HTTP (:mod:`ariane.namesrv.metrics`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.javaprops import format_properties
@@ -23,7 +25,11 @@ from ariane.namesrv.processors import NamesrvProcessor
 from ariane.namesrv.route_info import RouteInfoManager
 from ariane.remoting.channel import Channel
 from ariane.remoting.config import RemotingServerConfig
+from ariane.remoting.metrics import RpcMetrics
 from ariane.remoting.server import RemotingServer
+
+if TYPE_CHECKING:
+    from ariane.observability.exporter import MetricsServer
 
 __all__ = ["NameServer"]
 
@@ -52,6 +58,9 @@ class NameServer:
             )
         )
         NamesrvProcessor(self).register(self.remoting)
+        self.rpc_metrics = RpcMetrics()
+        self.remoting.register_hook(self.rpc_metrics)
+        self.metrics_server: MetricsServer | None = None
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self._scan_task: asyncio.Task[None] | None = None
         self._persist_lock = asyncio.Lock()
@@ -82,6 +91,12 @@ class NameServer:
         self._scan_task = asyncio.create_task(
             self._scan_loop(), name="namesrv-scan-not-active-broker"
         )
+        if self.config.metrics_prom_exporter_port > 0:
+            try:
+                self._start_metrics()
+            except OSError:
+                await self.stop()
+                raise
         logger.info("name server started on %s", self.remoting.address)
         return port
 
@@ -93,9 +108,25 @@ class NameServer:
                 await self._scan_task
             self._scan_task = None
         await self.remoting.stop()
+        server, self.metrics_server = self.metrics_server, None
+        if server is not None:
+            await asyncio.to_thread(server.stop)
         async with self._persist_lock:
             pass
         logger.info("name server stopped")
+
+    def _start_metrics(self) -> None:
+        from ariane.namesrv.metrics import NamesrvMetrics
+        from ariane.observability.exporter import LoopCollector, MetricsServer, new_registry
+
+        build = NamesrvMetrics(self, self.rpc_metrics).build
+        collector = LoopCollector(asyncio.get_running_loop(), build)
+        host = self.config.metrics_prom_exporter_host or self.config.bind_address
+        server = MetricsServer(
+            new_registry(collector), host, self.config.metrics_prom_exporter_port
+        )
+        server.start()
+        self.metrics_server = server
 
     def scan_not_active_brokers(self) -> int:
         """Remove expired brokers and close their connections; returns how many."""
@@ -110,6 +141,7 @@ class NameServer:
             await asyncio.sleep(self.config.scan_not_active_broker_interval_ms / 1000)
             try:
                 self.scan_not_active_brokers()
+                self.rpc_metrics.prune()
             except Exception:
                 logger.exception("scanning for inactive brokers failed")
 

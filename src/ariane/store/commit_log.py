@@ -16,12 +16,14 @@ import logging
 import os
 import struct
 import threading
+import time
 import zlib
 from collections import deque
 from collections.abc import Callable
 
 from ariane.common.clock import Clock
 from ariane.common.hashing import tags_code
+from ariane.common.histogram import Histogram
 from ariane.common.message import HostPort
 from ariane.common.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
 from ariane.common.record import CRC_MASK
@@ -47,7 +49,10 @@ from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.results import PutResult, PutStatus
 
-__all__ = ["CommitLog"]
+__all__ = ["FLUSH_LATENCY_BUCKETS_S", "CommitLog"]
+
+#: Buckets of ``CommitLog.flush_latency`` (seconds).
+FLUSH_LATENCY_BUCKETS_S = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +136,8 @@ class CommitLog:
         self._max_size = config.max_message_size
         self.put_times_total = 0
         self.put_size_total = 0
+        #: seconds taken by flushes that made data durable (monitoring)
+        self.flush_latency = Histogram(FLUSH_LATENCY_BUCKETS_S)
 
     # -- validation ----------------------------------------------------------------------
     def _topic_tail(self, topic: str) -> tuple[bytes, int] | str:
@@ -522,7 +529,11 @@ class CommitLog:
     # -- maintenance ---------------------------------------------------------------------
     def flush(self, least_pages: int) -> bool:
         """Flush one file's worth; True when nothing new was flushed."""
-        return self.queue.flush(least_pages)
+        start = time.perf_counter()
+        idle = self.queue.flush(least_pages)
+        if not idle:
+            self.flush_latency.observe(time.perf_counter() - start)
+        return idle
 
     def set_last_store_timestamp(self, ts: int) -> None:
         """Seed the monotonic store clock after recovery."""

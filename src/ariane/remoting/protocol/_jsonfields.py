@@ -15,6 +15,7 @@ from ariane.remoting.protocol import fastjson
 __all__ = [
     "as_object",
     "get_bool",
+    "get_float",
     "get_int",
     "get_list",
     "get_object",
@@ -115,3 +116,17 @@ def get_bool(obj: dict[Any, Any], key: str, what: str, default: bool = False) ->
         if lowered in ("false", "0", ""):
             return False
     raise RemoteProtocolError(f"{what}.{key}: expected a boolean, got {value!r}")
+
+
+def get_float(obj: dict[Any, Any], key: str, what: str, default: float = 0.0) -> float:
+    """A number property (Java ``double``); numeric strings are accepted, absent gives
+    ``default``."""
+    value = obj.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise RemoteProtocolError(f"{what}.{key}: expected a number, got {value!r}")
+    try:
+        return float(value)
+    except ValueError:
+        raise RemoteProtocolError(f"{what}.{key}: expected a number, got {value!r}") from None

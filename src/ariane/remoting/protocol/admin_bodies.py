@@ -21,6 +21,7 @@ from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol._jsonfields import (
     as_object,
     get_bool,
+    get_float,
     get_int,
     get_list,
     get_object,
@@ -57,17 +58,6 @@ __all__ = [
     "TopicOffset",
     "TopicStatsTable",
 ]
-
-
-def _number(value: Any, what: str) -> float:
-    if value is None:
-        return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise RemoteProtocolError(f"{what}: expected a number")
-    try:
-        return float(value)
-    except ValueError:
-        raise RemoteProtocolError(f"{what}: expected a number, got {value!r}") from None
 
 
 def _mq_keyed(obj: dict[Any, Any], key: str, what: str) -> dict[MessageQueue, Any]:
@@ -402,12 +392,17 @@ class ConsumeStats:
     @classmethod
     def decode(cls, body: bytes) -> ConsumeStats:
         """Parse body bytes."""
+        return cls.from_json(parse_object(body, "ConsumeStats"))
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ConsumeStats:
+        """Build from parsed JSON."""
         what = "ConsumeStats"
-        obj = parse_object(body, what)
+        obj = as_object(obj, what)
         table = {
             mq: OffsetWrapper.from_json(v) for mq, v in _mq_keyed(obj, "offsetTable", what).items()
         }
-        return cls(table, _number(obj.get("consumeTps"), f"{what}.consumeTps"))
+        return cls(table, get_float(obj, "consumeTps", what))
 
 
 @dataclass(slots=True)
@@ -464,7 +459,7 @@ class TopicStatsTable:
         table = {
             mq: TopicOffset.from_json(v) for mq, v in _mq_keyed(obj, "offsetTable", what).items()
         }
-        return cls(table, _number(obj.get("topicPutTps"), f"{what}.topicPutTps"))
+        return cls(table, get_float(obj, "topicPutTps", what))
 
 
 @dataclass(slots=True)
