@@ -317,6 +317,11 @@ class IndexService:
         """True when there is no index file at all."""
         return not self.files
 
+    def _end_phy_offset(self) -> int:
+        """The newest index file's end offset: records before it are already indexed."""
+        files = self.files
+        return files[-1].end_phy_offset if files else 0
+
     def _last_writable(self) -> IndexFile:
         files = self.files
         if files and not files[-1].is_write_full:
@@ -349,23 +354,23 @@ class IndexService:
         if len(requests) >= VECTOR_MIN:
             self.build_index_columns(tuple(zip(*requests, strict=True)))
             return
-        f = self._last_writable()
-        end_phy = f.end_phy_offset
-        touched = False
+        end_phy = self._end_phy_offset()
+        f: IndexFile | None = None  # opened only when a key is written: no empty files
         for topic, _q, phys, _size, _tags, ts, _qo, keys, uniq, sys_flag, _props in requests:
             if (not uniq and not keys) or phys < end_phy:
                 continue
             if (sys_flag & 0xC) == TRANSACTION_ROLLBACK_TYPE:
                 continue
             prefix = topic + "#"
-            touched = True
+            if f is None:
+                f = self._last_writable()
             if uniq and not f.put_key(uniq, phys, ts, prefix):
                 f = self._put(f, prefix, uniq, phys, ts)
             if keys:
                 for k in keys.split(" "):
                     if k and not f.put_key(k, phys, ts, prefix):
                         f = self._put(f, prefix, k, phys, ts)
-        if touched:
+        if f is not None:
             f.write_header()
 
     def build_index_columns(self, columns: tuple[tuple[object, ...], ...]) -> None:
@@ -374,10 +379,10 @@ class IndexService:
         if not columns:
             return
         topics, _q, phys_col, _s, _t, ts_col, _qo, keys_col, uniq_col, flags_col = columns[:10]
-        f = self._last_writable()
         phys_all = np.array(phys_col, dtype=np.int64)
         flags = np.array(flags_col, dtype=np.int64)
-        wanted = (phys_all >= f.end_phy_offset) & ((flags & 0xC) != TRANSACTION_ROLLBACK_TYPE)
+        end_phy = self._end_phy_offset()
+        wanted = (phys_all >= end_phy) & ((flags & 0xC) != TRANSACTION_ROLLBACK_TYPE)
         rows: list[int]
         keys: list[str]
         if keys_col.count(None) == len(keys_col):
@@ -392,6 +397,7 @@ class IndexService:
         hashes = index_key_hashes(prefixes, keys)
         phys = phys_all[rows]
         ts = np.array(ts_col, dtype=np.int64)[rows]
+        f = self._last_writable()
         done = 0
         while True:
             done += f.put_hashes(hashes[done:], phys[done:], ts[done:])
