@@ -83,12 +83,24 @@ class BrokerConfig:
         force_register: ``forceRegister``: register even when the NameServer has our version.
         compressed_register: ``compressedRegister``.
         channel_expired_timeout_ms: ``channelExpiredTimeout``: drop clients silent this long.
-        enable_property_filter: ``enablePropertyFilter`` (SQL92; not implemented yet).
+        enable_property_filter: ``enablePropertyFilter``: accept SQL92 subscriptions.
+        filter_support_retry: ``filterSupportRetry``: filter ``%RETRY%`` messages with the
+            group's subscription to their original topic.
         reject_pull_consumer_enable: ``rejectPullConsumerEnable``.
         use_server_side_reset_offset: ``useServerSideResetOffset``.
         config_black_list: ``configBlackList``: keys UPDATE_BROKER_CONFIG refuses.
         server_channel_max_idle_time_seconds: ``serverChannelMaxIdleTimeSeconds``.
         server_socket_backlog: ``serverSocketBacklog``.
+        flush_delay_offset_interval_ms: ``flushDelayOffsetInterval``: how often delay
+            progress is written to ``delayOffset.json`` (also at shutdown).
+        transaction_timeout_ms: ``transactionTimeOut``: half messages younger than this are
+            not checked back yet.
+        transaction_check_interval_ms: ``transactionCheckInterval``: period of the check.
+        transaction_check_max: ``transactionCheckMax``: check-backs before a half message is
+            discarded.
+        rebalance_lock_max_live_time_ms: ``rebalanceLockMaxLiveTime`` (RocketMQ's system
+            property ``rocketmq.broker.rebalance.lockMaxLiveTime``): a queue lock not
+            refreshed for this long may be taken over.
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -119,11 +131,17 @@ class BrokerConfig:
     compressed_register: bool = _prop("compressedRegister", False)
     channel_expired_timeout_ms: int = _prop("channelExpiredTimeout", 120_000)
     enable_property_filter: bool = _prop("enablePropertyFilter", False)
+    filter_support_retry: bool = _prop("filterSupportRetry", False)
     reject_pull_consumer_enable: bool = _prop("rejectPullConsumerEnable", False)
     use_server_side_reset_offset: bool = _prop("useServerSideResetOffset", True)
     config_black_list: str = _prop("configBlackList", "configBlackList;brokerConfigPath")
     server_channel_max_idle_time_seconds: int = _prop("serverChannelMaxIdleTimeSeconds", 120)
     server_socket_backlog: int = _prop("serverSocketBacklog", 1024)
+    flush_delay_offset_interval_ms: int = _prop("flushDelayOffsetInterval", 10_000)
+    transaction_timeout_ms: int = _prop("transactionTimeOut", 6000)
+    transaction_check_interval_ms: int = _prop("transactionCheckInterval", 30_000)
+    transaction_check_max: int = _prop("transactionCheckMax", 15)
+    rebalance_lock_max_live_time_ms: int = _prop("rebalanceLockMaxLiveTime", 60_000)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -164,6 +182,11 @@ def _check(c: BrokerConfig) -> None:
         ("channelExpiredTimeout", c.channel_expired_timeout_ms > 0, "must be > 0"),
         ("serverChannelMaxIdleTimeSeconds", c.server_channel_max_idle_time_seconds >= 0, ">= 0"),
         ("serverSocketBacklog", c.server_socket_backlog >= 1, "must be >= 1"),
+        ("flushDelayOffsetInterval", c.flush_delay_offset_interval_ms > 0, "must be > 0"),
+        ("transactionTimeOut", c.transaction_timeout_ms >= 0, "must be >= 0"),
+        ("transactionCheckInterval", c.transaction_check_interval_ms > 0, "must be > 0"),
+        ("transactionCheckMax", c.transaction_check_max >= 0, "must be >= 0"),
+        ("rebalanceLockMaxLiveTime", c.rebalance_lock_max_live_time_ms > 0, "must be > 0"),
         ("brokerClusterName", bool(c.broker_cluster_name), "must not be empty"),
     ]
     for key, ok, problem in rules:
@@ -276,7 +299,7 @@ IGNORED_PROPERTIES = frozenset(
         "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
         "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
         "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "aclEnable",
-        "enableCalcFilterBitMap", "filterSupportRetry", "accountStatsEnable", "transferMsgByHeap",
+        "enableCalcFilterBitMap", "accountStatsEnable", "transferMsgByHeap",
         "enableDetailStat", "duplicationEnable", "isolateLogEnable", "enableControllerMode",
         "enableSlaveActingMaster", "storePathCommitLog", "storePathConsumeQueue", "storePathIndex",
         "maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter", "commercialBaseCount",
