@@ -18,7 +18,10 @@ from ariane.common.sysflag import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
+from ariane.remoting.blocking import BlockingRemotingClient
+from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.remoting.protocol.command import RemotingCommand
 from tests.support.cluster import Cluster
 from tests.support.processes import wait_until
 from tests.support.rpc import pull, request, send_message
@@ -145,3 +148,30 @@ def test_transactions_survive_a_crash_in_the_middle_of_a_check(cluster: Cluster)
         assert got == Counter([b"checked-0", b"checked-2", b"direct-commit"])
     finally:
         producer.stop()
+
+
+def test_sql92_selector_over_the_wire(cluster: Cluster) -> None:
+    cluster.start(enablePropertyFilter="true")
+    addr = cluster.broker_addr()
+    for i in range(20):
+        props = encode_properties({"price": str(i), "color": "red" if i % 2 else "blue"})
+        assert send_message(addr, "Sql", f"s{i}".encode(), properties=props).code == 0
+
+    def select(expression: str) -> tuple[int, list[bytes]]:
+        header = h.PullMessageRequestHeader(
+            consumer_group="G_SQL", topic="Sql", queue_id=0, queue_offset=0, max_msg_nums=32,
+            sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0, sub_version=0,
+            subscription=expression, expression_type="SQL92",
+        )  # fmt: skip
+        with BlockingRemotingClient() as client:
+            r = client.invoke(
+                addr,
+                RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields()),
+                5000,
+            )
+        return r.code, [m.body for m in decode_records(r.body or b"")]
+
+    code, got = select("color = 'red' AND price BETWEEN 5 AND 11")
+    assert (code, got) == (ResponseCode.SUCCESS, [b"s5", b"s7", b"s9", b"s11"])
+    code, got = select("price >")
+    assert code == ResponseCode.SUBSCRIPTION_PARSE_FAILED

@@ -44,6 +44,11 @@ _MAX_CACHED = 4096
 class PullFilter(Protocol):
     """What the store and the pull hold service ask of a filter."""
 
+    @property
+    def is_sql(self) -> bool:
+        """True for SQL92 filters (they need ``enablePropertyFilter``)."""
+        ...
+
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
         """True when a message with this ConsumeQueue ``tagsCode`` may match."""
         ...
@@ -61,6 +66,8 @@ class TagPullFilter:
     """TAG subscription: tag hash in the ConsumeQueue, then the exact tag string."""
 
     __slots__ = ("_all", "_codes", "_tags", "subscription")
+
+    is_sql = False
 
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
@@ -87,6 +94,8 @@ class SqlPullFilter:
     """SQL92 subscription: evaluated on the properties of each candidate message."""
 
     __slots__ = ("subscription",)
+
+    is_sql = True
 
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
@@ -118,6 +127,10 @@ class RetryPullFilter:
     def __init__(self, inner: PullFilter, lookup: OriginalSubscription) -> None:
         self.inner = inner
         self._lookup = lookup
+
+    @property
+    def is_sql(self) -> bool:
+        return self.inner.is_sql
 
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
         return self.inner.is_matched_by_consume_queue(tags_code)
@@ -162,20 +175,20 @@ class FilterFactory:
 
     def __init__(self, max_cached: int = _MAX_CACHED) -> None:
         self.max_cached = max_cached
-        self._cache: dict[tuple[str, str], PullFilter] = {}
+        self._cache: dict[tuple[str | None, str | None], PullFilter] = {}
 
     def build(self, expression: str | None, expression_type: str | None) -> PullFilter:
-        """The filter of one subscription expression.
+        """The filter of one subscription expression (cached by the values as given).
 
         Raises:
             InvalidArgumentError: unknown type, a TAG expression of separators only, an empty
                 SQL92 expression; ``FilterSyntaxError`` (a subclass) for invalid SQL92.
         """
-        kind = expression_kind(expression_type)
-        key = (kind.value, expression or "")
+        key = (expression_type, expression)
         flt = self._cache.get(key)
         if flt is not None:
             return flt
+        kind = expression_kind(expression_type)
         sub = build_subscription("", expression, kind)
         flt = SqlPullFilter(sub) if kind is ExpressionType.SQL92 else TagPullFilter(sub)
         if len(self._cache) >= self.max_cached:

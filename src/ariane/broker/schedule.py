@@ -109,6 +109,13 @@ class DelayLevelRewriter:
         if tx not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
             return None
         props = inner.properties
+        if DELAY not in props:
+            if TIMER_DELIVER_MS in props or TIMER_DELAY_SEC in props or TIMER_DELAY_MS in props:
+                return error(
+                    ResponseCode.SYSTEM_ERROR,
+                    "accurate timer message is not enabled, timerWheelEnable is false",
+                )
+            return None
         level = delay_level_of(props)
         if level <= 0:
             if any(k in props for k in _TIMER_KEYS):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ariane.broker.filters import FilterFactory, PullFilter, RetryPullFilter, expression_kind
+from ariane.broker.filters import FilterFactory, PullFilter, RetryPullFilter
 from ariane.broker.processors import error
 from ariane.common.sysflag import (
     PERM_READ,
@@ -30,7 +30,6 @@ from ariane.common.sysflag import (
 )
 from ariane.common.topics import RETRY_PREFIX
 from ariane.errors import InvalidArgumentError
-from ariane.filter.expression import ExpressionType
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.client_bodies import MessageModel
@@ -88,21 +87,18 @@ class PullMessageProcessor:
     ) -> PullFilter | RemotingCommand:
         """The (cached) filter of a subscription, or the error answer for it."""
         try:
-            kind = expression_kind(expression_type)
-        except InvalidArgumentError as exc:
-            return error(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
-        if kind is not ExpressionType.TAG and not self.broker.config.enable_property_filter:
-            return error(
-                ResponseCode.SYSTEM_ERROR,
-                f"The broker does not support consumer to filter message by {kind.value}",
-            )
-        try:
-            return self.filters.build(expression, kind.value)
+            flt = self.filters.build(expression, expression_type)
         except InvalidArgumentError as exc:
             return error(
                 ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                 f"parse the consumer's subscription[{expression}] failed: {exc}",
             )
+        if flt.is_sql and not self.broker.config.enable_property_filter:
+            return error(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type}",
+            )
+        return flt
 
     def _retry_filter(self, group: str, inner: PullFilter) -> PullFilter:
         """``filterSupportRetry``: also apply the group's filter of the original topic."""
