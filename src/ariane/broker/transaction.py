@@ -139,10 +139,11 @@ class ResolutionTable:
             return Resolution(self._data[i])
         return Resolution.PENDING
 
-    def set(self, offset: int, resolution: Resolution, limit: int) -> bool:
-        """Record an outcome; offsets below ``base`` or at/after ``limit`` are ignored."""
+    def set(self, offset: int, resolution: Resolution, limit: int | None = None) -> bool:
+        """Record an outcome; offsets below ``base`` or at/after ``limit`` (when given: op
+        record bodies read at start) are ignored."""
         i = offset - self.base
-        if i < 0 or offset >= limit or i - len(self._data) > _MAX_GROWTH:
+        if i < 0 or (limit is not None and offset >= limit) or i - len(self._data) > _MAX_GROWTH:
             return False
         if i >= len(self._data):
             self._data.extend(bytes(i + 1 - len(self._data)))
@@ -288,7 +289,7 @@ class TransactionalMessageService:
                 msg.properties.get(UNIQ_KEY), identity,
             )  # fmt: skip
             self._append_op(msg, identity, Resolution.COMMITTED)
-            self.table.set(identity, Resolution.COMMITTED, self._limit())
+            self.table.set(identity, Resolution.COMMITTED)
             state = Resolution.COMMITTED
         return state
 
@@ -400,7 +401,7 @@ class TransactionalMessageService:
             )  # fmt: skip
         else:
             futures.append(op)
-        self.table.set(identity, wanted, self._limit())
+        self.table.set(identity, wanted)  # identities come from stored half messages
         if wanted is Resolution.COMMITTED:
             self.committed += 1
         else:
@@ -428,7 +429,7 @@ class TransactionalMessageService:
         if op.done() and not op.result().stored:
             logger.error("cannot record the discard of transaction %s", identity)
             return False
-        self.table.set(identity, Resolution.DISCARDED, self._limit())
+        self.table.set(identity, Resolution.DISCARDED)
         self.discarded += 1
         logger.error(
             "transaction %s (topic %s, half offset %d) discarded: %s; kept in %s",

@@ -9,6 +9,7 @@ from typing import Any
 from ariane.broker.transaction import END_TYPE, Resolution
 from ariane.broker.transaction_check import CheckStats
 from ariane.common.message import MessageExt
+from ariane.common.properties import encode_properties
 from ariane.common.msgid import decode_offset_msg_id
 from ariane.common.record import decode_record, decode_records
 from ariane.common.sysflag import (
@@ -344,6 +345,20 @@ def test_commit_whose_op_record_was_lost_is_found_after_restart(tmp_path: Path) 
         r = await end(b, half, TRANSACTION_COMMIT_TYPE)
         assert r.code == ResponseCode.SUCCESS
         assert [m.body for m in visible(b)] == [b"once"]
+        await b.stop()
+
+    run(main())
+
+
+def test_end_transaction_right_after_the_send_is_recorded(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await Broker(tmp_path).start()
+        header = b.send_header("T", 1, encode_properties({"TRAN_MSG": "true"}))
+        half = Half(await b.answer(RequestCode.SEND_MESSAGE, header, b"quick"))
+        # no wait for the dispatch: the half message may not be in its ConsumeQueue yet
+        r = await b.answer(RequestCode.END_TRANSACTION, end_header(half, TRANSACTION_COMMIT_TYPE))
+        assert r.code == ResponseCode.SUCCESS
+        assert b.c.transactions.table.get(half.queue_offset) is Resolution.COMMITTED
         await b.stop()
 
     run(main())
