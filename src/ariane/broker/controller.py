@@ -439,6 +439,7 @@ class BrokerController:
                 "brokerPermission": str(self.config.broker_permission),
             }
         )
+        info.update(self.schedule.running_stats())
         return info
 
     def _earliest_message_time(self) -> int:

@@ -254,6 +254,17 @@ class ScheduleMessageService(ServiceThread):
                 self.offset_table[level] = offset
                 self._dirty = True
 
+    def running_stats(self) -> dict[str, str]:
+        """``buildRunningStats``: ``scheduleMessageOffset_<level>`` = "progress,max offset"
+        for the broker runtime info."""
+        out = {}
+        for level in range(1, self.max_level + 1):
+            cq = self.store.get_consume_queue(SCHEDULE_TOPIC, level - 1)
+            if cq is not None:
+                progress = self.offset_table.get(level, 0)
+                out[f"scheduleMessageOffset_{level}"] = f"{progress},{cq.max_offset_in_queue}"
+        return out
+
     # -- the thread --------------------------------------------------------------------------
 
     def run_once(self) -> None:

@@ -112,6 +112,7 @@ def test_progress_file_and_get_all_delay_offset(tmp_path: Path) -> None:
         assert text["offsetTable"] == {"1": 1}
         r = await b.answer(RequestCode.GET_ALL_DELAY_OFFSET)
         assert DelayOffsetSerializeWrapper.decode(r.body or b"").offset_table == {1: 1}
+        assert b.c.runtime_info()["scheduleMessageOffset_1"] == "1,1"
         await b.stop()
 
     run(main())
