@@ -9,8 +9,8 @@ from typing import Any
 from ariane.broker.transaction import END_TYPE, Resolution
 from ariane.broker.transaction_check import CheckStats
 from ariane.common.message import MessageExt
-from ariane.common.properties import encode_properties
 from ariane.common.msgid import decode_offset_msg_id
+from ariane.common.properties import encode_properties
 from ariane.common.record import decode_record, decode_records
 from ariane.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,

@@ -346,7 +346,7 @@ class AdminConsumerProcessor:
         while lo < hi:
             mid = (lo + hi) // 2
             stored = store.get_message_store_timestamp(topic, queue_id, mid)
-            if 0 <= stored and stored >= ts:
+            if stored >= 0 and stored >= ts:
                 hi = mid
             else:
                 lo = mid + 1
