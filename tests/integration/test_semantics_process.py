@@ -122,7 +122,7 @@ def test_transactions_survive_a_crash_in_the_middle_of_a_check(cluster: Cluster)
         names[checked[1].uniq] = "u2"
         assert producer.end(direct_commit, TRANSACTION_COMMIT_TYPE).code == ResponseCode.SUCCESS
         assert producer.end(direct_rollback, TRANSACTION_ROLLBACK_TYPE).code == 0
-        assert everything(addr, "TxTopic") == [b"direct-commit"]
+        assert wait_until(lambda: everything(addr, "TxTopic") == [b"direct-commit"], 10)
         assert first_checks.wait(20), "the broker never checked twice"
         cluster.restart_broker(crash=True)  # in the middle of the checks
         addr = cluster.broker_addr()
