@@ -157,21 +157,26 @@ def test_sql92_selector_over_the_wire(cluster: Cluster) -> None:
         props = encode_properties({"price": str(i), "color": "red" if i % 2 else "blue"})
         assert send_message(addr, "Sql", f"s{i}".encode(), properties=props).code == 0
 
+    assert wait_until(lambda: count_delivered(addr, "Sql") == 20, 10)
+
     def select(expression: str) -> tuple[int, list[bytes]]:
-        header = h.PullMessageRequestHeader(
-            consumer_group="G_SQL", topic="Sql", queue_id=0, queue_offset=0, max_msg_nums=32,
-            sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0, sub_version=0,
-            subscription=expression, expression_type="SQL92",
-        )  # fmt: skip
+        """Pull queue 0 to its end as a client does (following nextBeginOffset)."""
+        offset, got = 0, []
         with BlockingRemotingClient() as client:
-            r = client.invoke(
-                addr,
-                RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields()),
-                5000,
-            )
-        return r.code, [m.body for m in decode_records(r.body or b"")]
+            while True:
+                header = h.PullMessageRequestHeader(
+                    consumer_group="G_SQL", topic="Sql", queue_id=0, queue_offset=offset,
+                    max_msg_nums=4, sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0,
+                    sub_version=0, subscription=expression, expression_type="SQL92",
+                )  # fmt: skip
+                request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
+                r = client.invoke(addr, request, 5000)
+                if r.code not in (ResponseCode.SUCCESS, ResponseCode.PULL_RETRY_IMMEDIATELY):
+                    return r.code, got
+                got += [m.body for m in decode_records(r.body or b"")]
+                offset = int(r.ext_fields["nextBeginOffset"])
 
     code, got = select("color = 'red' AND price BETWEEN 5 AND 11")
-    assert (code, got) == (ResponseCode.SUCCESS, [b"s5", b"s7", b"s9", b"s11"])
+    assert (code, got) == (ResponseCode.PULL_NOT_FOUND, [b"s5", b"s7", b"s9", b"s11"])
     code, got = select("price >")
     assert code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
