@@ -224,6 +224,12 @@ class ScheduleMessageService(ServiceThread):
             cq = self.store.get_consume_queue(SCHEDULE_TOPIC, level - 1)
             if cq is not None and self.offset_table.get(level, 0) < cq.max_offset_in_queue:
                 self._verify[level] = cq.max_offset_in_queue
+        for queue_id in self.store.topic_queues().get(SCHEDULE_TOPIC, []):
+            if queue_id >= self.max_level:
+                logger.warning(
+                    "%s queue %d belongs to delay level %d, which messageDelayLevel no longer "
+                    "has: its messages are not delivered", SCHEDULE_TOPIC, queue_id, queue_id + 1,
+                )  # fmt: skip
 
     def persist(self) -> None:
         """Write ``delayOffset.json`` now (atomically).
@@ -359,6 +365,9 @@ class ScheduleMessageService(ServiceThread):
                         break
                     pending.append((cursor, future))
                 cursor += 1
+            if cursor == offset and wait_ms is None and not failed:
+                logger.error("delay level %d: unreadable entry %d skipped", level, offset)
+                cursor += 1  # an invalid entry inside the queue: never loop on it
             offset = self._complete(level, offset, cursor, pending)
             if failed or offset < cursor:
                 return _RETRY_AFTER_MS

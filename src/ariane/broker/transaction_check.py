@@ -60,6 +60,7 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.store import MessageInner
 
 if TYPE_CHECKING:
+    from ariane.broker.consumer_offset import ConsumerOffsetManager
     from ariane.broker.controller import BrokerController
 
 __all__ = ["CheckStats", "TransactionalMessageCheckService"]
@@ -173,10 +174,10 @@ class TransactionalMessageCheckService:
                 offset += 1
         else:
             stop = True
-        offsets.commit(TRANS_SYS_GROUP, TRANS_HALF_TOPIC, 0, offset)
+        _commit(offsets, TRANS_HALF_TOPIC, offset)
         op_cq = self.store.get_consume_queue(TRANS_OP_HALF_TOPIC, 0)
         if op_cq is not None:
-            offsets.commit(TRANS_SYS_GROUP, TRANS_OP_HALF_TOPIC, 0, op_cq.max_offset_in_queue)
+            _commit(offsets, TRANS_OP_HALF_TOPIC, op_cq.max_offset_in_queue)
         if stop:
             stats.done = True
             self._round_start_ms = None
@@ -289,6 +290,12 @@ class TransactionalMessageCheckService:
             return False
         self.checks_sent += 1
         return True
+
+
+def _commit(offsets: ConsumerOffsetManager, topic: str, offset: int) -> None:
+    """Store the check's progress (only a change makes consumerOffset.json dirty)."""
+    if offsets.query(TRANS_SYS_GROUP, topic, 0) != offset:
+        offsets.commit(TRANS_SYS_GROUP, topic, 0, offset)
 
 
 def _int(raw: str | None, default: int) -> int:

@@ -210,3 +210,21 @@ def test_missing_or_undecodable_entries_are_skipped(tmp_path: Path) -> None:
         await b.stop()
 
     run(main())
+
+
+def test_a_zeroed_queue_entry_is_skipped_not_looped_on(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        await b.send("T", b"x", props={"DELAY": "1"})
+        await b.send("T", b"y", props={"DELAY": "1"})
+        b.c.store.wait_dispatched()
+        cq = b.c.store.get_consume_queue(SCHEDULE, 0)
+        assert cq is not None
+        cq.queue.files[0].mm[0:20] = bytes(20)
+        b.clock.advance(1000)
+        deliver(b)
+        assert [m.body for m in delayed(b)] == [b"y"]
+        assert b.c.schedule.offset_table == {1: 2}
+        await b.stop()
+
+    run(main())

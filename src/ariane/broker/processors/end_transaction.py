@@ -14,10 +14,9 @@ import logging
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from ariane.broker.processors import error
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
-from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 from ariane.store import PutResult
@@ -51,11 +50,6 @@ class EndTransactionProcessor:
     ) -> RemotingCommand | None:
         """END_TRANSACTION (37): commit, roll back or (0) leave a half message pending."""
         header = h.EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
-        if self.broker.config.reject_transaction_message:
-            return error(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{self.broker.broker_addr}] sending transaction message is forbidden",
-            )
         response, futures = self.broker.transactions.end_transaction(header, request.remark)
         waiting = [f for f in futures if not f.done()]
         if not waiting:
