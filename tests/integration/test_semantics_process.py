@@ -3,6 +3,8 @@ middle of delay delivery and of a transaction check never lose or repeat a deliv
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -23,7 +25,7 @@ from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from tests.support.cluster import Cluster
-from tests.support.processes import wait_until
+from tests.support.processes import ariane_command, wait_until
 from tests.support.rpc import pull, request, send_message
 from tests.support.tx_producer import FakeTransactionProducer
 
@@ -180,3 +182,14 @@ def test_sql92_selector_over_the_wire(cluster: Cluster) -> None:
     assert (code, got) == (ResponseCode.PULL_NOT_FOUND, [b"s5", b"s7", b"s9", b"s11"])
     code, got = select("price >")
     assert code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+
+
+def test_bench_semantics_runs() -> None:
+    out = subprocess.run(
+        ariane_command("bench", "semantics", "--messages", "200", "--json"),
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    results = json.loads(out.stdout.strip().splitlines()[-1])
+    assert results["delay_delivered"] == 200
+    assert results["tx_commit_failures"] == 0
+    assert results["pull_tag_delivered"] == results["pull_sql92_delivered"] == 100
