@@ -376,3 +376,20 @@ def test_transaction_sends_keep_the_asked_queue_in_the_answer(tmp_path: Path) ->
         await b.stop()
 
     run(main())
+
+
+def test_transaction_bits_without_tran_msg_do_not_hide_a_message(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await Broker(tmp_path).start()
+        header = b.send_header("T", 1, encode_properties({"DELAY": "1", "TRAN_MSG": "true"}))
+        header.sys_flag = 0x4  # an old client's retry of a transactional message
+        header.reconsume_times = 1
+        r = await b.answer(RequestCode.SEND_MESSAGE, header, b"retry")
+        assert r.code == ResponseCode.SUCCESS
+        b.clock.advance(1000)
+        b.c.store.wait_dispatched()
+        b.c.schedule.deliver_due()
+        assert [m.body for m in visible(b)] == [b"retry"]
+        await b.stop()
+
+    run(main())

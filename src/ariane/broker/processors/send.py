@@ -293,6 +293,10 @@ class SendMessageProcessor:
             if self.broker.config.reject_transaction_message:
                 return self._transaction_refused()
             self.broker.transactions.prepare(inner, header.producer_group)
+        elif inner.sys_flag & 0xC:
+            # a PREPARED/ROLLBACK type without TRAN_MSG (old clients' retries of transactional
+            # messages) would be stored where no consumer ever sees it: store it as normal
+            inner.sys_flag &= ~0xC
         for rewriter in self.rewriters:
             refused = rewriter.rewrite(inner)
             if refused is not None:
