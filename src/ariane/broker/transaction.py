@@ -123,28 +123,40 @@ _END_TYPE_VALUES = {v: k for k, v in _END_TYPE_NAMES.items()}
 
 
 class ResolutionTable:
-    """Outcome per half queue offset, one byte each, from ``base`` on."""
+    """Outcome per half queue offset: one byte each from ``base`` on, a small map below it
+    (transactions whose first half message was already deleted while a copy lived on)."""
 
     def __init__(self, base: int = 0) -> None:
         self.base = base
         self._data = bytearray()
+        self._below: dict[int, Resolution] = {}
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._data) + len(self._below)
 
     def get(self, offset: int) -> Resolution:
         """The outcome recorded for ``offset`` (PENDING when none)."""
         i = offset - self.base
         if 0 <= i < len(self._data):
             return Resolution(self._data[i])
+        if i < 0:
+            return self._below.get(offset, Resolution.PENDING)
         return Resolution.PENDING
 
     def set(self, offset: int, resolution: Resolution, limit: int | None = None) -> bool:
-        """Record an outcome; offsets below ``base`` or at/after ``limit`` (when given: op
-        record bodies read at start) are ignored."""
+        """Record an outcome; offsets at/after ``limit`` (when given: op record bodies read at
+        start) or absurdly far ahead are ignored."""
         i = offset - self.base
-        if i < 0 or (limit is not None and offset >= limit) or i - len(self._data) > _MAX_GROWTH:
+        if (
+            offset < 0
+            or (limit is not None and offset >= limit)
+            or i - len(self._data) > _MAX_GROWTH
+        ):
             return False
+        if i < 0:
+            if limit is None:  # a live resolution of an old transaction; rare
+                self._below[offset] = resolution
+            return limit is None
         if i >= len(self._data):
             self._data.extend(bytes(i + 1 - len(self._data)))
         self._data[i] = resolution

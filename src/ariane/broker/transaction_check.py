@@ -12,7 +12,7 @@ kept there too, for the tools). For each half message:
 * younger than its immunity (``transactionTimeOut``, or ``CHECK_IMMUNITY_TIME_IN_SECONDS``
   when the producer set it) -> the round stops; with a producer-set immunity the message is
   instead re-appended to the half queue so the round can go on;
-* checked ``transactionCheckMax`` times already, or older than ``fileReservedTime`` ->
+* checked ``transactionCheckMax`` times already, or born longer than ``fileReservedTime`` ago ->
   discarded: kept in ``TRANS_CHECK_MAX_TIME_TOPIC``, resolved as DISCARDED (logged);
 * otherwise re-appended to the half queue with ``TRANSACTION_CHECK_TIMES`` + 1 and
   ``TRAN_PREPARED_QUEUE_OFFSET`` = the transaction's identity, and a one-way
@@ -211,7 +211,7 @@ class TransactionalMessageCheckService:
         reason = None
         if times >= config.transaction_check_max:
             reason = f"checked {times} times without an answer"
-        elif now - msg.store_timestamp_ms > reserved_ms:
+        elif now - msg.born_timestamp_ms > reserved_ms:
             reason = "older than fileReservedTime"
         if reason is not None:
             if not self.service.discard(msg, reason):

@@ -393,3 +393,23 @@ def test_transaction_bits_without_tran_msg_do_not_hide_a_message(tmp_path: Path)
         await b.stop()
 
     run(main())
+
+
+def test_resolution_table() -> None:
+    from ariane.broker.transaction import ResolutionTable, op_offsets
+
+    t = ResolutionTable(base=10)
+    assert t.get(12) is Resolution.PENDING
+    assert t.set(12, Resolution.COMMITTED)
+    assert not t.set(13, Resolution.COMMITTED, limit=13)  # op records past the queue's end
+    assert not t.set(10**12, Resolution.COMMITTED)  # absurd offsets do not grow the table
+    assert not t.set(5, Resolution.ROLLED_BACK, limit=100)  # old op records: ignored
+    assert t.set(5, Resolution.ROLLED_BACK)  # a live end of an old transaction: kept
+    assert (t.get(5), t.get(12), t.get(11)) == (
+        Resolution.ROLLED_BACK, Resolution.COMMITTED, Resolution.PENDING,
+    )  # fmt: skip
+    t.prune(12)
+    assert (t.base, t.get(12)) == (12, Resolution.COMMITTED)
+    assert list(op_offsets(b"3,4,")) == [3, 4]
+    assert list(op_offsets(b"7")) == [7]  # RocketMQ 4.x wrote no trailing comma
+    assert list(op_offsets(b"x,,\xff9,")) == []
