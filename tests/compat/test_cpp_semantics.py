@@ -20,7 +20,7 @@ from tests.compat.conftest import CppClient, ScriptRun
 from tests.compat.test_cpp_client import assert_exactly_once, body_index, consume, produce
 from tests.support.cluster import Cluster
 from tests.support.processes import wait_until
-from tests.support.rpc import consumer_ids, request
+from tests.support.rpc import consumer_ids, request, wait_for_route
 
 pytestmark = [pytest.mark.compat, pytest.mark.integration]
 
@@ -40,6 +40,7 @@ def test_delay_level_3_arrives_no_sooner_than_10_seconds(cluster: Cluster, cpp: 
     run = produce(cpp, cluster, "CompatDelay", "--count", "3", "--delay-level", "3")
     sent_at = time.time()
     sent = {e["i"]: e for e in run.of("sent")}
+    wait_for_route(cluster.namesrv_addr, "CompatDelay")
     consumer = consume(cpp, cluster, "CompatDelay", "CG_DELAY", "--expect", "3", "--linger", "1")
     consumer.wait(60)
     msgs = consumer.of("msg")
@@ -76,6 +77,7 @@ def test_failing_consumer_retries_then_dead_letters(fast_cluster: Cluster, cpp: 
     # of it to the callback, so with one message every delivery reaches the callback
     run = produce(cpp, fast_cluster, "CompatRetry", "--count", "1")
     (msg_id,) = [e["msg_id"] for e in run.of("sent")]
+    wait_for_route(fast_cluster.namesrv_addr, "CompatRetry")
     consumer = consume(
         cpp, fast_cluster, "CompatRetry", group, "--fail-times", "1000", "--timeout", "120"
     )
@@ -138,6 +140,7 @@ def test_orderly_consumer_keeps_queue_order_across_restart_and_join(
         cpp, cluster, "CompatOrderly", "--count", str(n), "--mode", "orderly", "--order-keys", "4"
     )
     assert len(run.of("sent")) == n
+    wait_for_route(cluster.namesrv_addr, "CompatOrderly")
     group = "CG_ORDERLY"
     common: tuple[str, ...] = ("--orderly", "--sleep-ms", "25", "--timeout", "150")
     runs: dict[str, ScriptRun] = {}
