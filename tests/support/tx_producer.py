@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -124,7 +125,8 @@ class FakeTransactionProducer:
         assert self._client is not None
         header = h.SendMessageRequestHeaderV2(
             producer_group=self.group, topic=topic, default_topic="TBW102",
-            default_topic_queue_nums=4, queue_id=0, sys_flag=0x4, born_timestamp=0, flag=0,
+            default_topic_queue_nums=4, queue_id=0, sys_flag=0x4,
+            born_timestamp=time.time_ns() // 1_000_000, flag=0,
             properties=encode_properties({"TRAN_MSG": "true", "PGROUP": self.group, **props}),
         )  # fmt: skip
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), body)

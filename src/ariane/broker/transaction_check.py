@@ -211,7 +211,7 @@ class TransactionalMessageCheckService:
         reason = None
         if times >= config.transaction_check_max:
             reason = f"checked {times} times without an answer"
-        elif now - msg.born_timestamp_ms > reserved_ms:
+        elif msg.born_timestamp_ms > 0 and now - msg.born_timestamp_ms > reserved_ms:
             reason = "older than fileReservedTime"
         if reason is not None:
             if not self.service.discard(msg, reason):

@@ -413,3 +413,21 @@ def test_resolution_table() -> None:
     assert list(op_offsets(b"3,4,")) == [3, 4]
     assert list(op_offsets(b"7")) == [7]  # RocketMQ 4.x wrote no trailing comma
     assert list(op_offsets(b"x,,\xff9,")) == []
+
+
+def test_half_messages_born_before_the_retention_are_discarded(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await Broker(tmp_path, transaction_timeout_ms=1000).start()
+        await send_half(b, "T", b"ancient")
+        header = b.send_header("T", 1, encode_properties({"TRAN_MSG": "true"}))
+        header.born_timestamp = 0  # a client without a clock: checked, never "too old"
+        Half(await b.answer(RequestCode.SEND_MESSAGE, header, b"no-clock"))
+        ch = await producer(b)
+        b.clock.advance(73 * 3_600_000)  # fileReservedTime is 72 h
+        stats = check_round(b)
+        assert (stats.discarded, stats.checked) == (1, 1)
+        assert [m.body for _, m in checks(ch)] == [b"no-clock"]
+        assert [m.body for m in visible(b, "TRANS_CHECK_MAX_TIME_TOPIC", 0)] == [b"ancient"]
+        await b.stop()
+
+    run(main())
