@@ -4,6 +4,8 @@ middle of delay delivery and of a transaction check never lose or repeat a deliv
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -185,11 +187,19 @@ def test_sql92_selector_over_the_wire(cluster: Cluster) -> None:
 
 
 def test_bench_semantics_runs() -> None:
-    out = subprocess.run(
+    # its own session: on a timeout the bench and the broker it started are stopped together
+    proc = subprocess.Popen(
         ariane_command("bench", "semantics", "--messages", "200", "--json"),
-        capture_output=True, text=True, timeout=120, check=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip
-    results = json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 0, out
+    results = json.loads(out.strip().splitlines()[-1])
     assert results["delay_delivered"] == 200
     assert results["tx_commit_failures"] == 0
     assert results["pull_tag_delivered"] == results["pull_sql92_delivered"] == 100

@@ -103,6 +103,8 @@ async def _delay(channel: Channel, n: int, concurrency: int) -> dict[str, Any]:
     sent_at = time.time()
     reqs = (_send(topic, 0, {"DELAY": "1"}, body) for _ in range(n))
     seconds, failed = await _pipelined(channel, reqs, concurrency)
+    if failed:
+        raise click.ClickException(f"{failed} of {n} delayed sends failed")
     await _wait_offset(channel, topic, n, 120)
     all_in = time.time() - sent_at
     _, records = await _read_all(channel, topic, "*", "TAG")
@@ -138,6 +140,9 @@ async def _transactions(channel: Channel, n: int, concurrency: int) -> dict[str,
     started = time.perf_counter()
     await send_halves()
     half_s = time.perf_counter() - started
+    refused = [r for r in halves if r.code != ResponseCode.SUCCESS]
+    if refused:
+        raise click.ClickException(f"{len(refused)} half messages refused: {refused[0].remark}")
 
     def end(r: RemotingCommand) -> RemotingCommand:
         header = h.EndTransactionRequestHeader(
@@ -165,8 +170,10 @@ async def _filters(channel: Channel, n: int, concurrency: int) -> dict[str, Any]
         _send(topic, 0, {"TAGS": "even" if i % 2 == 0 else "odd", "n": str(i)}, body)
         for i in range(n)
     )
-    await _pipelined(channel, reqs, concurrency)
-    await asyncio.sleep(0.5)
+    _, failed = await _pipelined(channel, reqs, concurrency)
+    if failed:
+        raise click.ClickException(f"{failed} of {n} sends failed")
+    await _wait_offset(channel, topic, n, 60)
     out: dict[str, Any] = {}
     for name, expression, kind in (
         ("all", "*", "TAG"),
