@@ -67,6 +67,7 @@ class ScriptRun:
     events: list[dict[str, Any]] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
     started: threading.Event = field(default_factory=threading.Event)
+    eof: threading.Event = field(default_factory=threading.Event)
     cond: threading.Condition = field(default_factory=threading.Condition)
 
     def pump(self) -> None:
@@ -83,6 +84,7 @@ class ScriptRun:
             if event.get("event") == "started":
                 self.started.set()
         self.proc.stdout.close()  # at EOF: no unclosed pipe left for the GC to warn about
+        self.eof.set()
         with self.cond:
             self.cond.notify_all()
 
@@ -97,6 +99,7 @@ class ScriptRun:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError("client script timed out:\n" + self.tail()) from None
+        self.eof.wait(10)  # the process exited: let the reader take its last lines
         return self.events
 
     def wait_for(self, kind: str, count: int, timeout_s: float = 60.0) -> bool:

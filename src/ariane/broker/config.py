@@ -83,7 +83,9 @@ class BrokerConfig:
         force_register: ``forceRegister``: register even when the NameServer has our version.
         compressed_register: ``compressedRegister``.
         channel_expired_timeout_ms: ``channelExpiredTimeout``: drop clients silent this long.
-        enable_property_filter: ``enablePropertyFilter`` (SQL92; not implemented yet).
+        enable_property_filter: ``enablePropertyFilter``: accept SQL92 subscriptions.
+        filter_support_retry: ``filterSupportRetry``: filter ``%RETRY%`` messages with the
+            group's subscription to their original topic.
         reject_pull_consumer_enable: ``rejectPullConsumerEnable``.
         use_server_side_reset_offset: ``useServerSideResetOffset``.
         config_black_list: ``configBlackList``: keys UPDATE_BROKER_CONFIG refuses.
@@ -102,6 +104,16 @@ class BrokerConfig:
             traffic this long are forgotten (< 0 never, 0..10 mean 30; Ariane's default 1500,
             past the day window; RocketMQ's -1).
         max_stats_keys: ``maxStatsKeys`` (Ariane's): most keys per stats item.
+        flush_delay_offset_interval_ms: ``flushDelayOffsetInterval``: how often delay
+            progress is written to ``delayOffset.json`` (also at shutdown).
+        transaction_timeout_ms: ``transactionTimeOut``: half messages younger than this are
+            not checked back yet.
+        transaction_check_interval_ms: ``transactionCheckInterval``: period of the check.
+        transaction_check_max: ``transactionCheckMax``: check-backs before a half message is
+            discarded.
+        rebalance_lock_max_live_time_ms: ``rebalanceLockMaxLiveTime`` (RocketMQ's system
+            property ``rocketmq.broker.rebalance.lockMaxLiveTime``): a queue lock not
+            refreshed for this long may be taken over.
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -132,6 +144,7 @@ class BrokerConfig:
     compressed_register: bool = _prop("compressedRegister", False)
     channel_expired_timeout_ms: int = _prop("channelExpiredTimeout", 120_000)
     enable_property_filter: bool = _prop("enablePropertyFilter", False)
+    filter_support_retry: bool = _prop("filterSupportRetry", False)
     reject_pull_consumer_enable: bool = _prop("rejectPullConsumerEnable", False)
     use_server_side_reset_offset: bool = _prop("useServerSideResetOffset", True)
     config_black_list: str = _prop("configBlackList", "configBlackList;brokerConfigPath")
@@ -144,6 +157,11 @@ class BrokerConfig:
     metrics_cardinality_limit: int = _prop("metricsOtelCardinalityLimit", 10_000)
     max_stats_idle_time_minutes: int = _prop("maxStatsIdleTimeInMinutes", 1500)
     max_stats_keys: int = _prop("maxStatsKeys", 20_000)
+    flush_delay_offset_interval_ms: int = _prop("flushDelayOffsetInterval", 10_000)
+    transaction_timeout_ms: int = _prop("transactionTimeOut", 6000)
+    transaction_check_interval_ms: int = _prop("transactionCheckInterval", 30_000)
+    transaction_check_max: int = _prop("transactionCheckMax", 15)
+    rebalance_lock_max_live_time_ms: int = _prop("rebalanceLockMaxLiveTime", 60_000)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -198,6 +216,11 @@ def _check(c: BrokerConfig) -> None:
         ("channelExpiredTimeout", c.channel_expired_timeout_ms > 0, "must be > 0"),
         ("serverChannelMaxIdleTimeSeconds", c.server_channel_max_idle_time_seconds >= 0, ">= 0"),
         ("serverSocketBacklog", c.server_socket_backlog >= 1, "must be >= 1"),
+        ("flushDelayOffsetInterval", c.flush_delay_offset_interval_ms > 0, "must be > 0"),
+        ("transactionTimeOut", c.transaction_timeout_ms >= 0, "must be >= 0"),
+        ("transactionCheckInterval", c.transaction_check_interval_ms > 0, "must be > 0"),
+        ("transactionCheckMax", c.transaction_check_max >= 0, "must be >= 0"),
+        ("rebalanceLockMaxLiveTime", c.rebalance_lock_max_live_time_ms > 0, "must be > 0"),
         ("brokerClusterName", bool(c.broker_cluster_name), "must not be empty"),
         ("metricsPromExporterPort", 0 <= c.metrics_prom_exporter_port <= 65535, "0..65535"),
         (
@@ -318,7 +341,7 @@ IGNORED_PROPERTIES = frozenset(
         "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
         "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
         "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "aclEnable",
-        "enableCalcFilterBitMap", "filterSupportRetry", "accountStatsEnable", "transferMsgByHeap",
+        "enableCalcFilterBitMap", "accountStatsEnable", "transferMsgByHeap",
         "metricsInDelta", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
         "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",
         "metricLoggingExporterIntervalInMills", "enableRemotingMetrics", "enableMessageStoreMetrics",

@@ -1,17 +1,21 @@
 """The broker: wiring and lifecycle (RocketMQ ``BrokerController``).
 
 How it works: ``start()`` loads the metadata files (topics, subscription groups, consumer
-offsets) from ``<storePathRootDir>/config``, loads and starts the message store (recovery
-happens here), starts the remoting server and its processors, the pull hold service and the
-housekeeping tasks (offset persistence every ``flushConsumerOffsetInterval``, expired client
-scan every 10 s, the statistics tick every second), the ``/metrics`` endpoint when configured
-(``metricsPromExporterPort``), then registers with every NameServer before returning, so
-clients can route to it as soon as it says it is ready. The store's dispatch thread reports
-new messages to the hold service; SYNC_FLUSH completions hop back to the event loop.
+offsets) from ``<storePathRootDir>/config``, loads the message store (recovery happens here),
+then what depends on its content (the delay progress ``delayOffset.json``, the transaction
+outcomes from the op queue), starts the store, the remoting server and its processors, the
+pull hold service, the delay delivery thread, the transaction check and the housekeeping tasks
+(offset persistence every ``flushConsumerOffsetInterval``, expired client scan every 10 s,
+the statistics tick every second), the ``/metrics`` endpoint when configured
+(``metricsPromExporterPort``), then registers with every NameServer before returning, so clients can route
+to it as soon as it says it is ready. The store's dispatch thread reports new messages to the
+hold service (and schedule entries to the delay thread); SYNC_FLUSH completions hop back to
+the event loop.
 
 ``shutdown()`` reverses it: unregister from the NameServers (clients stop routing here), stop
-holding pulls, stop the server (in-progress requests finish), persist the metadata files and
-shut the store down (final flush, checkpoint, abort file removed).
+holding pulls, stop the server (in-progress requests finish), stop the transaction check and
+the delay thread (which writes its progress), persist the metadata files and shut the store
+down (final flush, checkpoint, abort file removed).
 """
 
 from __future__ import annotations
@@ -33,14 +37,18 @@ from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
+from ariane.broker.schedule import DELAY_OFFSET_FILE, ScheduleMessageService
 from ariane.broker.stats import BrokerStats, StoreCounters
 from ariane.broker.subscription_group import SubscriptionGroupManager
 from ariane.broker.topic_config import TopicConfigManager
+from ariane.broker.transaction import TransactionalMessageService
+from ariane.broker.transaction_check import TransactionalMessageCheckService
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.fileio import write_file_atomically
 from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.message import HostPort
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
+from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
@@ -120,7 +128,7 @@ class BrokerController:
         self.clients = ClientManager(
             self.clock, self.notify_consumers_changed, config.channel_expired_timeout_ms / 1000
         )
-        self.locks = RebalanceLockManager(self.clock)
+        self.locks = RebalanceLockManager(self.clock, config.rebalance_lock_max_live_time_ms)
         self.stats = BrokerStats(
             self.clock,
             config.broker_cluster_name,
@@ -135,7 +143,13 @@ class BrokerController:
             long_polling=config.long_polling_enable,
             short_polling_ms=config.short_polling_time_ms,
         )
-        self.store = MessageStore(store_config, clock=clock, arriving_listener=self.hold.arriving)
+        self.store = MessageStore(store_config, clock=clock, arriving_listener=self._arriving)
+        self.schedule = ScheduleMessageService(
+            self.store, store_config.delay_levels_ms, os.path.join(cdir, DELAY_OFFSET_FILE),
+            self.clock, lambda: self.config.flush_delay_offset_interval_ms,
+        )  # fmt: skip
+        self.transactions = TransactionalMessageService(self)
+        self.tx_check = TransactionalMessageCheckService(self, self.transactions)
         self.remoting = RemotingServer(
             RemotingServerConfig(
                 bind_address=config.bind_address,
@@ -171,6 +185,23 @@ class BrokerController:
             store.get_transferred_msgs,
         )
 
+    def _arriving(
+        self,
+        topic: str,
+        queue_id: int,
+        next_logic_offset: int,
+        tags_code: int,
+        store_timestamp_ms: int,
+        properties: dict[str, str] | None,
+    ) -> None:
+        """The store's arriving listener (dispatch thread)."""
+        if topic == SCHEDULE_TOPIC:
+            self.schedule.on_arrival()
+            return
+        self.hold.arriving(
+            topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
+        )
+
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> int:
@@ -191,6 +222,8 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.serve(port)
+        self.schedule.start()
+        self.tx_check.start()
         self._every(
             self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
         )
@@ -224,6 +257,12 @@ class BrokerController:
                 f"message store {self.store_config.store_path_root_dir} failed to load"
             )
         self._restore_missing_topics()
+        try:
+            self.schedule.load()
+            self.transactions.load()
+        except BaseException:
+            await asyncio.to_thread(self.store.shutdown)
+            raise
         self.store.start()
 
     def _restore_missing_topics(self) -> None:
@@ -258,6 +297,7 @@ class BrokerController:
         from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
         from ariane.broker.processors.client_manage import ClientManageProcessor
         from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+        from ariane.broker.processors.end_transaction import EndTransactionProcessor
         from ariane.broker.processors.query import QueryMessageProcessor
         from ariane.broker.processors.send import SendMessageProcessor
         from ariane.broker.processors.stats import StatsProcessor
@@ -272,6 +312,7 @@ class BrokerController:
             AdminBrokerProcessor(self),
             AdminConsumerProcessor(self),
             StatsProcessor(self),
+            EndTransactionProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -297,6 +338,8 @@ class BrokerController:
         await self.hold.stop()
         await self.remoting.stop()
         await self.stop_metrics()
+        await self.tx_check.stop()
+        await asyncio.to_thread(self.schedule.stop)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -321,6 +364,7 @@ class BrokerController:
     def _on_channel_closed(self, channel: Channel) -> None:
         self.hold.on_channel_closed(channel)
         self.clients.on_channel_closed(channel)
+        self.locks.unlock_channel(channel.id)
 
     def notify_consumers_changed(self, group: str, channels: list[Channel]) -> None:
         """Send NOTIFY_CONSUMER_IDS_CHANGED (one-way) to every consumer of ``group``."""
@@ -378,6 +422,7 @@ class BrokerController:
         self.clients.expired_s = config.channel_expired_timeout_ms / 1000
         self.hold.long_polling = config.long_polling_enable
         self.hold.short_polling_ms = config.short_polling_time_ms
+        self.locks.max_live_ms = config.rebalance_lock_max_live_time_ms
 
     def _read_overrides(self) -> dict[str, str]:
         try:

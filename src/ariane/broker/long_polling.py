@@ -7,7 +7,9 @@ It is re-executed (without the right to be held again) and answered
 
 * as soon as a matching message arrives on that queue: the store's dispatch thread reports
   arrivals; they are queued and handed to the event loop with one ``call_soon_threadsafe``
-  per batch, and only for queues somebody waits on;
+  per batch, and only for queues somebody waits on. An arrival matches when its tag hash
+  passes the pull's filter and, when the store passed the message's properties along, so do
+  they (SQL92 filters need them);
 * at the latest when its time is up (a timer per held pull; the client's
   ``suspendTimeoutMillis``, or ``shortPollingTimeMills`` when long polling is off);
 * when the periodic re-check (every 5 s, or every ``shortPollingTimeMills`` with long polling
@@ -26,10 +28,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ariane.broker.filters import PullFilter
 from ariane.remoting.channel import Channel
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol.command import RemotingCommand
-from ariane.store.filter import MessageFilter
 
 __all__ = ["HeldPull", "PullRequestHoldService"]
 
@@ -51,7 +53,7 @@ class HeldPull:
     request: RemotingCommand
     key: _Key
     offset: int
-    message_filter: MessageFilter
+    message_filter: PullFilter
     timer: asyncio.TimerHandle | None = None
 
 
@@ -85,7 +87,7 @@ class PullRequestHoldService:
         self.max_per_channel = max_per_channel
         self.table: dict[_Key, list[HeldPull]] = {}
         self._by_channel: dict[int, set[HeldPull]] = {}
-        self._arrivals: deque[tuple[str, int, int, int]] = deque()
+        self._arrivals: deque[tuple[str, int, int, int, dict[str, str] | None]] = deque()
         self._drain_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
@@ -129,7 +131,7 @@ class PullRequestHoldService:
         topic: str,
         queue_id: int,
         offset: int,
-        message_filter: MessageFilter,
+        message_filter: PullFilter,
         timeout_ms: int,
     ) -> bool:
         """Hold a pull; False when it cannot be held (the caller answers it now)."""
@@ -212,11 +214,17 @@ class PullRequestHoldService:
     # -- arrivals ----------------------------------------------------------------------------
 
     def notify_message_arriving(
-        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tags_code: int | None,
+        properties: dict[str, str] | None = None,
     ) -> None:
         """Wake held pulls of the queue that want what arrived (event-loop thread).
 
         ``tags_code`` None (periodic check) counts as a match; the re-run filters for real.
+        ``properties`` (when the arrival was a single message) are checked too.
         """
         held_list = self.table.get((topic, queue_id))
         if not held_list:
@@ -227,7 +235,11 @@ class PullRequestHoldService:
                 newest = self.max_offset(topic, queue_id)
             if newest <= held.offset:
                 continue
-            if tags_code is None or held.message_filter.is_matched_by_consume_queue(tags_code):
+            flt = held.message_filter
+            if tags_code is None or (
+                flt.is_matched_by_consume_queue(tags_code)
+                and (properties is None or flt.is_matched_by_properties(properties))
+            ):
                 self.woken_by_arrival += 1
                 self._wake(held)
 
@@ -245,7 +257,7 @@ class PullRequestHoldService:
         loop = self._loop
         if loop is None or not self.long_polling or (topic, queue_id) not in self.table:
             return
-        self._arrivals.append((topic, queue_id, next_logic_offset, tags_code))
+        self._arrivals.append((topic, queue_id, next_logic_offset, tags_code, properties))
         if not self._drain_scheduled:
             self._drain_scheduled = True
             try:
@@ -257,8 +269,8 @@ class PullRequestHoldService:
         self._drain_scheduled = False
         arrivals = self._arrivals
         while arrivals:
-            topic, queue_id, offset, tags_code = arrivals.popleft()
-            self.notify_message_arriving(topic, queue_id, offset, tags_code)
+            topic, queue_id, offset, tags_code, props = arrivals.popleft()
+            self.notify_message_arriving(topic, queue_id, offset, tags_code, props)
 
     # -- periodic check ------------------------------------------------------------------------
 

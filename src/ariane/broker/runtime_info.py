@@ -78,4 +78,5 @@ def runtime_info(broker: BrokerController) -> dict[str, str]:
             f"Total : {human_readable_bytes(usage.total)}, "
             f"Free : {human_readable_bytes(usage.free)}."
         )
+    info.update(broker.schedule.running_stats())
     return info

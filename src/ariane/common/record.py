@@ -43,6 +43,8 @@ __all__ = [
     "encode_record",
     "iter_records",
     "record_length",
+    "record_properties",
+    "record_property",
 ]
 
 MESSAGE_MAGIC_CODE_V1 = -626843481  # 0xDAA320A7
@@ -267,3 +269,70 @@ def decode_records(
         CorruptionError: any record does not decode.
     """
     return list(iter_records(buf, check_crc=check_crc, decompress=decompress))
+
+
+def _properties_span(buf: bytes | bytearray | memoryview) -> tuple[int, int]:
+    """(start, end) of the PROPERTIES bytes of the single record ``buf`` holds."""
+    end = len(buf)
+    if end < 91:
+        raise CorruptionError(f"record of {end} bytes is too short")
+    total, magic = struct.unpack_from(">ii", buf, 0)
+    if total != end or magic not in (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2):
+        raise CorruptionError(f"not one whole record (size {total}, {end} bytes given)")
+    (sys_flag,) = _I32.unpack_from(buf, 36)
+    p = 48 + (20 if sys_flag & BORNHOST_V6_FLAG else 8) + 8
+    p += (20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8) + _MIDDLE.size
+    if p > end:
+        raise CorruptionError("record truncated before its body")
+    (body_len,) = _I32.unpack_from(buf, p - 4)
+    p += body_len
+    if body_len < 0 or p + 2 > end:
+        raise CorruptionError(f"bad body length {body_len}")
+    if magic == MESSAGE_MAGIC_CODE_V2:
+        (topic_len,) = _I16.unpack_from(buf, p)
+        p += 2 + topic_len
+    else:
+        p += 1 + buf[p]
+    if p + 2 > end:
+        raise CorruptionError("bad topic length")
+    (props_len,) = _I16.unpack_from(buf, p)
+    p += 2
+    if props_len < 0 or p + props_len != end:
+        raise CorruptionError(f"bad properties length {props_len}")
+    return p, end
+
+
+def record_properties(buf: bytes | bytearray | memoryview) -> dict[str, str]:
+    """The property map of one whole stored record, without decoding the rest.
+
+    Raises:
+        CorruptionError: ``buf`` is not exactly one well-formed record.
+    """
+    start, end = _properties_span(buf)
+    try:
+        return decode_properties(bytes(buf[start:end]).decode())
+    except UnicodeDecodeError as exc:
+        raise CorruptionError(f"properties are not UTF-8: {exc}") from None
+
+
+def record_property(buf: bytes, name: str) -> str | None:
+    """One property of one whole stored record (a byte search: no full decode).
+
+    Raises:
+        CorruptionError: ``buf`` is not exactly one well-formed record.
+    """
+    start, end = _properties_span(buf)
+    key = name.encode() + b"\x01"
+    hi = end
+    while True:  # the last occurrence wins, as in decode_properties
+        pos = buf.rfind(key, start, hi)
+        if pos < 0:
+            return None
+        if pos == start or buf[pos - 1] == 2:
+            value_end = buf.find(b"\x02", pos, end)
+            raw = buf[pos + len(key) : end if value_end < 0 else value_end]
+            try:
+                return raw.decode() or None
+            except UnicodeDecodeError as exc:
+                raise CorruptionError(f"property {name} is not UTF-8: {exc}") from None
+        hi = pos + len(key) - 1

@@ -67,6 +67,7 @@ def main():
         with lock:
             attempts[body] = attempts.get(body, 0) + 1
             attempt = attempts[body]
+        started = time.time()
         if args.sleep_ms:
             time.sleep(args.sleep_ms / 1000)
         emit(
@@ -82,6 +83,7 @@ def main():
             store_timestamp=msg.store_timestamp,
             born_timestamp=msg.born_timestamp,
             attempt=attempt,
+            at=started,
             props={k: text(msg.get_property(k)) for k in PROPS if msg.get_property(k)},
         )
         if attempt <= args.fail_times:

@@ -282,12 +282,18 @@ def test_consumer_send_msg_back(tmp_path: Path) -> None:
         r = await b.answer(RequestCode.CONSUMER_SEND_MSG_BACK, header)
         assert r.code == ResponseCode.SUCCESS, r.remark
         b.c.store.wait_dispatched()
+        assert b.c.store.get_max_offset_in_queue("%RETRY%G", 0) == 0  # delayed: level 3
+        assert b.c.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 2) == 1
+        b.clock.advance(10_000)
+        b.c.schedule.deliver_due()
+        b.c.store.wait_dispatched()
         res = b.c.store.get_message("G", "%RETRY%G", 0, 0, 10)
         (msg,) = decode_records(b"".join(res.messages))
         assert msg.body == b"payload"
         assert msg.reconsume_times == 1
         assert msg.properties["RETRY_TOPIC"] == "T"
-        assert msg.properties["DELAY"] == "3"
+        assert "DELAY" not in msg.properties
+        assert msg.properties["REAL_TOPIC"] == "%RETRY%G"
         assert msg.properties["ORIGIN_MESSAGE_ID"]
         header = h.ConsumerSendMsgBackRequestHeader(offset=phys, group="G", delay_level=-1)
         r = await b.answer(RequestCode.CONSUMER_SEND_MSG_BACK, header)
@@ -302,9 +308,9 @@ def test_consumer_send_msg_back(tmp_path: Path) -> None:
     run(main())
 
 
-def test_transactional_messages_are_refused_clearly(tmp_path: Path) -> None:
+def test_transactional_messages_can_be_refused(tmp_path: Path) -> None:
     async def main() -> None:
-        b = await Broker(tmp_path).start()
+        b = await Broker(tmp_path, reject_transaction_message=True).start()
         r = await b.send("T", props={"TRAN_MSG": "true"})
         assert r.code == ResponseCode.NO_PERMISSION
         assert "transaction" in (r.remark or "")
@@ -346,7 +352,7 @@ def test_message_rewriters_see_sends_and_send_backs(tmp_path: Path) -> None:
     async def main() -> None:
         b = await Broker(tmp_path).start()
         rewriter = Delay()
-        b.c.send_processor.rewriters.append(rewriter)
+        b.c.send_processor.rewriters.insert(0, rewriter)  # before the delay levels
         r = await b.send("T", b"x")
         assert (await b.send("Refused")).code == ResponseCode.NO_PERMISSION
         phys = decode_offset_msg_id(r.ext_fields["msgId"]).phys_offset

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from ariane.broker.client_manager import ClientManager
+from ariane.broker.filters import FilterFactory
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.common.clock import ManualClock
@@ -18,7 +19,6 @@ from ariane.remoting.protocol.client_bodies import (
     SubscriptionData,
 )
 from ariane.remoting.protocol.command import LanguageCode, RemotingCommand
-from ariane.store import TagFilter
 from tests.unit.broker.harness import FakeChannel
 
 
@@ -115,7 +115,7 @@ def test_hold_wakes_on_matching_arrival_only() -> None:
         svc = hold_service(offsets)
         svc.start()
         ctx = Ctx(FakeChannel())
-        flt = TagFilter.from_expression("A")
+        flt = FilterFactory().build("A", None)
         assert svc.suspend(ctx, RemotingCommand.request(11), "T", 0, 5, flt, 15000)  # type: ignore[arg-type]
         offsets[("T", 0)] = 6
         svc.notify_message_arriving("T", 0, 6, tags_code("B"))
@@ -136,7 +136,9 @@ def test_hold_answers_at_once_when_the_queue_grew_meanwhile() -> None:
         svc = hold_service({("T", 0): 7})
         svc.start()
         ctx = Ctx(FakeChannel())
-        svc.suspend(ctx, RemotingCommand.request(11), "T", 0, 5, TagFilter([]), 15000)  # type: ignore[arg-type]
+        svc.suspend(
+            ctx, RemotingCommand.request(11), "T", 0, 5, FilterFactory().build("*", None), 15000
+        )  # type: ignore[arg-type]
         assert len(ctx.responses) == 1
         assert svc.held_count == 0
         await svc.stop()
@@ -152,7 +154,9 @@ def test_hold_timeout_check_and_closed_connections() -> None:
         ch = FakeChannel()
         ctxs = [Ctx(ch) for _ in range(3)]
         held = [
-            svc.suspend(c, RemotingCommand.request(11), "T", 0, 5, TagFilter([]), 15000)  # type: ignore[arg-type]
+            svc.suspend(
+                c, RemotingCommand.request(11), "T", 0, 5, FilterFactory().build("*", None), 15000
+            )  # type: ignore[arg-type]
             for c in ctxs
         ]
         assert held == [True, True, False]  # per-connection cap
@@ -164,7 +168,9 @@ def test_hold_timeout_check_and_closed_connections() -> None:
         assert svc.held_count == 0
         assert not svc._by_channel
         other = Ctx(FakeChannel())
-        svc.suspend(other, RemotingCommand.request(11), "T", 0, 5, TagFilter(["A"]), 15000)  # type: ignore[arg-type]
+        svc.suspend(
+            other, RemotingCommand.request(11), "T", 0, 5, FilterFactory().build("A", None), 15000
+        )  # type: ignore[arg-type]
         offsets[("T", 0)] = 9
         svc.check_all()  # the periodic check wakes whatever grew, filter or not
         assert len(other.responses) == 1
@@ -179,7 +185,9 @@ def test_arrivals_from_another_thread_reach_the_loop() -> None:
         svc = hold_service(offsets)
         svc.start()
         ctx = Ctx(FakeChannel())
-        svc.suspend(ctx, RemotingCommand.request(11), "T", 0, 5, TagFilter([]), 15000)  # type: ignore[arg-type]
+        svc.suspend(
+            ctx, RemotingCommand.request(11), "T", 0, 5, FilterFactory().build("*", None), 15000
+        )  # type: ignore[arg-type]
         svc.arriving("U", 0, 1, 0, 0, None)  # nobody waits on U: nothing queued
         assert not svc._arrivals
         offsets[("T", 0)] = 6
@@ -201,7 +209,9 @@ def test_short_polling_ignores_arrivals() -> None:
         svc.start()
         assert svc.check_interval_s == 1.0
         ctx = Ctx(FakeChannel())
-        svc.suspend(ctx, RemotingCommand.request(11), "T", 0, 5, TagFilter([]), 15000)  # type: ignore[arg-type]
+        svc.suspend(
+            ctx, RemotingCommand.request(11), "T", 0, 5, FilterFactory().build("*", None), 15000
+        )  # type: ignore[arg-type]
         svc.arriving("T", 0, 6, 0, 0, None)
         assert not svc._arrivals
         (held,) = svc.table[("T", 0)]

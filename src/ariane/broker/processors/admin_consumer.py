@@ -6,14 +6,16 @@ QUERY_SUBSCRIPTION_BY_CONSUMER, QUERY_CONSUME_TIME_SPAN, CLONE_GROUP_OFFSET,
 INVOKE_BROKER_TO_RESET_OFFSET, and the relays GET_CONSUMER_RUNNING_INFO and
 CONSUME_MESSAGE_DIRECTLY.
 
-Offset resets are recorded on the broker (the next pull of each queue answers
-PULL_OFFSET_MOVED with the new offset) when ``useServerSideResetOffset`` is on; otherwise the
-online consumers are told with RESET_CONSUMER_CLIENT_OFFSET, C++ clients in the
-``ResetOffsetBodyForC`` list form, Java clients with MessageQueue object keys.
+Offset resets (by time, to the end = "skip accumulated", or one queue to an offset) are
+committed on the broker and the online consumers are told with RESET_CONSUMER_CLIENT_OFFSET,
+C++ clients in the ``ResetOffsetBodyForC`` list form, Java clients with MessageQueue object
+keys; with ``useServerSideResetOffset`` (the default) the next pull of each queue also jumps to
+the new offset (PULL_OFFSET_MOVED) unless it already asks for it.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ariane.broker.processors import error, ok
@@ -26,7 +28,6 @@ from ariane.errors import (
     RequestTimeoutError,
 )
 from ariane.remoting.dispatch import RequestContext
-from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol._jsonfields import get_list, parse_object
 from ariane.remoting.protocol.admin_bodies import (
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
     from ariane.broker.controller import BrokerController
 
 __all__ = ["AdminConsumerProcessor"]
+
+logger = logging.getLogger(__name__)
 
 _RELAY_TIMEOUT_MS = 5000
 
@@ -175,8 +178,8 @@ class AdminConsumerProcessor:
     def get_all_delay_offset(
         self, ctx: RequestContext, request: RemotingCommand
     ) -> RemotingCommand:
-        """GET_ALL_DELAY_OFFSET (45): no delay service yet, so no offsets."""
-        return ok(body=fastjson.dumps({"offsetTable": {}}))
+        """GET_ALL_DELAY_OFFSET (45): the delay service's progress per level."""
+        return ok(body=self.broker.schedule.encode())
 
     def _subscribed_elsewhere(self, group: str, topic: str) -> bool:
         """The group is online but does not subscribe ``topic`` (RocketMQ skips such topics)."""
@@ -263,40 +266,91 @@ class AdminConsumerProcessor:
         return ok()
 
     async def reset_offset(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-        """INVOKE_BROKER_TO_RESET_OFFSET (222)."""
+        """INVOKE_BROKER_TO_RESET_OFFSET (222): reset a group's offsets of a topic to a time
+        (``timestamp``; -1 = the end, i.e. skip the accumulated messages) or, for one queue,
+        to ``offset``.
+
+        Online consumers are told at once (RESET_CONSUMER_CLIENT_OFFSET) and the offsets are
+        committed on the broker; with ``useServerSideResetOffset`` the next pull of each queue
+        also jumps there (unless it already asks for that offset), so clients that ignore the
+        notification follow too. Without it an offline group is refused (CONSUMER_NOT_ONLINE),
+        as RocketMQ 4.x does.
+        """
         header = h.ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
         broker = self.broker
         group, topic = header.group, header.topic
         tc = broker.topics.get(topic)
         if tc is None:
             return error(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        if broker.groups.table.get(group) is None and not broker.offsets.query_all(group, topic):
+            return error(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} does not exist")
+        table = self._reset_targets(header, tc.read_queue_nums)
+        if isinstance(table, RemotingCommand):
+            return table
+        server_side = broker.config.use_server_side_reset_offset
+        online = broker.clients.consumer_group(group)
+        if online is None and not server_side:
+            return error(
+                ResponseCode.CONSUMER_NOT_ONLINE,
+                f"Consumer not online, so can not reset offset, Group: {group}",
+            )
+        for mq, offset in table.items():
+            if server_side:
+                broker.offsets.assign_reset(group, topic, mq.queue_id, offset)
+            else:
+                broker.offsets.commit(group, topic, mq.queue_id, offset)
+        await broker.offsets.persist()
+        if online is not None:
+            self._tell_clients_to_reset(online.channels.values(), header, table)
+        logger.info(
+            "offsets of %s on %s reset (timestamp %d): %s", group, topic, header.timestamp,
+            {mq.queue_id: o for mq, o in table.items()},
+        )  # fmt: skip
+        return ok(body=ResetOffsetBody(table).encode())
+
+    def _reset_targets(
+        self, header: h.ResetOffsetRequestHeader, queue_nums: int
+    ) -> dict[MessageQueue, int] | RemotingCommand:
+        """The offset each queue is reset to (``isForce`` false: never forwards)."""
+        broker = self.broker
         store = broker.store
-        queue_ids = [header.queue_id] if header.queue_id >= 0 else list(range(tc.write_queue_nums))
+        topic = header.topic
+        explicit = header.offset is not None and header.offset != -1 and header.queue_id >= 0
+        queue_ids = [header.queue_id] if header.queue_id >= 0 else list(range(queue_nums))
         table: dict[MessageQueue, int] = {}
         for queue_id in queue_ids:
-            if header.offset is not None and header.queue_id >= 0:
+            lo = store.get_min_offset_in_queue(topic, queue_id)
+            hi = store.get_max_offset_in_queue(topic, queue_id)
+            if explicit:
+                assert header.offset is not None
                 target = header.offset
+                if target < lo or target > hi:
+                    return error(
+                        ResponseCode.SYSTEM_ERROR,
+                        f"Target offset {target} not in consume queue range [{lo}-{hi}]",
+                    )
             elif header.timestamp == -1:
-                target = store.get_max_offset_in_queue(topic, queue_id)
+                target = hi
             else:
-                target = store.get_offset_in_queue_by_time(topic, queue_id, header.timestamp)
-            current = broker.offsets.query(group, topic, queue_id)
+                target = self._first_at_or_after(topic, queue_id, lo, hi, header.timestamp)
+            current = broker.offsets.query(header.group, topic, queue_id)
             if not header.is_force and 0 <= current <= target:
                 target = current
-            table[MessageQueue(topic, broker.config.broker_name, queue_id)] = target
-        if broker.config.use_server_side_reset_offset:
-            for mq, offset in table.items():
-                broker.offsets.assign_reset(group, topic, mq.queue_id, offset)
-            await broker.offsets.persist()
-        else:
-            online = broker.clients.consumer_group(group)
-            if online is None:
-                return error(
-                    ResponseCode.CONSUMER_NOT_ONLINE,
-                    f"Consumer not online, so can not reset offset, Group: {group}",
-                )
-            self._tell_clients_to_reset(online.channels.values(), header, table)
-        return ok(body=ResetOffsetBody(table).encode())
+            table[MessageQueue(topic, broker.config.broker_name, queue_id)] = max(0, target)
+        return table
+
+    def _first_at_or_after(self, topic: str, queue_id: int, lo: int, hi: int, ts: int) -> int:
+        """The first queue offset in [lo, hi) stored at or after ``ts`` (``hi`` if none):
+        binary search on store times, which only grow within a queue."""
+        store = self.broker.store
+        while lo < hi:
+            mid = (lo + hi) // 2
+            stored = store.get_message_store_timestamp(topic, queue_id, mid)
+            if stored >= 0 and stored >= ts:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def _tell_clients_to_reset(
         self, infos: Any, header: h.ResetOffsetRequestHeader, table: dict[MessageQueue, int]

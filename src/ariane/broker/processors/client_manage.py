@@ -8,6 +8,12 @@ the group's members are told (NOTIFY_CONSUMER_IDS_CHANGED) so they rebalance at 
 clients send the enums as integers and ``subVersion`` as a string; both are accepted.
 Heartbeat v2 (subscriptions omitted when unchanged) is not advertised, so clients send full
 heartbeats; a ``withoutSub`` heartbeat keeps the subscriptions already known.
+
+SQL92 subscriptions are compiled when they arrive: CHECK_CLIENT_CONFIG (what Java clients ask
+before subscribing) answers SYSTEM_ERROR without ``enablePropertyFilter`` and
+SUBSCRIPTION_PARSE_FAILED with the compiler's message for an invalid expression. A heartbeat
+carrying such a subscription still registers everything (its producers and other groups keep
+working; pulls of the bad subscription get the same error) and is answered with that error.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from ariane.remoting.protocol.client_bodies import (
     ConsumeType,
     HeartbeatData,
 )
-from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 
@@ -81,7 +87,23 @@ class ClientManageProcessor:
             )  # fmt: skip
         for producer in data.producer_data_set:
             clients.register_producer(producer.group_name, info)
+        refused = self._check_subscriptions(data)
+        if refused is not None:
+            return refused
         return ok({"IS_SUB_CHANGE": "true"})
+
+    def _check_subscriptions(self, data: HeartbeatData) -> RemotingCommand | None:
+        """The first subscription of a heartbeat that does not compile, as an answer."""
+        pull = self.broker.pull_processor
+        for consumer in data.consumer_data_set:
+            for sub in consumer.subscription_data_set:
+                if sub.is_tag_type:
+                    continue
+                result = pull.message_filter(sub.sub_string, sub.expression_type)
+                if isinstance(result, RemotingCommand):
+                    remark = f"group {consumer.group_name}, topic {sub.topic}: {result.remark}"
+                    return error(result.code, remark)
+        return None
 
     def unregister_client(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
         """UNREGISTER_CLIENT (35); C++ sends empty strings for the group it does not mean."""
@@ -99,18 +121,13 @@ class ClientManageProcessor:
         return ok()
 
     def check_client_config(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-        """CHECK_CLIENT_CONFIG (46): TAG subscriptions are fine; SQL92 is refused."""
+        """CHECK_CLIENT_CONFIG (46): TAG subscriptions pass; SQL92 needs
+        ``enablePropertyFilter`` and an expression that compiles."""
         body = CheckClientRequestBody.decode(request.body or b"")
         sub = body.subscription_data
-        if sub is not None and not sub.is_tag_type:
-            if not self.broker.config.enable_property_filter:
-                return error(
-                    ResponseCode.SYSTEM_ERROR,
-                    "The broker does not support consumer to filter message by "
-                    f"{sub.expression_type}",
-                )
-            return error(
-                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                f"{sub.expression_type} filtering is not implemented yet",
-            )
+        if sub is None or sub.is_tag_type:
+            return ok()
+        result = self.broker.pull_processor.message_filter(sub.sub_string, sub.expression_type)
+        if isinstance(result, RemotingCommand):
+            return result
         return ok()

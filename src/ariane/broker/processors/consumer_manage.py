@@ -113,7 +113,9 @@ class ConsumerManageProcessor:
     def lock_batch_mq(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
         """LOCK_BATCH_MQ (41): the queues the caller now holds."""
         body = LockBatchRequestBody.decode(request.body or b"")
-        granted = self.broker.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
+        granted = self.broker.locks.try_lock_batch(
+            body.consumer_group, body.mq_set, body.client_id, ctx.channel.id
+        )
         return ok(body=LockBatchResponseBody(granted).encode())
 
     def unlock_batch_mq(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:

@@ -3,8 +3,11 @@
 
 How it works: check the broker and the topic may be read, the group exists (auto-created by
 default) and may consume, and the queue id; take the tag filter from the request
-(SUBSCRIPTION flag) or from the subscription the group registered by heartbeat; jump to an
-offset an administrator reset (server-side reset); read from the store and map its status to
+(SUBSCRIPTION flag) or from the subscription the group registered by heartbeat, compiled once
+into a TAG or SQL92 filter (:mod:`ariane.broker.filters`; SQL92 needs
+``enablePropertyFilter``, a bad expression is answered SUBSCRIPTION_PARSE_FAILED); jump to an
+offset an administrator reset (server-side reset) unless the pull already asks for it; read
+from the store and map its status to
 the answer (FOUND -> SUCCESS with the stored records joined as they are, never decoded;
 caught up -> PULL_NOT_FOUND; filtered out -> PULL_RETRY_IMMEDIATELY; out of range ->
 PULL_OFFSET_MOVED with the offset to continue from). A PULL_NOT_FOUND for a request with the
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ariane.broker.filters import FilterFactory, PullFilter, RetryPullFilter
 from ariane.broker.processors import error
 from ariane.common.sysflag import (
     PERM_READ,
@@ -24,13 +28,15 @@ from ariane.common.sysflag import (
     PULL_SUBSCRIPTION,
     PULL_SUSPEND,
 )
+from ariane.common.topics import RETRY_PREFIX
+from ariane.errors import InvalidArgumentError
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
-from ariane.remoting.protocol.client_bodies import EXPRESSION_TYPE_TAG, MessageModel
+from ariane.remoting.protocol.client_bodies import MessageModel
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
-from ariane.store import GetStatus, TagFilter
+from ariane.store import GetStatus
 
 if TYPE_CHECKING:
     from ariane.broker.controller import BrokerController
@@ -47,7 +53,6 @@ _STATUS_CODE: dict[GetStatus, int] = {
     GetStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
     GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
-_MAX_CACHED_FILTERS = 4096
 #: Upper bound of ``maxMsgNums``: it also bounds how many queue entries one pull may scan.
 _MAX_MSG_NUMS = 1024
 
@@ -62,7 +67,7 @@ class PullMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self.store = broker.store
-        self._filters: dict[str, TagFilter] = {}
+        self.filters = FilterFactory()
 
     def register(self, server: RemotingServer) -> None:
         """Register the handlers on ``server``."""
@@ -77,23 +82,35 @@ class PullMessageProcessor:
         """Re-run a held pull (never held again)."""
         return self.process(ctx, request, False)
 
-    def tag_filter(self, expression: str | None) -> TagFilter:
-        """The (cached) filter of a TAG expression."""
-        key = expression or "*"
-        flt = self._filters.get(key)
-        if flt is None:
-            if len(self._filters) >= _MAX_CACHED_FILTERS:
-                self._filters.clear()
-            flt = self._filters[key] = TagFilter.from_expression(key)
-        return flt
-
-    def _sql_refused(self) -> RemotingCommand:
-        if not self.broker.config.enable_property_filter:
+    def message_filter(
+        self, expression: str | None, expression_type: str | None
+    ) -> PullFilter | RemotingCommand:
+        """The (cached) filter of a subscription, or the error answer for it."""
+        try:
+            flt = self.filters.build(expression, expression_type)
+        except InvalidArgumentError as exc:
+            return error(
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                f"parse the consumer's subscription[{expression}] failed: {exc}",
+            )
+        if flt.is_sql and not self.broker.config.enable_property_filter:
             return error(
                 ResponseCode.SYSTEM_ERROR,
-                "The broker does not support consumer to filter message by SQL92",
+                f"The broker does not support consumer to filter message by {expression_type}",
             )
-        return error(ResponseCode.SYSTEM_ERROR, "SQL92 filtering is not implemented yet")
+        return flt
+
+    def _retry_filter(self, group: str, inner: PullFilter) -> PullFilter:
+        """``filterSupportRetry``: also apply the group's filter of the original topic."""
+        info = self.broker.clients.consumer_group(group)
+
+        def original(topic: str) -> PullFilter | None:
+            sub = info.subscriptions.get(topic) if info is not None else None
+            if sub is None:
+                return None
+            return self.filters.try_build(sub.sub_string, sub.expression_type)
+
+        return RetryPullFilter(inner, original)
 
     def process(
         self, ctx: RequestContext, request: RemotingCommand, allow_suspend: bool
@@ -134,10 +151,7 @@ class PullMessageProcessor:
             )
         sys_flag = header.sys_flag
         if sys_flag & PULL_SUBSCRIPTION:
-            etype = header.expression_type
-            if etype and etype.upper() != EXPRESSION_TYPE_TAG:
-                return self._sql_refused()
-            flt = self.tag_filter(header.subscription)
+            flt = self.message_filter(header.subscription, header.expression_type)
         else:
             group_info = broker.clients.consumer_group(group)
             if group_info is None:
@@ -163,13 +177,15 @@ class PullMessageProcessor:
                 return error(
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
-            if not sub.is_tag_type:
-                return self._sql_refused()
-            flt = self.tag_filter(sub.sub_string)
+            flt = self.message_filter(sub.sub_string, sub.expression_type)
+        if isinstance(flt, RemotingCommand):
+            return flt
+        if broker.config.filter_support_retry and topic.startswith(RETRY_PREFIX):
+            flt = self._retry_filter(group, flt)
         offsets = broker.offsets
         if broker.config.use_server_side_reset_offset:
             reset = offsets.take_reset(group, topic, queue_id)
-            if reset is not None:
+            if reset is not None and reset != header.queue_offset:
                 return self._moved(topic, queue_id, reset)
         if allow_suspend and sys_flag & PULL_COMMIT_OFFSET:
             offsets.commit(group, topic, queue_id, header.commit_offset)

@@ -11,11 +11,14 @@ ASYNC_FLUSH the store's future is already done and the answer goes out at once; 
 SYNC_FLUSH it is answered from the future's callback (hopped to the event loop).
 ``header.batch`` (not the request code) selects the batch path.
 
-Two seams for rewriting messages before the store (issue 4 adds delay levels, timers and
-transactional half messages here): *send interceptors* see each client send with its header
-(the built-in one sends ``%RETRY%`` messages past their maximum reconsume count to
-``%DLQ%<group>``); *message rewriters* see every single message the broker stores, sends and
-CONSUMER_SEND_MSG_BACK alike (none built in: that is where a delay service belongs).
+Two seams rewrite messages before the store: *send interceptors* see each client send with
+its header (the built-in one sends ``%RETRY%`` messages past their maximum reconsume count, or
+of a group holding queue locks, to ``%DLQ%<group>``); *message rewriters* see every single
+message the broker stores for a client, sends and CONSUMER_SEND_MSG_BACK alike (the built-in
+:class:`~ariane.broker.schedule.DelayLevelRewriter` moves delayed messages to
+``SCHEDULE_TOPIC_XXXX``). Between the two, a ``TRAN_MSG=true`` send becomes a half message
+(:meth:`ariane.broker.transaction.TransactionalMessageService.prepare`). Answers carry the
+queue id the client asked for (or was given), whatever queue the message was stored in.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from ariane.broker.processors import error
+from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
 from ariane.common.batch import decode_batch
 from ariane.common.message import HostPort
 from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id
@@ -76,6 +80,7 @@ if TYPE_CHECKING:
     from ariane.broker.controller import BrokerController
 
 __all__ = [
+    "DLQ_PERM",
     "NOT_ALLOWED_SEND_TOPICS",
     "MessageRewriter",
     "SendInterceptor",
@@ -85,6 +90,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _RW = PERM_READ | PERM_WRITE
+#: ``%DLQ%<group>`` is created write-only: dead letters are not consumed unless an
+#: administrator grants read permission (RocketMQ 4.x; 5.x creates it readable).
+DLQ_PERM = PERM_WRITE
 
 #: Topics clients may never send to (``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`` + TBW102).
 NOT_ALLOWED_SEND_TOPICS = frozenset(
@@ -154,7 +162,8 @@ class MessageRewriter(Protocol):
 
 class RetryToDlqInterceptor:
     """Messages sent to ``%RETRY%<group>`` past the group's maximum reconsume count go to
-    ``%DLQ%<group>`` queue 0 (``handleRetryAndDLQ``)."""
+    ``%DLQ%<group>`` queue 0 (``handleRetryAndDLQ``); so do all of them while the group holds
+    queue locks (an orderly consumer only sends a message back once it gave up on it)."""
 
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -178,10 +187,11 @@ class RetryToDlqInterceptor:
         max_times = cfg.retry_max_times
         if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
             max_times = header.max_reconsume_times
-        if inner.reconsume_times <= max_times:
+        orderly = self.broker.locks.group_has_locks(group)
+        if inner.reconsume_times <= max_times and not orderly:
             return None
         dlq = dlq_topic(group)
-        tc = self.broker.topics.create_in_send_back(dlq, 1, _RW)
+        tc = self.broker.topics.create_in_send_back(dlq, 1, DLQ_PERM)
         if not tc.perm & PERM_WRITE:
             return error(
                 ResponseCode.NO_PERMISSION, f"the topic[{dlq}] sending message is forbidden"
@@ -190,7 +200,10 @@ class RetryToDlqInterceptor:
         inner.queue_id = 0
         if inner.properties.pop(DELAY, None) is not None:
             inner.properties_string = None
-        logger.info("message of %s exceeded %d reconsumes, to %s", group, max_times, dlq)
+        if orderly:
+            logger.info("retry message of orderly group %s goes to %s at once", group, dlq)
+        else:
+            logger.info("message of %s exceeded %d reconsumes, to %s", group, max_times, dlq)
         return None
 
 
@@ -207,7 +220,9 @@ class SendMessageProcessor:
         self.topics = broker.topics
         self.stats = broker.stats
         self.interceptors: list[SendInterceptor] = [RetryToDlqInterceptor(broker)]
-        self.rewriters: list[MessageRewriter] = []
+        self.rewriters: list[MessageRewriter] = [
+            DelayLevelRewriter(len(broker.store_config.delay_levels_ms))
+        ]
         self._store_host = broker.store_host
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -255,8 +270,6 @@ class SendMessageProcessor:
             return self._send_batch(ctx, request, header, queue_id, sys_flag, born)
         props_text = header.properties or ""
         props = decode_properties(props_text)
-        if props.get(TRANSACTION_PREPARED) == "true":
-            return self._transaction_refused()
         extra = ""
         uniq = props.get(UNIQ_KEY)
         if uniq is None:
@@ -276,16 +289,23 @@ class SendMessageProcessor:
             refused = interceptor.before_put(ctx, request, header, inner)
             if refused is not None:
                 return refused
+        if _is_half_message(inner):
+            if self.broker.config.reject_transaction_message:
+                return self._transaction_refused()
+            self.broker.transactions.prepare(inner, header.producer_group)
+        elif inner.sys_flag & 0xC:
+            # a PREPARED/ROLLBACK type without TRAN_MSG (old clients' retries of transactional
+            # messages) would be stored where no consumer ever sees it: store it as normal
+            inner.sys_flag &= ~0xC
         for rewriter in self.rewriters:
             refused = rewriter.rewrite(inner)
             if refused is not None:
                 return refused
+        topic = header.topic
         if self._async_flush:  # stored when put returns: no future, no thread hop
-            return self.put_response(
-                self.store.put_message(inner), inner.topic, inner.queue_id, uniq
-            )
+            return self.put_response(self.store.put_message(inner), topic, queue_id, uniq)
         future = self.store.submit_message(inner)
-        return self._answer(ctx, future, inner.topic, inner.queue_id, uniq)
+        return self._answer(ctx, future, topic, queue_id, uniq)
 
     # -- checks --------------------------------------------------------------------------------
 
@@ -339,14 +359,9 @@ class SendMessageProcessor:
         return tc, queue_id
 
     def _transaction_refused(self) -> RemotingCommand:
-        if self.broker.config.reject_transaction_message:
-            return error(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{self.broker.broker_addr}] sending transaction message is forbidden",
-            )
         return error(
             ResponseCode.NO_PERMISSION,
-            "transactional messages are not supported by this broker yet",
+            f"the broker[{self.broker.broker_addr}] sending transaction message is forbidden",
         )
 
     # -- batch ---------------------------------------------------------------------------------
@@ -375,7 +390,11 @@ class SendMessageProcessor:
             text = entry.properties
             props = decode_properties(text)
             if props.get(TRANSACTION_PREPARED) == "true":
-                return self._transaction_refused()
+                return error(
+                    ResponseCode.MESSAGE_ILLEGAL, "transactional messages cannot be batched"
+                )
+            if delay_level_of(props) > 0:
+                return error(ResponseCode.MESSAGE_ILLEGAL, "delayed messages cannot be batched")
             extra = ""
             if UNIQ_KEY not in props:
                 uniq = props[UNIQ_KEY] = self._uniq.next_id()
@@ -460,10 +479,11 @@ class SendMessageProcessor:
         self, ctx: RequestContext, request: RemotingCommand
     ) -> RemotingCommand | None:
         """CONSUMER_SEND_MSG_BACK (36): re-store a message the consumer failed to process in
-        ``%RETRY%<group>`` (with its delay level) or, past the maximum, ``%DLQ%<group>``.
-
-        The delay itself is applied by the delay service (issue 4); until then the retry
-        message is visible at once.
+        ``%RETRY%<group>`` with delay level ``delayLevel`` (0: 3 + its reconsume count) or,
+        past the maximum reconsume count (``maxReconsumeTimes`` from clients of version
+        V3_4_9 and later, else the group's ``retryMaxTimes``) or with ``delayLevel`` < 0, in
+        the write-only ``%DLQ%<group>``. The rewriters then send the retry message through the
+        delay levels.
         """
         header = h.ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
         broker = self.broker
@@ -498,7 +518,7 @@ class SendMessageProcessor:
         delay = header.delay_level
         if msg.reconsume_times >= max_times or delay < 0:
             topic, queue_id = dlq_topic(group), 0
-            tc = broker.topics.create_in_send_back(topic, 1, _RW)
+            tc = broker.topics.create_in_send_back(topic, 1, DLQ_PERM)
             props.pop(DELAY, None)
         else:
             topic = retry_topic(group)
@@ -545,6 +565,14 @@ def _on_loop(
         loop.call_soon_threadsafe(finish, future)
     except RuntimeError:  # the loop is closed: the broker is gone, nobody to answer
         logger.debug("put completed after the event loop closed")
+
+
+def _is_half_message(inner: MessageInner) -> bool:
+    """A transactional send (``TRAN_MSG=true``), unless it is an old client's retry of one
+    (reconsumed and delayed: clients before 4.6.1 kept the property on retries)."""
+    if inner.properties.get(TRANSACTION_PREPARED) != "true":
+        return False
+    return not (inner.reconsume_times > 0 and delay_level_of(inner.properties) > 0)
 
 
 def _host_port(addr: str) -> HostPort:

@@ -42,6 +42,7 @@ __all__ = [
     "ConsumeStats",
     "ConsumerConnection",
     "ConsumerOffsetSerializeWrapper",
+    "DelayOffsetSerializeWrapper",
     "GroupList",
     "OffsetWrapper",
     "ProducerConnection",
@@ -552,6 +553,38 @@ class ConsumerOffsetSerializeWrapper:
             except (TypeError, ValueError):
                 raise RemoteProtocolError(f"{what}: a queue id is not an integer") from None
         return cls(table, DataVersion.from_json(obj.get("dataVersion") or {}))
+
+
+@dataclass(slots=True)
+class DelayOffsetSerializeWrapper:
+    """delayOffset.json and the GET_ALL_DELAY_OFFSET body: delay level -> the next
+    SCHEDULE_TOPIC_XXXX queue offset to deliver (``DelayOffsetSerializeWrapper``)."""
+
+    offset_table: dict[int, int] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+    def to_json(self) -> dict[str, Any]:
+        """fastjson property map (levels become quoted keys, which fastjson reads)."""
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "offsetTable": dict(sorted(self.offset_table.items())),
+        }
+
+    def encode(self) -> bytes:
+        """Body bytes."""
+        return fastjson.dumps(self.to_json())
+
+    @classmethod
+    def decode(cls, body: bytes) -> DelayOffsetSerializeWrapper:
+        """Parse body bytes (``dataVersion`` is optional: RocketMQ 4.x writes none)."""
+        what = "DelayOffsetSerializeWrapper"
+        obj = parse_object(body, what)
+        table = get_object(obj, "offsetTable", what) if "offsetTable" in obj else {}
+        try:
+            offsets = {int(level): get_int(table, level, what) for level in table}
+        except (TypeError, ValueError):
+            raise RemoteProtocolError(f"{what}: a delay level is not an integer") from None
+        return cls(offsets, DataVersion.from_json(obj.get("dataVersion") or {}))
 
 
 @dataclass(slots=True)

@@ -1,0 +1,75 @@
+"""END_TRANSACTION (RocketMQ ``EndTransactionProcessor``).
+
+Producers send it one-way after their local transaction, or in answer to a
+CHECK_TRANSACTION_STATE (``fromTransactionCheck``). The work is done by
+:class:`~ariane.broker.transaction.TransactionalMessageService`; this processor answers at once
+under ASYNC_FLUSH and after the committed message and the op record are flushed under
+SYNC_FLUSH (the appends themselves happen synchronously, in order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+from ariane.remoting.dispatch import RequestContext
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.codes import RequestCode
+from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.server import RemotingServer
+from ariane.store import PutResult
+
+if TYPE_CHECKING:
+    from ariane.broker.controller import BrokerController
+
+__all__ = ["EndTransactionProcessor"]
+
+logger = logging.getLogger(__name__)
+
+
+class EndTransactionProcessor:
+    """Handles END_TRANSACTION.
+
+    Args:
+        broker: the broker whose transaction service is used.
+    """
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def register(self, server: RemotingServer) -> None:
+        """Register the handler on ``server``."""
+        self._loop = asyncio.get_running_loop()
+        server.register_processor(RequestCode.END_TRANSACTION, self.end_transaction)
+
+    def end_transaction(
+        self, ctx: RequestContext, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        """END_TRANSACTION (37): commit, roll back or (0) leave a half message pending."""
+        header = h.EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
+        response, futures = self.broker.transactions.end_transaction(header, request.remark)
+        waiting = [f for f in futures if not f.done()]
+        if not waiting:
+            return response
+        loop = self._loop
+        assert loop is not None
+        remaining = len(waiting)
+
+        def one_done(_: Future[PutResult]) -> None:
+            nonlocal remaining
+            remaining -= 1
+            if remaining == 0:
+                ctx.send_response(response)
+
+        def on_loop(f: Future[PutResult]) -> None:
+            try:
+                loop.call_soon_threadsafe(one_done, f)
+            except RuntimeError:  # the loop is closed: nobody left to answer
+                logger.debug("end transaction completed after the event loop closed")
+
+        for future in waiting:
+            future.add_done_callback(on_loop)
+        return None
