@@ -13,6 +13,7 @@ BENCHMARKS: dict[str, str] = {
     "remoting": "ariane.bench.remoting:remoting_bench",
     "filter": "ariane.bench.filter:filter_bench",
     "broker": "ariane.bench.broker:broker_bench",
+    "producer": "ariane.bench.producer:producer_bench",
 }
 
 

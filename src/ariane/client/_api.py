@@ -34,6 +34,7 @@ from ariane.errors import (
     InvalidArgumentError,
     RemoteProtocolError,
 )
+from ariane.remoting.channel import ResponseCallback
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.client_bodies import (
@@ -132,6 +133,28 @@ class ClientAPI(AdminRequests):
         if channel is not None and not self.remoting.dispatcher.hooks:
             return channel.invoke_future(request, timeout_ms)
         return asyncio.ensure_future(self.remoting.invoke(addr, request, timeout_ms))
+
+    def invoke_callback(
+        self, addr: str, request: RemotingCommand, timeout_ms: int, callback: ResponseCallback
+    ) -> None:
+        """Send ``request`` and call ``callback(response, error)`` once with the outcome; the
+        cheapest way to pipeline (no future and no task when the connection is open)."""
+        channel = self.remoting.active_channel(addr)
+        if channel is not None and not self.remoting.dispatcher.hooks:
+            channel.invoke_callback(request, timeout_ms, callback)
+            return
+
+        def done(future: asyncio.Future[RemotingCommand]) -> None:
+            if future.cancelled():
+                callback(None, asyncio.CancelledError())
+            elif (error := future.exception()) is not None:
+                callback(None, error)
+            else:
+                callback(future.result(), None)
+
+        asyncio.ensure_future(self.remoting.invoke(addr, request, timeout_ms)).add_done_callback(
+            done
+        )
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """Send a one-way request to ``addr``."""

@@ -39,6 +39,7 @@ from ariane.client._send import (
     PreparedSend,
     SendSettings,
     build_request,
+    header_base,
     prepare_batches,
     prepare_single,
 )
@@ -62,6 +63,7 @@ from ariane.errors import (
 )
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
+from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["DEFAULT_PRODUCER_GROUP", "DEFAULT_RETRY_RESPONSE_CODES", "Producer"]
 
@@ -162,6 +164,7 @@ class Producer:
             compress_level=compress_level,
             max_message_bytes=max_message_bytes,
         )
+        self._header_base = header_base(self.settings)
         self.fault = MQFaultStrategy(enabled=send_latency_fault_enable, now_ms=_now_ms)
         self._publish: dict[str, TopicPublishInfo] = {}
         self._instance: ClientInstance | None = None
@@ -468,7 +471,7 @@ class Producer:
         self, prepared: PreparedSend, mq: MessageQueue, timeout_ms: int
     ) -> SendResult:
         addr = await self._broker_addr(mq.broker_name, mq.topic)
-        request = build_request(prepared, mq, self.settings)
+        request = build_request(prepared, mq, self._header_base)
         response = await self.instance.api.invoke_future(addr, request, timeout_ms)
         return parse_send_response(response, mq, prepared.msg_id)
 
@@ -576,7 +579,9 @@ class Producer:
         addr = await self._broker_addr(mq.broker_name, mq.topic)
         begin = _now_ms()
         try:
-            await self.instance.api.invoke_oneway(addr, build_request(prepared, mq, self.settings))
+            await self.instance.api.invoke_oneway(
+                addr, build_request(prepared, mq, self._header_base)
+            )
         except ArianeError:
             self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
             raise
@@ -631,36 +636,31 @@ class _AsyncSend:
             addr = instance.find_broker_addr_in_publish(mq.broker_name)
             if addr is None:
                 raise BrokerNotFoundError(mq.broker_name)
-            request = build_request(self.prepared, mq, producer.settings)
+            request = build_request(self.prepared, mq, producer._header_base)
             self.begin_ms = _now_ms()
-            response = instance.api.invoke_future(addr, request, left)
+            instance.api.invoke_callback(addr, request, left, self.on_response)
         except _TRANSPORT_ERRORS as exc:
             self._failed(exc)
-            return
         except Exception as exc:
             future.set_exception(exc)
-            return
-        response.add_done_callback(self.on_response)
 
-    def on_response(self, response: asyncio.Future[Any]) -> None:
+    def on_response(self, response: RemotingCommand | None, exc: BaseException | None) -> None:
         future = self.future
         mq = self.mq
         assert mq is not None
         if future.done():
             return
-        if response.cancelled():
-            future.cancel()
-            return
-        exc = response.exception()
-        if exc is not None:
+        if response is None:
             if isinstance(exc, _TRANSPORT_ERRORS):
                 self._failed(exc)
+            elif isinstance(exc, asyncio.CancelledError):
+                future.cancel()
             else:
-                future.set_exception(exc)
+                future.set_exception(exc or RuntimeError("no response and no error"))
             return
         producer = self.producer
         try:
-            result = parse_send_response(response.result(), mq, self.prepared.msg_id)
+            result = parse_send_response(response, mq, self.prepared.msg_id)
         except Exception as error:
             producer.fault.update_fault_item(mq.broker_name, _now_ms() - self.begin_ms, True)
             future.set_exception(error)

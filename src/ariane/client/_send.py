@@ -8,7 +8,9 @@ the sysFlag, the encoded properties string and the client ids (UNIQ_KEY, assigne
 the message has none, and written into the caller's message as RocketMQ does). Every attempt
 then only builds a request for its queue (``build_request``): a ``SEND_MESSAGE_V2`` /
 ``SEND_BATCH_MESSAGE`` whose header uses the short keys of ``SendMessageRequestHeaderV2``,
-written as a plain dict for speed.
+written as a plain dict for speed. Optional fields at their defaults (``j`` reconsumeTimes 0,
+``k`` unitMode false, ``m`` batch false) are left out: every broker reads them as absent =
+default, and the broker parses a smaller header.
 
 ``prepare_batches`` checks RocketMQ's batch rules (one topic, no delay, no retry topic, one
 ``WAIT`` value) and splits the list so each request body stays within the size limit.
@@ -47,6 +49,7 @@ __all__ = [
     "build_request",
     "check_topic",
     "compress_body",
+    "header_base",
     "prepare_batches",
     "prepare_single",
 ]
@@ -77,6 +80,15 @@ class SendSettings:
     compress_over_bytes: int = 4096
     compress_level: int = 5
     max_message_bytes: int = 4 * 1024 * 1024
+
+
+def header_base(settings: SendSettings) -> dict[str, str]:
+    """The request header fields that are the same for every send of one producer."""
+    return {
+        "a": settings.group,
+        "c": settings.create_topic_key,
+        "d": str(settings.default_topic_queue_nums),
+    }
 
 
 @dataclass(slots=True)
@@ -241,23 +253,21 @@ def _batch(
 
 
 def build_request(
-    prepared: PreparedSend, mq: MessageQueue, settings: SendSettings
+    prepared: PreparedSend, mq: MessageQueue, base: dict[str, str]
 ) -> RemotingCommand:
-    """The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE request of ``prepared`` for queue ``mq``."""
-    ext = {
-        "a": settings.group,
-        "b": prepared.topic,
-        "c": settings.create_topic_key,
-        "d": str(settings.default_topic_queue_nums),
-        "e": str(mq.queue_id),
-        "f": str(prepared.sys_flag),
-        "g": str(time.time_ns() // 1_000_000),
-        "h": str(prepared.flag),
-        "i": prepared.properties,
-        "j": str(prepared.reconsume_times),
-        "k": "false",
-        "m": "true" if prepared.batch else "false",
-    }
+    """The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE request of ``prepared`` for queue ``mq``;
+    ``base`` is the producer's ``header_base``."""
+    ext = base.copy()
+    ext["b"] = prepared.topic
+    ext["e"] = _QUEUE_IDS[mq.queue_id] if mq.queue_id < 256 else str(mq.queue_id)
+    ext["f"] = str(prepared.sys_flag)
+    ext["g"] = str(time.time_ns() // 1_000_000)
+    ext["h"] = str(prepared.flag)
+    ext["i"] = prepared.properties
+    if prepared.reconsume_times:
+        ext["j"] = str(prepared.reconsume_times)
+    if prepared.batch:
+        ext["m"] = "true"
     if prepared.max_reconsume_times is not None:
         ext["l"] = str(prepared.max_reconsume_times)
     return RemotingCommand(
@@ -266,3 +276,6 @@ def build_request(
         ext_fields=ext,
         body=prepared.body,
     )
+
+
+_QUEUE_IDS = [str(i) for i in range(256)]
