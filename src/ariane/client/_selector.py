@@ -54,7 +54,8 @@ def java_hash_code(value: Any) -> int:
     if isinstance(value, int):
         if -(2**31) <= value < 2**31:
             return value
-        folded = (value ^ (value >> 32)) & 0xFFFFFFFF  # Long.hashCode
+        bits = value & 0xFFFFFFFFFFFFFFFF  # two's complement, so >> is Java's >>>
+        folded = (bits ^ (bits >> 32)) & 0xFFFFFFFF  # Long.hashCode
         return folded - _I32 if folded >= 2**31 else folded
     if isinstance(value, bytes):
         h = 1
