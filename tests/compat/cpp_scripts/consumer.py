@@ -48,8 +48,13 @@ def main():
     p.add_argument("--instance", default="")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--sleep-ms", type=int, default=0, help="work time per message")
+    p.add_argument(
+        "--extra-props", default="", help="more property names to print, comma separated"
+    )
+    p.add_argument("--hex", action="store_true", help="also print each body as hex")
     args = p.parse_args()
 
+    prop_names = PROPS + tuple(n for n in args.extra_props.split(",") if n)
     model = MessageModel.BROADCASTING if args.model == "broadcasting" else MessageModel.CLUSTERING
     consumer = PushConsumer(args.group, orderly=args.orderly, message_model=model)
     consumer.set_namesrv_addr(args.namesrv)
@@ -82,7 +87,8 @@ def main():
             store_timestamp=msg.store_timestamp,
             born_timestamp=msg.born_timestamp,
             attempt=attempt,
-            props={k: text(msg.get_property(k)) for k in PROPS if msg.get_property(k)},
+            props={k: text(msg.get_property(k)) for k in prop_names if msg.get_property(k)},
+            **({"body_hex": bytes(msg.body).hex()} if args.hex else {}),
         )
         if attempt <= args.fail_times:
             raise RuntimeError("asked to fail")
