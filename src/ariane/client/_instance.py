@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Protocol
 
@@ -44,7 +45,6 @@ from ariane.client.errors import ClientStateError
 from ariane.common import properties as props
 from ariane.common.message import MessageExt
 from ariane.common.record import decode_record
-from ariane.common.topics import AUTO_CREATE_TOPIC
 from ariane.errors import ArianeError
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.config import RemotingClientConfig
@@ -145,8 +145,11 @@ class ConsumerMember(Protocol):
         ...
 
 
-_Key = tuple[str, tuple[str, ...], int]
-_INSTANCES: dict[_Key, ClientInstance] = {}
+_Key = tuple[str, tuple[str, ...]]
+#: event loop -> (client id, NameServers) -> instance; a finished loop drops its instances.
+_INSTANCES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_Key, ClientInstance]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _routes_equal(a: TopicRouteData | None, b: TopicRouteData) -> bool:
@@ -217,13 +220,13 @@ class ClientInstance:
         Raises:
             RuntimeError: no event loop is running.
         """
-        loop = asyncio.get_running_loop()
-        key: _Key = (config.build_client_id(), config.namesrv_addrs, id(loop))
-        instance = _INSTANCES.get(key)
+        table = _INSTANCES.setdefault(asyncio.get_running_loop(), {})
+        key: _Key = (config.build_client_id(), config.namesrv_addrs)
+        instance = table.get(key)
         if instance is None or instance._closed:
             instance = cls(config)
             instance._key = key
-            _INSTANCES[key] = instance
+            table[key] = instance
         instance._refs += 1
         return instance
 
@@ -264,8 +267,10 @@ class ClientInstance:
         if self._closed:
             return
         self._closed = True
-        if self._key is not None and _INSTANCES.get(self._key) is self:
-            del _INSTANCES[self._key]
+        with contextlib.suppress(RuntimeError):
+            table = _INSTANCES.get(asyncio.get_running_loop(), {})
+            if self._key is not None and table.get(self._key) is self:
+                del table[self._key]
         for task in [*self._tasks, *self._background]:
             task.cancel()
         for task in [*self._tasks, *self._background]:
@@ -639,10 +644,6 @@ class ClientInstance:
         msg, _ = decode_record(request.body, decompress=True)
         result = await consumer.consume_message_directly(msg, header.broker_name)
         return make_response_for(request, ResponseCode.SUCCESS, body=fastjson.dumps(result))
-
-    def default_topic_route_template(self) -> str:
-        """The auto-create template topic (``TBW102``)."""
-        return AUTO_CREATE_TOPIC
 
 
 def _log_failure(task: asyncio.Future[Any]) -> None:
