@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ariane.client import ClientConfig, Message, Producer, SendResult
+from ariane.client import Admin, ClientConfig, Message, Producer, SendResult
 from tests.integration.client.conftest import run
 from tests.support.cluster import Cluster
 
@@ -22,6 +22,10 @@ def test_sends_keep_succeeding_while_one_broker_crashes_and_restarts(
     config = ClientConfig(namesrv_addr=fresh_cluster.namesrv_addr)
 
     async def go() -> None:
+        async with Admin(namesrv_addr=fresh_cluster.namesrv_addr) as admin:
+            # created (and persisted) by the admin: a topic auto-created by a send may not be
+            # on disk yet when the broker is killed
+            await admin.create_topic("RideThrough", read_queue_nums=4, write_queue_nums=4)
         async with Producer("pg_restart", client_config=config) as producer:
             # both brokers host the topic before the crash
             brokers: set[str] = set()
