@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ariane.common.javaprops import parse_properties
+from ariane.client._rpc import RpcBase
+from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.topics import AUTO_CREATE_TOPIC
 from ariane.errors import RemoteProtocolError
 from ariane.remoting.protocol import fastjson
@@ -50,31 +51,8 @@ def _json(response: RemotingCommand, what: str) -> Any:
     return fastjson.loads(_body(response, what))
 
 
-class AdminRequests:
-    """Administrative requests; mixed into ``ClientAPI`` (which provides ``call``)."""
-
-    async def call(
-        self,
-        addr: str,
-        code: int,
-        header: h.CommandHeader | None = None,
-        body: bytes | None = None,
-        *,
-        timeout_ms: int | None = None,
-        ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
-    ) -> RemotingCommand:
-        raise NotImplementedError
-
-    async def call_namesrv(
-        self,
-        code: int,
-        header: h.CommandHeader | None = None,
-        body: bytes | None = None,
-        *,
-        timeout_ms: int | None = None,
-        ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
-    ) -> RemotingCommand:
-        raise NotImplementedError
+class AdminRequests(RpcBase):
+    """Administrative requests; ``ClientAPI`` adds the data path."""
 
     # -- NameServer ----------------------------------------------------------------------------
 
@@ -406,5 +384,5 @@ class AdminRequests:
         self, addr: str, properties: dict[str, str], timeout_ms: int | None = None
     ) -> None:
         """UPDATE_BROKER_CONFIG: change settings at run time."""
-        body = "".join(f"{k}={v}\n" for k, v in properties.items()).encode()
+        body = format_properties(properties).encode()
         await self.call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body, timeout_ms=timeout_ms)

@@ -1,9 +1,9 @@
 """Every request the client sends, one async method each (RocketMQ ``MQClientAPIImpl``).
 
 How it works: ``ClientAPI`` wraps one ``RemotingClient`` (one reused connection per address)
-and the NameServer address list. NameServer requests go to one chosen NameServer and move on
-to the next when it cannot be reached (``invoke_namesrv``); broker requests go to the address
-given. Each method builds the typed header (``ariane.remoting.protocol.headers``), sends, and
+and the NameServer address list (the plumbing is ``_rpc.RpcBase``). NameServer requests go to
+one chosen NameServer and move on to the next when it cannot be reached (``invoke_namesrv``);
+broker requests go to the address given. Each method builds the typed header (``ariane.remoting.protocol.headers``), sends, and
 turns the answer into a value: expected outcomes are values (``None`` for "not found" where
 RocketMQ's callers treat it so, ``PullResult`` statuses), every other non-success code raises
 the ``BrokerResponseError`` subclass of ``ariane.client.errors.error_for``. Transport failures
@@ -16,10 +16,7 @@ administrative requests live in the ``AdminRequests`` mixin (``_admin_api``). Ho
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import random
-from collections.abc import Sequence
 
 from ariane.client._admin_api import AdminRequests
 from ariane.client.errors import error_for
@@ -27,15 +24,7 @@ from ariane.client.message import MessageQueue, PullResult, PullStatus, SendResu
 from ariane.common.message import MessageExt
 from ariane.common.msgid import decode_offset_msg_id
 from ariane.common.record import decode_record, decode_records
-from ariane.errors import (
-    ConnectError,
-    ConnectionClosedError,
-    CorruptionError,
-    InvalidArgumentError,
-    RemoteProtocolError,
-)
-from ariane.remoting.channel import ResponseCallback
-from ariane.remoting.client import RemotingClient
+from ariane.errors import CorruptionError, RemoteProtocolError
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.client_bodies import (
     ConsumerListBody,
@@ -98,125 +87,9 @@ def parse_send_response(response: RemotingCommand, mq: MessageQueue, msg_id: str
 
 
 class ClientAPI(AdminRequests):
-    """The request layer shared by everything in one ``ClientInstance``.
-
-    Args:
-        remoting: the connection pool; server-to-client requests are registered on it.
-        namesrv_addrs: NameServer addresses (``host:port``), tried in turn.
-        timeout_ms: default timeout of requests that take none (``mqClientApiTimeout``).
+    """The request layer shared by everything in one ``ClientInstance``: the plumbing of
+    ``RpcBase``, the administrative requests of ``AdminRequests`` and the data path below.
     """
-
-    def __init__(
-        self, remoting: RemotingClient, namesrv_addrs: Sequence[str], *, timeout_ms: int = 3000
-    ) -> None:
-        if not namesrv_addrs:
-            raise InvalidArgumentError("at least one NameServer address is needed")
-        self.remoting = remoting
-        self.namesrv_addrs = list(namesrv_addrs)
-        self.timeout_ms = timeout_ms
-        self._ns_index = random.randrange(len(self.namesrv_addrs))
-
-    # -- plumbing --------------------------------------------------------------------------------
-
-    async def invoke(
-        self, addr: str, request: RemotingCommand, timeout_ms: int | None = None
-    ) -> RemotingCommand:
-        """Send ``request`` to ``addr`` and return the response, whatever its code."""
-        return await self.remoting.invoke(addr, request, timeout_ms or self.timeout_ms)
-
-    def invoke_future(
-        self, addr: str, request: RemotingCommand, timeout_ms: int
-    ) -> asyncio.Future[RemotingCommand]:
-        """Like ``invoke`` but returns the response future at once (no task when the
-        connection is already open and no hooks are registered)."""
-        channel = self.remoting.active_channel(addr)
-        if channel is not None and not self.remoting.dispatcher.hooks:
-            return channel.invoke_future(request, timeout_ms)
-        return asyncio.ensure_future(self.remoting.invoke(addr, request, timeout_ms))
-
-    def invoke_callback(
-        self, addr: str, request: RemotingCommand, timeout_ms: int, callback: ResponseCallback
-    ) -> None:
-        """Send ``request`` and call ``callback(response, error)`` once with the outcome; the
-        cheapest way to pipeline (no future and no task when the connection is open)."""
-        channel = self.remoting.active_channel(addr)
-        if channel is not None and not self.remoting.dispatcher.hooks:
-            channel.invoke_callback(request, timeout_ms, callback)
-            return
-
-        def done(future: asyncio.Future[RemotingCommand]) -> None:
-            if future.cancelled():
-                callback(None, asyncio.CancelledError())
-            elif (error := future.exception()) is not None:
-                callback(None, error)
-            else:
-                callback(future.result(), None)
-
-        asyncio.ensure_future(self.remoting.invoke(addr, request, timeout_ms)).add_done_callback(
-            done
-        )
-
-    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
-        """Send a one-way request to ``addr``."""
-        await self.remoting.invoke_oneway(addr, request)
-
-    async def call(
-        self,
-        addr: str,
-        code: int,
-        header: h.CommandHeader | None = None,
-        body: bytes | None = None,
-        *,
-        timeout_ms: int | None = None,
-        ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
-    ) -> RemotingCommand:
-        """Send one request to a broker; raise ``error_for`` unless the code is in ``ok``."""
-        request = RemotingCommand.request(
-            code, header.to_ext_fields() if header is not None else None, body
-        )
-        response = await self.invoke(addr, request, timeout_ms)
-        if response.code not in ok:
-            raise error_for(response.code, response.remark)
-        return response
-
-    async def invoke_namesrv(
-        self, request: RemotingCommand, timeout_ms: int | None = None
-    ) -> RemotingCommand:
-        """Send ``request`` to a NameServer, moving to the next one if it cannot be reached.
-
-        Raises:
-            ConnectError: no NameServer could be reached.
-            RequestTimeoutError: the chosen NameServer did not answer in time.
-        """
-        last: Exception | None = None
-        count = len(self.namesrv_addrs)
-        for _ in range(count):
-            addr = self.namesrv_addrs[self._ns_index % count]
-            try:
-                return await self.invoke(addr, request, timeout_ms)
-            except (ConnectError, ConnectionClosedError) as exc:
-                logger.info("NameServer %s unreachable: %s", addr, exc)
-                last = exc
-                self._ns_index = (self._ns_index + 1) % count
-        raise ConnectError(f"no NameServer of {self.namesrv_addrs} is reachable: {last}")
-
-    async def call_namesrv(
-        self,
-        code: int,
-        header: h.CommandHeader | None = None,
-        body: bytes | None = None,
-        *,
-        timeout_ms: int | None = None,
-        ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
-    ) -> RemotingCommand:
-        """``call`` for the NameServer (with fail-over)."""
-        request = RemotingCommand.request(
-            code, header.to_ext_fields() if header is not None else None, body
-        )
-        response = await self.invoke_namesrv(request, timeout_ms)
-        if response.code not in ok:
-            raise error_for(response.code, response.remark)
-        return response
 
     # -- NameServer ----------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Protocol
 
 from ariane.client._api import ClientAPI
@@ -310,11 +310,7 @@ class ClientInstance:
         Raises:
             ClientStateError: the group is already registered in this instance.
         """
-        if member.group in self.producers:
-            raise ClientStateError(
-                f"producer group {member.group!r} already exists in client {self.client_id}; "
-                "use another group or instance name"
-            )
+        self._check_new_group("producer", member.group, self.producers)
         self.producers[member.group] = member
         for topic, route in self.topic_route_table.items():
             member.update_topic_publish_info(topic, publish_info_from_route(topic, route))
@@ -326,13 +322,16 @@ class ClientInstance:
         Raises:
             ClientStateError: the group is already registered in this instance.
         """
-        if member.group in self.consumers:
-            raise ClientStateError(
-                f"consumer group {member.group!r} already exists in client {self.client_id}; "
-                "use another group or instance name"
-            )
+        self._check_new_group("consumer", member.group, self.consumers)
         self.consumers[member.group] = member
         self.heartbeat_soon()
+
+    def _check_new_group(self, kind: str, group: str, table: Mapping[str, object]) -> None:
+        if group in table:
+            raise ClientStateError(
+                f"{kind} group {group!r} already exists in client {self.client_id}; "
+                "use another group or instance name"
+            )
 
     async def unregister_producer(self, group: str) -> None:
         """Remove a producer group and tell every broker (UNREGISTER_CLIENT)."""
@@ -622,11 +621,7 @@ class ClientInstance:
         header = h.GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
         consumer = self.consumers.get(header.consumer_group)
         if consumer is None:
-            return make_response_for(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return _no_consumer(request, header.consumer_group)
         body = fastjson.dumps(consumer.running_info())
         return make_response_for(request, ResponseCode.SUCCESS, body=body)
 
@@ -636,14 +631,18 @@ class ClientInstance:
         header = h.ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
         consumer = self.consumers.get(header.consumer_group)
         if consumer is None or not request.body:
-            return make_response_for(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return _no_consumer(request, header.consumer_group)
         msg, _ = decode_record(request.body, decompress=True)
         result = await consumer.consume_message_directly(msg, header.broker_name)
         return make_response_for(request, ResponseCode.SUCCESS, body=fastjson.dumps(result))
+
+
+def _no_consumer(request: RemotingCommand, group: str) -> RemotingCommand:
+    return make_response_for(
+        request,
+        ResponseCode.SYSTEM_ERROR,
+        f"The Consumer Group <{group}> not exist in this consumer",
+    )
 
 
 def _log_failure(task: asyncio.Future[Any]) -> None:

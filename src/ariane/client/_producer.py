@@ -28,7 +28,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
@@ -335,7 +335,7 @@ class Producer:
         """
         prepared = prepare_single(msg, self.settings, self._ids)
         return await self._send_prepared(
-            prepared, msg, timeout_ms, queue, selector, arg, sharding_key
+            prepared, msg, timeout_ms, _Target.of(queue, selector, arg, sharding_key)
         )
 
     async def send_batch(
@@ -366,7 +366,10 @@ class Producer:
         for prepared in batches:
             results.append(
                 await self._send_prepared(
-                    prepared, messages[0], timeout_ms, queue, selector, arg, sharding_key
+                    prepared,
+                    messages[0],
+                    timeout_ms,
+                    _Target.of(queue, selector, arg, sharding_key),
                 )
             )
         return results
@@ -376,16 +379,13 @@ class Producer:
         prepared: PreparedSend,
         source: Message,
         timeout_ms: int | None,
-        queue: MessageQueue | None,
-        selector: SelectorLike | None,
-        arg: Any,
-        sharding_key: str | None,
+        target: _Target | None,
     ) -> SendResult:
         timeout = timeout_ms or self.send_timeout_ms
-        if queue is None and selector is None and sharding_key is None:
+        if target is None:
             return await self._send_with_retries(prepared, timeout)
         started = _now_ms()
-        mq = await self._chosen_queue(prepared, source, queue, selector, arg, sharding_key)
+        mq = await self._chosen_queue(prepared, source, target)
         left = timeout - (_now_ms() - started)
         if left <= 0:
             raise RequestTimeoutError(f"send timed out after {timeout} ms choosing a queue")
@@ -395,22 +395,18 @@ class Producer:
         self,
         prepared: PreparedSend,
         source: Message,
-        queue: MessageQueue | None,
-        selector: SelectorLike | None,
-        arg: Any,
-        sharding_key: str | None,
+        target: _Target,
     ) -> MessageQueue:
-        if queue is not None:
-            if queue.topic != prepared.topic:
+        if target.queue is not None:
+            if target.queue.topic != prepared.topic:
                 raise InvalidArgumentError(
-                    f"queue topic {queue.topic!r} is not the message topic {prepared.topic!r}"
+                    f"queue topic {target.queue.topic!r} is not the message topic "
+                    f"{prepared.topic!r}"
                 )
-            return queue
+            return target.queue
         info = await self.find_publish_info(prepared.topic)
-        if sharding_key is not None:
-            selector, arg = SelectMessageQueueByHash(), sharding_key
-        assert selector is not None
-        return apply_selector(selector, info.message_queues, source, arg)
+        assert target.selector is not None
+        return apply_selector(target.selector, info.message_queues, source, target.arg)
 
     async def _send_with_retries(self, prepared: PreparedSend, timeout_ms: int) -> SendResult:
         started = _now_ms()
@@ -500,7 +496,7 @@ class Producer:
         """
         prepared = prepare_single(msg, self.settings, self._ids)
         return self._send_prepared_async(
-            prepared, msg, timeout_ms, queue, selector, arg, sharding_key
+            prepared, msg, timeout_ms, _Target.of(queue, selector, arg, sharding_key)
         )
 
     def send_batch_async(
@@ -526,7 +522,7 @@ class Producer:
                 f"the batch needs {len(batches)} requests; send_batch splits it"
             )
         return self._send_prepared_async(
-            batches[0], messages[0], timeout_ms, queue, selector, arg, sharding_key
+            batches[0], messages[0], timeout_ms, _Target.of(queue, selector, arg, sharding_key)
         )
 
     def _send_prepared_async(
@@ -534,18 +530,13 @@ class Producer:
         prepared: PreparedSend,
         source: Message,
         timeout_ms: int | None,
-        queue: MessageQueue | None,
-        selector: SelectorLike | None,
-        arg: Any,
-        sharding_key: str | None,
+        target: _Target | None,
     ) -> asyncio.Future[SendResult]:
         instance = self.instance
         loop = asyncio.get_running_loop()
         timeout = timeout_ms or self.send_timeout_ms
-        if queue is not None or selector is not None or sharding_key is not None:
-            return loop.create_task(
-                self._send_prepared(prepared, source, timeout, queue, selector, arg, sharding_key)
-            )
+        if target is not None:
+            return loop.create_task(self._send_prepared(prepared, source, timeout, target))
         info = self._publish.get(prepared.topic)
         future: asyncio.Future[SendResult] = loop.create_future()
         send = _AsyncSend(self, prepared, future, _now_ms() + timeout, self.retry_times_async)
@@ -571,11 +562,12 @@ class Producer:
             ConnectError: the broker cannot be reached.
         """
         prepared = prepare_single(msg, self.settings, self._ids)
-        if queue is None and selector is None and sharding_key is None:
+        target = _Target.of(queue, selector, arg, sharding_key)
+        if target is None:
             info = await self.find_publish_info(prepared.topic)
             mq = self.fault.select_one_message_queue(info, None)
         else:
-            mq = await self._chosen_queue(prepared, msg, queue, selector, arg, sharding_key)
+            mq = await self._chosen_queue(prepared, msg, target)
         addr = await self._broker_addr(mq.broker_name, mq.topic)
         begin = _now_ms()
         try:
@@ -586,6 +578,35 @@ class Producer:
             self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
             raise
         self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, False)
+
+
+class _Target(NamedTuple):
+    """Where an ordered or pinned send goes: a queue, or a selector and its argument."""
+
+    queue: MessageQueue | None
+    selector: SelectorLike | None
+    arg: Any
+
+    @classmethod
+    def of(
+        cls,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: Any,
+        sharding_key: str | None,
+    ) -> _Target | None:
+        """``None`` for a normal send (round robin with retries).
+
+        Raises:
+            InvalidArgumentError: more than one of ``queue``, ``selector``, ``sharding_key``.
+        """
+        if sum(x is not None for x in (queue, selector, sharding_key)) > 1:
+            raise InvalidArgumentError("give at most one of queue, selector and sharding_key")
+        if sharding_key is not None:
+            return cls(queue, SelectMessageQueueByHash(), sharding_key)
+        if queue is None and selector is None:
+            return None
+        return cls(queue, selector, arg)
 
 
 class _AsyncSend:

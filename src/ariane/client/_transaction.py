@@ -74,6 +74,15 @@ async def call_user(fn: Callable[..., Any], *args: Any) -> LocalTransactionState
         result = await asyncio.to_thread(fn, *args)
         if inspect.isawaitable(result):
             result = await result
+    return as_state(result)
+
+
+def as_state(result: object) -> LocalTransactionState:
+    """A user callable's result as a state (``None`` = UNKNOW).
+
+    Raises:
+        TypeError: anything else that is not a ``LocalTransactionState``.
+    """
     if result is None:
         return LocalTransactionState.UNKNOW
     if not isinstance(result, LocalTransactionState):

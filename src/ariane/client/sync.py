@@ -25,7 +25,12 @@ from typing import Any, TypeVar
 
 from ariane.client._producer import Producer
 from ariane.client._selector import SelectorLike
-from ariane.client._transaction import LocalTransaction, TransactionChecker, TransactionProducer
+from ariane.client._transaction import (
+    LocalTransaction,
+    TransactionChecker,
+    TransactionProducer,
+    as_state,
+)
 from ariane.client.admin import Admin
 from ariane.client.errors import ClientStateError
 from ariane.client.message import (
@@ -331,11 +336,7 @@ class SyncTransactionProducer(SyncProducer):
         error: BaseException | None = None
         if result.status is SendStatus.SEND_OK:
             try:
-                state = local_transaction(msg, arg)
-                if state is None:
-                    state = LocalTransactionState.UNKNOW
-                if not isinstance(state, LocalTransactionState):
-                    raise TypeError(f"expected a LocalTransactionState, got {state!r}")
+                state = as_state(local_transaction(msg, arg))
             except Exception as exc:
                 state, error = LocalTransactionState.UNKNOW, exc
         else:

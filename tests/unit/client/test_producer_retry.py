@@ -8,7 +8,7 @@ from ariane.client import _producer
 from ariane.client._producer import Producer
 from ariane.client.errors import MessageIllegalError, SendError
 from ariane.client.message import Message, MessageQueue, SendStatus
-from ariane.errors import ConnectError, RequestTimeoutError
+from ariane.errors import ConnectError, InvalidArgumentError, RequestTimeoutError
 from tests.unit.client.fakes import FakeApi, FakeClock, install, run
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"
@@ -184,3 +184,13 @@ def test_oneway_sends_one_request(clock: FakeClock) -> None:
     run(lambda: producer.send_oneway(Message("T", b"x")))
     assert len(api.oneway) == 1
     assert not api.calls
+
+
+def test_queue_selector_and_sharding_key_exclude_each_other(clock: FakeClock) -> None:
+    producer, _ = _producer_with(clock)
+    with pytest.raises(InvalidArgumentError):
+        run(
+            lambda: producer.send(
+                Message("T", b"x"), queue=MessageQueue("T", "a", 0), sharding_key="k"
+            )
+        )
