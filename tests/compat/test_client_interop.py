@@ -70,7 +70,15 @@ def test_cpp_consumer_receives_exactly_what_our_producer_sent(
     )  # fmt: skip
     consumer.wait(240)
     got: list[dict[str, Any]] = consumer.of("msg")
-    assert {m["body_hex"] for m in got} == set(sent), consumer.tail()
+    got_hex = {m["body_hex"] for m in got}
+    unexpected = [
+        (m["body"][:40], m["props"].get("seq"), len(m["body_hex"]) // 2)
+        for m in got
+        if m["body_hex"] not in sent
+    ]
+    missing = [sent[x].properties["seq"] for x in set(sent) - got_hex]
+    assert not unexpected, f"bodies that were never sent: {unexpected}; missing seq {missing}"
+    assert not missing, f"never delivered: seq {missing}"
     assert len(got) == len(msgs)  # exactly once
     for event in got:
         msg = sent[event["body_hex"]]

@@ -68,7 +68,8 @@ def main():
     done = threading.Event()
 
     def on_message(msg):
-        body = text(msg.body)
+        raw = msg.body  # read once: every access goes back to the native message
+        body = text(raw)
         with lock:
             attempts[body] = attempts.get(body, 0) + 1
             attempt = attempts[body]
@@ -88,7 +89,7 @@ def main():
             born_timestamp=msg.born_timestamp,
             attempt=attempt,
             props={k: text(msg.get_property(k)) for k in prop_names if msg.get_property(k)},
-            **({"body_hex": bytes(msg.body).hex()} if args.hex else {}),
+            **({"body_hex": bytes(raw).hex()} if args.hex else {}),
         )
         if attempt <= args.fail_times:
             raise RuntimeError("asked to fail")
