@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Collection, Iterable
 from typing import Any, NamedTuple
@@ -170,6 +171,8 @@ class Producer:
         self._instance: ClientInstance | None = None
         self._ids = UniqueIdGenerator()
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -207,6 +210,8 @@ class Producer:
             await instance.release()
             raise
         self._instance = instance
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         ip = instance.client_id.split("@", 1)[0]
         try:
             self._ids = UniqueIdGenerator(host_to_bytes(ip))
@@ -533,7 +538,10 @@ class Producer:
         target: _Target | None,
     ) -> asyncio.Future[SendResult]:
         instance = self.instance
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or threading.get_ident() != self._loop_thread:
+            # asyncio.get_running_loop() would cost a getpid() system call per send
+            raise ClientStateError("send_async must be called on the producer's event loop")
         timeout = timeout_ms or self.send_timeout_ms
         if target is not None:
             return loop.create_task(self._send_prepared(prepared, source, timeout, target))
@@ -600,12 +608,12 @@ class _Target(NamedTuple):
         Raises:
             InvalidArgumentError: more than one of ``queue``, ``selector``, ``sharding_key``.
         """
-        if sum(x is not None for x in (queue, selector, sharding_key)) > 1:
+        if queue is None and selector is None and sharding_key is None:
+            return None  # the common case first: this runs for every send
+        if (queue is not None) + (selector is not None) + (sharding_key is not None) > 1:
             raise InvalidArgumentError("give at most one of queue, selector and sharding_key")
         if sharding_key is not None:
             return cls(queue, SelectMessageQueueByHash(), sharding_key)
-        if queue is None and selector is None:
-            return None
         return cls(queue, selector, arg)
 
 

@@ -124,3 +124,11 @@ def install(producer: Any, clock: FakeClock, brokers: dict[str, str], queues: in
 
 def run(coro_fn: Callable[[], Any]) -> Any:
     return asyncio.run(coro_fn())
+
+
+def bind_loop(producer: Any) -> None:
+    """What ``Producer.start`` records about its loop (call inside the running loop)."""
+    import threading
+
+    producer._loop = asyncio.get_running_loop()
+    producer._loop_thread = threading.get_ident()

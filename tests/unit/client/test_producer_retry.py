@@ -6,10 +6,10 @@ import pytest
 
 from ariane.client import _producer
 from ariane.client._producer import Producer
-from ariane.client.errors import MessageIllegalError, SendError
+from ariane.client.errors import ClientStateError, MessageIllegalError, SendError
 from ariane.client.message import Message, MessageQueue, SendStatus
 from ariane.errors import ConnectError, InvalidArgumentError, RequestTimeoutError
-from tests.unit.client.fakes import FakeApi, FakeClock, install, run
+from tests.unit.client.fakes import FakeApi, FakeClock, bind_loop, install, run
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"
 BROKERS = {"a": A, "b": B}
@@ -153,6 +153,7 @@ def test_send_async_retries_transport_failures_only(clock: FakeClock) -> None:
     api.script[A] = [ConnectError("down")]
 
     async def go() -> object:
+        bind_loop(producer)
         return await producer.send_async(Message("T", b"x"))
 
     result = run(go)
@@ -172,6 +173,7 @@ def test_send_async_gives_up_after_its_retries(clock: FakeClock) -> None:
     api.script[B] = [ConnectError("down")]
 
     async def go() -> object:
+        bind_loop(producer)
         return await producer.send_async(Message("T", b"x"))
 
     with pytest.raises(ConnectError):
@@ -194,3 +196,15 @@ def test_queue_selector_and_sharding_key_exclude_each_other(clock: FakeClock) ->
                 Message("T", b"x"), queue=MessageQueue("T", "a", 0), sharding_key="k"
             )
         )
+
+
+def test_send_async_refuses_other_threads(clock: FakeClock) -> None:
+    producer, _ = _producer_with(clock)
+
+    async def go() -> None:
+        bind_loop(producer)
+        producer._loop_thread = -1  # as if called from another thread
+        with pytest.raises(ClientStateError):
+            producer.send_async(Message("T", b"x"))
+
+    run(go)
