@@ -31,7 +31,7 @@ import contextlib
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ariane.client._api import ClientAPI
 from ariane.client._route import (
@@ -62,7 +62,13 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand, make_response_for
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
 
-__all__ = ["ClientInstance", "ConsumerMember", "ProducerMember"]
+if TYPE_CHECKING:
+    from ariane.client._producer import Producer
+
+__all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerMember", "ProducerMember"]
+
+#: ``MixAll.CLIENT_INNER_PRODUCER_GROUP``.
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +207,7 @@ class ClientInstance:
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._rebalance_wakeup = asyncio.Event()
+        self._inner: Producer | None = None
         for code, handler in (
             (RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state),
             (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed),
@@ -267,6 +274,10 @@ class ClientInstance:
         if self._closed:
             return
         self._closed = True
+        inner, self._inner = self._inner, None
+        if inner is not None:
+            self.producers.pop(inner.group, None)
+            inner.detach()
         with contextlib.suppress(RuntimeError):
             table = _INSTANCES.get(asyncio.get_running_loop(), {})
             if self._key is not None and table.get(self._key) is self:
@@ -278,6 +289,24 @@ class ClientInstance:
                 await task
         await self.remoting.close()
         logger.info("client instance %s closed", self.client_id)
+
+    async def inner_producer(self) -> Producer:
+        """The instance's own producer (group ``CLIENT_INNER_PRODUCER``, RocketMQ's
+        ``MQClientInstance.defaultMQProducer``), started on first use; consumers send failed
+        messages to retry topics with it when CONSUMER_SEND_MSG_BACK fails. It lives as long
+        as the instance and holds no reference to it.
+        """
+        if self._inner is None:
+            from ariane.client._producer import Producer  # _producer imports this module
+
+            producer = Producer(CLIENT_INNER_PRODUCER_GROUP, client_config=self.config)
+            await producer.start()
+            if producer.instance is not self:  # pragma: no cover - acquire() returns self
+                await producer.close()
+                raise ClientStateError("the inner producer joined another client instance")
+            self._refs -= 1  # owned by the instance, not the other way round
+            self._inner = producer
+        return self._inner
 
     async def _every(
         self, name: str, interval_ms: int, first_ms: int, job: Callable[[], Awaitable[Any]]

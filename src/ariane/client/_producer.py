@@ -228,6 +228,11 @@ class Producer:
             await instance.unregister_producer(self._group)
             await instance.release()
 
+    def detach(self) -> None:
+        """Mark closed without talking to anyone (its client instance is closing)."""
+        self._closed = True
+        self._instance = None
+
     async def __aenter__(self) -> Producer:
         await self.start()
         return self
