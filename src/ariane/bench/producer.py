@@ -80,8 +80,11 @@ class _Source:
 
     def next_request(self) -> list[Message]:
         plan = self.plan
+        count = plan.batch
+        if plan.messages is not None:
+            count = min(count, plan.messages - self.issued)
         out = []
-        for _ in range(plan.batch):
+        for _ in range(count):
             self.issued += 1
             out.append(
                 Message(
@@ -106,7 +109,7 @@ class _Runner:
 
     def more(self) -> bool:
         if self.limit is not None:
-            return self.source.issued + self.plan.batch <= self.limit
+            return self.source.issued < self.limit
         return time.perf_counter() < self.deadline
 
     async def run_sync(self) -> None:

@@ -338,6 +338,8 @@ class Producer:
         Raises:
             InvalidArgumentError: bad topic, empty or oversized body.
             NoRouteError: the topic has no route and cannot be auto-created.
+            ConnectError: no NameServer is reachable (first send to a topic).
+            RequestTimeoutError: the budget ran out before a queue was chosen (ordered sends).
             BrokerResponseError: the broker refused it with a non-retriable code (subclass
                 per code, see ``ariane.client.errors``).
             SendError: every attempt failed (the last failure is ``__cause__``).
