@@ -16,7 +16,7 @@ import pytest
 
 from tests.compat.conftest import CppClient, ScriptRun
 from tests.support.cluster import Cluster
-from tests.support.rpc import consumer_ids
+from tests.support.rpc import consumer_ids, wait_for_route
 
 pytestmark = [pytest.mark.compat, pytest.mark.integration]
 
@@ -135,6 +135,7 @@ def test_orderly_send_keeps_each_key_in_one_queue_in_order(
 
 def test_two_consumers_in_one_group_share_the_queues(cluster: Cluster, cpp: CppClient) -> None:
     produce(cpp, cluster, "CompatShare", "--count", "1", "--start", "100000")  # creates the topic
+    wait_for_route(cluster.namesrv_addr, "CompatShare")
     a = consume(cpp, cluster, "CompatShare", "CG_SHARE", "--instance", "A", "--timeout", "300")
     b = consume(cpp, cluster, "CompatShare", "CG_SHARE", "--instance", "B", "--timeout", "300")
     try:
@@ -167,6 +168,7 @@ def test_broadcasting_delivers_everything_to_every_consumer(
     cluster: Cluster, cpp: CppClient
 ) -> None:
     produce(cpp, cluster, "CompatBcast", "--count", "1", "--start", "100000")
+    wait_for_route(cluster.namesrv_addr, "CompatBcast")
     common = ("--model", "broadcasting", "--timeout", "180")
     a = consume(cpp, cluster, "CompatBcast", "CG_BCAST", "--instance", "A", *common)
     b = consume(cpp, cluster, "CompatBcast", "CG_BCAST", "--instance", "B", *common)

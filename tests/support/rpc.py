@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import time
+
 from ariane.remoting.blocking import BlockingRemotingClient
 from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
-__all__ = ["consumer_ids", "pull", "pull_request", "request", "send_message"]
+__all__ = [
+    "consumer_ids",
+    "has_route",
+    "pull",
+    "pull_request",
+    "request",
+    "send_message",
+    "wait_for_route",
+]
 
 
 def request(
@@ -89,3 +99,21 @@ def pull(addr: str, topic: str, group: str, **kwargs: int) -> RemotingCommand:
     timeout = kwargs.get("suspend_ms", 0) + 5_000
     with BlockingRemotingClient() as client:
         return client.invoke(addr, pull_request(topic, group, **kwargs), timeout)
+
+
+def has_route(namesrv_addr: str, topic: str) -> bool:
+    """True once the NameServer serves a route for ``topic``."""
+    header = h.GetRouteInfoRequestHeader(topic=topic)
+    resp = request(namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, header.to_ext_fields())
+    return resp.code == ResponseCode.SUCCESS
+
+
+def wait_for_route(namesrv_addr: str, topic: str, timeout_s: float = 30.0) -> None:
+    """Wait until the NameServer serves ``topic``'s route (a broker registers new topics
+    asynchronously, and clients that start before that only find them at their next route
+    refresh)."""
+    deadline = time.monotonic() + timeout_s
+    while not has_route(namesrv_addr, topic):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no route for {topic} after {timeout_s} s")
+        time.sleep(0.05)
