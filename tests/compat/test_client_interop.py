@@ -12,6 +12,7 @@ import pytest
 from ariane.client import Message, Producer
 from tests.compat.conftest import CppClient
 from tests.support.cluster import Cluster
+from tests.support.rpc import wait_for_route
 
 pytestmark = [pytest.mark.compat, pytest.mark.integration]
 
@@ -59,6 +60,7 @@ def test_cpp_consumer_receives_exactly_what_our_producer_sent(
     topic = "InteropTopic"
     msgs = _messages(topic)
     asyncio.run(_produce(cluster.namesrv_addr, msgs))
+    wait_for_route(cluster.namesrv_addr, topic)  # else the consumer waits 30 s for its next try
     sent: dict[str, Message] = {m.body.hex(): m for m in msgs}
     consumer = cpp.spawn(
         "consumer.py",
