@@ -29,13 +29,13 @@ import logging
 import threading
 import time
 from collections.abc import Collection, Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
 from ariane.client._route import TopicPublishInfo
-from ariane.client._selector import SelectMessageQueueByHash, SelectorLike, apply_selector
+from ariane.client._selector import SelectorLike, SendTarget, apply_selector
 from ariane.client._send import (
     PreparedSend,
     SendSettings,
@@ -347,7 +347,7 @@ class Producer:
         """
         prepared = prepare_single(msg, self.settings, self._ids)
         return await self._send_prepared(
-            prepared, msg, timeout_ms, _Target.of(queue, selector, arg, sharding_key)
+            prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
         )
 
     async def send_batch(
@@ -381,7 +381,7 @@ class Producer:
                     prepared,
                     messages[0],
                     timeout_ms,
-                    _Target.of(queue, selector, arg, sharding_key),
+                    SendTarget.of(queue, selector, arg, sharding_key),
                 )
             )
         return results
@@ -391,7 +391,7 @@ class Producer:
         prepared: PreparedSend,
         source: Message,
         timeout_ms: int | None,
-        target: _Target | None,
+        target: SendTarget | None,
     ) -> SendResult:
         timeout = timeout_ms or self.send_timeout_ms
         if target is None:
@@ -407,7 +407,7 @@ class Producer:
         self,
         prepared: PreparedSend,
         source: Message,
-        target: _Target,
+        target: SendTarget,
     ) -> MessageQueue:
         if target.queue is not None:
             if target.queue.topic != prepared.topic:
@@ -508,7 +508,7 @@ class Producer:
         """
         prepared = prepare_single(msg, self.settings, self._ids)
         return self._send_prepared_async(
-            prepared, msg, timeout_ms, _Target.of(queue, selector, arg, sharding_key)
+            prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
         )
 
     def send_batch_async(
@@ -534,7 +534,7 @@ class Producer:
                 f"the batch needs {len(batches)} requests; send_batch splits it"
             )
         return self._send_prepared_async(
-            batches[0], messages[0], timeout_ms, _Target.of(queue, selector, arg, sharding_key)
+            batches[0], messages[0], timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
         )
 
     def _send_prepared_async(
@@ -542,7 +542,7 @@ class Producer:
         prepared: PreparedSend,
         source: Message,
         timeout_ms: int | None,
-        target: _Target | None,
+        target: SendTarget | None,
     ) -> asyncio.Future[SendResult]:
         instance = self.instance
         loop = self._loop
@@ -577,7 +577,7 @@ class Producer:
             ConnectError: the broker cannot be reached.
         """
         prepared = prepare_single(msg, self.settings, self._ids)
-        target = _Target.of(queue, selector, arg, sharding_key)
+        target = SendTarget.of(queue, selector, arg, sharding_key)
         if target is None:
             info = await self.find_publish_info(prepared.topic)
             mq = self.fault.select_one_message_queue(info, None)
@@ -593,35 +593,6 @@ class Producer:
             self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
             raise
         self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, False)
-
-
-class _Target(NamedTuple):
-    """Where an ordered or pinned send goes: a queue, or a selector and its argument."""
-
-    queue: MessageQueue | None
-    selector: SelectorLike | None
-    arg: Any
-
-    @classmethod
-    def of(
-        cls,
-        queue: MessageQueue | None,
-        selector: SelectorLike | None,
-        arg: Any,
-        sharding_key: str | None,
-    ) -> _Target | None:
-        """``None`` for a normal send (round robin with retries).
-
-        Raises:
-            InvalidArgumentError: more than one of ``queue``, ``selector``, ``sharding_key``.
-        """
-        if queue is None and selector is None and sharding_key is None:
-            return None  # the common case first: this runs for every send
-        if (queue is not None) + (selector is not None) + (sharding_key is not None) > 1:
-            raise InvalidArgumentError("give at most one of queue, selector and sharding_key")
-        if sharding_key is not None:
-            return cls(queue, SelectMessageQueueByHash(), sharding_key)
-        return cls(queue, selector, arg)
 
 
 class _AsyncSend:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeAlias
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 from ariane.common.hashing import java_string_hash
 from ariane.common.message import Message
+from ariane.errors import InvalidArgumentError
 from ariane.remoting.protocol.client_bodies import MessageQueue
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "SelectMessageQueueByHash",
     "SelectMessageQueueByRandom",
     "SelectorLike",
+    "SendTarget",
     "java_hash_code",
 ]
 
@@ -100,3 +102,32 @@ def apply_selector(
     if not isinstance(result, MessageQueue):
         raise TypeError(f"the queue selector returned {type(result).__name__}, not a MessageQueue")
     return result
+
+
+class SendTarget(NamedTuple):
+    """Where an ordered or pinned send goes: a queue, or a selector and its argument."""
+
+    queue: MessageQueue | None
+    selector: SelectorLike | None
+    arg: Any
+
+    @classmethod
+    def of(
+        cls,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: Any,
+        sharding_key: str | None,
+    ) -> SendTarget | None:
+        """``None`` for a normal send (round robin with retries).
+
+        Raises:
+            InvalidArgumentError: more than one of ``queue``, ``selector``, ``sharding_key``.
+        """
+        if queue is None and selector is None and sharding_key is None:
+            return None  # the common case first: this runs for every send
+        if (queue is not None) + (selector is not None) + (sharding_key is not None) > 1:
+            raise InvalidArgumentError("give at most one of queue, selector and sharding_key")
+        if sharding_key is not None:
+            return cls(queue, SelectMessageQueueByHash(), sharding_key)
+        return cls(queue, selector, arg)

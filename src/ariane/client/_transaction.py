@@ -26,9 +26,10 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, Unpack
 
 from ariane.client._producer import Producer
+from ariane.client.config import ProducerOptions
 from ariane.client.message import (
     LocalTransactionState,
     MessageExt,
@@ -101,7 +102,9 @@ class TransactionProducer(Producer):
         **kwargs: every ``Producer`` option (``namesrv_addr``, ``send_timeout_ms``...).
     """
 
-    def __init__(self, group: str, *, checker: TransactionChecker, **kwargs: Any) -> None:
+    def __init__(
+        self, group: str, *, checker: TransactionChecker, **kwargs: Unpack[ProducerOptions]
+    ) -> None:
         if not callable(checker):
             raise InvalidArgumentError("checker must be callable")
         super().__init__(group, **kwargs)

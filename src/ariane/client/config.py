@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import TypedDict
 
 from ariane.errors import ConfigError
 
-__all__ = ["DEFAULT_INSTANCE_NAME", "ClientConfig", "local_ip", "parse_namesrv_addr"]
+__all__ = [
+    "DEFAULT_INSTANCE_NAME",
+    "ClientConfig",
+    "ProducerOptions",
+    "local_ip",
+    "parse_namesrv_addr",
+]
 
 #: The instance name that means "use the process id" (RocketMQ ``ClientConfig.instanceName``).
 DEFAULT_INSTANCE_NAME = "DEFAULT"
@@ -114,3 +122,23 @@ class ClientConfig:
         if self.unit_name:
             client_id += f"@{self.unit_name}"
         return client_id
+
+
+class ProducerOptions(TypedDict, total=False):
+    """The keyword options of ``Producer`` (for wrappers that pass them on)."""
+
+    namesrv_addr: str | None
+    instance_name: str
+    client_ip: str | None
+    send_timeout_ms: int
+    retry_times: int
+    retry_times_async: int
+    retry_another_broker_when_not_store_ok: bool
+    retry_response_codes: Collection[int]
+    send_latency_fault_enable: bool
+    compress_over_bytes: int
+    compress_level: int
+    max_message_bytes: int
+    create_topic_key: str
+    default_topic_queue_nums: int
+    client_config: ClientConfig | None

@@ -21,9 +21,9 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
-from ariane.client._producer import Producer
+from ariane.client._producer import DEFAULT_PRODUCER_GROUP, Producer
 from ariane.client._selector import SelectorLike
 from ariane.client._transaction import (
     LocalTransaction,
@@ -32,6 +32,7 @@ from ariane.client._transaction import (
     as_state,
 )
 from ariane.client.admin import Admin
+from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig, ProducerOptions
 from ariane.client.errors import ClientStateError
 from ariane.client.message import (
     LocalTransactionState,
@@ -42,6 +43,7 @@ from ariane.client.message import (
     TransactionSendResult,
 )
 from ariane.common.message import Message
+from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.remoting.eventloop import loop_factory
 from ariane.remoting.protocol.admin_bodies import (
     ConsumerConnection,
@@ -201,12 +203,11 @@ class SyncProducer(_Blocking):
     Thread-safe: any number of threads may send at once.
     """
 
-    def __init__(self, group: str = "DEFAULT_PRODUCER", **kwargs: Any) -> None:
+    def __init__(
+        self, group: str = DEFAULT_PRODUCER_GROUP, **kwargs: Unpack[ProducerOptions]
+    ) -> None:
         self._bg = background_loop()
-        self.producer = self._make(group, **kwargs)
-
-    def _make(self, group: str, **kwargs: Any) -> Producer:
-        return Producer(group, **kwargs)
+        self.producer = Producer(group, **kwargs)
 
     def _start_coro(self) -> Awaitable[None]:
         return self.producer.start()
@@ -316,11 +317,11 @@ class SyncTransactionProducer(SyncProducer):
 
     producer: TransactionProducer
 
-    def __init__(self, group: str, *, checker: TransactionChecker, **kwargs: Any) -> None:
-        super().__init__(group, checker=checker, **kwargs)
-
-    def _make(self, group: str, **kwargs: Any) -> Producer:
-        return TransactionProducer(group, **kwargs)
+    def __init__(
+        self, group: str, *, checker: TransactionChecker, **kwargs: Unpack[ProducerOptions]
+    ) -> None:
+        self._bg = background_loop()
+        self.producer = TransactionProducer(group, checker=checker, **kwargs)
 
     def send_in_transaction(
         self,
@@ -348,9 +349,21 @@ class SyncTransactionProducer(SyncProducer):
 class SyncAdmin(_Blocking):
     """A blocking ``Admin``: same arguments and methods (see ``ariane.client.admin``)."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        namesrv_addr: str | None = None,
+        instance_name: str = DEFAULT_INSTANCE_NAME,
+        timeout_ms: int = 5000,
+        client_config: ClientConfig | None = None,
+    ) -> None:
         self._bg = background_loop()
-        self.admin = Admin(**kwargs)
+        self.admin = Admin(
+            namesrv_addr=namesrv_addr,
+            instance_name=instance_name,
+            timeout_ms=timeout_ms,
+            client_config=client_config,
+        )
 
     def _start_coro(self) -> Awaitable[None]:
         return self.admin.start()
@@ -374,9 +387,31 @@ class SyncAdmin(_Blocking):
         """``Admin.update_broker_config``."""
         self._run(self.admin.update_broker_config(broker_addr, properties))
 
-    def create_topic(self, topic: str, **kwargs: Any) -> list[str]:
+    def create_topic(
+        self,
+        topic: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        read_queue_nums: int = 8,
+        write_queue_nums: int = 8,
+        perm: int = PERM_READ | PERM_WRITE,
+        order: bool = False,
+        attributes: Mapping[str, str] | None = None,
+    ) -> list[str]:
         """``Admin.create_topic``."""
-        return self._run(self.admin.create_topic(topic, **kwargs))
+        return self._run(
+            self.admin.create_topic(
+                topic,
+                cluster=cluster,
+                broker_addr=broker_addr,
+                read_queue_nums=read_queue_nums,
+                write_queue_nums=write_queue_nums,
+                perm=perm,
+                order=order,
+                attributes=attributes,
+            )
+        )
 
     def delete_topic(self, topic: str, *, cluster: str | None = None) -> None:
         """``Admin.delete_topic``."""
@@ -402,9 +437,31 @@ class SyncAdmin(_Blocking):
         """``Admin.topic_consumed_by``."""
         return self._run(self.admin.topic_consumed_by(topic))
 
-    def create_group(self, group: str, **kwargs: Any) -> list[str]:
+    def create_group(
+        self,
+        group: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        retry_max_times: int = 16,
+        retry_queue_nums: int = 1,
+        consume_orderly: bool = False,
+        consume_broadcast_enable: bool = True,
+        consume_enable: bool = True,
+    ) -> list[str]:
         """``Admin.create_group``."""
-        return self._run(self.admin.create_group(group, **kwargs))
+        return self._run(
+            self.admin.create_group(
+                group,
+                cluster=cluster,
+                broker_addr=broker_addr,
+                retry_max_times=retry_max_times,
+                retry_queue_nums=retry_queue_nums,
+                consume_orderly=consume_orderly,
+                consume_broadcast_enable=consume_broadcast_enable,
+                consume_enable=consume_enable,
+            )
+        )
 
     def delete_group(
         self, group: str, *, cluster: str | None = None, clean_offset: bool = True
