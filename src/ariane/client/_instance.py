@@ -270,7 +270,9 @@ class ClientInstance:
         logger.info("client instance %s started", self.client_id)
 
     async def close(self) -> None:
-        """Stop the services, unregister from brokers and close every connection."""
+        """Stop the services and close every connection (members unregister themselves from
+        the brokers before they release the instance; brokers drop what is left when the
+        connections close)."""
         if self._closed:
             return
         self._closed = True
