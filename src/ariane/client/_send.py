@@ -212,7 +212,7 @@ def prepare_batches(
     wait = msgs[0].properties.get(props.WAIT_STORE_MSG_OK, "true")
     limit = settings.max_message_bytes
     chunks: list[PreparedSend] = []
-    entries: list[tuple[bytes, int, dict[str, str]]] = []
+    entries: list[tuple[bytes, int, str]] = []
     chunk_ids: list[str] = []
     size = 0
     for msg in msgs:
@@ -230,13 +230,14 @@ def prepare_batches(
         if not msg_id:
             msg_id = ids.next_id()
             properties[props.UNIQ_KEY] = msg_id
-        entry_size = BATCH_ENTRY_OVERHEAD + len(msg.body) + len(encode_properties(properties))
+        text = encode_properties(properties)
+        entry_size = BATCH_ENTRY_OVERHEAD + len(msg.body) + len(text.encode())
         if entry_size > limit:
             raise InvalidArgumentError(f"one message of the batch is {entry_size} bytes alone")
         if entries and size + entry_size > limit:
             chunks.append(_batch(topic, entries, chunk_ids, wait))
             entries, chunk_ids, size = [], [], 0
-        entries.append((bytes(msg.body), msg.flag, properties))
+        entries.append((bytes(msg.body), msg.flag, text))
         chunk_ids.append(msg_id)
         size += entry_size
     chunks.append(_batch(topic, entries, chunk_ids, wait))
@@ -244,7 +245,7 @@ def prepare_batches(
 
 
 def _batch(
-    topic: str, entries: list[tuple[bytes, int, dict[str, str]]], ids: list[str], wait: str
+    topic: str, entries: list[tuple[bytes, int, str]], ids: list[str], wait: str
 ) -> PreparedSend:
     header_props = "" if wait == "true" else encode_properties({props.WAIT_STORE_MSG_OK: wait})
     return PreparedSend(
