@@ -136,9 +136,15 @@ def check_topic(topic: str) -> None:
 
 def compress_body(body: bytes, settings: SendSettings) -> tuple[bytes, int]:
     """``(body, sysFlag bits)``: zlib at ``compress_level`` when the body is at least
-    ``compress_over_bytes`` long (flags ``0x1 | ZLIB << 8`` as RocketMQ 5 writes them)."""
+    ``compress_over_bytes`` long (flags ``0x1 | ZLIB << 8`` as RocketMQ 5 writes them).
+
+    Incompressible bodies (the deflated form is not smaller) travel as they are, so a body
+    just under the size limit never grows over it.
+    """
     if len(body) >= settings.compress_over_bytes:
-        return zlib.compress(body, settings.compress_level), _ZLIB_FLAGS
+        packed = zlib.compress(body, settings.compress_level)
+        if len(packed) < len(body):
+            return packed, _ZLIB_FLAGS
     return body, 0
 
 

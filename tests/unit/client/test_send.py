@@ -166,3 +166,12 @@ def test_prepared_send_defaults() -> None:
     assert p.count == 1
     assert not p.batch
     assert p.max_reconsume_times is None
+
+
+def test_incompressible_bodies_travel_uncompressed() -> None:
+    import os
+
+    body = os.urandom(64 * 1024)
+    prepared = prepare_single(Message("T", body), SETTINGS, IDS)
+    assert prepared.sys_flag == 0
+    assert prepared.body == body
