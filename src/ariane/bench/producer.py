@@ -29,6 +29,7 @@ import click
 import numpy as np
 
 from ariane.client import Message, Producer
+from ariane.errors import ArianeError
 from ariane.remoting.eventloop import run
 
 __all__ = ["producer_bench"]
@@ -214,7 +215,10 @@ async def _bench(
         group, namesrv_addr=namesrv, send_latency_fault_enable=fault, send_timeout_ms=10_000
     ) as producer:
         # route and connection first, so the measurement starts warm
-        await producer.send(Message(plan.topic, b"warm-up"))
+        try:
+            await producer.send(Message(plan.topic, b"warm-up"))
+        except ArianeError as exc:
+            raise click.ClickException(f"the warm-up send to {plan.topic} failed: {exc}") from exc
         runner = _Runner(producer, plan, stats)
         reporter = asyncio.create_task(_report(stats, interval_s, plan.size, as_json))
         started = time.perf_counter()
