@@ -619,11 +619,12 @@ class _AsyncSend:
     async def attempt_after_route(self) -> None:
         try:
             info = await self.producer.find_publish_info(self.prepared.topic)
-        except BaseException as exc:
+        except asyncio.CancelledError:
+            self.future.cancel()  # the client instance is closing
+            raise
+        except Exception as exc:
             if not self.future.done():
                 self.future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
             return
         self.attempt(info, None)
 
