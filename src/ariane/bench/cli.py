@@ -14,6 +14,7 @@ BENCHMARKS: dict[str, str] = {
     "filter": "ariane.bench.filter:filter_bench",
     "broker": "ariane.bench.broker:broker_bench",
     "semantics": "ariane.bench.semantics:semantics_bench",
+    "producer": "ariane.bench.producer:producer_bench",
 }
 
 

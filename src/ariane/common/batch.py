@@ -12,7 +12,7 @@ Pure code (no I/O). ``decode_batch`` raises only :class:`ariane.errors.Corruptio
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from ariane.common.properties import encode_properties
@@ -33,8 +33,9 @@ class BatchEntry(NamedTuple):
     properties: str
 
 
-def encode_batch(messages: Iterable[tuple[bytes, int, dict[str, str]]]) -> bytes:
-    """Encode ``(body, flag, properties)`` triples as a batch body.
+def encode_batch(messages: Iterable[tuple[bytes, int, Mapping[str, str] | str]]) -> bytes:
+    """Encode ``(body, flag, properties)`` triples as a batch body; properties are a map or
+    an already encoded properties string.
 
     Raises:
         InvalidArgumentError: properties are not valid Unicode or longer than 32767 bytes.
@@ -42,7 +43,7 @@ def encode_batch(messages: Iterable[tuple[bytes, int, dict[str, str]]]) -> bytes
     parts: list[bytes] = []
     for body, flag, props in messages:
         try:
-            text = encode_properties(props).encode("utf-8")
+            text = (props if isinstance(props, str) else encode_properties(props)).encode("utf-8")
         except UnicodeEncodeError as exc:
             raise InvalidArgumentError(f"batch properties are not valid Unicode: {exc}") from None
         if len(text) > 0x7FFF:

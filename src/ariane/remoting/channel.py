@@ -6,8 +6,13 @@ How it works: ``Channel`` is an ``asyncio.Protocol``. Received bytes go through 
 goes to the ``RequestHandler`` (the dispatcher), inline and in arrival order. Frames written
 while a read is being handled are buffered and sent with one vectored write at the end of the
 read; frames written at other times are flushed once per loop iteration. A request waits on a
-plain future with a ``call_later`` timer, so invoking costs no task. When the connection goes,
-every request still waiting fails with ``ConnectionClosedError``.
+plain future (``invoke_future``) or a callback (``invoke_callback``), so invoking costs no task.
+Timeouts are not one timer per request (a ``call_later`` costs more than the rest of a send):
+each waiting request records its deadline and one sweep per channel, re-armed while requests
+wait, fails the overdue ones with ``RequestTimeoutError``; the sweep period grows with the
+number waiting (``_SWEEP_MIN_S`` .. ``_SWEEP_MAX_S``), so a timeout fires at most that much
+late (RocketMQ scans its response table once a second). When the connection goes, every
+request still waiting fails with ``ConnectionClosedError``.
 
 A malformed frame closes only this connection (after answering the good frames before it).
 Server channels stop reading while the transport's write buffer is full or too many requests
@@ -33,12 +38,53 @@ from ariane.remoting.protocol.codec import (
 )
 from ariane.remoting.protocol.command import FLAG_RESPONSE, RemotingCommand, next_opaque
 
-__all__ = ["Channel", "RequestHandler", "format_address"]
+__all__ = ["Channel", "RequestHandler", "ResponseCallback", "format_address"]
 
 logger = logging.getLogger(__name__)
 
 _channel_ids = itertools.count(1)
 _CLOSE_LINGER_S = 10.0
+#: Sweep period bounds for request timeouts; the period is ``pending / _SWEEP_RATE`` within them.
+_SWEEP_MIN_S = 0.05
+_SWEEP_MAX_S = 1.0
+_SWEEP_RATE = 100_000.0
+
+#: ``callback(response, error)``: exactly one of the two is set.
+ResponseCallback = Callable[[RemotingCommand | None, BaseException | None], None]
+
+
+class _Waiter:
+    """One request waiting for its response: a future or a callback, and its deadline."""
+
+    __slots__ = ("callback", "deadline", "future", "timeout_ms")
+
+    def __init__(
+        self,
+        future: asyncio.Future[RemotingCommand] | None,
+        callback: ResponseCallback | None,
+        deadline: float,
+        timeout_ms: int,
+    ) -> None:
+        self.future = future
+        self.callback = callback
+        self.deadline = deadline
+        self.timeout_ms = timeout_ms
+
+    def complete(self, response: RemotingCommand) -> None:
+        future = self.future
+        if future is not None:
+            if not future.done():
+                future.set_result(response)
+        elif self.callback is not None:
+            self.callback(response, None)
+
+    def fail(self, error: BaseException) -> None:
+        future = self.future
+        if future is not None:
+            if not future.done():
+                future.set_exception(error)
+        elif self.callback is not None:
+            self.callback(None, error)
 
 
 class RequestHandler(Protocol):
@@ -92,7 +138,8 @@ class Channel(asyncio.Protocol):
         self._max_frame_bytes = max_frame_bytes
         self._transport: asyncio.Transport | None = None
         self._closing = False
-        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], asyncio.TimerHandle]] = {}
+        self._pending: dict[int, _Waiter] = {}
+        self._sweep_handle: asyncio.TimerHandle | None = None
         self._out: list[bytes] = []
         self._flush_handle: asyncio.Handle | None = None
         self._in_read = False
@@ -198,6 +245,26 @@ class Channel(asyncio.Protocol):
             InvalidArgumentError: ``timeout_ms`` is not positive.
             LocalProtocolError: the request cannot be encoded.
         """
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._register(request, _Waiter(future, None, 0.0, timeout_ms))
+        return future
+
+    def invoke_callback(
+        self, request: RemotingCommand, timeout_ms: int, callback: ResponseCallback
+    ) -> None:
+        """Send a request; ``callback(response, None)`` or ``callback(None, error)`` runs once
+        when the response arrives, ``timeout_ms`` passes (``RequestTimeoutError``) or the
+        connection goes (``ConnectionClosedError``). Cheaper than a future on hot paths.
+
+        Raises:
+            ConnectionClosedError: the connection is already closed.
+            InvalidArgumentError: ``timeout_ms`` is not positive.
+            LocalProtocolError: the request cannot be encoded.
+        """
+        self._register(request, _Waiter(None, callback, 0.0, timeout_ms))
+
+    def _register(self, request: RemotingCommand, waiter: _Waiter) -> None:
+        timeout_ms = waiter.timeout_ms
         if timeout_ms <= 0:
             raise InvalidArgumentError(f"timeout_ms must be positive, got {timeout_ms}")
         if not self.is_active:
@@ -207,16 +274,37 @@ class Channel(asyncio.Protocol):
         while opaque in pending:  # a reused command object must not steal another's slot
             opaque = next_opaque()
         request.opaque = opaque
-        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        timer = self._loop.call_later(timeout_ms / 1000.0, self._expire, opaque, future, timeout_ms)
-        pending[opaque] = (future, timer)
+        waiter.deadline = self._loop.time() + timeout_ms / 1000.0
+        pending[opaque] = waiter
         try:
             self.send(request)
         except BaseException:
             del pending[opaque]
-            timer.cancel()
             raise
-        return future
+        if self._sweep_handle is None:
+            self._arm_sweep()
+
+    def _arm_sweep(self) -> None:
+        period = min(_SWEEP_MAX_S, max(_SWEEP_MIN_S, len(self._pending) / _SWEEP_RATE))
+        self._sweep_handle = self._loop.call_later(period, self._sweep)
+
+    def _sweep(self) -> None:
+        self._sweep_handle = None
+        pending = self._pending
+        if not pending:
+            return
+        now = self._loop.time()
+        overdue = [(o, w) for o, w in pending.items() if w.deadline <= now]
+        for opaque, waiter in overdue:
+            del pending[opaque]
+            waiter.fail(
+                RequestTimeoutError(
+                    f"no response from {self.remote_addr} within {waiter.timeout_ms} ms "
+                    f"(opaque {opaque})"
+                )
+            )
+        if pending and self._transport is not None:
+            self._arm_sweep()
 
     async def invoke(self, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
         """Send a request and wait for its response.
@@ -244,22 +332,10 @@ class Channel(asyncio.Protocol):
         if not self.send(request):
             raise ConnectionClosedError(f"connection to {self.remote_addr} is closed")
 
-    def _expire(
-        self, opaque: int, future: asyncio.Future[RemotingCommand], timeout_ms: int
-    ) -> None:
-        self._forget(opaque, future)
-        if not future.done():
-            future.set_exception(
-                RequestTimeoutError(
-                    f"no response from {self.remote_addr} within {timeout_ms} ms (opaque {opaque})"
-                )
-            )
-
     def _forget(self, opaque: int, future: asyncio.Future[RemotingCommand]) -> None:
-        entry = self._pending.get(opaque)
-        if entry is not None and entry[0] is future:
+        waiter = self._pending.get(opaque)
+        if waiter is not None and waiter.future is future:
             del self._pending[opaque]
-            entry[1].cancel()
 
     # -- server-side flow control ---------------------------------------------------------------
 
@@ -330,16 +406,16 @@ class Channel(asyncio.Protocol):
             backlog = self._backlog
             for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:
-                    entry = pending.pop(cmd.opaque, None)
-                    if entry is None:
+                    waiter = pending.pop(cmd.opaque, None)
+                    if waiter is None:
                         logger.debug(
                             "%r: response without a waiting request: %s", self, cmd.describe()
                         )
                         continue
-                    future, timer = entry
-                    timer.cancel()
-                    if not future.done():
-                        future.set_result(cmd)
+                    try:
+                        waiter.complete(cmd)
+                    except Exception:
+                        logger.exception("%r: response callback failed", self)
                 elif backlog or self._inflight >= self._max_inflight:
                     backlog.append(cmd)  # over the in-flight limit: wait, in order
                 else:
@@ -375,14 +451,18 @@ class Channel(asyncio.Protocol):
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
+        if self._sweep_handle is not None:
+            self._sweep_handle.cancel()
+            self._sweep_handle = None
         pending, self._pending = self._pending, {}
         reason = f": {exc}" if exc is not None else ""
-        for future, timer in pending.values():
-            timer.cancel()
-            if not future.done():
-                future.set_exception(
+        for waiter in pending.values():
+            try:
+                waiter.fail(
                     ConnectionClosedError(f"connection to {self.remote_addr} closed{reason}")
                 )
+            except Exception:
+                logger.exception("%r: response callback failed", self)
         if not self._closed.done():
             self._closed.set_result(None)
         listeners, self._close_listeners = self._close_listeners, []

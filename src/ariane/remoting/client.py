@@ -79,6 +79,11 @@ class RemotingClient(DispatchingEndpoint):
             attempt.add_done_callback(lambda _: self._connecting.pop(addr, None))
         return await asyncio.shield(attempt)
 
+    def active_channel(self, addr: str) -> Channel | None:
+        """The open connection to ``addr`` if there is one, without connecting (hot paths)."""
+        channel = self._channels.get(addr)
+        return channel if channel is not None and channel.is_active else None
+
     async def _connect(self, addr: str) -> Channel:
         host, port = parse_address(addr)
         loop = asyncio.get_running_loop()

@@ -48,8 +48,13 @@ def main():
     p.add_argument("--instance", default="")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--sleep-ms", type=int, default=0, help="work time per message")
+    p.add_argument(
+        "--extra-props", default="", help="more property names to print, comma separated"
+    )
+    p.add_argument("--hex", action="store_true", help="also print each body as hex")
     args = p.parse_args()
 
+    prop_names = PROPS + tuple(n for n in args.extra_props.split(",") if n)
     model = MessageModel.BROADCASTING if args.model == "broadcasting" else MessageModel.CLUSTERING
     consumer = PushConsumer(args.group, orderly=args.orderly, message_model=model)
     consumer.set_namesrv_addr(args.namesrv)
@@ -63,7 +68,8 @@ def main():
     done = threading.Event()
 
     def on_message(msg):
-        body = text(msg.body)
+        raw = msg.body  # read once: every access goes back to the native message
+        body = text(raw)
         with lock:
             attempts[body] = attempts.get(body, 0) + 1
             attempt = attempts[body]
@@ -84,7 +90,8 @@ def main():
             born_timestamp=msg.born_timestamp,
             attempt=attempt,
             at=started,
-            props={k: text(msg.get_property(k)) for k in PROPS if msg.get_property(k)},
+            props={k: text(msg.get_property(k)) for k in prop_names if msg.get_property(k)},
+            **({"body_hex": bytes(raw).hex()} if args.hex else {}),
         )
         if attempt <= args.fail_times:
             raise RuntimeError("asked to fail")

@@ -1,0 +1,308 @@
+"""``ariane bench producer``: send throughput and latency of ``ariane.client.Producer``
+(modelled on RocketMQ's ``benchmark/producer.sh``, ``org.apache.rocketmq.example.benchmark.
+Producer``).
+
+Two ways to keep the broker busy:
+
+* default: ``--concurrency`` senders, each awaiting ``send()`` (RocketMQ's ``-w`` threads);
+* ``--async``: ``--concurrency`` sends in flight through ``send_async()``; each completion
+  starts the next send from its callback, so no task per message exists.
+
+``--batch K`` sends lists of K messages (``send_batch`` / ``send_batch_async``). Every
+``--report-interval`` seconds one line shows TPS, MB/s, average and max RT and failures; the
+end prints a summary (``--json``: one JSON object as the last line, with ``msgs_per_s``,
+``mb_per_s``, ``avg_rt_ms``, ``max_rt_ms``, ``p99_rt_ms``, ``failed``...). RT is per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+import numpy as np
+
+from ariane.client import Message, Producer
+from ariane.errors import ArianeError
+from ariane.remoting.eventloop import run
+
+__all__ = ["producer_bench"]
+
+
+@dataclass
+class _Stats:
+    """Counters shared by the senders; RTs are kept per request in milliseconds."""
+
+    ok_msgs: int = 0
+    failed: int = 0
+    rts: array[float] = field(default_factory=lambda: array("d"))
+    interval_max_ms: float = 0.0
+    first_error: str | None = None
+
+    def record(self, started: float, msgs: int, error: BaseException | None) -> None:
+        rt = (time.perf_counter() - started) * 1000
+        if error is None:
+            self.ok_msgs += msgs
+            self.rts.append(rt)
+            if rt > self.interval_max_ms:
+                self.interval_max_ms = rt
+        else:
+            self.failed += msgs
+            if self.first_error is None:
+                self.first_error = repr(error)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    topic: str
+    size: int
+    batch: int
+    keys: bool
+    tags: str | None
+    delay_level: int
+    messages: int | None
+    duration_s: float
+    concurrency: int
+
+
+class _Source:
+    """Makes the messages (or batches) of one request."""
+
+    def __init__(self, plan: _Plan) -> None:
+        self.plan = plan
+        self.body = os.urandom(plan.size)
+        self.issued = 0
+
+    def next_request(self) -> list[Message]:
+        plan = self.plan
+        count = plan.batch
+        if plan.messages is not None:
+            count = min(count, plan.messages - self.issued)
+        out = []
+        for _ in range(count):
+            self.issued += 1
+            out.append(
+                Message(
+                    plan.topic,
+                    self.body,
+                    tags=plan.tags,
+                    keys=f"k{self.issued}" if plan.keys else None,
+                    delay_level=plan.delay_level,
+                )
+            )
+        return out
+
+
+class _Runner:
+    def __init__(self, producer: Producer, plan: _Plan, stats: _Stats) -> None:
+        self.producer = producer
+        self.plan = plan
+        self.stats = stats
+        self.source = _Source(plan)
+        self.deadline = time.perf_counter() + plan.duration_s
+        self.limit = plan.messages
+
+    def more(self) -> bool:
+        if self.limit is not None:
+            return self.source.issued < self.limit
+        return time.perf_counter() < self.deadline
+
+    async def run_sync(self) -> None:
+        async def sender() -> None:
+            batch = self.plan.batch > 1
+            while self.more():
+                msgs = self.source.next_request()
+                started = time.perf_counter()
+                try:
+                    if batch:
+                        await self.producer.send_batch(msgs)
+                    else:
+                        await self.producer.send(msgs[0])
+                except Exception as exc:
+                    self.stats.record(started, len(msgs), exc)
+                else:
+                    self.stats.record(started, len(msgs), None)
+
+        await asyncio.gather(*(sender() for _ in range(self.plan.concurrency)))
+
+    async def run_async(self) -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        inflight = 0
+        batch = self.plan.batch > 1
+        producer = self.producer
+        stats = self.stats
+
+        def launch() -> None:
+            nonlocal inflight
+            msgs = self.source.next_request()
+            started = time.perf_counter()
+            try:
+                future = producer.send_batch_async(msgs) if batch else producer.send_async(msgs[0])
+            except Exception as exc:
+                stats.record(started, len(msgs), exc)
+                loop.call_soon(finished, None)
+                return
+            inflight += 1
+            future.add_done_callback(_completion(started, len(msgs), finished))
+
+        def finished(error_and_count: tuple[float, int, BaseException | None] | None) -> None:
+            nonlocal inflight
+            if error_and_count is not None:
+                inflight -= 1
+                stats.record(*error_and_count)
+            if self.more():
+                launch()
+            elif inflight == 0 and not done.done():
+                done.set_result(None)
+
+        for _ in range(self.plan.concurrency):
+            if not self.more():
+                break
+            launch()
+        if inflight == 0:
+            return
+        await done
+
+
+def _completion(
+    started: float, count: int, then: Callable[[tuple[float, int, BaseException | None]], None]
+) -> Callable[[asyncio.Future[Any]], None]:
+    def callback(future: asyncio.Future[Any]) -> None:
+        error = None if future.cancelled() else future.exception()
+        then((started, count, error))
+
+    return callback
+
+
+async def _report(stats: _Stats, interval_s: float, size: int, as_json: bool) -> None:
+    last_ok, last_failed, last_rts = 0, 0, 0
+    last = time.perf_counter()
+    while True:
+        await asyncio.sleep(interval_s)
+        now = time.perf_counter()
+        elapsed = now - last
+        ok = stats.ok_msgs - last_ok
+        rts = stats.rts[last_rts:]
+        avg = sum(rts) / len(rts) if rts else 0.0
+        line = (
+            f"Send TPS: {ok / elapsed:,.0f}  MB/s: {ok * size / elapsed / 1e6:.1f}  "
+            f"Avg RT(ms): {avg:.3f}  Max RT(ms): {stats.interval_max_ms:.3f}  "
+            f"Send Failed: {stats.failed - last_failed}"
+        )
+        click.echo(line, err=as_json)
+        last_ok, last_failed, last_rts, last = stats.ok_msgs, stats.failed, len(stats.rts), now
+        stats.interval_max_ms = 0.0
+
+
+async def _bench(
+    namesrv: str,
+    plan: _Plan,
+    use_async: bool,
+    group: str,
+    interval_s: float,
+    as_json: bool,
+    fault: bool,
+) -> dict[str, Any]:
+    stats = _Stats()
+    async with Producer(
+        group, namesrv_addr=namesrv, send_latency_fault_enable=fault, send_timeout_ms=10_000
+    ) as producer:
+        # route and connection first, so the measurement starts warm
+        try:
+            await producer.send(Message(plan.topic, b"warm-up"))
+        except ArianeError as exc:
+            raise click.ClickException(f"the warm-up send to {plan.topic} failed: {exc}") from exc
+        runner = _Runner(producer, plan, stats)
+        reporter = asyncio.create_task(_report(stats, interval_s, plan.size, as_json))
+        started = time.perf_counter()
+        try:
+            await (runner.run_async() if use_async else runner.run_sync())
+        finally:
+            seconds = time.perf_counter() - started
+            reporter.cancel()
+    rts = np.frombuffer(stats.rts, dtype=np.float64) if stats.rts else np.zeros(1)
+    return {
+        "mode": ("async" if use_async else "sync")
+        + (f"-batch{plan.batch}" if plan.batch > 1 else ""),
+        "topic": plan.topic,
+        "size": plan.size,
+        "batch": plan.batch,
+        "concurrency": plan.concurrency,
+        "seconds": round(seconds, 3),
+        "sent": stats.ok_msgs,
+        "failed": stats.failed,
+        "msgs_per_s": round(stats.ok_msgs / seconds) if seconds else 0,
+        "mb_per_s": round(stats.ok_msgs * plan.size / seconds / 1e6, 2) if seconds else 0.0,
+        "avg_rt_ms": round(float(rts.mean()), 3),
+        "p50_rt_ms": round(float(np.percentile(rts, 50)), 3),
+        "p99_rt_ms": round(float(np.percentile(rts, 99)), 3),
+        "max_rt_ms": round(float(rts.max()), 3),
+        "first_error": stats.first_error,
+    }
+
+
+@click.command("producer")
+@click.option(
+    "-n",
+    "--namesrv",
+    default=lambda: os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"),
+    show_default="$NAMESRV_ADDR or 127.0.0.1:9876",
+    help="NameServer address(es), host:port;host:port.",
+)
+@click.option("-t", "--topic", default="BenchmarkTest", show_default=True)
+@click.option("-s", "--size", default=128, show_default=True, help="Body bytes per message.")
+@click.option("--messages", type=int, default=None, help="Stop after this many messages.")
+@click.option(
+    "--duration", type=float, default=10.0, show_default=True, help="Seconds (without --messages)."
+)
+@click.option("-b", "--batch", default=1, show_default=True, help="Messages per request.")
+@click.option("--async", "use_async", is_flag=True, help="Pipelined sends via send_async.")
+@click.option(
+    "-c",
+    "--concurrency",
+    "-w",
+    default=64,
+    show_default=True,
+    help="Senders (sync) or requests in flight (--async).",
+)
+@click.option("-g", "--group", default="benchmark_producer", show_default=True)
+@click.option("-k", "--keys", is_flag=True, help="Give every message a key (index entry).")
+@click.option("--tags", default=None, help="Tag of every message.")
+@click.option("--delay-level", default=0, show_default=True, help="Delay level of every message.")
+@click.option("--latency-fault", is_flag=True, help="sendLatencyFaultEnable.")
+@click.option("--report-interval", default=5.0, show_default=True, help="Seconds between lines.")
+@click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
+def producer_bench(
+    namesrv: str,
+    topic: str,
+    size: int,
+    messages: int | None,
+    duration: float,
+    batch: int,
+    use_async: bool,
+    concurrency: int,
+    group: str,
+    keys: bool,
+    tags: str | None,
+    delay_level: int,
+    latency_fault: bool,
+    report_interval: float,
+    as_json: bool,
+) -> None:
+    """Send messages as fast as the cluster takes them; print TPS and RT."""
+    if size <= 0 or batch <= 0 or concurrency <= 0 or report_interval <= 0:
+        raise click.BadParameter("size, batch, concurrency and report interval must be > 0")
+    plan = _Plan(topic, size, batch, keys, tags, delay_level, messages, duration, concurrency)
+    result = run(_bench(namesrv, plan, use_async, group, report_interval, as_json, latency_fault))
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    for key, value in result.items():
+        click.echo(f"{key:>12}: {value}")

@@ -1,0 +1,388 @@
+"""The administrative requests of ``ClientAPI`` (RocketMQ ``MQClientAPIImpl``'s admin half,
+used by ``MQAdminImpl`` / ``DefaultMQAdminExt``).
+
+One async method per request; each decodes its body with the classes of
+``ariane.remoting.protocol`` and raises ``error_for(code)`` on failure codes. ``Admin`` composes
+these into cluster-wide operations (every broker of a topic, every master of a cluster).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ariane.client._rpc import RpcBase
+from ariane.common.javaprops import format_properties, parse_properties
+from ariane.common.topics import AUTO_CREATE_TOPIC
+from ariane.errors import RemoteProtocolError
+from ariane.remoting.protocol import fastjson
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.admin_bodies import (
+    ConsumerConnection,
+    ConsumerOffsetSerializeWrapper,
+    ConsumeStats,
+    GroupList,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicStatsTable,
+)
+from ariane.remoting.protocol.bodies import (
+    ClusterInfo,
+    KVTable,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicList,
+)
+from ariane.remoting.protocol.client_bodies import MessageQueue
+from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.remoting.protocol.command import RemotingCommand
+
+__all__ = ["AdminRequests"]
+
+
+def _body(response: RemotingCommand, what: str) -> bytes:
+    if not response.body:
+        raise RemoteProtocolError(f"{what}: the answer has no body")
+    return response.body
+
+
+def _json(response: RemotingCommand, what: str) -> Any:
+    return fastjson.loads(_body(response, what))
+
+
+class AdminRequests(RpcBase):
+    """Administrative requests; ``ClientAPI`` adds the data path."""
+
+    # -- NameServer ----------------------------------------------------------------------------
+
+    async def get_cluster_info(self, timeout_ms: int | None = None) -> ClusterInfo:
+        """GET_BROKER_CLUSTER_INFO: every broker group and cluster."""
+        response = await self.call_namesrv(
+            RequestCode.GET_BROKER_CLUSTER_INFO, timeout_ms=timeout_ms
+        )
+        return ClusterInfo.decode(_body(response, "ClusterInfo"))
+
+    async def get_all_topic_list(self, timeout_ms: int | None = None) -> list[str]:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER."""
+        response = await self.call_namesrv(
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, timeout_ms=timeout_ms
+        )
+        return TopicList.decode(_body(response, "TopicList")).topic_list
+
+    async def get_topics_by_cluster(self, cluster: str, timeout_ms: int | None = None) -> list[str]:
+        """GET_TOPICS_BY_CLUSTER."""
+        response = await self.call_namesrv(
+            RequestCode.GET_TOPICS_BY_CLUSTER,
+            h.GetTopicsByClusterRequestHeader(cluster=cluster),
+            timeout_ms=timeout_ms,
+        )
+        return TopicList.decode(_body(response, "TopicList")).topic_list
+
+    async def delete_topic_in_namesrv(
+        self, topic: str, *, cluster: str | None = None, timeout_ms: int | None = None
+    ) -> None:
+        """DELETE_TOPIC_IN_NAMESRV (on the NameServer this client talks to)."""
+        header = h.DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster)
+        await self.call_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV, header, timeout_ms=timeout_ms)
+
+    async def get_kv_config(
+        self, namespace: str, key: str, timeout_ms: int | None = None
+    ) -> str | None:
+        """GET_KV_CONFIG; ``None`` when absent."""
+        response = await self.call_namesrv(
+            RequestCode.GET_KV_CONFIG,
+            h.GetKVConfigRequestHeader(namespace=namespace, key=key),
+            timeout_ms=timeout_ms,
+            ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+        )
+        if response.code != ResponseCode.SUCCESS:
+            return None
+        return h.GetKVConfigResponseHeader.from_ext_fields(response.ext_fields).value
+
+    async def put_kv_config(
+        self, namespace: str, key: str, value: str, timeout_ms: int | None = None
+    ) -> None:
+        """PUT_KV_CONFIG."""
+        header = h.PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+        await self.call_namesrv(RequestCode.PUT_KV_CONFIG, header, timeout_ms=timeout_ms)
+
+    async def delete_kv_config(
+        self, namespace: str, key: str, timeout_ms: int | None = None
+    ) -> None:
+        """DELETE_KV_CONFIG."""
+        header = h.DeleteKVConfigRequestHeader(namespace=namespace, key=key)
+        await self.call_namesrv(RequestCode.DELETE_KV_CONFIG, header, timeout_ms=timeout_ms)
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    async def create_topic(
+        self, addr: str, config: TopicConfig, timeout_ms: int | None = None
+    ) -> None:
+        """UPDATE_AND_CREATE_TOPIC on one broker."""
+        attributes = ",".join(f"+{k}={v}" for k, v in config.attributes.items()) or None
+        header = h.CreateTopicRequestHeader(
+            topic=config.topic_name,
+            default_topic=AUTO_CREATE_TOPIC,
+            read_queue_nums=config.read_queue_nums,
+            write_queue_nums=config.write_queue_nums,
+            perm=config.perm,
+            topic_filter_type=config.topic_filter_type,
+            topic_sys_flag=config.topic_sys_flag,
+            order=config.order,
+            attributes=attributes,
+        )
+        await self.call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header, timeout_ms=timeout_ms)
+
+    async def delete_topic_in_broker(
+        self, addr: str, topic: str, timeout_ms: int | None = None
+    ) -> None:
+        """DELETE_TOPIC_IN_BROKER."""
+        header = h.DeleteTopicRequestHeader(topic=topic)
+        await self.call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, header, timeout_ms=timeout_ms)
+
+    async def get_all_topic_config(
+        self, addr: str, timeout_ms: int | None = None
+    ) -> TopicConfigSerializeWrapper:
+        """GET_ALL_TOPIC_CONFIG: a broker's whole topic table."""
+        response = await self.call(addr, RequestCode.GET_ALL_TOPIC_CONFIG, timeout_ms=timeout_ms)
+        return TopicConfigSerializeWrapper.from_json(_json(response, "TopicConfigWrapper"))
+
+    async def get_topic_config(
+        self, addr: str, topic: str, timeout_ms: int | None = None
+    ) -> TopicConfig:
+        """GET_TOPIC_CONFIG."""
+        response = await self.call(
+            addr,
+            RequestCode.GET_TOPIC_CONFIG,
+            h.GetTopicConfigRequestHeader(topic=topic),
+            timeout_ms=timeout_ms,
+        )
+        obj = _json(response, "TopicConfigAndQueueMapping")
+        inner = obj.get("topicConfig") if isinstance(obj, dict) else None
+        return TopicConfig.from_json(inner if isinstance(inner, dict) else obj, topic)
+
+    async def get_topic_stats(
+        self, addr: str, topic: str, timeout_ms: int | None = None
+    ) -> TopicStatsTable:
+        """GET_TOPIC_STATS_INFO: min/max offsets of a topic's queues on one broker."""
+        response = await self.call(
+            addr,
+            RequestCode.GET_TOPIC_STATS_INFO,
+            h.GetTopicStatsInfoRequestHeader(topic=topic),
+            timeout_ms=timeout_ms,
+        )
+        return TopicStatsTable.decode(_body(response, "TopicStatsTable"))
+
+    async def query_topic_consume_by_who(
+        self, addr: str, topic: str, timeout_ms: int | None = None
+    ) -> list[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO: the groups consuming a topic on one broker."""
+        response = await self.call(
+            addr,
+            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+            h.QueryTopicConsumeByWhoRequestHeader(topic=topic),
+            timeout_ms=timeout_ms,
+        )
+        return GroupList.decode(_body(response, "GroupList")).group_list
+
+    async def query_topics_by_consumer(
+        self, addr: str, group: str, timeout_ms: int | None = None
+    ) -> list[str]:
+        """QUERY_TOPICS_BY_CONSUMER: the topics a group has offsets for on one broker."""
+        response = await self.call(
+            addr,
+            RequestCode.QUERY_TOPICS_BY_CONSUMER,
+            h.QueryTopicsByConsumerRequestHeader(group=group),
+            timeout_ms=timeout_ms,
+        )
+        return TopicList.decode(_body(response, "TopicList")).topic_list
+
+    # -- groups ---------------------------------------------------------------------------------
+
+    async def create_subscription_group(
+        self, addr: str, config: SubscriptionGroupConfig, timeout_ms: int | None = None
+    ) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker."""
+        await self.call(
+            addr,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            None,
+            config.encode(),
+            timeout_ms=timeout_ms,
+        )
+
+    async def delete_subscription_group(
+        self, addr: str, group: str, *, clean_offset: bool = False, timeout_ms: int | None = None
+    ) -> None:
+        """DELETE_SUBSCRIPTIONGROUP on one broker."""
+        header = h.DeleteSubscriptionGroupRequestHeader(group_name=group, clean_offset=clean_offset)
+        await self.call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header, timeout_ms=timeout_ms)
+
+    async def get_all_subscription_group(
+        self, addr: str, timeout_ms: int | None = None
+    ) -> SubscriptionGroupWrapper:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG."""
+        response = await self.call(
+            addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, timeout_ms=timeout_ms
+        )
+        return SubscriptionGroupWrapper.decode(_body(response, "SubscriptionGroupWrapper"))
+
+    async def get_subscription_group_config(
+        self, addr: str, group: str, timeout_ms: int | None = None
+    ) -> SubscriptionGroupConfig:
+        """GET_SUBSCRIPTIONGROUP_CONFIG."""
+        response = await self.call(
+            addr,
+            RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+            h.GetSubscriptionGroupConfigRequestHeader(group=group),
+            timeout_ms=timeout_ms,
+        )
+        return SubscriptionGroupConfig.decode(_body(response, "SubscriptionGroupConfig"))
+
+    async def get_consumer_connection_list(
+        self, addr: str, group: str, timeout_ms: int | None = None
+    ) -> ConsumerConnection:
+        """GET_CONSUMER_CONNECTION_LIST (CONSUMER_NOT_ONLINE raises)."""
+        response = await self.call(
+            addr,
+            RequestCode.GET_CONSUMER_CONNECTION_LIST,
+            h.GetConsumerConnectionListRequestHeader(consumer_group=group),
+            timeout_ms=timeout_ms,
+        )
+        return ConsumerConnection.decode(_body(response, "ConsumerConnection"))
+
+    async def get_producer_connection_list(
+        self, addr: str, group: str, timeout_ms: int | None = None
+    ) -> ProducerConnection:
+        """GET_PRODUCER_CONNECTION_LIST."""
+        response = await self.call(
+            addr,
+            RequestCode.GET_PRODUCER_CONNECTION_LIST,
+            h.GetProducerConnectionListRequestHeader(producer_group=group),
+            timeout_ms=timeout_ms,
+        )
+        return ProducerConnection.decode(_body(response, "ProducerConnection"))
+
+    async def get_consume_stats(
+        self, addr: str, group: str, topic: str | None = None, timeout_ms: int | None = None
+    ) -> ConsumeStats:
+        """GET_CONSUME_STATS: broker, consumer and pull offsets of a group on one broker."""
+        response = await self.call(
+            addr,
+            RequestCode.GET_CONSUME_STATS,
+            h.GetConsumeStatsRequestHeader(consumer_group=group, topic=topic),
+            timeout_ms=timeout_ms,
+        )
+        return ConsumeStats.decode(_body(response, "ConsumeStats"))
+
+    async def get_all_consumer_offset(
+        self, addr: str, timeout_ms: int | None = None
+    ) -> ConsumerOffsetSerializeWrapper:
+        """GET_ALL_CONSUMER_OFFSET: every committed offset on one broker."""
+        response = await self.call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET, timeout_ms=timeout_ms)
+        return ConsumerOffsetSerializeWrapper.decode(_body(response, "ConsumerOffsets"))
+
+    async def reset_offset(
+        self,
+        addr: str,
+        group: str,
+        topic: str,
+        timestamp_ms: int,
+        *,
+        force: bool = True,
+        queue_id: int = -1,
+        offset: int | None = None,
+        timeout_ms: int | None = None,
+    ) -> dict[MessageQueue, int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET: the broker moves the group's offsets of ``topic`` to
+        ``timestamp_ms`` (or ``offset``); returns the new offsets when the broker reports them.
+        """
+        header = h.ResetOffsetRequestHeader(
+            group=group,
+            topic=topic,
+            timestamp=timestamp_ms,
+            is_force=force,
+            queue_id=queue_id,
+            offset=offset,
+        )
+        response = await self.call(
+            addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header, timeout_ms=timeout_ms
+        )
+        if not response.body:
+            return {}
+        return ResetOffsetBody.decode(response.body).offset_table
+
+    async def clone_group_offset(
+        self,
+        addr: str,
+        src_group: str,
+        dest_group: str,
+        *,
+        topic: str | None = None,
+        offline: bool = False,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """CLONE_GROUP_OFFSET on one broker."""
+        header = h.CloneGroupOffsetRequestHeader(
+            src_group=src_group, dest_group=dest_group, topic=topic, offline=offline
+        )
+        await self.call(addr, RequestCode.CLONE_GROUP_OFFSET, header, timeout_ms=timeout_ms)
+
+    async def get_consumer_running_info(
+        self,
+        addr: str,
+        group: str,
+        client_id: str,
+        *,
+        jstack: bool = False,
+        timeout_ms: int | None = None,
+    ) -> Any:
+        """GET_CONSUMER_RUNNING_INFO, relayed by the broker to the client: its JSON."""
+        header = h.GetConsumerRunningInfoRequestHeader(
+            consumer_group=group, client_id=client_id, jstack_enable=jstack
+        )
+        response = await self.call(
+            addr, RequestCode.GET_CONSUMER_RUNNING_INFO, header, timeout_ms=timeout_ms
+        )
+        return _json(response, "ConsumerRunningInfo")
+
+    async def consume_message_directly(
+        self,
+        addr: str,
+        group: str,
+        client_id: str,
+        msg_id: str,
+        *,
+        topic: str | None = None,
+        timeout_ms: int | None = None,
+    ) -> Any:
+        """CONSUME_MESSAGE_DIRECTLY, relayed to the client: its ConsumeMessageDirectlyResult."""
+        header = h.ConsumeMessageDirectlyResultRequestHeader(
+            consumer_group=group, client_id=client_id, msg_id=msg_id, topic=topic
+        )
+        response = await self.call(
+            addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header, timeout_ms=timeout_ms
+        )
+        return _json(response, "ConsumeMessageDirectlyResult")
+
+    # -- broker ---------------------------------------------------------------------------------
+
+    async def get_broker_runtime_info(
+        self, addr: str, timeout_ms: int | None = None
+    ) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO: the broker's statistics table."""
+        response = await self.call(addr, RequestCode.GET_BROKER_RUNTIME_INFO, timeout_ms=timeout_ms)
+        return KVTable.decode(_body(response, "KVTable")).table
+
+    async def get_broker_config(self, addr: str, timeout_ms: int | None = None) -> dict[str, str]:
+        """GET_BROKER_CONFIG: every setting as a string."""
+        response = await self.call(addr, RequestCode.GET_BROKER_CONFIG, timeout_ms=timeout_ms)
+        return parse_properties(_body(response, "broker config").decode("utf-8", "replace"))
+
+    async def update_broker_config(
+        self, addr: str, properties: dict[str, str], timeout_ms: int | None = None
+    ) -> None:
+        """UPDATE_BROKER_CONFIG: change settings at run time."""
+        body = format_properties(properties).encode()
+        await self.call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body, timeout_ms=timeout_ms)

@@ -1,0 +1,692 @@
+"""The producer (RocketMQ ``DefaultMQProducer`` / ``DefaultMQProducerImpl``).
+
+How it works: ``start`` joins the process's shared ``ClientInstance`` as a producer group.
+A send first finds the topic's publish info (cached; else fetched from the NameServer; if the
+NameServer has no route, the auto-create template TBW102's route is used and the broker
+creates the topic on the first message, book §3.6). ``prepare_single``/``prepare_batches``
+(``_send``) turn the message into request parts once; each attempt then picks a queue with
+the ``MQFaultStrategy`` (round robin, avoiding the broker of the previous failed attempt, and
+with ``send_latency_fault_enable`` the brokers that were slow or failed recently) and sends.
+
+* ``send`` (sync result): up to ``1 + retry_times`` attempts sharing one ``timeout_ms``
+  budget; transport errors and the retriable response codes (``retry_response_codes``)
+  move to another broker; with ``retry_another_broker_when_not_store_ok`` so do stored-but-
+  not-OK statuses. A custom queue, selector or sharding key gets exactly one attempt.
+* ``send_async``: returns a future at once; no task is created when the route is cached and
+  the connection is open (the response callback finishes the future). Transport failures and
+  timeouts are retried ``retry_times_async`` times on another broker; broker error answers
+  are not (RocketMQ 4.7+ semantics).
+* ``send_oneway``: one attempt, no answer.
+* ``send_batch``: one topic, split into requests of at most ``max_message_bytes``.
+
+Each attempt's latency feeds the fault strategy (isolation on any exception).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Collection, Iterable
+from typing import Any
+
+from ariane.client._api import parse_send_response
+from ariane.client._fault import MQFaultStrategy
+from ariane.client._instance import ClientInstance
+from ariane.client._route import TopicPublishInfo
+from ariane.client._selector import SelectorLike, SendTarget, apply_selector
+from ariane.client._send import (
+    PreparedSend,
+    SendSettings,
+    build_request,
+    header_base,
+    prepare_batches,
+    prepare_single,
+)
+from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
+from ariane.client.errors import (
+    BrokerNotFoundError,
+    ClientStateError,
+    NoRouteError,
+    SendError,
+)
+from ariane.client.message import MessageExt, MessageQueue, SendResult, SendStatus
+from ariane.common.message import Message
+from ariane.common.msgid import UniqueIdGenerator, host_to_bytes
+from ariane.common.topics import AUTO_CREATE_TOPIC, validate_group
+from ariane.errors import (
+    ArianeError,
+    BrokerResponseError,
+    ConnectionError_,
+    InvalidArgumentError,
+    RequestTimeoutError,
+)
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.codes import ResponseCode
+from ariane.remoting.protocol.command import RemotingCommand
+
+__all__ = ["DEFAULT_PRODUCER_GROUP", "DEFAULT_RETRY_RESPONSE_CODES", "Producer"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
+#: ``DefaultMQProducer.retryResponseCodes``: broker answers that make a sync send try again.
+DEFAULT_RETRY_RESPONSE_CODES = frozenset(
+    {
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.NO_PERMISSION,
+        ResponseCode.NO_BUYER_ID,
+        ResponseCode.NOT_IN_CURRENT_UNIT,
+    }
+)
+#: Exceptions of an attempt that count as transport trouble (retried, broker isolated).
+_TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
+
+
+def _now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class Producer:
+    """Sends messages to a RocketMQ-compatible cluster (asyncio).
+
+    Use as ``async with Producer("my_group", namesrv_addr="127.0.0.1:9876") as producer:``
+    or call ``await start()`` and ``await close()``. One object serves any number of topics
+    and concurrent sends; it is not thread-safe (see ``ariane.client.sync`` for threads).
+
+    Args:
+        group: the producer group (brokers call a group's producers back for transactions).
+        namesrv_addr: NameServer addresses, ``"host:port;host:port"``.
+        instance_name: client instance name; ``"DEFAULT"`` becomes the process id.
+        client_ip: the address put in the client id and message ids (default: detected).
+        send_timeout_ms: time budget of one send, retries included (``sendMsgTimeout``).
+        retry_times: extra attempts of a failed ``send`` (``retryTimesWhenSendFailed``).
+        retry_times_async: extra attempts of a failed ``send_async``.
+        retry_another_broker_when_not_store_ok: retry sends stored with a non-OK status.
+        retry_response_codes: broker answers after which ``send`` retries.
+        send_latency_fault_enable: avoid slow or failed brokers across sends.
+        compress_over_bytes: zlib-compress single bodies at least this long.
+        compress_level: zlib level (RocketMQ's default 5).
+        max_message_bytes: largest body, and largest batch request body (4 MiB).
+        create_topic_key: the auto-create template topic (``TBW102``).
+        default_topic_queue_nums: queues per broker of auto-created topics.
+        client_config: full client settings (overrides the NameServer/instance arguments).
+
+    Raises:
+        InvalidArgumentError: an illegal group name or setting.
+    """
+
+    def __init__(
+        self,
+        group: str = DEFAULT_PRODUCER_GROUP,
+        *,
+        namesrv_addr: str | None = None,
+        instance_name: str = DEFAULT_INSTANCE_NAME,
+        client_ip: str | None = None,
+        send_timeout_ms: int = 3000,
+        retry_times: int = 2,
+        retry_times_async: int = 2,
+        retry_another_broker_when_not_store_ok: bool = False,
+        retry_response_codes: Collection[int] = DEFAULT_RETRY_RESPONSE_CODES,
+        send_latency_fault_enable: bool = False,
+        compress_over_bytes: int = 4096,
+        compress_level: int = 5,
+        max_message_bytes: int = 4 * 1024 * 1024,
+        create_topic_key: str = AUTO_CREATE_TOPIC,
+        default_topic_queue_nums: int = 4,
+        client_config: ClientConfig | None = None,
+    ) -> None:
+        validate_group(group)
+        if client_config is None:
+            if namesrv_addr is None:
+                raise InvalidArgumentError("namesrv_addr is required")
+            client_config = ClientConfig(
+                namesrv_addr=namesrv_addr, instance_name=instance_name, client_ip=client_ip
+            )
+        if send_timeout_ms <= 0 or retry_times < 0 or retry_times_async < 0:
+            raise InvalidArgumentError("timeouts must be positive and retry counts >= 0")
+        if not 0 <= compress_level <= 9 or max_message_bytes <= 0 or default_topic_queue_nums <= 0:
+            raise InvalidArgumentError("compress_level is 0..9; sizes and counts must be > 0")
+        self._group = group
+        self.client_config = client_config
+        self.send_timeout_ms = send_timeout_ms
+        self.retry_times = retry_times
+        self.retry_times_async = retry_times_async
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
+        self.retry_response_codes = frozenset(retry_response_codes)
+        self.settings = SendSettings(
+            group=group,
+            create_topic_key=create_topic_key,
+            default_topic_queue_nums=default_topic_queue_nums,
+            compress_over_bytes=compress_over_bytes,
+            compress_level=compress_level,
+            max_message_bytes=max_message_bytes,
+        )
+        self._header_base = header_base(self.settings)
+        self.fault = MQFaultStrategy(enabled=send_latency_fault_enable, now_ms=_now_ms)
+        self._publish: dict[str, TopicPublishInfo] = {}
+        self._instance: ClientInstance | None = None
+        self._ids = UniqueIdGenerator()
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def group(self) -> str:
+        """The producer group."""
+        return self._group
+
+    @property
+    def instance(self) -> ClientInstance:
+        """The shared client instance.
+
+        Raises:
+            ClientStateError: the producer is not started or is closed.
+        """
+        if self._instance is None or self._closed:
+            raise ClientStateError(f"producer {self._group!r} is not started")
+        return self._instance
+
+    async def start(self) -> None:
+        """Join the client instance and start its services (idempotent).
+
+        Raises:
+            ClientStateError: closed, or the group already has a producer in this instance.
+        """
+        if self._closed:
+            raise ClientStateError(f"producer {self._group!r} is closed")
+        if self._instance is not None:
+            return
+        instance = ClientInstance.acquire(self.client_config)
+        try:
+            instance.register_producer(self)
+            await instance.start()
+        except BaseException:
+            await instance.release()
+            raise
+        self._instance = instance
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        ip = instance.client_id.split("@", 1)[0]
+        try:
+            self._ids = UniqueIdGenerator(host_to_bytes(ip))
+        except InvalidArgumentError:
+            pass
+
+    async def close(self) -> None:
+        """Leave the client instance (the last client closes its connections)."""
+        if self._closed:
+            return
+        self._closed = True
+        instance, self._instance = self._instance, None
+        if instance is not None:
+            await instance.unregister_producer(self._group)
+            await instance.release()
+
+    def detach(self) -> None:
+        """Mark closed without talking to anyone (its client instance is closing)."""
+        self._closed = True
+        self._instance = None
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- ProducerMember -------------------------------------------------------------------------
+
+    def publish_topics(self) -> Collection[str]:
+        """Topics sent to so far."""
+        return list(self._publish)
+
+    def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
+        """Install a new route (keeping the round-robin position)."""
+        old = self._publish.get(topic)
+        if old is not None:
+            info.counter = old.counter
+        self._publish[topic] = info
+
+    def is_publish_topic_need_update(self, topic: str) -> bool:
+        """Whether the topic is used but has no queue yet."""
+        info = self._publish.get(topic)
+        return info is not None and not info.ok
+
+    def check_transaction_state(
+        self, broker_addr: str, msg: MessageExt, header: h.CheckTransactionStateRequestHeader
+    ) -> None:
+        """A plain producer has no transaction checker; the request is ignored."""
+        logger.warning("producer group %s got a transaction check but has no checker", self._group)
+
+    # -- routes ---------------------------------------------------------------------------------
+
+    async def find_publish_info(self, topic: str) -> TopicPublishInfo:
+        """``tryToFindTopicPublishInfo``: the cached publish info, fetched if needed.
+
+        Raises:
+            NoRouteError: neither the topic nor the auto-create template has a route.
+            ConnectError: no NameServer is reachable.
+        """
+        info = self._publish.get(topic)
+        if info is not None and info.ok:
+            return info
+        instance = self.instance
+        self._publish.setdefault(topic, TopicPublishInfo(topic))
+        await instance.update_topic_route(topic)
+        info = self._publish[topic]
+        if info.have_route or info.ok:
+            if not info.ok:
+                raise NoRouteError(topic, "the route has no writable queue")
+            return info
+        await instance.update_topic_route(
+            topic,
+            template=self.settings.create_topic_key,
+            default_queue_nums=self.settings.default_topic_queue_nums,
+        )
+        info = self._publish[topic]
+        if not info.ok:
+            raise NoRouteError(topic)
+        return info
+
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The writable queues of ``topic`` (``fetchPublishMessageQueues``)."""
+        return list((await self.find_publish_info(topic)).message_queues)
+
+    async def _broker_addr(self, broker_name: str, topic: str) -> str:
+        instance = self.instance
+        addr = instance.find_broker_addr_in_publish(broker_name)
+        if addr is None:
+            await self.find_publish_info(topic)
+            addr = instance.find_broker_addr_in_publish(broker_name)
+            if addr is None:
+                raise BrokerNotFoundError(broker_name)
+        return addr
+
+    # -- sync sends -----------------------------------------------------------------------------
+
+    async def send(
+        self,
+        msg: Message,
+        *,
+        timeout_ms: int | None = None,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+    ) -> SendResult:
+        """Send one message and wait until the broker stored it.
+
+        Args:
+            msg: the message; its ``UNIQ_KEY`` is set if missing.
+            timeout_ms: time budget including retries (default ``send_timeout_ms``).
+            queue: send to exactly this queue (no retries).
+            selector: pick the queue with ``selector(queues, msg, arg)`` (no retries).
+            arg: passed to ``selector``.
+            sharding_key: ordered send: messages with equal keys go to the same queue
+                (``SelectMessageQueueByHash``, no retries).
+
+        Returns:
+            The ``SendResult``; its status may be a "stored, but" status such as
+            ``FLUSH_DISK_TIMEOUT``.
+
+        Raises:
+            InvalidArgumentError: bad topic, empty or oversized body.
+            NoRouteError: the topic has no route and cannot be auto-created.
+            ConnectError: no NameServer is reachable (first send to a topic).
+            RequestTimeoutError: the budget ran out before a queue was chosen (ordered sends).
+            BrokerResponseError: the broker refused it with a non-retriable code (subclass
+                per code, see ``ariane.client.errors``).
+            SendError: every attempt failed (the last failure is ``__cause__``).
+            ClientStateError: the producer is not started.
+        """
+        prepared = prepare_single(msg, self.settings, self._ids)
+        return await self._send_prepared(
+            prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
+        )
+
+    async def send_batch(
+        self,
+        msgs: Iterable[Message],
+        *,
+        timeout_ms: int | None = None,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+    ) -> list[SendResult]:
+        """Send messages of one topic in as few requests as the size limit allows.
+
+        The list is split into requests of at most ``max_message_bytes``; each request is
+        stored atomically in one queue. Batches are not compressed.
+
+        Returns:
+            One ``SendResult`` per request (``msg_id`` lists that request's ids).
+
+        Raises:
+            InvalidArgumentError: mixed topics, delay levels, a retry topic, bad bodies.
+            Everything ``send`` raises, for the failing request (earlier ones were stored).
+        """
+        messages = list(msgs)
+        batches = prepare_batches(messages, self.settings, self._ids)
+        results = []
+        for prepared in batches:
+            results.append(
+                await self._send_prepared(
+                    prepared,
+                    messages[0],
+                    timeout_ms,
+                    SendTarget.of(queue, selector, arg, sharding_key),
+                )
+            )
+        return results
+
+    async def _send_prepared(
+        self,
+        prepared: PreparedSend,
+        source: Message,
+        timeout_ms: int | None,
+        target: SendTarget | None,
+    ) -> SendResult:
+        timeout = timeout_ms or self.send_timeout_ms
+        if target is None:
+            return await self._send_with_retries(prepared, timeout)
+        started = _now_ms()
+        mq = await self._chosen_queue(prepared, source, target)
+        left = timeout - (_now_ms() - started)
+        if left <= 0:
+            raise RequestTimeoutError(f"send timed out after {timeout} ms choosing a queue")
+        return await self._attempt(prepared, mq, left)
+
+    async def _chosen_queue(
+        self,
+        prepared: PreparedSend,
+        source: Message,
+        target: SendTarget,
+    ) -> MessageQueue:
+        if target.queue is not None:
+            if target.queue.topic != prepared.topic:
+                raise InvalidArgumentError(
+                    f"queue topic {target.queue.topic!r} is not the message topic "
+                    f"{prepared.topic!r}"
+                )
+            return target.queue
+        info = await self.find_publish_info(prepared.topic)
+        assert target.selector is not None
+        return apply_selector(target.selector, info.message_queues, source, target.arg)
+
+    async def _send_with_retries(self, prepared: PreparedSend, timeout_ms: int) -> SendResult:
+        started = _now_ms()
+        info = await self.find_publish_info(prepared.topic)
+        attempts = 1 + self.retry_times
+        last_broker: str | None = None
+        last_error: BaseException | None = None
+        result: SendResult | None = None
+        timed_out = False
+        made = 0
+        for _ in range(attempts):
+            info = self._publish.get(prepared.topic) or info
+            if not info.ok:
+                break
+            mq = self.fault.select_one_message_queue(info, last_broker)
+            last_broker = mq.broker_name
+            left = timeout_ms - (_now_ms() - started)
+            if left <= 0:
+                timed_out = True
+                break
+            made += 1
+            begin = _now_ms()
+            try:
+                result = await self._attempt(prepared, mq, left)
+            except BrokerResponseError as exc:
+                self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
+                if exc.code not in self.retry_response_codes:
+                    if result is not None:
+                        return result
+                    raise
+                last_error = exc
+                logger.info("send to %s failed (%s), retrying", mq, exc)
+                continue
+            except _TRANSPORT_ERRORS as exc:
+                self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
+                last_error = exc
+                logger.info("send to %s failed (%s), retrying", mq, exc)
+                continue
+            self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, False)
+            if (
+                result.status is not SendStatus.SEND_OK
+                and self.retry_another_broker_when_not_store_ok
+            ):
+                continue
+            return result
+        if result is not None:
+            return result
+        if made == 0 and not timed_out:
+            raise NoRouteError(prepared.topic)
+        detail = "send timed out" if timed_out else f"send {made} times, still failed"
+        raise SendError(
+            f"{detail} (topic {prepared.topic}, {timeout_ms} ms budget): {last_error}",
+            attempts=made,
+            timed_out=timed_out,
+        ) from last_error
+
+    async def _attempt(
+        self, prepared: PreparedSend, mq: MessageQueue, timeout_ms: int
+    ) -> SendResult:
+        addr = await self._broker_addr(mq.broker_name, mq.topic)
+        request = build_request(prepared, mq, self._header_base)
+        response = await self.instance.api.invoke_future(addr, request, timeout_ms)
+        return parse_send_response(response, mq, prepared.msg_id)
+
+    # -- async and one-way sends ------------------------------------------------------------------
+
+    def send_async(
+        self,
+        msg: Message,
+        *,
+        timeout_ms: int | None = None,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+    ) -> asyncio.Future[SendResult]:
+        """Start sending one message; the future completes with its ``SendResult``.
+
+        Must be called from the producer's event loop. Transport failures and timeouts are
+        retried ``retry_times_async`` times on another broker within ``timeout_ms``; broker
+        refusals fail the future at once. Keep the number of futures in flight bounded (a
+        few hundred keeps one connection busy).
+
+        Raises:
+            InvalidArgumentError: bad topic, empty or oversized body (raised at once).
+            ClientStateError: the producer is not started.
+        """
+        prepared = prepare_single(msg, self.settings, self._ids)
+        return self._send_prepared_async(
+            prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
+        )
+
+    def send_batch_async(
+        self,
+        msgs: Iterable[Message],
+        *,
+        timeout_ms: int | None = None,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+    ) -> asyncio.Future[SendResult]:
+        """Start sending a batch that fits in one request (``max_message_bytes``).
+
+        Raises:
+            InvalidArgumentError: the batch breaks a batch rule or needs more than one
+                request (use ``send_batch`` to split).
+        """
+        messages = list(msgs)
+        batches = prepare_batches(messages, self.settings, self._ids)
+        if len(batches) != 1:
+            raise InvalidArgumentError(
+                f"the batch needs {len(batches)} requests; send_batch splits it"
+            )
+        return self._send_prepared_async(
+            batches[0], messages[0], timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
+        )
+
+    def _send_prepared_async(
+        self,
+        prepared: PreparedSend,
+        source: Message,
+        timeout_ms: int | None,
+        target: SendTarget | None,
+    ) -> asyncio.Future[SendResult]:
+        instance = self.instance
+        loop = self._loop
+        if loop is None or threading.get_ident() != self._loop_thread:
+            # asyncio.get_running_loop() would cost a getpid() system call per send
+            raise ClientStateError("send_async must be called on the producer's event loop")
+        timeout = timeout_ms or self.send_timeout_ms
+        if target is not None:
+            return loop.create_task(self._send_prepared(prepared, source, timeout, target))
+        info = self._publish.get(prepared.topic)
+        future: asyncio.Future[SendResult] = loop.create_future()
+        send = _AsyncSend(self, prepared, future, _now_ms() + timeout, self.retry_times_async)
+        if info is not None and info.ok:
+            send.attempt(info, None)
+        else:
+            instance.spawn(send.attempt_after_route())
+        return future
+
+    async def send_oneway(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+    ) -> None:
+        """Send one message without waiting for (or getting) an answer; no retries.
+
+        Raises:
+            InvalidArgumentError: bad topic, empty or oversized body.
+            ConnectError: the broker cannot be reached.
+        """
+        prepared = prepare_single(msg, self.settings, self._ids)
+        target = SendTarget.of(queue, selector, arg, sharding_key)
+        if target is None:
+            info = await self.find_publish_info(prepared.topic)
+            mq = self.fault.select_one_message_queue(info, None)
+        else:
+            mq = await self._chosen_queue(prepared, msg, target)
+        addr = await self._broker_addr(mq.broker_name, mq.topic)
+        begin = _now_ms()
+        try:
+            await self.instance.api.invoke_oneway(
+                addr, build_request(prepared, mq, self._header_base)
+            )
+        except ArianeError:
+            self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
+            raise
+        self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, False)
+
+
+class _AsyncSend:
+    """One ``send_async``: attempts chained by response callbacks, no task in the fast path."""
+
+    __slots__ = ("begin_ms", "deadline_ms", "future", "mq", "prepared", "producer", "retries")
+
+    def __init__(
+        self,
+        producer: Producer,
+        prepared: PreparedSend,
+        future: asyncio.Future[SendResult],
+        deadline_ms: int,
+        retries: int,
+    ) -> None:
+        self.producer = producer
+        self.prepared = prepared
+        self.future = future
+        self.deadline_ms = deadline_ms
+        self.retries = retries
+        self.mq: MessageQueue | None = None
+        self.begin_ms = 0
+
+    async def attempt_after_route(self) -> None:
+        try:
+            info = await self.producer.find_publish_info(self.prepared.topic)
+        except asyncio.CancelledError:
+            self.future.cancel()  # the client instance is closing
+            raise
+        except Exception as exc:
+            if not self.future.done():
+                self.future.set_exception(exc)
+            return
+        self.attempt(info, None)
+
+    def attempt(self, info: TopicPublishInfo, last_broker: str | None) -> None:
+        producer = self.producer
+        future = self.future
+        if future.done():
+            return
+        left = self.deadline_ms - _now_ms()
+        if left <= 0:
+            future.set_exception(RequestTimeoutError("send_async ran out of its timeout"))
+            return
+        try:
+            mq = producer.fault.select_one_message_queue(info, last_broker)
+            self.mq = mq
+            instance = producer.instance
+            addr = instance.find_broker_addr_in_publish(mq.broker_name)
+            if addr is None:
+                raise BrokerNotFoundError(mq.broker_name)
+            request = build_request(self.prepared, mq, producer._header_base)
+            self.begin_ms = _now_ms()
+            instance.api.invoke_callback(addr, request, left, self.on_response)
+        except _TRANSPORT_ERRORS as exc:
+            self._failed(exc)
+        except Exception as exc:
+            future.set_exception(exc)
+
+    def on_response(self, response: RemotingCommand | None, exc: BaseException | None) -> None:
+        future = self.future
+        mq = self.mq
+        assert mq is not None
+        if future.done():
+            return
+        if response is None:
+            if isinstance(exc, _TRANSPORT_ERRORS):
+                self._failed(exc)
+            elif isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(exc or RuntimeError("no response and no error"))
+            return
+        producer = self.producer
+        try:
+            result = parse_send_response(response, mq, self.prepared.msg_id)
+        except Exception as error:
+            producer.fault.update_fault_item(mq.broker_name, _now_ms() - self.begin_ms, True)
+            future.set_exception(error)
+            return
+        if producer.fault.enabled:
+            producer.fault.update_fault_item(mq.broker_name, _now_ms() - self.begin_ms, False)
+        future.set_result(result)
+
+    def _failed(self, exc: BaseException) -> None:
+        producer = self.producer
+        last = self.mq.broker_name if self.mq is not None else None
+        if last is not None:
+            producer.fault.update_fault_item(last, _now_ms() - self.begin_ms, True)
+        info = producer._publish.get(self.prepared.topic)
+        if self.retries > 0 and info is not None and info.ok and _now_ms() < self.deadline_ms:
+            self.retries -= 1
+            logger.info("async send to %s failed (%s), retrying", self.mq, exc)
+            self.attempt(info, last)
+            return
+        if not self.future.done():
+            self.future.set_exception(exc)

@@ -1,0 +1,51 @@
+"""ClientInstance against real processes: sharing, heartbeats, the inner producer."""
+
+from __future__ import annotations
+
+import pytest
+
+from ariane.client import Admin, ClientConfig, ClientInstance, Message, Producer
+from tests.integration.client.conftest import eventually, run, wait_for_route
+from tests.support.cluster import Cluster
+
+pytestmark = pytest.mark.integration
+
+
+def test_clients_of_one_process_share_one_instance_and_its_connections(cluster: Cluster) -> None:
+    async def go() -> None:
+        async with (
+            Producer("pg_share_1", namesrv_addr=cluster.namesrv_addr) as one,
+            Producer("pg_share_2", namesrv_addr=cluster.namesrv_addr) as two,
+            Admin(namesrv_addr=cluster.namesrv_addr) as admin,
+        ):
+            assert one.instance is two.instance
+            await one.send(Message("InstShared", b"1"))
+            await two.send(Message("InstShared", b"2"))
+            assert len(one.instance.remoting._channels) == 2  # one NameServer + one broker
+            await wait_for_route(admin, "InstShared")
+
+            async def groups() -> set[str]:
+                conn = await admin.producer_connections("pg_share_2", "InstShared")
+                return {c.client_id for c in conn.connection_set}
+
+            assert await eventually(groups, lambda ids: one.instance.client_id in ids)
+
+    run(go())
+
+
+def test_inner_producer_sends_with_the_instance_and_closes_with_it(cluster: Cluster) -> None:
+    async def go() -> None:
+        config = ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name="inner-test")
+        async with Producer("pg_owner", client_config=config) as owner:
+            instance = owner.instance
+            inner = await instance.inner_producer()
+            assert inner is await instance.inner_producer()
+            assert inner.instance is instance
+            assert "CLIENT_INNER_PRODUCER" in instance.producers
+            result = await inner.send(Message("InstInner", b"from the inner producer"))
+            assert result.ok
+        assert isinstance(instance, ClientInstance)
+        assert not instance.started  # the owner's close closed it, inner producer and all
+        assert "CLIENT_INNER_PRODUCER" not in instance.producers
+
+    run(go())

@@ -1,0 +1,63 @@
+"""A producer riding through a broker crash and restart on retries."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ariane.client import Admin, ClientConfig, Message, Producer, SendResult
+from tests.integration.client.conftest import run
+from tests.support.cluster import Cluster
+
+pytestmark = pytest.mark.integration
+
+
+def test_sends_keep_succeeding_while_one_broker_crashes_and_restarts(
+    fresh_cluster: Cluster,
+) -> None:
+    fresh_cluster.start(("broker-a", "broker-b"))
+    # routes are refreshed every 30 s: during the outage the producer still believes in
+    # broker-a, so every send that picks it must retry on broker-b
+    config = ClientConfig(namesrv_addr=fresh_cluster.namesrv_addr)
+
+    async def go() -> None:
+        async with Admin(namesrv_addr=fresh_cluster.namesrv_addr) as admin:
+            # created (and persisted) by the admin: a topic auto-created by a send may not be
+            # on disk yet when the broker is killed
+            await admin.create_topic("RideThrough", read_queue_nums=4, write_queue_nums=4)
+        async with Producer("pg_restart", client_config=config) as producer:
+            # both brokers host the topic before the crash
+            brokers: set[str] = set()
+            for _ in range(200):
+                brokers.add(
+                    (await producer.send(Message("RideThrough", b"warm"))).message_queue.broker_name
+                )
+                if brokers == {"broker-a", "broker-b"}:
+                    break
+                await asyncio.sleep(0.01)
+            assert brokers == {"broker-a", "broker-b"}
+
+            await asyncio.to_thread(fresh_cluster.brokers["broker-a"].kill)
+            during: list[SendResult] = []
+            for i in range(40):
+                during.append(await producer.send(Message("RideThrough", b"during-%d" % i)))
+            assert {r.message_queue.broker_name for r in during} == {"broker-b"}
+            cached = await producer.fetch_publish_message_queues("RideThrough")
+            assert "broker-a" in {mq.broker_name for mq in cached}  # so retries did the work
+            async_results = await asyncio.gather(
+                *(producer.send_async(Message("RideThrough", b"async-%d" % i)) for i in range(40))
+            )
+            assert all(r.ok for r in async_results)
+
+            await asyncio.to_thread(fresh_cluster.restart_broker, "broker-a")
+            after: list[SendResult] = []
+            for i in range(2000):
+                after.append(await producer.send(Message("RideThrough", b"after-%d" % i)))
+                if after[-1].message_queue.broker_name == "broker-a":
+                    break
+                await asyncio.sleep(0.01)
+            assert after[-1].message_queue.broker_name == "broker-a"
+            assert all(r.ok for r in after)
+
+    run(go())

@@ -1,0 +1,210 @@
+"""The send retry loop, time budget and fault bookkeeping, against a scripted fake cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from ariane.client import _producer
+from ariane.client._producer import Producer
+from ariane.client.errors import ClientStateError, MessageIllegalError, SendError
+from ariane.client.message import Message, MessageQueue, SendStatus
+from ariane.errors import ConnectError, InvalidArgumentError, RequestTimeoutError
+from tests.unit.client.fakes import FakeApi, FakeClock, bind_loop, install, run
+
+A, B = "127.0.0.1:1001", "127.0.0.1:1002"
+BROKERS = {"a": A, "b": B}
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(_producer, "_now_ms", fake)
+    return fake
+
+
+def _producer_with(clock: FakeClock, **kwargs: object) -> tuple[Producer, FakeApi]:
+    producer = Producer("G", namesrv_addr="127.0.0.1:9876", **kwargs)  # type: ignore[arg-type]
+    return producer, install(producer, clock, BROKERS)
+
+
+def test_a_transport_failure_moves_the_retry_to_another_broker(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock)
+    api.script[A] = [ConnectError("down")]
+    result = run(lambda: producer.send(Message("T", b"x")))
+    assert [c.addr for c in api.calls] == [A, B]
+    assert result.status is SendStatus.SEND_OK
+    assert result.message_queue.broker_name == "b"
+
+
+def test_all_attempts_failing_raises_send_error_with_the_last_cause(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock)
+    api.script[A] = [RequestTimeoutError("slow")]
+    api.script[B] = [ConnectError("down")]
+    with pytest.raises(SendError) as info:
+        run(lambda: producer.send(Message("T", b"x")))
+    assert info.value.attempts == 3
+    assert not info.value.timed_out
+    assert isinstance(info.value.__cause__, (ConnectError, RequestTimeoutError))
+    assert len(api.calls) == 3
+
+
+def test_retry_times_zero_means_one_attempt(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock, retry_times=0)
+    api.script[A] = [ConnectError("down")]
+    with pytest.raises(SendError):
+        run(lambda: producer.send(Message("T", b"x")))
+    assert len(api.calls) == 1
+
+
+def test_a_non_retriable_answer_is_raised_at_once(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock)
+    api.script[A] = [13]  # MESSAGE_ILLEGAL
+    with pytest.raises(MessageIllegalError):
+        run(lambda: producer.send(Message("T", b"x")))
+    assert len(api.calls) == 1
+
+
+def test_a_retriable_answer_is_retried(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock)
+    api.script[A] = [1]  # SYSTEM_ERROR
+    result = run(lambda: producer.send(Message("T", b"x")))
+    assert [c.addr for c in api.calls] == [A, B]
+    assert result.ok
+
+
+def test_every_attempt_gets_what_is_left_of_one_budget(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock, send_timeout_ms=3000)
+    api.latency_ms = 1200
+    api.script[A] = [RequestTimeoutError("slow")]
+    api.script[B] = [RequestTimeoutError("slow")]
+    with pytest.raises(SendError):
+        run(lambda: producer.send(Message("T", b"x")))
+    assert [c.timeout_ms for c in api.calls] == [3000, 1800, 600]
+
+
+def test_the_loop_stops_when_the_budget_is_spent(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock, send_timeout_ms=3000)
+    api.latency_ms = 1600
+    api.script[A] = [RequestTimeoutError("slow")]
+    api.script[B] = [RequestTimeoutError("slow")]
+    with pytest.raises(SendError) as info:
+        run(lambda: producer.send(Message("T", b"x")))
+    assert info.value.timed_out
+    assert info.value.attempts == 2
+    assert [c.timeout_ms for c in api.calls] == [3000, 1400]
+
+
+@pytest.mark.parametrize("retry_not_ok", [False, True])
+def test_stored_but_not_ok(clock: FakeClock, retry_not_ok: bool) -> None:
+    producer, api = _producer_with(clock, retry_another_broker_when_not_store_ok=retry_not_ok)
+    api.script[A] = [10]  # FLUSH_DISK_TIMEOUT
+    result = run(lambda: producer.send(Message("T", b"x")))
+    if retry_not_ok:
+        assert result.ok
+        assert len(api.calls) == 2
+    else:
+        assert result.status is SendStatus.FLUSH_DISK_TIMEOUT
+        assert len(api.calls) == 1
+
+
+def test_a_chosen_queue_or_selector_gets_exactly_one_attempt(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock)
+    api.script[A] = [ConnectError("down")]
+    with pytest.raises(ConnectError):
+        run(lambda: producer.send(Message("T", b"x"), queue=MessageQueue("T", "a", 1)))
+    with pytest.raises(ConnectError):
+        run(lambda: producer.send(Message("T", b"x"), selector=lambda mqs, m, arg: mqs[0]))
+    assert len(api.calls) == 2
+    api.script[A] = [0]
+    result = run(lambda: producer.send(Message("T", b"x"), sharding_key="order-42"))
+    again = run(lambda: producer.send(Message("T", b"x"), sharding_key="order-42"))
+    assert result.message_queue == again.message_queue
+
+
+def test_with_latency_fault_tolerance_a_failed_broker_is_avoided_by_later_sends(
+    clock: FakeClock,
+) -> None:
+    producer, api = _producer_with(clock, send_latency_fault_enable=True)
+    api.script[A] = [ConnectError("down"), 0]
+    run(lambda: producer.send(Message("T", b"x")))
+    api.calls.clear()
+    for _ in range(10):
+        run(lambda: producer.send(Message("T", b"x")))
+    assert {c.addr for c in api.calls} == {B}
+    clock.now += 600_000  # the isolation ends
+    api.calls.clear()
+    for _ in range(10):
+        run(lambda: producer.send(Message("T", b"x")))
+    assert {c.addr for c in api.calls} == {A, B}
+
+
+def test_without_latency_fault_tolerance_later_sends_go_back_to_the_broker(
+    clock: FakeClock,
+) -> None:
+    producer, api = _producer_with(clock)
+    api.script[A] = [ConnectError("down"), 0]
+    for _ in range(10):
+        run(lambda: producer.send(Message("T", b"x")))
+    assert A in {c.addr for c in api.calls[2:]}
+
+
+def test_send_async_retries_transport_failures_only(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock)
+    api.script[A] = [ConnectError("down")]
+
+    async def go() -> object:
+        bind_loop(producer)
+        return await producer.send_async(Message("T", b"x"))
+
+    result = run(go)
+    assert [c.addr for c in api.calls] == [A, B]
+    api.calls.clear()
+    api.script[A] = [16]  # NO_PERMISSION: an answer, not retried
+    api.script[B] = [16]
+    with pytest.raises(Exception, match="code=16"):
+        run(go)
+    assert len(api.calls) == 1
+    assert result.ok
+
+
+def test_send_async_gives_up_after_its_retries(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock, retry_times_async=1)
+    api.script[A] = [ConnectError("down")]
+    api.script[B] = [ConnectError("down")]
+
+    async def go() -> object:
+        bind_loop(producer)
+        return await producer.send_async(Message("T", b"x"))
+
+    with pytest.raises(ConnectError):
+        run(go)
+    assert len(api.calls) == 2
+
+
+def test_oneway_sends_one_request(clock: FakeClock) -> None:
+    producer, api = _producer_with(clock)
+    run(lambda: producer.send_oneway(Message("T", b"x")))
+    assert len(api.oneway) == 1
+    assert not api.calls
+
+
+def test_queue_selector_and_sharding_key_exclude_each_other(clock: FakeClock) -> None:
+    producer, _ = _producer_with(clock)
+    with pytest.raises(InvalidArgumentError):
+        run(
+            lambda: producer.send(
+                Message("T", b"x"), queue=MessageQueue("T", "a", 0), sharding_key="k"
+            )
+        )
+
+
+def test_send_async_refuses_other_threads(clock: FakeClock) -> None:
+    producer, _ = _producer_with(clock)
+
+    async def go() -> None:
+        bind_loop(producer)
+        producer._loop_thread = -1  # as if called from another thread
+        with pytest.raises(ClientStateError):
+            producer.send_async(Message("T", b"x"))
+
+    run(go)
