@@ -13,8 +13,24 @@ modules ``_instance`` and ``_api``; see ``docs/client.md``.
 
 from __future__ import annotations
 
+from ariane.client._allocate import (
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueAveragelyByCircle,
+    AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
+    AllocateMessageQueueConsistentHash,
+    AllocateStrategy,
+)
 from ariane.client._instance import ClientInstance, ConsumerMember, ProducerMember
+from ariane.client._lite_pull import PullConsumer
+from ariane.client._offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
 from ariane.client._producer import DEFAULT_PRODUCER_GROUP, Producer
+from ariane.client._push import PushConsumer
 from ariane.client._selector import (
     MessageQueueSelector,
     SelectMessageQueueByHash,
@@ -23,6 +39,15 @@ from ariane.client._selector import (
 from ariane.client._transaction import LocalTransaction, TransactionChecker, TransactionProducer
 from ariane.client.admin import Admin
 from ariane.client.config import ClientConfig
+from ariane.client.consumer_types import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    MessageModel,
+    MessageSelector,
+)
 from ariane.client.errors import (
     BrokerNotFoundError,
     BrokerResponseError,
@@ -43,27 +68,47 @@ from ariane.client.message import (
     TransactionSendResult,
 )
 from ariane.client.sync import SyncAdmin, SyncProducer, SyncTransactionProducer
+from ariane.client.sync_consumer import SyncPullConsumer, SyncPushConsumer
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
     "Admin",
+    "AllocateMessageQueueAveragely",
+    "AllocateMessageQueueAveragelyByCircle",
+    "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueByMachineRoom",
+    "AllocateMessageQueueConsistentHash",
+    "AllocateStrategy",
     "BrokerNotFoundError",
     "BrokerResponseError",
     "ClientConfig",
     "ClientInstance",
     "ClientStateError",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeFromWhere",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
     "ConsumerMember",
+    "LocalFileOffsetStore",
     "LocalTransaction",
     "LocalTransactionState",
     "Message",
     "MessageExt",
+    "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "NoRouteError",
+    "OffsetStore",
     "Producer",
     "ProducerMember",
+    "PullConsumer",
     "PullResult",
     "PullStatus",
+    "PushConsumer",
+    "ReadOffsetType",
+    "RemoteBrokerOffsetStore",
     "SelectMessageQueueByHash",
     "SelectMessageQueueByRandom",
     "SendError",
@@ -71,6 +116,8 @@ __all__ = [
     "SendStatus",
     "SyncAdmin",
     "SyncProducer",
+    "SyncPullConsumer",
+    "SyncPushConsumer",
     "SyncTransactionProducer",
     "TransactionChecker",
     "TransactionProducer",

@@ -1,0 +1,404 @@
+"""Consume services of the push consumer (RocketMQ ``ConsumeMessageConcurrentlyService`` and
+``ConsumeMessageOrderlyService``).
+
+How it works:
+
+* Concurrent: pulled messages are cut into chunks of ``consume_message_batch_max_size`` and
+  queued; ``consume_thread_nums`` worker coroutines take chunks and call the listener (a
+  coroutine function is awaited on the loop; a plain function runs in a thread pool of the
+  same size). The result is applied on the loop: successes leave the process queue and the
+  offset to commit becomes the smallest offset still buffered; failures are sent back for a
+  later retry (CONSUMER_SEND_MSG_BACK, falling back to the retry topic), and a message that
+  could not be sent back stays buffered and is consumed again locally after 5 s.
+  Broadcasting failures are dropped (logged), as in RocketMQ. No task is created per message.
+* Orderly: one drain per process queue at a time (a per-queue lock): it takes the lowest
+  messages, calls the listener while holding the queue's consume lock, and commits
+  ``last + 1`` on ``SUCCESS``; on ``SUSPEND_CURRENT_QUEUE_A_MOMENT`` the messages go back and
+  the queue pauses ``suspend_current_queue_time_ms``. In clustering mode a drain only runs
+  while the broker lock is held and fresh; otherwise it re-locks and retries. Drains are
+  bounded by ``consume_thread_nums`` and yield after 60 s so other queues get a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ariane.client._process_queue import ProcessQueue
+from ariane.client.consumer_types import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    MessageModel,
+)
+from ariane.common import properties as props
+from ariane.common.message import MessageExt
+from ariane.remoting.protocol.client_bodies import MessageQueue
+
+if TYPE_CHECKING:
+    from ariane.client._push import PushConsumer
+
+__all__ = ["ConcurrentConsumeService", "OrderlyConsumeService", "is_coroutine_listener"]
+
+logger = logging.getLogger(__name__)
+
+#: Resubmit delay of messages whose send-back failed (Java 5 s).
+RESUBMIT_DELAY_S = 5.0
+#: ``rocketmq.client.maxTimeConsumeContinuously``.
+MAX_TIME_CONSUME_CONTINUOUSLY_MS = 60_000
+
+
+def is_coroutine_listener(listener: Callable[..., Any]) -> bool:
+    """Whether ``listener`` is a coroutine function (or an object with an async ``__call__``)."""
+    return inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
+        getattr(listener, "__call__", None)  # noqa: B004 - instances with async __call__
+    )
+
+
+def _now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class _ServiceBase:
+    """Listener invocation shared by both services."""
+
+    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
+        self.consumer = consumer
+        self.listener = listener
+        self.workers = workers
+        self.is_coro = is_coroutine_listener(listener)
+        self.executor: concurrent.futures.ThreadPoolExecutor | None = None
+        if not self.is_coro:
+            self.executor = concurrent.futures.ThreadPoolExecutor(
+                workers, thread_name_prefix=f"ConsumeMessageThread_{consumer.group}"
+            )
+        self.stopped = False
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    async def call_listener(self, msgs: list[MessageExt], ctx: Any) -> Any:
+        """Run the listener on ``msgs`` (exceptions propagate)."""
+        if self.is_coro:
+            return await self.listener(msgs, ctx)
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(self.executor, self.listener, msgs, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def later(self, delay_s: float, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the loop after ``delay_s`` unless the service stops first."""
+        if self.stopped:
+            return
+
+        def fire() -> None:
+            self._timers.discard(handle)
+            if not self.stopped:
+                fn()
+
+        handle = asyncio.get_running_loop().call_later(delay_s, fire)
+        self._timers.add(handle)
+
+    def spawn(self, coro: Any) -> None:
+        """Track a background task of the service."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def stop(self) -> None:
+        """Stop scheduling; wait for running work."""
+        self.stopped = True
+        for handle in self._timers:
+            handle.cancel()
+        self._timers.clear()
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self.executor is not None:
+            self.executor.shutdown(wait=False)
+
+
+def reset_retry_topic(msgs: list[MessageExt], retry_topic: str) -> None:
+    """``resetRetryTopic``: a message from ``%RETRY%<group>`` shows its original topic."""
+    for msg in msgs:
+        if msg.topic == retry_topic:
+            origin = msg.properties.get(props.RETRY_TOPIC)
+            if origin:
+                msg.topic = origin
+
+
+class ConcurrentConsumeService(_ServiceBase):
+    """``ConsumeMessageConcurrentlyService``: see the module docstring."""
+
+    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
+        super().__init__(consumer, listener, workers)
+        self.batch_max = consumer.consume_message_batch_max_size
+        self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = (
+            asyncio.Queue()
+        )
+        self._running = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._workers: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        """Start the workers (on the running loop)."""
+        self._workers = [
+            asyncio.create_task(self._worker(), name=f"consume-{self.consumer.group}-{i}")
+            for i in range(self.workers)
+        ]
+
+    def submit(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
+    ) -> None:
+        """Queue ``msgs`` for consumption in chunks of ``batch_max``."""
+        size = self.batch_max
+        put = self._queue.put_nowait
+        if len(msgs) <= size:
+            put((msgs, pq, mq))
+            return
+        for i in range(0, len(msgs), size):
+            put((msgs[i : i + size], pq, mq))
+
+    async def _worker(self) -> None:
+        queue = self._queue
+        while True:
+            msgs, pq, mq = await queue.get()
+            if self.stopped:
+                continue
+            self._running += 1
+            self._idle.clear()
+            try:
+                await self._consume(msgs, pq, mq)
+            except Exception:
+                logger.exception("consume of %d messages from %s failed", len(msgs), mq)
+            finally:
+                self._running -= 1
+                if not self._running:
+                    self._idle.set()
+
+    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        if pq.dropped:
+            return
+        consumer = self.consumer
+        ctx = ConsumeConcurrentlyContext(mq)
+        reset_retry_topic(msgs, consumer.retry_topic)
+        start = str(int(time.time() * 1000))
+        for msg in msgs:
+            msg.properties[props.CONSUME_START_TIMESTAMP] = start
+        begin = _now_ms()
+        try:
+            status = await self.call_listener(msgs, ctx)
+        except Exception:
+            logger.warning("listener of %s raised; will reconsume", consumer.group, exc_info=True)
+            status = None
+        consumer.stats.record_consume(len(msgs), _now_ms() - begin)
+        if status is not ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        if not pq.dropped:
+            await self._process_result(status, ctx, msgs, pq, mq)
+
+    async def _process_result(
+        self,
+        status: ConsumeConcurrentlyStatus,
+        ctx: ConsumeConcurrentlyContext,
+        msgs: list[MessageExt],
+        pq: ProcessQueue,
+        mq: MessageQueue,
+    ) -> None:
+        consumer = self.consumer
+        if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            ack = min(ctx.ack_index, len(msgs) - 1)
+        else:
+            ack = -1
+        failed = msgs[ack + 1 :]
+        consumer.stats.record_result(len(msgs) - len(failed), len(failed))
+        done = msgs
+        if failed and consumer.message_model is MessageModel.BROADCASTING:
+            for msg in failed:
+                logger.warning("BROADCASTING: consume of %s failed; dropped", msg.msg_id)
+        elif failed:
+            back_failed = []
+            for msg in failed:
+                if not await consumer.send_message_back(
+                    msg, ctx.delay_level_when_next_consume, mq.broker_name
+                ):
+                    msg.reconsume_times += 1
+                    back_failed.append(msg)
+            if back_failed:
+                ids = {id(m) for m in back_failed}
+                done = [m for m in msgs if id(m) not in ids]
+                self.later(RESUBMIT_DELAY_S, lambda: self.submit(back_failed, pq, mq))
+        offset = pq.remove_messages(done)
+        if offset >= 0 and not pq.dropped:
+            consumer.offset_store.update_offset(mq, offset, True)
+
+    async def stop(self) -> None:
+        """Stop taking work; wait for running listeners; queued chunks are left (their
+        offsets are not committed, so they are delivered again)."""
+        self.stopped = True
+        await self._idle.wait()
+        for worker in self._workers:
+            worker.cancel()
+        for worker in self._workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+        await super().stop()
+
+    def clean_expired(self, pq: ProcessQueue, mq: MessageQueue) -> None:
+        """``cleanExpiredMsg``: send back messages stuck in a listener longer than
+        ``consume_timeout_ms`` (delay level 3) and drop them from the queue."""
+        consumer = self.consumer
+        expired = pq.expired_messages(consumer.consume_timeout_ms, int(time.time() * 1000))
+        if not expired:
+            return
+
+        async def run() -> None:
+            for msg in expired:
+                if await consumer.send_message_back(msg, 3, mq.broker_name):
+                    logger.warning("message %s consumed too long; sent back", msg.msg_id)
+                    offset = pq.remove_messages([msg])
+                    if offset >= 0 and not pq.dropped:
+                        consumer.offset_store.update_offset(mq, offset, True)
+
+        self.spawn(run())
+
+
+class OrderlyConsumeService(_ServiceBase):
+    """``ConsumeMessageOrderlyService``: see the module docstring."""
+
+    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
+        super().__init__(consumer, listener, workers)
+        self._slots = asyncio.Semaphore(workers)
+        self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
+
+    def start(self) -> None:
+        """Nothing to start (drains are created on demand)."""
+
+    def submit(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
+    ) -> None:
+        """Start a drain of ``pq`` if ``put_messages`` asked for one."""
+        if dispatch:
+            self.spawn(self._drain(pq, mq))
+
+    def submit_later(self, pq: ProcessQueue, mq: MessageQueue, delay_ms: int) -> None:
+        """``submitConsumeRequestLater``: a drain after ``delay_ms`` (-1: the consumer's
+        suspend time), clamped to 10 ms .. 30 s."""
+        if delay_ms == -1:
+            delay_ms = self.consumer.suspend_current_queue_time_ms
+        delay_ms = min(max(delay_ms, 10), 30_000)
+        self.later(delay_ms / 1000, lambda: self.spawn(self._drain(pq, mq)))
+
+    def try_lock_later(self, pq: ProcessQueue, mq: MessageQueue, delay_ms: int) -> None:
+        """``tryLockLaterAndReconsume``: re-lock ``mq`` after ``delay_ms``, then drain."""
+
+        async def relock() -> None:
+            ok = await self.consumer.rebalance.lock(mq)
+            self.submit_later(pq, mq, 10 if ok else 3000)
+
+        self.later(delay_ms / 1000, lambda: self.spawn(relock()))
+
+    def _lock_ok(self, pq: ProcessQueue) -> bool:
+        if self.consumer.message_model is MessageModel.BROADCASTING:
+            return True
+        return pq.locked and not pq.is_lock_expired()
+
+    async def _drain(self, pq: ProcessQueue, mq: MessageQueue) -> None:
+        if self.stopped:
+            return
+        lock = self._queue_locks.setdefault(mq, asyncio.Lock())
+        async with self._slots, lock:
+            if pq.dropped:
+                return
+            if not self._lock_ok(pq):
+                self.try_lock_later(pq, mq, 100)
+                return
+            begin = _now_ms()
+            while not pq.dropped and not self.stopped:
+                if not self._lock_ok(pq):
+                    self.try_lock_later(pq, mq, 10)
+                    return
+                if _now_ms() - begin > MAX_TIME_CONSUME_CONTINUOUSLY_MS:
+                    self.submit_later(pq, mq, 10)
+                    return
+                msgs = pq.take_messages(self.consumer.consume_message_batch_max_size)
+                if not msgs:
+                    return
+                if not await self._consume_once(msgs, pq, mq):
+                    return
+
+    async def _consume_once(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
+    ) -> bool:
+        consumer = self.consumer
+        reset_retry_topic(msgs, consumer.retry_topic)
+        ctx = ConsumeOrderlyContext(mq)
+        async with pq.consume_lock:
+            if pq.dropped:
+                return False
+            begin = _now_ms()
+            try:
+                status = await self.call_listener(msgs, ctx)
+            except Exception:
+                logger.warning("orderly listener of %s raised", consumer.group, exc_info=True)
+                status = None
+            consumer.stats.record_consume(len(msgs), _now_ms() - begin)
+        if not isinstance(status, ConsumeOrderlyStatus):
+            status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return await self._process_result(msgs, status, ctx, pq, mq)
+
+    async def _process_result(
+        self,
+        msgs: list[MessageExt],
+        status: ConsumeOrderlyStatus,
+        ctx: ConsumeOrderlyContext,
+        pq: ProcessQueue,
+        mq: MessageQueue,
+    ) -> bool:
+        S = ConsumeOrderlyStatus
+        commit_offset = -1
+        keep_going = True
+        if status is S.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+            self.consumer.stats.record_result(0, len(msgs))
+            if await self._check_reconsume_times(msgs):
+                pq.make_message_to_consume_again(msgs)
+                self.submit_later(pq, mq, ctx.suspend_current_queue_time_ms)
+                keep_going = False
+            elif ctx.auto_commit:
+                commit_offset = pq.commit()
+        else:
+            self.consumer.stats.record_result(len(msgs), 0)
+            if status is S.ROLLBACK and not ctx.auto_commit:
+                pq.rollback()
+                self.submit_later(pq, mq, ctx.suspend_current_queue_time_ms)
+                keep_going = False
+            elif ctx.auto_commit or status is S.COMMIT:
+                commit_offset = pq.commit()
+        if commit_offset >= 0 and not pq.dropped:
+            self.consumer.offset_store.update_offset(mq, commit_offset, False)
+        return keep_going
+
+    async def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
+        """Whether to suspend: any message below the reconsume limit; those at the limit go
+        to the retry topic with their count, which the broker routes to the DLQ."""
+        consumer = self.consumer
+        limit = consumer.max_reconsume_times
+        limit = 2**31 - 1 if limit == -1 else limit
+        suspend = False
+        for msg in msgs:
+            if msg.reconsume_times >= limit:
+                msg.properties[props.RECONSUME_TIME] = str(msg.reconsume_times)
+                if not await consumer.send_to_retry_topic(msg, msg.reconsume_times, limit):
+                    suspend = True
+                    msg.reconsume_times += 1
+            else:
+                suspend = True
+                msg.reconsume_times += 1
+        return suspend
