@@ -17,6 +17,13 @@ def test_client_exports() -> None:
             "SelectMessageQueueByRandom", "SendError", "SendResult", "SendStatus", "SyncAdmin",
             "SyncProducer", "SyncTransactionProducer", "TransactionChecker",
             "TransactionProducer", "TransactionSendResult", "error_for",
+            "AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle",
+            "AllocateMessageQueueByConfig", "AllocateMessageQueueByMachineRoom",
+            "AllocateMessageQueueConsistentHash", "AllocateStrategy", "PullConsumer",
+            "LocalFileOffsetStore", "OffsetStore", "ReadOffsetType", "RemoteBrokerOffsetStore",
+            "PushConsumer", "ConsumeConcurrentlyContext", "ConsumeConcurrentlyStatus",
+            "ConsumeFromWhere", "ConsumeOrderlyContext", "ConsumeOrderlyStatus", "MessageModel",
+            "MessageSelector", "SyncPullConsumer", "SyncPushConsumer",
         ]
     )  # fmt: skip
     for name in ariane.client.__all__:
