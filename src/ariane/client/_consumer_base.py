@@ -203,7 +203,11 @@ class ConsumerBase:
     def _make_offset_store(self, instance: ClientInstance) -> OffsetStore:
         if self.message_model is MessageModel.BROADCASTING:
             return LocalFileOffsetStore(instance.client_id, self._group, self.offset_store_dir)
-        return RemoteBrokerOffsetStore(instance, self._group)
+        # a timestamp start must not be overridden by the broker's "young queue: 0" answer
+        by_time = self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
+        return RemoteBrokerOffsetStore(
+            instance, self._group, zero_if_not_found=False if by_time else None
+        )
 
     def _make_rebalance(self, instance: ClientInstance, store: OffsetStore) -> RebalanceImpl:
         return RebalanceImpl(
@@ -216,6 +220,9 @@ class ConsumerBase:
             consume_timestamp=self.consume_timestamp,
             orderly=self.orderly,
         )
+
+    def _configure_rebalance(self, rebalance: RebalanceImpl) -> None:
+        """Install the subclass's hooks (before the first rebalance can run)."""
 
     async def _join(self) -> ClientInstance:
         """Acquire the instance, build the store and rebalance state, register, start."""
@@ -234,6 +241,7 @@ class ConsumerBase:
         store.load()
         rebalance = self._make_rebalance(instance, store)
         rebalance.subscription_inner.update(self._subscriptions)
+        self._configure_rebalance(rebalance)
         try:
             instance.register_consumer(self)
         except BaseException:

@@ -39,7 +39,7 @@ from ariane.client._consumer_base import (
 )
 from ariane.client._offset_store import ReadOffsetType
 from ariane.client._process_queue import ProcessQueue
-from ariane.client._rebalance import PullTarget
+from ariane.client._rebalance import PullTarget, RebalanceImpl
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.consumer_types import ConsumeFromWhere, MessageModel, MessageSelector
 from ariane.client.errors import ClientStateError
@@ -237,11 +237,13 @@ class PullConsumer(ConsumerBase):
         if self._assign_mode:
             for state in self._assigned.values():
                 self._start_task(state)
-        else:
-            self.rebalance.dispatch = self._on_new_queues
-            self.rebalance.on_queue_changed = self._on_queue_changed
-            self.rebalance.pull_expiry = False
         logger.info("pull consumer %s started", self.group)
+
+    def _configure_rebalance(self, rebalance: RebalanceImpl) -> None:
+        rebalance.pull_expiry = False
+        if not self._assign_mode:
+            rebalance.dispatch = self._on_new_queues
+            rebalance.on_queue_changed = self._on_queue_changed
 
     async def close(self) -> None:
         """Stop pulling, commit (when auto-committing), unregister. Idempotent."""

@@ -122,12 +122,19 @@ class RemoteBrokerOffsetStore(_MemoryTable):
     Args:
         instance: the client instance (routes and requests).
         group: the consumer group.
+        zero_if_not_found: ``setZeroIfNotFound`` of QUERY_CONSUMER_OFFSET. Unset, a broker
+            answers 0 for a group it has no offset of when the queue still starts at offset 0
+            in memory (RocketMQ's "new group reads a young queue from the start"); ``False``
+            asks for "not found" instead.
     """
 
-    def __init__(self, instance: ClientInstance, group: str) -> None:
+    def __init__(
+        self, instance: ClientInstance, group: str, *, zero_if_not_found: bool | None = None
+    ) -> None:
         super().__init__()
         self.instance = instance
         self.group = group
+        self.zero_if_not_found = zero_if_not_found
 
     def load(self) -> None:
         """Nothing to load: the broker is asked per queue."""
@@ -151,7 +158,11 @@ class RemoteBrokerOffsetStore(_MemoryTable):
                 logger.warning("no broker for %s; cannot read its offset", mq)
                 return READ_FAILED
             offset = await self.instance.api.query_consumer_offset(
-                addr, self.group, mq.topic, mq.queue_id
+                addr,
+                self.group,
+                mq.topic,
+                mq.queue_id,
+                set_zero_if_not_found=self.zero_if_not_found,
             )
         except ArianeError as exc:
             logger.warning("reading the offset of %s failed: %s", mq, exc)

@@ -43,7 +43,7 @@ from ariane.client._consumer_base import (
     FLAG_SUSPEND,
     ConsumerBase,
 )
-from ariane.client._rebalance import PullTarget
+from ariane.client._rebalance import PullTarget, RebalanceImpl
 from ariane.client._stats import ConsumeStats
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.consumer_types import (
@@ -272,13 +272,15 @@ class PushConsumer(ConsumerBase):
             self._running = False
             await self._service.stop()
             raise
-        self.rebalance.dispatch = self._dispatch
-        self.rebalance.on_queue_changed = self._on_queue_changed
         if self.orderly and self.message_model is MessageModel.CLUSTERING:
             self._services.append(asyncio.create_task(self._lock_service()))
         if not self.orderly:
             self._services.append(asyncio.create_task(self._clean_expired_service()))
         logger.info("push consumer %s started in %s", self.group, instance.client_id)
+
+    def _configure_rebalance(self, rebalance: RebalanceImpl) -> None:
+        rebalance.dispatch = self._dispatch
+        rebalance.on_queue_changed = self._on_queue_changed
 
     async def close(self) -> None:
         """Shut down gracefully: stop pulling, let running listeners finish, commit offsets,

@@ -1,0 +1,87 @@
+"""Helpers for consumer integration tests: fast client settings, topic setup, collectors."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ariane.client import (
+    Admin,
+    ClientConfig,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    Message,
+    MessageExt,
+    Producer,
+)
+from tests.integration.client.conftest import wait_for_route
+from tests.support.cluster import Cluster
+
+#: Brokers for consumer tests: SQL92 on, every delay level 1 s (retries come back quickly).
+CONSUMER_BROKER_CONF: dict[str, object] = {
+    "enablePropertyFilter": "true",
+    "messageDelayLevel": " ".join(["1s"] * 18),
+}
+
+
+def fast_config(cluster: Cluster, instance: str) -> ClientConfig:
+    """Client settings with short service periods so tests converge quickly."""
+    return ClientConfig(
+        namesrv_addr=cluster.namesrv_addr,
+        instance_name=instance,
+        rebalance_interval_ms=500,
+        persist_consumer_offset_interval_ms=200,
+        poll_name_server_interval_ms=500,
+        heartbeat_broker_interval_ms=1000,
+    )
+
+
+async def create_topic(cluster: Cluster, topic: str, queues: int = 4) -> None:
+    """Create ``topic`` with ``queues`` queues and wait for its route."""
+    async with Admin(namesrv_addr=cluster.namesrv_addr) as admin:
+        await admin.create_topic(topic, read_queue_nums=queues, write_queue_nums=queues)
+        await wait_for_route(admin, topic)
+
+
+async def send_all(cluster: Cluster, msgs: list[Message], group: str = "ptest") -> list[str]:
+    """Send ``msgs`` (pipelined); their UNIQ_KEYs in order."""
+    async with Producer(group, namesrv_addr=cluster.namesrv_addr) as producer:
+        results = await asyncio.gather(*(producer.send(m) for m in msgs))
+    return [r.msg_id for r in results]
+
+
+async def wait_until(cond: Callable[[], bool], timeout_s: float = 30.0, what: str = "") -> None:
+    """Wait until ``cond()`` holds; fail the test after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what or cond}")
+        await asyncio.sleep(0.05)
+
+
+@dataclass
+class Collector:
+    """A concurrent listener that records what it got (and may fail on purpose)."""
+
+    status: ConsumeConcurrentlyStatus = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+    got: list[MessageExt] = field(default_factory=list)
+
+    async def __call__(
+        self, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeConcurrentlyStatus:
+        self.got.extend(msgs)
+        return self.status
+
+    def ids(self) -> set[str]:
+        return {m.msg_id for m in self.got}
+
+
+def fresh_dir(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
