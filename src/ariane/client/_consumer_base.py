@@ -124,6 +124,7 @@ class ConsumerBase:
         self._offset_store: OffsetStore | None = None
         self._rebalance: RebalanceImpl | None = None
         self._closed = False
+        self._stopping = False
         self.orderly = False
         self._pull_from_which_node: dict[MessageQueue, int] = {}
 
@@ -367,8 +368,15 @@ class ConsumerBase:
 
     async def do_rebalance(self) -> None:
         """One rebalance round."""
-        if self._rebalance is not None and not self._closed:
+        if self._rebalance is not None and not self._stopping:
             await self._rebalance.do_rebalance()
+
+    async def _stop_rebalancing(self) -> None:
+        """No new rounds; wait for a running one to end."""
+        self._stopping = True
+        if self._rebalance is not None:
+            async with self._rebalance.lock_round():
+                pass
 
     async def persist_consumer_offset(self) -> None:
         """Commit the offsets of the owned queues."""

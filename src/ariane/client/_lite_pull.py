@@ -249,6 +249,7 @@ class PullConsumer(ConsumerBase):
         """Stop pulling, commit (when auto-committing), unregister. Idempotent."""
         if self._closed:
             return
+        await self._stop_rebalancing()
         tasks = [s.task for s in self._assigned.values() if s.task is not None]
         for task in tasks:
             task.cancel()

@@ -288,6 +288,7 @@ class PushConsumer(ConsumerBase):
         if self._closed:
             return
         self._running = False
+        await self._stop_rebalancing()
         for task in [*self._pull_tasks.values(), *self._services]:
             task.cancel()
         for task in [*self._pull_tasks.values(), *self._services]:
@@ -359,6 +360,8 @@ class PushConsumer(ConsumerBase):
                     service.clean_expired(pq, mq)
 
     def _dispatch(self, targets: list[PullTarget]) -> None:
+        if not self._running:
+            return
         for target in targets:
             old = self._pull_tasks.get(target.mq)
             if old is not None and not old.done():
