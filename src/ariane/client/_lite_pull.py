@@ -376,10 +376,10 @@ class PullConsumer(ConsumerBase):
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             while self._buffer:
-                msgs, state, generation = self._buffer.popleft()
-                self._buffered -= len(msgs)
-                if self._buffered <= self.pull_threshold_for_all:
-                    self._room.set()
+                taken = self._take()
+                if taken is None:
+                    break
+                msgs, state, generation = taken
                 if state.pq.dropped or generation != state.generation:
                     continue
                 offset = state.pq.remove_messages(msgs)
@@ -395,6 +395,19 @@ class PullConsumer(ConsumerBase):
             self._ready.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._ready.wait(), remaining)
+
+    def _take(self) -> tuple[list[MessageExt], _Assigned, int] | None:
+        """The oldest buffered batch of a queue that is not paused."""
+        buffer = self._buffer
+        for i, item in enumerate(buffer):
+            if item[1].paused and not item[1].pq.dropped:
+                continue
+            del buffer[i]
+            self._buffered -= len(item[0])
+            if self._buffered <= self.pull_threshold_for_all:
+                self._room.set()
+            return item
+        return None
 
     async def _maybe_auto_commit(self) -> None:
         if self.auto_commit and _now_ms() - self._last_commit_ms >= self.auto_commit_interval_ms:
@@ -454,11 +467,17 @@ class PullConsumer(ConsumerBase):
         low, high = await self._min_max(mq)
         if not low <= offset <= high:
             raise InvalidArgumentError(f"offset {offset} of {mq} is not in [{low}, {high}]")
+        self._reposition(state, offset)
+
+    def _reposition(self, state: _Assigned, offset: int) -> None:
+        """Continue ``state`` at ``offset``: older results are discarded and a pull in flight
+        (maybe long-polling at the old position) is abandoned."""
         state.generation += 1
         state.pq.clear()
-        state.pull_offset = offset
-        state.consume_offset = offset
-        state.wakeup.set()
+        state.pull_offset = state.consume_offset = offset
+        if state.task is not None and self.started:
+            state.task.cancel()
+            self._start_task(state)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         """``seek`` to the queue's smallest stored offset."""
@@ -502,10 +521,7 @@ class PullConsumer(ConsumerBase):
             state = self._assigned.get(mq)
             if state is None or mq.topic != topic:
                 continue
-            state.generation += 1
-            state.pq.clear()
-            state.pull_offset = state.consume_offset = offset
-            state.wakeup.set()
+            self._reposition(state, offset)
             if self._offset_store is not None:
                 self._offset_store.update_offset(mq, offset, False)
 
