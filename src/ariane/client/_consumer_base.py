@@ -368,8 +368,17 @@ class ConsumerBase:
 
     async def do_rebalance(self) -> None:
         """One rebalance round."""
-        if self._rebalance is not None and not self._stopping:
-            await self._rebalance.do_rebalance()
+        rebalance = self._rebalance
+        if rebalance is None or self._stopping:
+            return
+        for topic in list(self._subscriptions):
+            if topic not in rebalance.topic_subscribe_info:
+                # not routed yet (created after we subscribed): ask now, not in 30 s
+                try:
+                    await self.instance.update_topic_route(topic)
+                except ArianeError as exc:
+                    logger.debug("route of %s: %s", topic, exc)
+        await rebalance.do_rebalance()
 
     async def _stop_rebalancing(self) -> None:
         """No new rounds; wait for a running one to end."""
