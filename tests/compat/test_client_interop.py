@@ -95,3 +95,65 @@ def test_cpp_consumer_receives_exactly_what_our_producer_sent(
             msg.properties["seq"],
             "h\u00e9",
         )
+
+
+def test_our_push_consumer_receives_exactly_what_the_cpp_producer_sent(
+    cluster: Cluster, cpp: CppClient
+) -> None:
+    """The reverse direction: C++ ``send_sync`` (tags, keys, user properties), received by
+    ``PushConsumer`` with identical body, keys, tags, properties and message ids."""
+    from ariane.client import (
+        ConsumeConcurrentlyStatus,
+        ConsumeFromWhere,
+        MessageExt,
+        PushConsumer,
+    )
+
+    topic, count = "InteropReverse", 60
+    producer = cpp.run(
+        "producer.py",
+        [
+            "--namesrv", cluster.namesrv_addr, "--topic", topic, "--count", str(count),
+            "--tags", "TagA,TagB,TagC", "--keys-prefix", "ck-", "--body-prefix", "cpp-body-",
+            "--property", "color=red", "--property", "utf=h\u00e9",
+        ],
+    )  # fmt: skip
+    sent = {e["i"]: e for e in producer.of("sent")}
+    assert len(sent) == count
+    wait_for_route(cluster.namesrv_addr, topic)
+
+    async def consume() -> list[MessageExt]:
+        got: list[MessageExt] = []
+        done = asyncio.Event()
+
+        async def listener(msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+            got.extend(msgs)
+            if len(got) >= count:
+                done.set()
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            "CG_INTEROP_REVERSE",
+            namesrv_addr=cluster.namesrv_addr,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )
+        consumer.subscribe(topic, "TagA || TagB || TagC")
+        consumer.register_message_listener(listener)
+        async with consumer:
+            await asyncio.wait_for(done.wait(), 60)
+            await asyncio.sleep(0.5)  # nothing more (no duplicates)
+        return got
+
+    got = asyncio.run(consume())
+    assert len(got) == count
+    by_index = {int(m.body.decode().removeprefix("cpp-body-")): m for m in got}
+    assert sorted(by_index) == list(range(count))
+    for i, msg in by_index.items():
+        assert msg.topic == topic
+        assert msg.body == f"cpp-body-{i}".encode()
+        assert msg.tags == ("TagA", "TagB", "TagC")[i % 3]
+        assert msg.keys == [f"ck-{i}"]
+        assert msg.properties["color"] == "red"
+        assert msg.properties["utf"] == "h\u00e9"
+        assert msg.msg_id == sent[i]["msg_id"]
+        assert msg.reconsume_times == 0
