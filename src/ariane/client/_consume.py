@@ -27,6 +27,7 @@ import contextlib
 import inspect
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -139,9 +140,8 @@ class ConcurrentConsumeService(_ServiceBase):
     def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
         super().__init__(consumer, listener, workers)
         self.batch_max = consumer.consume_message_batch_max_size
-        self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = (
-            asyncio.Queue()
-        )
+        self._work: deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = deque()
+        self._waiters: deque[asyncio.Future[None]] = deque()
         self._running = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -157,21 +157,39 @@ class ConcurrentConsumeService(_ServiceBase):
     def submit(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
     ) -> None:
-        """Queue ``msgs`` for consumption in chunks of ``batch_max``."""
-        size = self.batch_max
-        put = self._queue.put_nowait
-        if len(msgs) <= size:
-            put((msgs, pq, mq))
+        """Queue ``msgs`` for consumption in chunks of ``batch_max`` (no task, no future:
+        a plain deque; only idle workers are woken)."""
+        if self.stopped:
             return
-        for i in range(0, len(msgs), size):
-            put((msgs[i : i + size], pq, mq))
+        size = self.batch_max
+        work = self._work
+        if len(msgs) <= size:
+            work.append((msgs, pq, mq))
+            chunks = 1
+        else:
+            chunks = 0
+            for i in range(0, len(msgs), size):
+                work.append((msgs[i : i + size], pq, mq))
+                chunks += 1
+        waiters = self._waiters
+        while chunks and waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                chunks -= 1
 
     async def _worker(self) -> None:
-        queue = self._queue
-        while True:
-            msgs, pq, mq = await queue.get()
-            if self.stopped:
+        work = self._work
+        loop = asyncio.get_running_loop()
+        streak = 0
+        while not self.stopped:
+            if not work:
+                waiter = loop.create_future()
+                self._waiters.append(waiter)
+                await waiter
+                streak = 0
                 continue
+            msgs, pq, mq = work.popleft()
             self._running += 1
             self._idle.clear()
             try:
@@ -182,6 +200,10 @@ class ConcurrentConsumeService(_ServiceBase):
                 self._running -= 1
                 if not self._running:
                     self._idle.set()
+            streak += 1
+            if streak >= 64:  # listeners that never suspend must not starve the pulls
+                streak = 0
+                await asyncio.sleep(0)
 
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         if pq.dropped:
@@ -192,13 +214,22 @@ class ConcurrentConsumeService(_ServiceBase):
         start = str(int(time.time() * 1000))
         for msg in msgs:
             msg.properties[props.CONSUME_START_TIMESTAMP] = start
-        begin = _now_ms()
+        begin = time.monotonic()
         try:
             status = await self.call_listener(msgs, ctx)
         except Exception:
             logger.warning("listener of %s raised; will reconsume", consumer.group, exc_info=True)
             status = None
-        consumer.stats.record_consume(len(msgs), _now_ms() - begin)
+        stats = consumer.stats
+        stats.consume_calls += 1
+        stats.consume_rt_ms_total += int((time.monotonic() - begin) * 1000)
+        if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS and ctx.ack_index >= len(msgs) - 1:
+            stats.consumed += len(msgs)  # the common case, without another coroutine
+            if not pq.dropped:
+                offset = pq.remove_messages(msgs)
+                if offset >= 0:
+                    consumer.offset_store.update_offset(mq, offset, True)
+            return
         if status is not ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
         if not pq.dropped:
@@ -243,6 +274,10 @@ class ConcurrentConsumeService(_ServiceBase):
         """Stop taking work; wait for running listeners; queued chunks are left (their
         offsets are not committed, so they are delivered again)."""
         self.stopped = True
+        self._work.clear()
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
         await self._idle.wait()
         for worker in self._workers:
             worker.cancel()
