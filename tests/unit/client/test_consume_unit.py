@@ -1,0 +1,169 @@
+"""Consume services without sockets: statuses, ack index, send-back failures, orderly
+suspend and the dead-letter path, listeners in threads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ariane.client import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    MessageModel,
+    MessageQueue,
+)
+from ariane.client._consume import ConcurrentConsumeService, OrderlyConsumeService
+from ariane.client._process_queue import ProcessQueue
+from ariane.client._stats import ConsumeStats
+from ariane.common.message import MessageExt
+
+MQ = MessageQueue("T", "b", 0)
+
+
+@dataclass
+class FakeStore:
+    offsets: dict[MessageQueue, int] = field(default_factory=dict)
+
+    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
+        if not increase_only or offset > self.offsets.get(mq, -1):
+            self.offsets[mq] = offset
+
+
+@dataclass
+class FakeConsumer:
+    group: str = "g"
+    retry_topic: str = "%RETRY%g"
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_message_batch_max_size: int = 2
+    suspend_current_queue_time_ms: int = 10
+    max_reconsume_times: int = -1
+    consume_timeout_ms: int = 60_000
+    stats: ConsumeStats = field(default_factory=ConsumeStats)
+    offset_store: FakeStore = field(default_factory=FakeStore)
+    sent_back: list[tuple[int, int]] = field(default_factory=list)
+    to_retry: list[tuple[int, int, int]] = field(default_factory=list)
+    back_ok: bool = True
+
+    async def send_message_back(self, msg: MessageExt, delay: int, broker: str | None) -> bool:
+        self.sent_back.append((msg.queue_offset, delay))
+        return self.back_ok
+
+    async def send_to_retry_topic(self, msg: MessageExt, times: int, limit: int) -> bool:
+        self.to_retry.append((msg.queue_offset, times, limit))
+        return True
+
+
+def _msgs(*offsets: int) -> list[MessageExt]:
+    return [MessageExt("T", b"x", queue_offset=o) for o in offsets]
+
+
+async def _settle(cond: Any, timeout_s: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not cond():
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.005)
+
+
+def test_concurrent_statuses_ack_index_and_commit_rule() -> None:
+    async def go() -> None:
+        consumer = FakeConsumer()
+
+        async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
+            first = msgs[0].queue_offset
+            if first == 2:
+                ctx.ack_index = 0  # offset 3 failed
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+            if first == 4:
+                raise RuntimeError("boom")  # both fail
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        service = ConcurrentConsumeService(consumer, listener, 2)  # type: ignore[arg-type]
+        service.start()
+        pq = ProcessQueue()
+        msgs = _msgs(0, 1, 2, 3, 4, 5)
+        pq.put_messages(msgs)
+        service.submit(msgs, pq, MQ)
+        await _settle(lambda: pq.msg_count == 0)
+        await service.stop()
+        assert sorted(consumer.sent_back) == [(3, 0), (4, 0), (5, 0)]
+        assert consumer.offset_store.offsets[MQ] == 6
+        assert consumer.stats.consumed == 3
+        assert consumer.stats.failed == 3
+
+    asyncio.run(go())
+
+
+def test_failed_send_back_keeps_the_message_and_pins_the_offset() -> None:
+    async def go() -> None:
+        consumer = FakeConsumer(back_ok=False)
+        calls: list[int] = []
+
+        def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
+            calls.append(msgs[0].queue_offset)
+            assert threading.current_thread().name.startswith("ConsumeMessageThread_g")
+            return None if msgs[0].queue_offset == 0 else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer.consume_message_batch_max_size = 1
+        service = ConcurrentConsumeService(consumer, listener, 2)  # type: ignore[arg-type]
+        service.start()
+        pq = ProcessQueue()
+        msgs = _msgs(0, 1, 2)
+        pq.put_messages(msgs)
+        service.submit(msgs, pq, MQ)
+        await _settle(lambda: sorted(calls) == [0, 1, 2] and pq.msg_count == 1)
+        assert consumer.offset_store.offsets[MQ] == 0  # offset 0 is still buffered
+        assert msgs[0].reconsume_times == 1  # and comes back locally after 5 s
+        await service.stop()
+
+    asyncio.run(go())
+
+
+def test_broadcasting_failures_are_dropped_not_sent_back() -> None:
+    async def go() -> None:
+        consumer = FakeConsumer(message_model=MessageModel.BROADCASTING)
+
+        async def listener(msgs: list[MessageExt], ctx: Any) -> Any:
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+
+        service = ConcurrentConsumeService(consumer, listener, 1)  # type: ignore[arg-type]
+        service.start()
+        pq = ProcessQueue()
+        msgs = _msgs(7, 8)
+        pq.put_messages(msgs)
+        service.submit(msgs, pq, MQ)
+        await _settle(lambda: pq.msg_count == 0)
+        await service.stop()
+        assert consumer.sent_back == []
+        assert consumer.offset_store.offsets[MQ] == 9
+
+    asyncio.run(go())
+
+
+def test_orderly_suspends_in_place_then_dead_letters_at_the_limit() -> None:
+    async def go() -> None:
+        consumer = FakeConsumer(message_model=MessageModel.BROADCASTING, max_reconsume_times=2)
+        seen: list[tuple[int, int]] = []
+
+        async def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> Any:
+            seen.extend((m.queue_offset, m.reconsume_times) for m in msgs)
+            if any(m.queue_offset == 1 for m in msgs):
+                return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+            return ConsumeOrderlyStatus.SUCCESS
+
+        consumer.consume_message_batch_max_size = 1
+        service = OrderlyConsumeService(consumer, listener, 4)  # type: ignore[arg-type]
+        pq = ProcessQueue()
+        msgs = _msgs(0, 1, 2)
+        service.submit(msgs, pq, MQ, pq.put_messages(msgs))
+        await _settle(lambda: consumer.offset_store.offsets.get(MQ) == 3)
+        await service.stop()
+        # offset 1 was tried 3 times (0, 1, 2 reconsumes), then went to the retry topic
+        # with its count (the broker dead-letters it) and the queue moved on, in order
+        assert seen == [(0, 0), (1, 0), (1, 1), (1, 2), (2, 0)]
+        assert consumer.to_retry == [(1, 2, 2)]
+
+    asyncio.run(go())
