@@ -26,6 +26,7 @@ from ariane.client._offset_store import (
     RemoteBrokerOffsetStore,
 )
 from ariane.client._rebalance import RebalanceImpl, parse_consume_timestamp
+from ariane.client._route import subscribe_queues_from_route
 from ariane.client.config import ClientConfig
 from ariane.client.consumer_types import MessageSelector
 from ariane.client.errors import BrokerNotFoundError, ClientStateError
@@ -270,6 +271,18 @@ class ConsumerBase:
         if instance is not None:
             await instance.unregister_consumer(self._group)
             await instance.release()
+
+    async def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
+        """The readable queues of ``topic``, fresh from the NameServer (empty when it has no
+        route).
+
+        Raises:
+            ClientStateError: not started.
+        """
+        instance = self.instance
+        await instance.update_topic_route(topic)
+        route = instance.topic_route_table.get(topic)
+        return subscribe_queues_from_route(topic, route) if route is not None else set()
 
     # -- pulling -------------------------------------------------------------------------------
 

@@ -207,18 +207,12 @@ class PullConsumer(ConsumerBase):
         return set(self._assigned)
 
     async def fetch_message_queues(self, topic: str) -> set[MessageQueue]:
-        """Every readable queue of ``topic``.
+        """Every readable queue of ``topic`` (``fetchMessageQueues``).
 
         Raises:
             ClientStateError: not started.
         """
-        await self.instance.update_topic_route(topic)
-        route = self.instance.topic_route_table.get(topic)
-        if route is None:
-            return set()
-        from ariane.client._route import subscribe_queues_from_route
-
-        return subscribe_queues_from_route(topic, route)
+        return await self.fetch_subscribe_message_queues(topic)
 
     # -- lifecycle -------------------------------------------------------------------------------
 

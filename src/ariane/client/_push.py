@@ -326,19 +326,6 @@ class PushConsumer(ConsumerBase):
         """Resume pulling after ``suspend``."""
         self._paused = False
 
-    async def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
-        """The readable queues of ``topic`` (fetched from the NameServer if needed)."""
-        info = self.rebalance.topic_subscribe_info.get(topic)
-        if info is None:
-            await self.instance.update_topic_route(topic)
-            route = self.instance.topic_route_table.get(topic)
-            if route is None:
-                return set()
-            from ariane.client._route import subscribe_queues_from_route
-
-            return subscribe_queues_from_route(topic, route)
-        return set(info)
-
     # -- services --------------------------------------------------------------------------------
 
     async def _lock_service(self) -> None:

@@ -20,16 +20,10 @@ from ariane.client.sync import _Blocking, background_loop
 __all__ = ["SyncPullConsumer", "SyncPushConsumer"]
 
 
-class SyncPushConsumer(_Blocking):
-    """A blocking ``PushConsumer``: same arguments; listeners run in worker threads.
+class _SyncConsumer(_Blocking):
+    """Lifecycle and subscriptions shared by the blocking consumers."""
 
-    ``with SyncPushConsumer("group", namesrv_addr=...) as c:`` after ``subscribe`` and
-    ``register_message_listener``, or call ``start()``/``shutdown()``.
-    """
-
-    def __init__(self, group: str, **kwargs: Any) -> None:
-        self._bg = background_loop()
-        self.consumer = PushConsumer(group, **kwargs)
+    consumer: PushConsumer | PullConsumer
 
     def _start_coro(self) -> Awaitable[None]:
         return self.consumer.start()
@@ -37,21 +31,35 @@ class SyncPushConsumer(_Blocking):
     def _close_coro(self) -> Awaitable[None]:
         return self.consumer.close()
 
-    def __enter__(self) -> SyncPushConsumer:
-        self.start()
-        return self
-
     def shutdown(self) -> None:
-        """Shut down gracefully (``PushConsumer.close``)."""
+        """Shut down gracefully (``close``)."""
         self.close()
 
     def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
-        """``PushConsumer.subscribe``."""
+        """``subscribe`` of the asyncio consumer."""
         self._bg.run(_call(self.consumer.subscribe, topic, expression))
 
     def unsubscribe(self, topic: str) -> None:
-        """``PushConsumer.unsubscribe``."""
+        """``unsubscribe`` of the asyncio consumer."""
         self._bg.run(_call(self.consumer.unsubscribe, topic))
+
+
+class SyncPushConsumer(_SyncConsumer):
+    """A blocking ``PushConsumer``: same arguments; listeners run in worker threads.
+
+    ``with SyncPushConsumer("group", namesrv_addr=...) as c:`` after ``subscribe`` and
+    ``register_message_listener``, or call ``start()``/``shutdown()``.
+    """
+
+    consumer: PushConsumer
+
+    def __init__(self, group: str, **kwargs: Any) -> None:
+        self._bg = background_loop()
+        self.consumer = PushConsumer(group, **kwargs)
+
+    def __enter__(self) -> SyncPushConsumer:
+        self.start()
+        return self
 
     def register_message_listener(
         self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
@@ -78,34 +86,18 @@ class SyncPushConsumer(_Blocking):
         return self._bg.run(self.consumer.send_message_back(msg, delay_level, broker_name))
 
 
-class SyncPullConsumer(_Blocking):
+class SyncPullConsumer(_SyncConsumer):
     """A blocking ``PullConsumer`` (lite pull): same arguments, methods block."""
+
+    consumer: PullConsumer
 
     def __init__(self, group: str, **kwargs: Any) -> None:
         self._bg = background_loop()
         self.consumer = PullConsumer(group, **kwargs)
 
-    def _start_coro(self) -> Awaitable[None]:
-        return self.consumer.start()
-
-    def _close_coro(self) -> Awaitable[None]:
-        return self.consumer.close()
-
     def __enter__(self) -> SyncPullConsumer:
         self.start()
         return self
-
-    def shutdown(self) -> None:
-        """``close``."""
-        self.close()
-
-    def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
-        """``PullConsumer.subscribe``."""
-        self._bg.run(_call(self.consumer.subscribe, topic, expression))
-
-    def unsubscribe(self, topic: str) -> None:
-        """``PullConsumer.unsubscribe``."""
-        self._bg.run(_call(self.consumer.unsubscribe, topic))
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         """``PullConsumer.assign``."""
