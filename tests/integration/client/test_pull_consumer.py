@@ -159,6 +159,7 @@ def test_sync_pull_consumer(pcluster: Cluster) -> None:
         while len(got) < 5:
             assert time.monotonic() < deadline
             got.extend(consumer.poll(200))
-        assert [m.msg_id for m in got] == ids
+        assert {m.msg_id for m in got} == set(ids)
+        assert [m.queue_offset for m in got] == [0, 1, 2, 3, 4]  # one queue, in order
         consumer.commit()
         assert consumer.committed(MessageQueue("LiteSync", "broker-a", 0)) == 5
