@@ -5,7 +5,8 @@
 Two workloads:
 
 * backlog (default): ``--preload N`` first stores N messages of ``--size`` bytes (batched
-  sends), then a new consumer group reads them from the first offset as fast as it can;
+  sends), then a new consumer group reads the topic from the first offset as fast as it can
+  (without ``--preload``, whatever the topic already holds);
   ``msgs_per_s`` is messages over the time from the first to the last callback;
 * fixed rate: ``--produce-rate R`` sends R messages per second from the same process while
   the consumer runs, for ``--duration`` seconds or ``--messages`` messages. Each body starts
@@ -192,9 +193,9 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
         consumer = PushConsumer(
             plan.group,
             namesrv_addr=plan.namesrv,
-            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-            if plan.preload
-            else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+            if plan.produce_rate
+            else ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             consume_thread_nums=plan.concurrency,
             consume_message_batch_max_size=plan.batch_max,
             pull_batch_size=plan.pull_batch,

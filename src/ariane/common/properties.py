@@ -137,7 +137,8 @@ def decode_properties(text: str) -> dict[str, str]:
     if not text:
         return out
     for segment in text.split(PROPERTY_SEPARATOR):
-        pos = segment.find(NAME_VALUE_SEPARATOR)
-        if 0 < pos < len(segment) - 1:
-            out[segment[:pos]] = segment[pos + 1 :]
+        # name = up to the first separator, value = the rest; both must be non-empty
+        name, _sep, value = segment.partition(NAME_VALUE_SEPARATOR)
+        if name and value:
+            out[name] = value
     return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
+from typing import Any
 
 from ariane.common.message import HostPort, MessageExt
 from ariane.common.properties import decode_properties, encode_properties
@@ -170,32 +171,61 @@ def decode_record(
         raise CorruptionError(f"undecodable record: {exc}", pos=pos) from exc
 
 
+#: Everything up to BODYLENGTH when both hosts are IPv4 (the common case), in one unpack.
+_FIXED4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
+_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+
+
 def _decode(
     buf: bytes | bytearray | memoryview, pos: int, check_crc: bool, decompress: bool
 ) -> tuple[MessageExt, int]:
+    if pos + _FIXED4.size <= len(buf):
+        fields = _FIXED4.unpack_from(buf, pos)
+        if not fields[7] & _V6_FLAGS:
+            return _finish(buf, pos, fields, pos + _FIXED4.size, check_crc, decompress)
     _need(buf, pos, _HEAD.size, "header")
-    total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts = _HEAD.unpack_from(
-        buf, pos
-    )
+    head = _HEAD.unpack_from(buf, pos)
+    total, magic, sys_flag = head[0], head[1], head[7]
+    if magic not in (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2):
+        raise CorruptionError(f"bad magic code {magic & 0xFFFFFFFF:#010x}", pos=pos)
+    if total < 91:
+        raise CorruptionError(f"bad total size {total}", pos=pos)
+    _need(buf, pos, total, "record")
+    p = pos + _HEAD.size
+    host = _HOST6 if sys_flag & BORNHOST_V6_FLAG else _HOST4
+    _need(buf, p, host.size + 8, "born host")
+    born = host.unpack_from(buf, p)
+    p += host.size
+    store_ts = _I64.unpack_from(buf, p)
+    p += 8
+    host = _HOST6 if sys_flag & STOREHOSTADDRESS_V6_FLAG else _HOST4
+    _need(buf, p, host.size + _MIDDLE.size, "store host")
+    store = host.unpack_from(buf, p)
+    p += host.size
+    middle = _MIDDLE.unpack_from(buf, p)
+    p += _MIDDLE.size
+    return _finish(buf, pos, head + born + store_ts + store + middle, p, check_crc, decompress)
+
+
+def _finish(
+    buf: bytes | bytearray | memoryview,
+    pos: int,
+    fields: tuple[Any, ...],
+    p: int,
+    check_crc: bool,
+    decompress: bool,
+) -> tuple[MessageExt, int]:
+    """The variable part of a record, once the fixed fields (up to BODYLENGTH) are known."""
+    (
+        total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts,
+        born_addr, born_port, store_ts, store_addr, store_port, reconsume, prepared, body_len,
+    ) = fields  # fmt: skip
     if magic not in (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2):
         raise CorruptionError(f"bad magic code {magic & 0xFFFFFFFF:#010x}", pos=pos)
     if total < 91:
         raise CorruptionError(f"bad total size {total}", pos=pos)
     _need(buf, pos, total, "record")
     end = pos + total
-    p = pos + _HEAD.size
-    host = _HOST6 if sys_flag & BORNHOST_V6_FLAG else _HOST4
-    _need(buf, p, host.size + 8, "born host")
-    born_addr, born_port = host.unpack_from(buf, p)
-    p += host.size
-    (store_ts,) = _I64.unpack_from(buf, p)
-    p += 8
-    host = _HOST6 if sys_flag & STOREHOSTADDRESS_V6_FLAG else _HOST4
-    _need(buf, p, host.size + _MIDDLE.size, "store host")
-    store_addr, store_port = host.unpack_from(buf, p)
-    p += host.size
-    reconsume, prepared, body_len = _MIDDLE.unpack_from(buf, p)
-    p += _MIDDLE.size
     if body_len < 0 or p + body_len > end:
         raise CorruptionError(f"bad body length {body_len}", pos=pos)
     body = bytes(buf[p : p + body_len])
@@ -225,22 +255,22 @@ def _decode(
             body = zlib.decompress(body)
             sys_flag &= ~(COMPRESSED_FLAG | COMPRESSION_TYPE_MASK)
     msg = MessageExt(
-        topic=topic,
-        body=body,
-        flag=flag,
-        properties=properties,
-        queue_id=queue_id,
-        store_size=total,
-        queue_offset=queue_offset,
-        sys_flag=sys_flag,
-        born_timestamp_ms=born_ts,
-        born_host=HostPort(born_addr, born_port),
-        store_timestamp_ms=store_ts,
-        store_host=HostPort(store_addr, store_port),
-        body_crc=crc,
-        reconsume_times=reconsume,
-        prepared_transaction_offset=prepared,
-        commit_log_offset=phys,
+        topic,
+        body,
+        flag,
+        properties,
+        queue_id,
+        total,
+        queue_offset,
+        sys_flag,
+        born_ts,
+        HostPort(born_addr, born_port),
+        store_ts,
+        HostPort(store_addr, store_port),
+        crc,
+        reconsume,
+        prepared,
+        phys,
     )
     return msg, end
 
