@@ -436,7 +436,7 @@ class PullConsumer(ConsumerBase):
             for mq, offset in done.items():
                 store.update_offset(mq, offset, False)
         if persist and done:
-            await asyncio.gather(*(store.persist(mq) for mq in done))
+            await store.flush(list(done))
 
     async def committed(self, mq: MessageQueue) -> int:
         """The offset stored for ``mq`` (broker or file); -1 if none."""

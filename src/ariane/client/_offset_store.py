@@ -86,6 +86,11 @@ class OffsetStore(Protocol):
         """Persist one queue's offset."""
         ...
 
+    async def flush(self, mqs: Collection[MessageQueue]) -> None:
+        """Persist the offsets of ``mqs`` now and wait until they are stored (shutdown and
+        explicit commits); other offsets are kept."""
+        ...
+
     def remove_offset(self, mq: MessageQueue) -> None:
         """Forget ``mq``'s in-memory offset."""
         ...
@@ -206,6 +211,10 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         except ArianeError as exc:
             logger.warning("offset commit of %s failed: %s", mq, exc)
 
+    async def flush(self, mqs: Collection[MessageQueue]) -> None:
+        """Commit the offsets of ``mqs`` and wait for the brokers' answers."""
+        await asyncio.gather(*(self.persist(mq) for mq in mqs if mq in self.offset_table))
+
     async def update_consume_offset_to_broker(
         self, mq: MessageQueue, offset: int, oneway: bool = False
     ) -> None:
@@ -300,7 +309,11 @@ class LocalFileOffsetStore(_MemoryTable):
     async def persist(self, mq: MessageQueue) -> None:
         """Write the whole table (the file holds every queue)."""
         if mq in self.offset_table:
-            try:
-                self.write(None)
-            except OSError as exc:
-                logger.warning("writing offsets to %s failed: %s", self.path, exc)
+            await self.flush([mq])
+
+    async def flush(self, mqs: Collection[MessageQueue]) -> None:
+        """Write the whole table now (one file holds every queue)."""
+        try:
+            self.write(None)
+        except OSError as exc:
+            logger.warning("writing offsets to %s failed: %s", self.path, exc)

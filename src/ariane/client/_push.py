@@ -272,7 +272,7 @@ class PushConsumer(ConsumerBase):
             self._running = False
             await self._service.stop()
             raise
-        if self.orderly and self.message_model is MessageModel.CLUSTERING:
+        if self.rebalance.needs_lock:
             self._services.append(asyncio.create_task(self._lock_service()))
         if not self.orderly:
             self._services.append(asyncio.create_task(self._clean_expired_service()))
@@ -299,8 +299,8 @@ class PushConsumer(ConsumerBase):
             await self._service.stop()
         if self._rebalance is not None and self._offset_store is not None:
             owned = list(self._rebalance.process_queue_table)
-            await asyncio.gather(*(self._offset_store.persist(mq) for mq in owned))
-            if self.orderly and self.message_model is MessageModel.CLUSTERING:
+            await self._offset_store.flush(owned)
+            if self._rebalance.needs_lock:
                 await self._rebalance.unlock_all(oneway=False)
             for pq in self._rebalance.process_queue_table.values():
                 pq.dropped = True

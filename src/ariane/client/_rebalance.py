@@ -119,6 +119,12 @@ class RebalanceImpl:
     process_queue_table: dict[MessageQueue, ProcessQueue] = field(default_factory=dict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
+    @property
+    def needs_lock(self) -> bool:
+        """Orderly clustering consumers own queues through broker locks (broadcasting
+        consumers each read every queue and need none)."""
+        return self.orderly and self.model is MessageModel.CLUSTERING
+
     # -- the round -------------------------------------------------------------------------------
 
     def lock_round(self) -> asyncio.Lock:
@@ -214,14 +220,14 @@ class RebalanceImpl:
         return changed, targets
 
     async def _add_queue(self, mq: MessageQueue) -> PullTarget | None:
-        if self.orderly and not await self.lock(mq):
+        if self.needs_lock and not await self.lock(mq):
             logger.info("%s is locked by another consumer; retrying at the next rebalance", mq)
             return None
         self.offset_store.remove_offset(mq)
         offset = await self.compute_pull_from_where(mq)
         if offset < 0:
             logger.warning("cannot compute the start offset of %s; retrying later", mq)
-            if self.orderly:
+            if self.needs_lock:
                 await self.unlock(mq, oneway=True)
             return None
         if mq in self.process_queue_table:
@@ -239,7 +245,7 @@ class RebalanceImpl:
         when no listener runs on it (``False``: try again next round)."""
         await self.offset_store.persist(mq)
         self.offset_store.remove_offset(mq)
-        if not (self.orderly and self.model is MessageModel.CLUSTERING):
+        if not self.needs_lock:
             return True
         try:
             await asyncio.wait_for(pq.consume_lock.acquire(), LOCK_TIMEOUT_MS / 1000)

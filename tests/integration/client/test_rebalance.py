@@ -7,6 +7,8 @@ import asyncio
 import itertools
 from collections import defaultdict
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +18,7 @@ from ariane.client import (
     ConsumeOrderlyStatus,
     Message,
     MessageExt,
+    MessageModel,
     MessageQueue,
     Producer,
     PushConsumer,
@@ -208,5 +211,43 @@ def test_orderly_suspend_retries_the_same_message_in_place(rcluster: Cluster) ->
         async with c:
             await wait_until(lambda: 5 in seen, what="all six")
         assert seen == [0, 1, 2, 3, 3, 3, 4, 5]
+
+    run(go())
+
+
+def test_orderly_broadcasting_needs_no_locks(rcluster: Cluster, tmp_path: Path) -> None:
+    topic = "RbOrderlyBroadcast"
+
+    async def go() -> None:
+        await create_topic(rcluster, topic, 2)
+        seen: dict[str, list[int]] = defaultdict(list)
+
+        def make(name: str) -> PushConsumer:
+            c = PushConsumer(
+                "cg_orderly_bc",
+                client_config=fast_config(rcluster, name),
+                message_model=MessageModel.BROADCASTING,
+                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                offset_store_dir=tmp_path,
+            )
+            c.subscribe(topic)
+
+            async def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> Any:
+                seen[name].extend(int(m.body) for m in msgs if m.queue_id == 0)
+                return ConsumeOrderlyStatus.SUCCESS
+
+            c.register_message_listener_orderly(listener)
+            return c
+
+        async with Producer("obc_prod", namesrv_addr=rcluster.namesrv_addr) as producer:
+            q0 = MessageQueue(topic, "broker-a", 0)
+            for i in range(30):
+                await producer.send(Message(topic, b"%d" % i), queue=q0)
+        async with make("obc-1"), make("obc-2"):
+            await wait_until(
+                lambda: len(seen["obc-1"]) >= 30 and len(seen["obc-2"]) >= 30, what="both"
+            )
+        assert seen["obc-1"] == list(range(30))
+        assert seen["obc-2"] == list(range(30))
 
     run(go())

@@ -88,6 +88,9 @@ class FakeStore:
     async def persist(self, mq: MessageQueue) -> None:
         self.persisted.append(mq)
 
+    async def flush(self, mqs: Collection[MessageQueue]) -> None:
+        self.persisted.extend(mqs)
+
     def remove_offset(self, mq: MessageQueue) -> None:
         self.offset_table.pop(mq, None)
 
