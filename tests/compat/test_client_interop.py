@@ -157,3 +157,77 @@ def test_our_push_consumer_receives_exactly_what_the_cpp_producer_sent(
         assert msg.properties["utf"] == "h\u00e9"
         assert msg.msg_id == sent[i]["msg_id"]
         assert msg.reconsume_times == 0
+
+
+def test_cpp_and_python_consumers_share_one_group(cluster: Cluster, cpp: CppClient) -> None:
+    """A C++ push consumer and ours in one clustering group split the queues the same way
+    (averagely over sorted queues and client ids): every message is consumed, by both."""
+    import time
+
+    from ariane.client import (
+        Admin,
+        ClientConfig,
+        ConsumeConcurrentlyStatus,
+        ConsumeFromWhere,
+        MessageExt,
+        PushConsumer,
+    )
+
+    topic, group, count = "InteropShared", "CG_INTEROP_SHARED", 200
+
+    async def create() -> None:
+        async with Admin(namesrv_addr=cluster.namesrv_addr) as admin:
+            await admin.create_topic(topic, read_queue_nums=8, write_queue_nums=8)
+
+    asyncio.run(create())
+    wait_for_route(cluster.namesrv_addr, topic)
+    theirs = cpp.spawn(
+        "consumer.py",
+        ["--namesrv", cluster.namesrv_addr, "--topic", topic, "--group", group, "--timeout", "120"],
+    )
+    assert theirs.started.wait(60), theirs.tail()
+
+    async def run_ours() -> tuple[list[MessageExt], list[str]]:
+        got: list[MessageExt] = []
+
+        async def listener(msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+            got.extend(msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            group,
+            client_config=ClientConfig(
+                namesrv_addr=cluster.namesrv_addr, instance_name="py", rebalance_interval_ms=500
+            ),
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )
+        consumer.subscribe(topic)
+        consumer.register_message_listener(listener)
+        async with consumer:
+            deadline = time.monotonic() + 60
+            while (
+                len([mq for mq in consumer.rebalance.process_queue_table if mq.topic == topic]) != 4
+            ):
+                assert time.monotonic() < deadline, "the queues were never split"
+                await asyncio.sleep(0.05)
+            async with Producer("pg_shared", namesrv_addr=cluster.namesrv_addr) as producer:
+                sent = [
+                    (await producer.send(Message(topic, b"shared-%d" % i))).msg_id
+                    for i in range(count)
+                ]
+            while len(got) + len(theirs.of("msg")) < count:
+                assert time.monotonic() < deadline + 60, "messages are missing"
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.0)  # duplicates would show up now
+        return got, sent
+
+    ours, sent = asyncio.run(run_ours())
+    theirs.terminate()
+    theirs.wait(60)
+    their_ids = {e["id"] for e in theirs.of("msg")}
+    our_ids = {m.msg_id for m in ours}
+    assert our_ids | their_ids == set(sent)
+    assert our_ids
+    assert their_ids
+    assert not our_ids & their_ids  # one owner per queue: no message went to both
+    assert {m.queue_id for m in ours}.isdisjoint({e["queue_id"] for e in theirs.of("msg")})
