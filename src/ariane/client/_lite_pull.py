@@ -519,6 +519,11 @@ class PullConsumer(ConsumerBase):
             if self._offset_store is not None:
                 self._offset_store.update_offset(mq, offset, False)
 
+    async def do_rebalance(self) -> None:
+        """Rebalance subscribed topics; assigned queues are fixed."""
+        if not self._assign_mode:
+            await super().do_rebalance()
+
     async def persist_consumer_offset(self) -> None:
         """Commit the store's offsets of the assigned queues."""
         if self._offset_store is not None:
