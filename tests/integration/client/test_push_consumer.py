@@ -341,3 +341,34 @@ def test_sync_push_consumer_runs_listeners_in_threads(ccluster: Cluster) -> None
             time.sleep(0.05)
     assert all(name.startswith("ConsumeMessageThread_cg_sync") for name in threads)
     assert "ariane-client-loop" not in threads
+
+
+def test_running_info_and_consume_directly_through_the_broker(ccluster: Cluster) -> None:
+    async def go() -> None:
+        await create_topic(ccluster, "PushInfo", 2)
+        got = Collector()
+        consumer = PushConsumer(
+            "cg_info",
+            client_config=fast_config(ccluster, "info"),
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )
+        consumer.subscribe("PushInfo", "TagA")
+        consumer.register_message_listener(got)
+        async with consumer, Admin(namesrv_addr=ccluster.namesrv_addr) as admin:
+            (mid,) = await send_all(ccluster, [Message("PushInfo", b"direct", tags="TagA")])
+            await wait_until(lambda: len(got.got) == 1, what="first delivery")
+            client_id = consumer.instance.client_id
+            info = await admin.consumer_running_info("cg_info", client_id)
+            assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+            assert {s["topic"] for s in info["subscriptionSet"]} == {"PushInfo", "%RETRY%cg_info"}
+            topics = [dict(mq)["topic"] for mq in info["mqTable"]]  # fastjson object keys
+            assert topics.count("PushInfo") == 2
+            stored = got.got[0]
+            result = await admin.api.consume_message_directly(
+                ccluster.broker_addr(), "cg_info", client_id, stored.offset_msg_id
+            )
+            assert result["consumeResult"] == "CR_SUCCESS"
+            await wait_until(lambda: len(got.got) == 2, what="the direct delivery")
+            assert got.got[1].msg_id == mid
+
+    run(go())
