@@ -11,7 +11,6 @@ import time
 
 from rocketmq.client import Message, Producer
 
-
 _EMIT_LOCK = threading.Lock()
 
 
