@@ -10,12 +10,12 @@ does. Writes (topics, groups) go to every master of a cluster unless a broker is
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from ariane.client._admin_ops import AdminOps
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
@@ -33,7 +33,7 @@ from ariane.remoting.protocol.admin_bodies import (
     SubscriptionGroupConfig,
     TopicStatsTable,
 )
-from ariane.remoting.protocol.bodies import ClusterInfo, TopicConfig
+from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
@@ -47,7 +47,7 @@ TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 T = TypeVar("T")
 
 
-class Admin:
+class Admin(AdminOps):
     """Cluster administration (asyncio); ``async with Admin(namesrv_addr=...) as admin:``.
 
     Args:
@@ -111,27 +111,6 @@ class Admin:
 
     # -- helpers --------------------------------------------------------------------------------
 
-    async def _each(self, addrs: Iterable[str], fn: Callable[[str], Awaitable[T]]) -> dict[str, T]:
-        addr_list = sorted(set(addrs))
-        results = await asyncio.gather(*(fn(a) for a in addr_list))
-        return dict(zip(addr_list, results, strict=True))
-
-    async def _masters(self, cluster: str | None) -> list[str]:
-        info = await self.cluster_info()
-        names: set[str] = set()
-        if cluster is None:
-            names = set(info.broker_addr_table)
-        elif cluster in info.cluster_addr_table:
-            names = set(info.cluster_addr_table[cluster])
-        else:
-            raise InvalidArgumentError(f"no cluster named {cluster!r}")
-        addrs = []
-        for name in names:
-            bd = info.broker_addr_table.get(name)
-            if bd is not None and bd.master_addr is not None:
-                addrs.append(bd.master_addr)
-        return sorted(addrs)
-
     @staticmethod
     def _route_masters(route: TopicRouteData) -> dict[str, str]:
         return {
@@ -148,11 +127,6 @@ class Admin:
         return addr
 
     # -- cluster --------------------------------------------------------------------------------
-
-    async def cluster_info(self) -> ClusterInfo:
-        """Every broker group (name -> addresses) and cluster (name -> broker names)."""
-        info: ClusterInfo = await self.api.get_cluster_info(self.timeout_ms)
-        return info
 
     async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
         """A broker's runtime statistics (``brokerStatus``)."""
@@ -181,6 +155,7 @@ class Admin:
         perm: int = PERM_READ | PERM_WRITE,
         order: bool = False,
         attributes: Mapping[str, str] | None = None,
+        topic_sys_flag: int = 0,
     ) -> list[str]:
         """Create or update a topic on one broker or every master of a cluster.
 
@@ -193,6 +168,7 @@ class Admin:
             perm: ``PermName`` bits (6 = read and write).
             order: mark the topic ordered.
             attributes: topic attributes (``{"message.type": "FIFO"}``).
+            topic_sys_flag: ``TopicSysFlag`` bits (unit topic, unit subscription).
 
         Returns:
             The broker addresses written to.
@@ -208,6 +184,7 @@ class Admin:
             perm=perm,
             order=order,
             attributes=dict(attributes or {}),
+            topic_sys_flag=topic_sys_flag,
         )
         addrs = [broker_addr] if broker_addr else await self._masters(cluster)
         if not addrs:
