@@ -75,7 +75,7 @@ class AdminCommand(click.Command):
             raise OneLineUsageError(exc.format_message(), ctx) from None
 
 
-class TimestampType(click.ParamType):
+class TimestampType(click.ParamType[int]):
     """Epoch ms, ``now`` or ``yyyy-MM-dd#HH:mm:ss:SSS`` (see ``timefmt``)."""
 
     name = "timestamp"
@@ -89,7 +89,7 @@ class TimestampType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class PermType(click.ParamType):
+class PermType(click.ParamType[int]):
     """A ``PermName`` value: 2 (write), 4 (read) or 6 (read and write)."""
 
     name = "perm"
@@ -263,6 +263,7 @@ def admin_command(name: str, summary: str) -> Callable[[Handler], click.Command]
         @click.pass_context
         def callback(
             click_ctx: click.Context,
+            /,
             namesrv_addr: str | None,
             as_json: bool,
             timeout_ms: int,

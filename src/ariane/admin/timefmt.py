@@ -13,9 +13,7 @@ from datetime import datetime
 
 __all__ = ["format_timestamp", "parse_timestamp"]
 
-_ROCKETMQ = re.compile(
-    r"(\d{4})-(\d{1,2})-(\d{1,2})#(\d{1,2}):(\d{1,2}):(\d{1,2})(?::(\d{1,3}))?"
-)
+_ROCKETMQ = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})#(\d{1,2}):(\d{1,2}):(\d{1,2})(?::(\d{1,3}))?")
 
 
 def parse_timestamp(text: str, *, now_ms: int | None = None) -> int:
@@ -49,8 +47,10 @@ def parse_timestamp(text: str, *, now_ms: int | None = None) -> int:
         raise ValueError(
             f"bad timestamp {text!r}: use milliseconds, 'now' or yyyy-MM-dd#HH:mm:ss:SSS"
         ) from None
-    return int(dt.timestamp() * 1000) if dt.tzinfo else int(time.mktime(dt.timetuple())) * 1000 + (
-        dt.microsecond // 1000
+    return (
+        int(dt.timestamp() * 1000)
+        if dt.tzinfo
+        else int(time.mktime(dt.timetuple())) * 1000 + (dt.microsecond // 1000)
     )
 
 

@@ -55,9 +55,7 @@ async def _names_by_addr(ctx: AdminContext) -> dict[str, str]:
 @_CLUSTER
 @_TOPIC
 @click.option("-r", "--readQueueNums", "read_queue_nums", type=click.IntRange(0, 1024), default=8)
-@click.option(
-    "-w", "--writeQueueNums", "write_queue_nums", type=click.IntRange(0, 1024), default=8
-)
+@click.option("-w", "--writeQueueNums", "write_queue_nums", type=click.IntRange(0, 1024), default=8)
 @click.option("-p", "--perm", type=PermType(), default=6, help="2 = W, 4 = R, 6 = RW.")
 @click.option("-o", "--order", type=click.BOOL, default=False, help="Ordered topic (true|false).")
 @click.option("-u", "--unit", type=click.BOOL, default=False, help="Unit topic (true|false).")
@@ -102,9 +100,7 @@ async def update_topic(
     )
     if order:
         names = await _names_by_addr(ctx)
-        conf = ";".join(
-            sorted(f"{names[a]}:{write_queue_nums}" for a in written if a in names)
-        )
+        conf = ";".join(sorted(f"{names[a]}:{write_queue_nums}" for a in written if a in names))
         if conf:
             await ctx.admin.put_kv_config(ORDER_TOPIC_CONFIG, topic, conf)
     data = {
@@ -120,8 +116,6 @@ async def update_topic(
     return View(data, lines=[f"create topic {topic} on {a} success" for a in written])
 
 
-
-
 @admin_command("deleteTopic", "Delete a topic.")
 @_TOPIC
 @click.option("-c", "--clusterName", "cluster", required=True, help="Cluster name.")
@@ -131,8 +125,6 @@ async def delete_topic(ctx: AdminContext, topic: str, cluster: str) -> View:
     await ctx.admin.delete_topic(topic, cluster=cluster)
     data = {"topic": topic, "cluster": cluster}
     return View(data, lines=[f"delete topic {topic} from cluster {cluster} success"])
-
-
 
 
 @admin_command("topicList", "Fetch all topics.")
@@ -169,8 +161,6 @@ async def topic_list(ctx: AdminContext, cluster_model: bool) -> View:
     return View({"topics": rows}, [table])
 
 
-
-
 @admin_command("topicRoute", "Examine a topic's route.")
 @_TOPIC
 async def topic_route(ctx: AdminContext, topic: str) -> View:
@@ -197,8 +187,6 @@ async def topic_route(ctx: AdminContext, topic: str) -> View:
         )
     lines = [f"order topic conf: {route.order_topic_conf}"] if route.order_topic_conf else []
     return View(route.to_json(), [brokers, queues], lines)
-
-
 
 
 @admin_command("topicStatus", "Examine a topic's queues.")
@@ -235,8 +223,6 @@ async def topic_status(ctx: AdminContext, topic: str) -> View:
     return View({"topic": topic, "queues": queues}, [table])
 
 
-
-
 @admin_command("topicClusterList", "The clusters hosting a topic.")
 @_TOPIC
 async def topic_cluster_list(ctx: AdminContext, topic: str) -> View:
@@ -246,8 +232,6 @@ async def topic_cluster_list(ctx: AdminContext, topic: str) -> View:
     return View(
         {"topic": topic, "clusters": clusters}, [Table(("Cluster",), [(c,) for c in clusters])]
     )
-
-
 
 
 @admin_command("updateTopicPerm", "Update a topic's permission.")
@@ -291,5 +275,3 @@ async def update_topic_perm(
         for c in changes
     ]
     return View({"topic": topic, "changes": changes}, lines=lines)
-
-

@@ -270,15 +270,27 @@ class Admin(AdminOps):
         consume_orderly: bool = False,
         consume_broadcast_enable: bool = True,
         consume_enable: bool = True,
+        consume_from_min_enable: bool = True,
+        broker_id: int = 0,
+        which_broker_when_consume_slowly: int = 1,
+        notify_consumer_ids_changed_enable: bool = True,
     ) -> list[str]:
-        """Create or update a consumer group (``updateSubGroup``); returns the brokers."""
+        """Create or update a consumer group (``updateSubGroup``); returns the brokers.
+
+        The keyword arguments are ``SubscriptionGroupConfig``'s fields (RocketMQ's names in
+        snake case; ``consume_orderly`` is ``consumeMessageOrderly``).
+        """
         config = SubscriptionGroupConfig(
             group_name=group,
             consume_enable=consume_enable,
+            consume_from_min_enable=consume_from_min_enable,
             consume_broadcast_enable=consume_broadcast_enable,
             consume_message_orderly=consume_orderly,
             retry_queue_nums=retry_queue_nums,
             retry_max_times=retry_max_times,
+            broker_id=broker_id,
+            which_broker_when_consume_slowly=which_broker_when_consume_slowly,
+            notify_consumer_ids_changed_enable=notify_consumer_ids_changed_enable,
         )
         addrs = [broker_addr] if broker_addr else await self._masters(cluster)
         await self._each(
@@ -287,16 +299,23 @@ class Admin(AdminOps):
         return addrs
 
     async def delete_group(
-        self, group: str, *, cluster: str | None = None, clean_offset: bool = True
-    ) -> None:
-        """Delete a consumer group from the masters of a cluster (all by default)."""
-        addrs = await self._masters(cluster)
+        self,
+        group: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        clean_offset: bool = True,
+    ) -> list[str]:
+        """Delete a consumer group from one broker or the masters of a cluster (all by
+        default); returns the brokers."""
+        addrs = [broker_addr] if broker_addr else await self._masters(cluster)
         await self._each(
             addrs,
             lambda a: self.api.delete_subscription_group(
                 a, group, clean_offset=clean_offset, timeout_ms=self.timeout_ms
             ),
         )
+        return addrs
 
     async def group_config(self, group: str, broker_addr: str) -> SubscriptionGroupConfig:
         """A consumer group's configuration on one broker."""
