@@ -343,17 +343,23 @@ async def _read_queue(
 async def _range(
     ctx: AdminContext, mq: Any, begin_ms: int | None, end_ms: int | None
 ) -> tuple[int, int]:
+    """Offsets [lo, hi) that hold every message of ``mq`` stored in [begin, end) (a few
+    more at the edges: the broker's time search answers the nearest message, so callers
+    filter by store time too)."""
     lo = (
         await ctx.admin.search_offset(mq, begin_ms)
         if begin_ms is not None
         else await ctx.admin.min_offset(mq)
     )
-    hi = (
-        await ctx.admin.search_offset(mq, end_ms)
-        if end_ms is not None
-        else await ctx.admin.max_offset(mq)
-    )
+    hi = await ctx.admin.max_offset(mq)
+    if end_ms is not None:
+        hi = min(hi, await ctx.admin.search_offset(mq, end_ms) + 1)
     return lo, hi
+
+
+def _in_time(msg: Any, begin_ms: int | None, end_ms: int | None) -> bool:
+    stored: int = msg.store_timestamp_ms
+    return (begin_ms is None or stored >= begin_ms) and (end_ms is None or stored < end_ms)
 
 
 def _tag_filter(expression: str) -> set[str] | None:
@@ -389,7 +395,7 @@ async def print_msg(
     for mq, addr in await _queues(ctx, topic):
         lo, hi = await _range(ctx, mq, begin_ms, end_ms)
         for m in await _read_queue(ctx, mq, addr, TOOLS_CONSUMER_GROUP, lo, hi, hi - lo):
-            if tags is None or m.tags in tags:
+            if (tags is None or m.tags in tags) and _in_time(m, begin_ms, end_ms):
                 msgs.append(message_dict(m, charset=charset, body=print_body))
     return View({"topic": topic, "messages": msgs}, [_list_table(msgs, body=print_body)])
 
@@ -432,7 +438,7 @@ async def consume_message(
         got = await _read_queue(
             ctx, mq, addr, group or TOOLS_CONSUMER_GROUP, lo, hi, count - len(msgs)
         )
-        msgs.extend(message_dict(m) for m in got)
+        msgs.extend(message_dict(m) for m in got if _in_time(m, begin_ms, end_ms))
     return View({"topic": topic, "messages": msgs}, [_list_table(msgs, body=True)])
 
 

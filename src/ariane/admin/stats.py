@@ -35,7 +35,7 @@ def compute_24h_sum(data: Any) -> int:
 
 async def _item(ctx: AdminContext, addrs: list[str], name: str, key: str) -> tuple[float, int]:
     answers = await asyncio.gather(*(ctx.admin.broker_stats(a, name, key) for a in addrs))
-    tps = sum(d.stats_minute.tps for d in answers if d is not None)
+    tps = float(sum(d.stats_minute.tps for d in answers if d is not None))
     return tps, sum(compute_24h_sum(d) for d in answers)
 
 
