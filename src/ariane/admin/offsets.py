@@ -181,7 +181,7 @@ async def _reset(
         raise CommandFailed(f"topic {topic!r} does not exist") from None
     try:
         table = await ctx.admin.reset_offset_by_time(group, topic, timestamp_ms, force=force)
-        return "online", table
+        return "broker", table
     except ConsumerNotOnlineError:
         pass  # RocketMQ's fallback: commit the offsets directly (resetOffsetByTimeOld)
     try:
@@ -190,7 +190,7 @@ async def _reset(
         )
     except InvalidArgumentError as exc:
         raise CommandFailed(str(exc)) from None
-    return "offline", table
+    return "direct", table
 
 
 def _reset_view(
@@ -210,8 +210,8 @@ def _reset_view(
         "offsets": offsets,
     }
     how = (
-        "online consumers notified"
-        if mode == "online"
+        "reset by the brokers, online consumers notified"
+        if mode == "broker"
         else "no consumer online: offsets committed directly"
     )
     return View(data, [rows], [f"{what} group[{group}] topic[{topic}]: {how}"])
@@ -242,8 +242,10 @@ async def reset_offset_by_time(
 ) -> View:
     """Move GROUP's offsets of TOPIC to the first message stored at or after the time,
     without restarting consumers: every broker hosting the topic commits the new offsets
-    and tells the group's online clients (RESET_CONSUMER_CLIENT_OFFSET). With no client
-    online the offsets are committed directly (RocketMQ's resetOffsetByTimeOld)."""
+    and tells the group's online clients (RESET_CONSUMER_CLIENT_OFFSET). When a broker
+    refuses because no client is online (CONSUMER_NOT_ONLINE, brokers without
+    useServerSideResetOffset) the offsets are committed directly instead (RocketMQ's
+    resetOffsetByTimeOld). JSON "mode" says which: "broker" or "direct"."""
     mode, table = await _reset(ctx, group, topic, timestamp_ms, force)
     return _reset_view(group, topic, timestamp_ms, mode, table, "reset offsets of")
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from ariane.client.config import ClientConfig
-from ariane.client.message import MessageQueue
+from ariane.client.message import MessageExt, MessageQueue
 from ariane.errors import BrokerResponseError, InvalidArgumentError
 from ariane.remoting.protocol.bodies import ClusterInfo
 from ariane.remoting.protocol.codes import ResponseCode
@@ -51,6 +51,11 @@ class AdminOps:
     async def consume_stats(
         self, group: str, topic: str | None = None
     ) -> ConsumeStats:  # pragma: no cover
+        raise NotImplementedError
+
+    async def query_message_by_offset(
+        self, mq: MessageQueue, offset: int
+    ) -> MessageExt | None:  # pragma: no cover
         raise NotImplementedError
 
     # -- helpers --------------------------------------------------------------------------------
@@ -224,6 +229,34 @@ class AdminOps:
         )
         return sorted(addrs)
 
+    async def first_offset_at_or_after(self, mq: MessageQueue, addr: str, timestamp_ms: int) -> int:
+        """The first offset of ``mq`` stored at or after ``timestamp_ms`` (the queue's end when
+        none is): SEARCH_OFFSET_BY_TIMESTAMP answers the message *nearest* to the time, as
+        RocketMQ's ``getOffsetInQueueByTime`` does, so its answer is checked and moved by
+        reading the store times around it."""
+        lo = await self.api.get_min_offset(addr, mq.topic, mq.queue_id, self.timeout_ms)
+        hi = await self.api.get_max_offset(addr, mq.topic, mq.queue_id, self.timeout_ms)
+        offset = await self.api.search_offset(
+            addr, mq.topic, mq.queue_id, timestamp_ms, timeout_ms=self.timeout_ms
+        )
+        offset = min(max(offset, lo), hi)
+
+        async def stored_at(o: int) -> int | None:
+            msg = await self.query_message_by_offset(mq, o)
+            return None if msg is None else msg.store_timestamp_ms
+
+        while offset < hi:
+            stored = await stored_at(offset)
+            if stored is None or stored >= timestamp_ms:
+                break
+            offset += 1
+        while offset > lo:
+            stored = await stored_at(offset - 1)
+            if stored is None or stored < timestamp_ms:
+                break
+            offset -= 1
+        return offset
+
     async def reset_offset_by_time_offline(
         self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
     ) -> dict[MessageQueue, int]:
@@ -255,9 +288,7 @@ class AdminOps:
             if timestamp_ms == -1:
                 target = wrapper.broker_offset
             else:
-                target = await self.api.search_offset(
-                    addr, topic, mq.queue_id, timestamp_ms, timeout_ms=self.timeout_ms
-                )
+                target = await self.first_offset_at_or_after(mq, addr, timestamp_ms)
             if force or target <= wrapper.consumer_offset:
                 await self.api.update_consumer_offset(
                     addr, group, topic, mq.queue_id, target, timeout_ms=self.timeout_ms
