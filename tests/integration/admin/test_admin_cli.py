@@ -46,7 +46,8 @@ def test_topic_commands(cli: Cli, cluster: Cluster) -> None:
     ] == [("broker-a", 3, 3, 6)]
     assert data["brokerDatas"][0]["brokerAddrs"] == {"0": cluster.broker_addr()}
     table = cli("topicRoute", "-t", "CliTopic").stdout
-    assert "broker-a" in table and "6 (RW-)" in table
+    assert "broker-a" in table
+    assert "6 (RW-)" in table
 
     assert "CliTopic" in cli("topicList", "--json").json()["topics"]
     rows = cli("topicList", "-c", "--json").json()["topics"]
@@ -186,11 +187,14 @@ def test_cluster_and_broker_commands(cli: Cli, cluster: Cluster) -> None:
     for key in ("inTps", "outTps", "version", "hoursOfData", "commitLogDiskRatio", "inTotalToday"):
         assert key in row
     table = cli("clusterList").stdout
-    assert "InTPS(LOAD)" in table and "OutTPS(LOAD)" in table and "broker-a" in table
+    assert "InTPS(LOAD)" in table
+    assert "OutTPS(LOAD)" in table
+    assert "broker-a" in table
     assert "InTotalToday" in cli("clusterList", "-m").stdout
 
     status = cli("brokerStatus", "-b", addr, "--json").json()["brokers"][addr]
-    assert status["brokerName"] == "broker-a" and "putTps" in status
+    assert status["brokerName"] == "broker-a"
+    assert "putTps" in status
     assert cli("brokerStatus", "-c", "DefaultCluster", "--json").json()["brokers"].keys() == {addr}
     config = cli("getBrokerConfig", "-c", "DefaultCluster", "--json").json()["brokers"][addr]
     assert config["brokerName"] == "broker-a"
@@ -244,7 +248,8 @@ def test_stats_commands(cli: Cli, cluster: Cluster) -> None:
     assert "NO_CONSUMER" in cli("statsAll", "-a").stdout
     assert "CliStats" in {r["topic"] for r in cli("statsAll", "-a", "--json").json()["rows"]}
     stats = cli("brokerConsumeStats", "-b", cluster.broker_addr(), "--json").json()
-    assert stats["brokerAddr"] == cluster.broker_addr() and isinstance(stats["queues"], list)
+    assert stats["brokerAddr"] == cluster.broker_addr()
+    assert isinstance(stats["queues"], list)
 
 
 def test_write_permission(cli: Cli, cluster: Cluster) -> None:
@@ -256,7 +261,8 @@ def test_write_permission(cli: Cli, cluster: Cluster) -> None:
     assert cli("sendMessage", "-t", "CliPerm", "-p", "before").exit_code == 0
 
     wiped = cli("wipeWritePerm", "-b", "broker-a", "--json").json()
-    assert wiped["brokerName"] == "broker-a" and wiped["topicCounts"][cluster.namesrv_addr] >= 1
+    assert wiped["brokerName"] == "broker-a"
+    assert wiped["topicCounts"][cluster.namesrv_addr] >= 1
     assert route_perm(cli, "CliPerm") == 4
     one_error_line(cli("sendMessage", "-t", "CliPerm", "-p", "during"))
     assert (
@@ -301,7 +307,9 @@ def test_errors_and_help(cli: Cli) -> None:
     assert cli("TOPICLIST", "--json").exit_code == 0
     for name in COMMANDS:
         r = cli(name, "--help", namesrv=False)
-        assert r.exit_code == 0 and "--namesrvAddr" in r.stdout and "--json" in r.stdout, name
+        assert r.exit_code == 0, name
+        assert "--namesrvAddr" in r.stdout, name
+        assert "--json" in r.stdout, name
 
 
 def test_console_script(cluster: Cluster) -> None:

@@ -70,12 +70,18 @@ def test_cells_and_tables() -> None:
     out = io.StringIO()
     view = View(
         {"x": 1},
-        [Table(("Name", "Count"), [("a", 1), ("b", None)], title="T", numeric=frozenset({"Count"}))],
+        [
+            Table(
+                ("Name", "Count"), [("a", 1), ("b", None)], title="T", numeric=frozenset({"Count"})
+            )
+        ],
         ["done"],
     )
     render_text(view, out)
     text = out.getvalue()
-    assert "Name" in text and "Count" in text and "T" in text
+    assert "Name" in text
+    assert "Count" in text
+    assert "T" in text
     assert text.rstrip().endswith("done")
     lines = [line.rstrip() for line in text.splitlines()]
     assert any(line.endswith(" 1") for line in lines)  # right-aligned number
@@ -104,16 +110,15 @@ def test_broker_row_from_runtime_info() -> None:
     row = broker_row("C", "b", 0, "h:1", rt, now_ms=1_000 + 7_200_000)
     assert (row["inTps"], row["outTps"], row["hoursOfData"]) == (12.5, 3.25, 2.0)
     assert (row["inTotalYesterday"], row["inTotalToday"]) == (15, 15)
-    assert row["commitLogDiskRatio"] == 0.42 and row["activated"] is True
+    assert row["commitLogDiskRatio"] == 0.42
+    assert row["activated"] is True
     assert broker_row("C", "b", 0, "h:1", None, 0)["reachable"] is False
     assert broker_row("C", "b", 0, "h:1", {"putTps": "garbage"}, 0)["inTps"] == 0.0
 
 
 def test_compute_24h_sum_prefers_the_longest_window() -> None:
     def data(minute: int, hour: int, day: int) -> BrokerStatsData:
-        return BrokerStatsData(
-            BrokerStatsItem(minute), BrokerStatsItem(hour), BrokerStatsItem(day)
-        )
+        return BrokerStatsData(BrokerStatsItem(minute), BrokerStatsItem(hour), BrokerStatsItem(day))
 
     assert compute_24h_sum(data(1, 2, 3)) == 3
     assert compute_24h_sum(data(1, 2, 0)) == 2
@@ -166,7 +171,8 @@ def test_bad_flags_give_one_line_and_status_2(argv: list[str], needle: str) -> N
     result = CliRunner().invoke(admin, argv, prog_name="mqadmin")
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert len(lines) == 1, result.stderr
+    assert needle in lines[0], result.stderr
     assert result.stdout == ""
 
 
