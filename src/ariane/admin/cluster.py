@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
@@ -176,16 +177,26 @@ async def _targets(ctx: AdminContext, broker_addr: str | None, cluster: str | No
     return addrs
 
 
+async def _per_broker_tables(
+    ctx: AdminContext,
+    broker_addr: str | None,
+    cluster: str | None,
+    fetch: Callable[[str], Awaitable[dict[str, str]]],
+) -> View:
+    """One key/value table per target broker: ``{"brokers": {addr: {key: value}}}``."""
+    addrs = await _targets(ctx, broker_addr, cluster)
+    tables = await asyncio.gather(*(fetch(a) for a in addrs))
+    by_addr = dict(zip(addrs, tables, strict=True))
+    return View({"brokers": by_addr}, [kv_table(t, title=a) for a, t in by_addr.items()])
+
+
 @admin_command("brokerStatus", "A broker's runtime statistics.")
 @_BROKER
 @_CLUSTER
 async def broker_status(ctx: AdminContext, broker_addr: str | None, cluster: str | None) -> View:
     """The runtime statistics table (GET_BROKER_RUNTIME_INFO) of one broker (-b) or the
     masters of a cluster (-c)."""
-    addrs = await _targets(ctx, broker_addr, cluster)
-    tables = await asyncio.gather(*(ctx.admin.broker_runtime_info(a) for a in addrs))
-    by_addr = dict(zip(addrs, tables, strict=True))
-    return View({"brokers": by_addr}, [kv_table(t, title=a) for a, t in by_addr.items()])
+    return await _per_broker_tables(ctx, broker_addr, cluster, ctx.admin.broker_runtime_info)
 
 
 @admin_command("getBrokerConfig", "A broker's settings.")
@@ -195,10 +206,7 @@ async def get_broker_config(
     ctx: AdminContext, broker_addr: str | None, cluster: str | None
 ) -> View:
     """Every setting of one broker (-b) or of the masters of a cluster (-c)."""
-    addrs = await _targets(ctx, broker_addr, cluster)
-    configs = await asyncio.gather(*(ctx.admin.broker_config(a) for a in addrs))
-    by_addr = dict(zip(addrs, configs, strict=True))
-    return View({"brokers": by_addr}, [kv_table(c, title=a) for a, c in by_addr.items()])
+    return await _per_broker_tables(ctx, broker_addr, cluster, ctx.admin.broker_config)
 
 
 @admin_command("updateBrokerConfig", "Change (and persist) a broker setting.")

@@ -133,6 +133,16 @@ async def _consume_directly(ctx: AdminContext, msg: Any, group: str, client_id: 
     )
 
 
+async def _messages_view(
+    ctx: AdminContext, msgs: list[Any], group: str | None, client_id: str | None
+) -> View:
+    """The found messages in detail, or (``-g``/``-d``) the first one consumed directly."""
+    if group is not None and client_id is not None:
+        return await _consume_directly(ctx, msgs[0], group, client_id)
+    dicts = [message_dict(m) for m in msgs]
+    return View({"messages": dicts}, [_detail(d) for d in dicts])
+
+
 @admin_command("queryMsgById", "Query a message by its offset message id.")
 @click.option("-i", "--msgId", "msg_ids", required=True, help="offsetMsgId(s), comma-separated.")
 @click.option("-t", "--topic", help="Topic (lets -i be a unique key too).")
@@ -168,10 +178,7 @@ async def query_msg_by_id(
         except ArianeError as exc:
             raise CommandFailed(f"message {msg_id} not found ({exc})") from None
         found.append(msg)
-    if group is not None and client_id is not None:
-        return await _consume_directly(ctx, found[0], group, client_id)
-    dicts = [message_dict(m) for m in found]
-    return View({"messages": dicts}, [_detail(d) for d in dicts])
+    return await _messages_view(ctx, found, group, client_id)
 
 
 @admin_command("queryMsgByKey", "Query messages by key.")
@@ -238,10 +245,7 @@ async def query_msg_by_unique_key(
         raise CommandFailed(f"topic {topic!r} does not exist") from None
     except QueryNotFoundError:
         raise CommandFailed(f"no message with unique key {msg_id} in topic {topic}") from None
-    if group is not None and client_id is not None:
-        return await _consume_directly(ctx, msgs[0], group, client_id)
-    dicts = [message_dict(m) for m in msgs]
-    return View({"messages": dicts}, [_detail(d) for d in dicts])
+    return await _messages_view(ctx, msgs, group, client_id)
 
 
 @admin_command("queryMsgByOffset", "Query a message by queue offset.")
