@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import SparkSession
 
-from ariane.client import Message, MessageQueue, SyncAdmin, SyncProducer  # noqa: E402
-from ariane.spark.session import spark_session  # noqa: E402
-from tests.support.cluster import Cluster  # noqa: E402
+from ariane.client import Message, MessageQueue, SyncAdmin, SyncProducer
+from ariane.spark.session import spark_session
+from tests.support.cluster import Cluster
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("spark")]
 
 
 def _content(rows: list) -> list[tuple[bytes, str | None, str | None, tuple]]:  # type: ignore[type-arg]
-    return sorted((r.body, r.keys, r.tags, tuple(sorted((r.properties or {}).items()))) for r in rows)
+    return sorted(
+        (r.body, r.keys, r.tags, tuple(sorted((r.properties or {}).items()))) for r in rows
+    )
 
 
 def test_archive_then_replay_round_trips(
@@ -46,7 +48,8 @@ def test_archive_then_replay_round_trips(
     assert again.exit_code == 0, again.output
     assert "archived 6 messages" in again.output
     replayed = runner.invoke(
-        main, ["pipeline", "replay", "-n", ns, "--from", str(archive_dir), "--topic", dst, "--ordered"]
+        main,
+        ["pipeline", "replay", "-n", ns, "--from", str(archive_dir), "--topic", dst, "--ordered"],
     )
     assert replayed.exit_code == 0, replayed.output
     assert "replayed 30 messages" in replayed.output
@@ -80,7 +83,8 @@ def test_lag_report_numbers_and_chart(
     assert lags[0].oldest_unconsumed_ms == stored[2]
     png = tmp_path / "lag.png"
     result = CliRunner().invoke(
-        main, ["pipeline", "lag-report", "-n", ns, "--group", group, "--topic", topic, "--png", str(png)]
+        main,
+        ["pipeline", "lag-report", "-n", ns, "--group", group, "--topic", topic, "--png", str(png)],
     )
     assert result.exit_code == 0, result.output
     assert "spark_lag_group" in result.output

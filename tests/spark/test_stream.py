@@ -61,7 +61,9 @@ def test_offsets_limits_and_available_now(
     fresh = _reader(ns, "SparkStreamUnit")
     grown = fresh.latestOffset(final, ReadAllAvailable())
     assert "2" in grown["SparkStreamUnit"]["broker-a"]  # type: ignore[index]
-    planned = {(p.value.queue_id, p.value.start, p.value.end) for p in fresh.partitions(final, grown)}
+    planned = {
+        (p.value.queue_id, p.value.start, p.value.end) for p in fresh.partitions(final, grown)
+    }
     assert planned == {(0, 15, 17), (1, 15, 17)}  # queue 2 is still empty
     # a checkpoint past a queue's end is lost data
     beyond = offsets_to_nested({("SparkStreamUnit", "broker-a", 0): 1000})

@@ -40,7 +40,11 @@ def test_batch_write_ids_and_order(
         assert (r.tags, r.keys, r.properties) == (f"t{i % 2}", f"k{i} x{i}", {"seq": str(i)})
         assert r.msgId == message_id("job-1", 0, 0, i)
     for key in keys:
-        mine = sorted((r.queueId, r.queueOffset, int(r.properties["seq"])) for r in rows if r.body.startswith(key.encode()))
+        mine = sorted(
+            (r.queueId, r.queueOffset, int(r.properties["seq"]))
+            for r in rows
+            if r.body.startswith(key.encode())
+        )
         assert len({q for q, _, _ in mine}) == 1, f"{key} spread over queues"
         seqs = [s for _, _, s in mine]
         assert seqs == sorted(seqs), f"{key} out of order"
@@ -86,6 +90,8 @@ def test_stream_write_derives_ids_from_query_and_batch(
     for r in rows:
         i = int(r.body[1:])
         assert (r.tags, r.keys, r.properties) == ("A" if i % 2 else "B", f"k{i}", {"i": str(i)})
-    possible = {message_id(query.id, b, p, n) for b in range(3) for p in range(2) for n in range(20)}
+    possible = {
+        message_id(query.id, b, p, n) for b in range(3) for p in range(2) for n in range(20)
+    }
     assert {r.msgId for r in rows} <= possible
     assert len({r.msgId for r in rows}) == 20
