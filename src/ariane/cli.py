@@ -47,6 +47,7 @@ COMMANDS: dict[str, str] = {
     "broker": "ariane.broker.cli:broker",
     "standalone": "ariane.standalone:standalone",
     "admin": "ariane.admin.cli:admin",
+    "pipeline": "ariane.spark.cli:pipeline",
 }
 
 

@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "broker": "ariane.bench.broker:broker_bench",
     "semantics": "ariane.bench.semantics:semantics_bench",
     "producer": "ariane.bench.producer:producer_bench",
+    "spark": "ariane.bench.spark:spark_bench",
 }
 
 
