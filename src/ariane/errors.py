@@ -20,6 +20,7 @@ RocketMQ; exceptions mean bad input, corruption, transport failure or a broker r
     │   ├── ConnectionClosedError   the connection went away while a request was in flight
     │   └── ConnectError            could not connect
     ├── RequestTimeoutError         no response within the timeout
+    ├── DataLossError               messages a reader was asked for no longer exist
     ├── RequestError                a request cannot be served; the server answers (code, remark)
     │   └── HeaderFieldError        a custom-header field is missing or malformed (names the key)
     └── BrokerResponseError         a response code other than SUCCESS (code, remark);
@@ -40,6 +41,7 @@ __all__ = [
     "ConnectionClosedError",
     "ConnectionError_",
     "CorruptionError",
+    "DataLossError",
     "FilterEvaluationError",
     "FilterSyntaxError",
     "HeaderFieldError",
@@ -157,6 +159,13 @@ class RequestTimeoutError(ArianeError):
     """No response arrived within the timeout."""
 
     retriable: ClassVar[bool] = True
+
+
+class DataLossError(ArianeError):
+    """Messages a reader was asked for are gone (deleted by retention, a queue truncated).
+
+    Raised by readers that promise not to skip data silently (Spark's ``failOnDataLoss``).
+    """
 
 
 class RequestError(ArianeError):

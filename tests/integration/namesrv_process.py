@@ -33,14 +33,18 @@ class NamesrvProcess:
             text=True,
         )
         self.stderr_lines: list[str] = []
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._drain.start()
         self.port = self._wait_for_port()
         self.addr = f"127.0.0.1:{self.port}"
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr_lines.append(line)
+        try:
+            for line in self.proc.stderr:
+                self.stderr_lines.append(line)
+        except (ValueError, OSError):  # closed by kill() while a line was being read
+            pass
 
     def _wait_for_port(self) -> int:
         assert self.proc.stdout is not None
@@ -48,10 +52,13 @@ class NamesrvProcess:
 
         def read() -> None:
             assert self.proc.stdout is not None
-            for line in self.proc.stdout:
-                if "boot success" in line:
-                    found.append(int(line.rsplit(":", 1)[1]))
-                    return
+            try:
+                for line in self.proc.stdout:
+                    if "boot success" in line:
+                        found.append(int(line.rsplit(":", 1)[1]))
+                        return
+            except (ValueError, OSError):  # closed by kill() after a failed start
+                return
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
@@ -78,6 +85,7 @@ class NamesrvProcess:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
+        self._drain.join(5)  # the process is gone: its stderr is at EOF
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()

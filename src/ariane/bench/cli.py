@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "semantics": "ariane.bench.semantics:semantics_bench",
     "producer": "ariane.bench.producer:producer_bench",
     "consumer": "ariane.bench.consumer:consumer_bench",
+    "spark": "ariane.bench.spark:spark_bench",
 }
 
 

@@ -37,6 +37,7 @@ from ariane.remoting.protocol.bodies import (
 from ariane.remoting.protocol.client_bodies import MessageQueue
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.protocol.stats_bodies import BrokerStatsData, ConsumeStatsList
 
 __all__ = ["AdminRequests"]
 
@@ -113,6 +114,69 @@ class AdminRequests(RpcBase):
         """DELETE_KV_CONFIG."""
         header = h.DeleteKVConfigRequestHeader(namespace=namespace, key=key)
         await self.call_namesrv(RequestCode.DELETE_KV_CONFIG, header, timeout_ms=timeout_ms)
+
+    async def wipe_write_perm_of_broker(
+        self, namesrv_addr: str, broker_name: str, timeout_ms: int | None = None
+    ) -> int:
+        """WIPE_WRITE_PERM_OF_BROKER on one NameServer: how many topics lost write permission."""
+        response = await self.call(
+            namesrv_addr,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+            h.WipeWritePermOfBrokerRequestHeader(broker_name=broker_name),
+            timeout_ms=timeout_ms,
+        )
+        header = h.WipeWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields)
+        return header.wipe_topic_count
+
+    async def add_write_perm_of_broker(
+        self, namesrv_addr: str, broker_name: str, timeout_ms: int | None = None
+    ) -> int:
+        """ADD_WRITE_PERM_OF_BROKER on one NameServer: how many topics got write permission."""
+        response = await self.call(
+            namesrv_addr,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER,
+            h.AddWritePermOfBrokerRequestHeader(broker_name=broker_name),
+            timeout_ms=timeout_ms,
+        )
+        header = h.AddWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields)
+        return header.add_topic_count
+
+    async def get_namesrv_config(
+        self, namesrv_addr: str, timeout_ms: int | None = None
+    ) -> dict[str, str]:
+        """GET_NAMESRV_CONFIG on one NameServer: every setting as a string."""
+        response = await self.call(
+            namesrv_addr, RequestCode.GET_NAMESRV_CONFIG, timeout_ms=timeout_ms
+        )
+        return parse_properties((response.body or b"").decode("utf-8", "replace"))
+
+    async def update_namesrv_config(
+        self, namesrv_addr: str, properties: dict[str, str], timeout_ms: int | None = None
+    ) -> None:
+        """UPDATE_NAMESRV_CONFIG on one NameServer (applied and persisted by it)."""
+        body = format_properties(properties).encode()
+        await self.call(
+            namesrv_addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, body, timeout_ms=timeout_ms
+        )
+
+    async def put_kv_config_at(
+        self,
+        namesrv_addr: str,
+        namespace: str,
+        key: str,
+        value: str,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """PUT_KV_CONFIG on one given NameServer."""
+        header = h.PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+        await self.call(namesrv_addr, RequestCode.PUT_KV_CONFIG, header, timeout_ms=timeout_ms)
+
+    async def delete_kv_config_at(
+        self, namesrv_addr: str, namespace: str, key: str, timeout_ms: int | None = None
+    ) -> None:
+        """DELETE_KV_CONFIG on one given NameServer."""
+        header = h.DeleteKVConfigRequestHeader(namespace=namespace, key=key)
+        await self.call(namesrv_addr, RequestCode.DELETE_KV_CONFIG, header, timeout_ms=timeout_ms)
 
     # -- topics ---------------------------------------------------------------------------------
 
@@ -386,3 +450,34 @@ class AdminRequests(RpcBase):
         """UPDATE_BROKER_CONFIG: change settings at run time."""
         body = format_properties(properties).encode()
         await self.call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body, timeout_ms=timeout_ms)
+
+    async def view_broker_stats_data(
+        self, addr: str, stats_name: str, stats_key: str, timeout_ms: int | None = None
+    ) -> BrokerStatsData:
+        """VIEW_BROKER_STATS_DATA: minute/hour/day windows of one statistics item
+        (an unknown item raises ``BrokerResponseError`` SYSTEM_ERROR, as RocketMQ answers)."""
+        header = h.ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key)
+        response = await self.call(
+            addr, RequestCode.VIEW_BROKER_STATS_DATA, header, timeout_ms=timeout_ms
+        )
+        return BrokerStatsData.decode(_body(response, "BrokerStatsData"))
+
+    async def get_broker_consume_stats(
+        self, addr: str, *, is_order: bool = False, timeout_ms: int | None = None
+    ) -> ConsumeStatsList:
+        """GET_BROKER_CONSUME_STATS: the consume stats of every group on one broker."""
+        response = await self.call(
+            addr,
+            RequestCode.GET_BROKER_CONSUME_STATS,
+            h.GetConsumeStatsInBrokerHeader(is_order=is_order),
+            timeout_ms=timeout_ms,
+        )
+        return ConsumeStatsList.decode(_body(response, "ConsumeStatsList"))
+
+    async def clean_expired_consume_queue(self, addr: str, timeout_ms: int | None = None) -> None:
+        """CLEAN_EXPIRED_CONSUMEQUEUE: drop queues wholly below the CommitLog's minimum."""
+        await self.call(addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE, timeout_ms=timeout_ms)
+
+    async def trigger_delete_files(self, addr: str, timeout_ms: int | None = None) -> None:
+        """TRIGGER_DELETE_FILES: let the broker's cleaner delete expired CommitLog files now."""
+        await self.call(addr, RequestCode.TRIGGER_DELETE_FILES, timeout_ms=timeout_ms)

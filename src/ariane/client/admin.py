@@ -10,12 +10,12 @@ does. Writes (topics, groups) go to every master of a cluster unless a broker is
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from ariane.client._admin_ops import AdminOps
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
@@ -33,7 +33,7 @@ from ariane.remoting.protocol.admin_bodies import (
     SubscriptionGroupConfig,
     TopicStatsTable,
 )
-from ariane.remoting.protocol.bodies import ClusterInfo, TopicConfig
+from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
@@ -47,7 +47,7 @@ TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 T = TypeVar("T")
 
 
-class Admin:
+class Admin(AdminOps):
     """Cluster administration (asyncio); ``async with Admin(namesrv_addr=...) as admin:``.
 
     Args:
@@ -111,27 +111,6 @@ class Admin:
 
     # -- helpers --------------------------------------------------------------------------------
 
-    async def _each(self, addrs: Iterable[str], fn: Callable[[str], Awaitable[T]]) -> dict[str, T]:
-        addr_list = sorted(set(addrs))
-        results = await asyncio.gather(*(fn(a) for a in addr_list))
-        return dict(zip(addr_list, results, strict=True))
-
-    async def _masters(self, cluster: str | None) -> list[str]:
-        info = await self.cluster_info()
-        names: set[str] = set()
-        if cluster is None:
-            names = set(info.broker_addr_table)
-        elif cluster in info.cluster_addr_table:
-            names = set(info.cluster_addr_table[cluster])
-        else:
-            raise InvalidArgumentError(f"no cluster named {cluster!r}")
-        addrs = []
-        for name in names:
-            bd = info.broker_addr_table.get(name)
-            if bd is not None and bd.master_addr is not None:
-                addrs.append(bd.master_addr)
-        return sorted(addrs)
-
     @staticmethod
     def _route_masters(route: TopicRouteData) -> dict[str, str]:
         return {
@@ -148,11 +127,6 @@ class Admin:
         return addr
 
     # -- cluster --------------------------------------------------------------------------------
-
-    async def cluster_info(self) -> ClusterInfo:
-        """Every broker group (name -> addresses) and cluster (name -> broker names)."""
-        info: ClusterInfo = await self.api.get_cluster_info(self.timeout_ms)
-        return info
 
     async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
         """A broker's runtime statistics (``brokerStatus``)."""
@@ -181,6 +155,7 @@ class Admin:
         perm: int = PERM_READ | PERM_WRITE,
         order: bool = False,
         attributes: Mapping[str, str] | None = None,
+        topic_sys_flag: int = 0,
     ) -> list[str]:
         """Create or update a topic on one broker or every master of a cluster.
 
@@ -193,6 +168,7 @@ class Admin:
             perm: ``PermName`` bits (6 = read and write).
             order: mark the topic ordered.
             attributes: topic attributes (``{"message.type": "FIFO"}``).
+            topic_sys_flag: ``TopicSysFlag`` bits (unit topic, unit subscription).
 
         Returns:
             The broker addresses written to.
@@ -208,6 +184,7 @@ class Admin:
             perm=perm,
             order=order,
             attributes=dict(attributes or {}),
+            topic_sys_flag=topic_sys_flag,
         )
         addrs = [broker_addr] if broker_addr else await self._masters(cluster)
         if not addrs:
@@ -293,15 +270,27 @@ class Admin:
         consume_orderly: bool = False,
         consume_broadcast_enable: bool = True,
         consume_enable: bool = True,
+        consume_from_min_enable: bool = True,
+        broker_id: int = 0,
+        which_broker_when_consume_slowly: int = 1,
+        notify_consumer_ids_changed_enable: bool = True,
     ) -> list[str]:
-        """Create or update a consumer group (``updateSubGroup``); returns the brokers."""
+        """Create or update a consumer group (``updateSubGroup``); returns the brokers.
+
+        The keyword arguments are ``SubscriptionGroupConfig``'s fields (RocketMQ's names in
+        snake case; ``consume_orderly`` is ``consumeMessageOrderly``).
+        """
         config = SubscriptionGroupConfig(
             group_name=group,
             consume_enable=consume_enable,
+            consume_from_min_enable=consume_from_min_enable,
             consume_broadcast_enable=consume_broadcast_enable,
             consume_message_orderly=consume_orderly,
             retry_queue_nums=retry_queue_nums,
             retry_max_times=retry_max_times,
+            broker_id=broker_id,
+            which_broker_when_consume_slowly=which_broker_when_consume_slowly,
+            notify_consumer_ids_changed_enable=notify_consumer_ids_changed_enable,
         )
         addrs = [broker_addr] if broker_addr else await self._masters(cluster)
         await self._each(
@@ -310,16 +299,23 @@ class Admin:
         return addrs
 
     async def delete_group(
-        self, group: str, *, cluster: str | None = None, clean_offset: bool = True
-    ) -> None:
-        """Delete a consumer group from the masters of a cluster (all by default)."""
-        addrs = await self._masters(cluster)
+        self,
+        group: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        clean_offset: bool = True,
+    ) -> list[str]:
+        """Delete a consumer group from one broker or the masters of a cluster (all by
+        default); returns the brokers."""
+        addrs = [broker_addr] if broker_addr else await self._masters(cluster)
         await self._each(
             addrs,
             lambda a: self.api.delete_subscription_group(
                 a, group, clean_offset=clean_offset, timeout_ms=self.timeout_ms
             ),
         )
+        return addrs
 
     async def group_config(self, group: str, broker_addr: str) -> SubscriptionGroupConfig:
         """A consumer group's configuration on one broker."""

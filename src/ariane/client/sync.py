@@ -464,10 +464,19 @@ class SyncAdmin(_Blocking):
         )
 
     def delete_group(
-        self, group: str, *, cluster: str | None = None, clean_offset: bool = True
-    ) -> None:
+        self,
+        group: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        clean_offset: bool = True,
+    ) -> list[str]:
         """``Admin.delete_group``."""
-        self._run(self.admin.delete_group(group, cluster=cluster, clean_offset=clean_offset))
+        return self._run(
+            self.admin.delete_group(
+                group, cluster=cluster, broker_addr=broker_addr, clean_offset=clean_offset
+            )
+        )
 
     def group_config(self, group: str, broker_addr: str) -> SubscriptionGroupConfig:
         """``Admin.group_config``."""
@@ -536,3 +545,81 @@ class SyncAdmin(_Blocking):
     def query_message_by_offset(self, mq: MessageQueue, offset: int) -> MessageExt | None:
         """``Admin.query_message_by_offset``."""
         return self._run(self.admin.query_message_by_offset(mq, offset))
+
+    # -- operations (``AdminOps``) ------------------------------------------------------------
+
+    def master_addrs(self, cluster: str | None = None) -> list[str]:
+        """``Admin.master_addrs``."""
+        return self._run(self.admin.master_addrs(cluster))
+
+    def topic_clusters(self, topic: str) -> list[str]:
+        """``Admin.topic_clusters``."""
+        return self._run(self.admin.topic_clusters(topic))
+
+    def wipe_write_perm(self, broker_name: str) -> dict[str, int]:
+        """``Admin.wipe_write_perm``."""
+        return self._run(self.admin.wipe_write_perm(broker_name))
+
+    def add_write_perm(self, broker_name: str) -> dict[str, int]:
+        """``Admin.add_write_perm``."""
+        return self._run(self.admin.add_write_perm(broker_name))
+
+    def namesrv_config(self) -> dict[str, dict[str, str]]:
+        """``Admin.namesrv_config``."""
+        return self._run(self.admin.namesrv_config())
+
+    def update_namesrv_config(self, properties: Mapping[str, str]) -> list[str]:
+        """``Admin.update_namesrv_config``."""
+        return self._run(self.admin.update_namesrv_config(properties))
+
+    def put_kv_config(self, namespace: str, key: str, value: str) -> list[str]:
+        """``Admin.put_kv_config``."""
+        return self._run(self.admin.put_kv_config(namespace, key, value))
+
+    def delete_kv_config(self, namespace: str, key: str) -> list[str]:
+        """``Admin.delete_kv_config``."""
+        return self._run(self.admin.delete_kv_config(namespace, key))
+
+    def get_kv_config(self, namespace: str, key: str) -> str | None:
+        """``Admin.get_kv_config``."""
+        return self._run(self.admin.get_kv_config(namespace, key))
+
+    def broker_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> Any:
+        """``Admin.broker_stats`` (a ``BrokerStatsData`` or ``None``)."""
+        return self._run(self.admin.broker_stats(broker_addr, stats_name, stats_key))
+
+    def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False) -> Any:
+        """``Admin.broker_consume_stats`` (a ``ConsumeStatsList``)."""
+        return self._run(self.admin.broker_consume_stats(broker_addr, is_order=is_order))
+
+    def clean_expired_consume_queue(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        """``Admin.clean_expired_consume_queue``."""
+        return self._run(
+            self.admin.clean_expired_consume_queue(cluster=cluster, broker_addr=broker_addr)
+        )
+
+    def delete_expired_commit_log(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        """``Admin.delete_expired_commit_log``."""
+        return self._run(
+            self.admin.delete_expired_commit_log(cluster=cluster, broker_addr=broker_addr)
+        )
+
+    def clone_group_offset(
+        self, src_group: str, dest_group: str, topic: str, *, offline: bool = False
+    ) -> list[str]:
+        """``Admin.clone_group_offset``."""
+        return self._run(
+            self.admin.clone_group_offset(src_group, dest_group, topic, offline=offline)
+        )
+
+    def reset_offset_by_time_offline(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> dict[MessageQueue, int]:
+        """``Admin.reset_offset_by_time_offline``."""
+        return self._run(
+            self.admin.reset_offset_by_time_offline(group, topic, timestamp_ms, force=force)
+        )

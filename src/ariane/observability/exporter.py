@@ -13,6 +13,7 @@ instead of hanging it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -63,22 +64,30 @@ class LoopCollector(Collector):
         self.build = build
         self.timeout_s = timeout_s
 
-    async def _build(self) -> Built:
-        try:
-            return self.build()
-        except Exception:
-            logger.exception("building the metrics failed")
-            raise
-
     def collect(self) -> Iterable[Metric]:
         """Build the families on the loop (called on the HTTP thread).
+
+        The build runs as a plain callback, not a task: a scrape that gave up (timeout) leaves
+        nothing behind on the loop but a callback that sees the cancellation and returns.
 
         Raises:
             TimeoutError: the loop did not answer in time.
         """
-        if self.loop.is_closed():
+        future: concurrent.futures.Future[Built] = concurrent.futures.Future()
+
+        def build_on_loop() -> None:
+            if not future.set_running_or_notify_cancel():
+                return  # the scrape gave up waiting
+            try:
+                future.set_result(self.build())
+            except Exception as exc:
+                logger.exception("building the metrics failed")
+                future.set_exception(exc)
+
+        try:
+            self.loop.call_soon_threadsafe(build_on_loop)
+        except RuntimeError:  # the loop is closed: nothing to report
             return []
-        future = asyncio.run_coroutine_threadsafe(self._build(), self.loop)
         try:
             built = future.result(self.timeout_s)
         except TimeoutError:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 
 import numpy as np
 
@@ -278,57 +277,6 @@ class ConsumeQueue:
         """First queue offset of the file after the one holding ``index``."""
         units = self.file_size // CQ_UNIT_SIZE
         return index + units - index % units
-
-    def get_offset_in_queue_by_time(
-        self, timestamp_ms: int, store_time_of: Callable[[int, int], int], min_phy: int
-    ) -> int:
-        """``getOffsetInQueueByTime``: the queue offset whose store time is closest to ``ts``.
-
-        Binary search inside the file chosen by modification time, as RocketMQ does; returns
-        the entry with equal time, else the closer neighbour (left on ties).
-        """
-        mf = self.queue.get_mapped_file_by_time(timestamp_ms)
-        if mf is None:
-            return 0
-        low = self.min_logic_offset - mf.file_from_offset
-        low = max(low, 0)
-        high = mf.wrote_position - CQ_UNIT_SIZE
-        data = mf.read_from(0)
-        if data is None:
-            return 0
-        left = right = target = -1
-        left_value = right_value = -1
-        while high >= low:
-            mid = (low + high) // (2 * CQ_UNIT_SIZE) * CQ_UNIT_SIZE
-            off, size, _ = CQ_UNIT.unpack_from(data, mid)
-            if off < min_phy or _is_blank(off, size):
-                low = mid + CQ_UNIT_SIZE
-                left = mid
-                continue
-            store_time = store_time_of(off, size)
-            if store_time < 0:
-                return 0
-            if store_time == timestamp_ms:
-                target = mid
-                break
-            if store_time > timestamp_ms:
-                high = mid - CQ_UNIT_SIZE
-                right, right_value = mid, store_time
-            else:
-                low = mid + CQ_UNIT_SIZE
-                left, left_value = mid, store_time
-        if target == -1:
-            if left_value == -1:
-                target = right if right != -1 else left
-            elif right_value == -1:
-                target = left
-            else:
-                d_left = timestamp_ms - left_value
-                d_right = right_value - timestamp_ms
-                target = left if d_left <= d_right else right
-        if target < 0:
-            return self.min_offset_in_queue
-        return (mf.file_from_offset + target) // CQ_UNIT_SIZE
 
     # -- flushing and deletion -----------------------------------------------------------
     def flush(self, least_pages: int) -> bool:

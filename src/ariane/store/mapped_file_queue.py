@@ -215,14 +215,6 @@ class MappedFileQueue:
                     return mf
         return first if return_first_on_not_found else None
 
-    def get_mapped_file_by_time(self, timestamp_ms: int) -> MappedFile | None:
-        """The first file modified at or after ``timestamp_ms``, else the last file."""
-        files = self.files
-        for mf in files:
-            if mf.last_modified_ms() >= timestamp_ms:
-                return mf
-        return files[-1] if files else None
-
     @property
     def min_offset(self) -> int:
         """Start offset of the first file, -1 when there is none."""

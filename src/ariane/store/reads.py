@@ -236,14 +236,33 @@ class StoreReads:
             return -1
         return self.get_message_store_timestamp(topic, queue_id, cq.min_offset_in_queue)
 
-    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, ts_ms: int) -> int:
-        """Queue offset whose store time is closest to ``ts_ms`` (binary search), 0 if none."""
+    def get_offset_in_queue_by_time(
+        self, topic: str, queue_id: int, ts_ms: int, upper: bool = False
+    ) -> int:
+        """``getOffsetInQueueByTime`` with RocketMQ 5's boundary types: binary search on store
+        times, which only grow within a queue.
+
+        The lower boundary (the default) is the first offset stored at or after ``ts_ms``, the
+        max offset when every message is older; the upper boundary is the last offset stored
+        at or before ``ts_ms``, the min offset when every message is newer. Entries whose
+        CommitLog data is gone count as older than any time. 0 for an unknown queue.
+        """
         cq = self.get_consume_queue(topic, queue_id)
         if cq is None:
             return 0
-        return cq.get_offset_in_queue_by_time(
-            ts_ms, self.commit_log.pickup_store_timestamp, self.commit_log.min_offset
-        )
+        lo, hi = cq.min_offset_in_queue, cq.max_offset_in_queue
+        first, end = lo, hi
+        # first offset whose time is > ts (upper) or >= ts (lower)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            stored = self.get_message_store_timestamp(topic, queue_id, mid)
+            if stored >= 0 and (stored > ts_ms if upper else stored >= ts_ms):
+                hi = mid
+            else:
+                lo = mid + 1
+        if not upper:
+            return lo
+        return max(first, lo - 1) if end > first else first
 
     # -- key query -----------------------------------------------------------------------
     def query_by_key(

@@ -17,9 +17,16 @@ from rocketmq.ffi import MessageModel
 PROPS = ("UNIQ_KEY", "KEYS", "TAGS", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "REAL_TOPIC", "DELAY")
 
 
+_EMIT_LOCK = threading.Lock()
+
+
 def emit(**fields):
-    sys.stdout.write(json.dumps(fields) + "\n")
-    sys.stdout.flush()
+    # one line per call, whole: the C++ client calls back from several threads, and writes of
+    # long lines from two threads to sys.stdout can interleave
+    line = json.dumps(fields) + "\n"
+    with _EMIT_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def text(value):

@@ -154,8 +154,18 @@ def test_lookups_and_offset_queries(tmp_path: Path) -> None:
         assert (await b.answer(RequestCode.GET_MIN_OFFSET, tq)).ext_fields["offset"] == "0"
         r = await b.answer(RequestCode.GET_EARLIEST_MSG_STORETIME, tq)
         assert int(r.ext_fields["timestamp"]) == ts
-        r = await b.answer(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {**tq, "timestamp": str(ts)})
+        search = {**tq, "timestamp": str(ts)}
+        r = await b.answer(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, search)
         assert r.ext_fields["offset"] == "0"
+        later = {**tq, "timestamp": str(ts + 1)}
+        r = await b.answer(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, later)
+        assert r.ext_fields["offset"] == "1"  # lower boundary: nothing at or after: the max
+        r = await b.answer(
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {**later, "boundaryType": "UPPER"}
+        )
+        assert r.ext_fields["offset"] == "0"  # upper boundary: the last one at or before
+        r = await b.answer(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {**later, "boundaryType": "mid"})
+        assert r.code == ResponseCode.INVALID_PARAMETER
         await b.stop()
 
     run(main())

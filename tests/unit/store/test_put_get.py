@@ -242,12 +242,18 @@ def test_time_lookups(tmp_path: Path) -> None:
             times.append(store.put_message(msg()).store_timestamp_ms)
             clock.advance(1000)
         assert store.wait_dispatched()
-        assert store.get_offset_in_queue_by_time("TopicA", 0, times[7]) == 7
-        assert store.get_offset_in_queue_by_time("TopicA", 0, times[7] + 300) == 7
-        assert store.get_offset_in_queue_by_time("TopicA", 0, times[7] + 700) == 8
-        assert store.get_offset_in_queue_by_time("TopicA", 0, times[0] - 10_000) == 0
-        assert store.get_offset_in_queue_by_time("TopicA", 0, times[-1] + 10_000) == 19
-        assert store.get_offset_in_queue_by_time("Nope", 0, 1) == 0
+        by_time = store.get_offset_in_queue_by_time
+        assert by_time("TopicA", 0, times[7]) == 7
+        assert by_time("TopicA", 0, times[7] + 300) == 8  # first stored at or after
+        assert by_time("TopicA", 0, times[7] + 700) == 8
+        assert by_time("TopicA", 0, times[0] - 10_000) == 0
+        assert by_time("TopicA", 0, times[-1] + 10_000) == 20  # all older: the max offset
+        assert by_time("TopicA", 0, times[7], upper=True) == 7
+        assert by_time("TopicA", 0, times[7] + 300, upper=True) == 7  # last at or before
+        assert by_time("TopicA", 0, times[7] - 1, upper=True) == 6
+        assert by_time("TopicA", 0, times[0] - 10_000, upper=True) == 0  # all newer: the min
+        assert by_time("TopicA", 0, times[-1] + 10_000, upper=True) == 19
+        assert by_time("Nope", 0, 1) == 0
         assert store.get_earliest_message_time("TopicA", 0) == times[0]
         assert store.get_message_store_timestamp("TopicA", 0, 5) == times[5]
         assert store.get_message_store_timestamp("TopicA", 0, 99) == -1

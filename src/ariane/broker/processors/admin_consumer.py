@@ -332,25 +332,12 @@ class AdminConsumerProcessor:
             elif header.timestamp == -1:
                 target = hi
             else:
-                target = self._first_at_or_after(topic, queue_id, lo, hi, header.timestamp)
+                target = store.get_offset_in_queue_by_time(topic, queue_id, header.timestamp)
             current = broker.offsets.query(header.group, topic, queue_id)
             if not header.is_force and 0 <= current <= target:
                 target = current
             table[MessageQueue(topic, broker.config.broker_name, queue_id)] = max(0, target)
         return table
-
-    def _first_at_or_after(self, topic: str, queue_id: int, lo: int, hi: int, ts: int) -> int:
-        """The first queue offset in [lo, hi) stored at or after ``ts`` (``hi`` if none):
-        binary search on store times, which only grow within a queue."""
-        store = self.broker.store
-        while lo < hi:
-            mid = (lo + hi) // 2
-            stored = store.get_message_store_timestamp(topic, queue_id, mid)
-            if stored >= 0 and stored >= ts:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
 
     def _tell_clients_to_reset(
         self, infos: Any, header: h.ResetOffsetRequestHeader, table: dict[MessageQueue, int]

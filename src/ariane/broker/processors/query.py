@@ -91,10 +91,18 @@ class QueryMessageProcessor:
         return ok(h.GetMinOffsetResponseHeader(offset=offset).to_ext_fields())
 
     def search_offset(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-        """SEARCH_OFFSET_BY_TIMESTAMP (29): the offset whose store time is closest."""
+        """SEARCH_OFFSET_BY_TIMESTAMP (29): with ``boundaryType`` "lower" (the default) the
+        first offset stored at or after the time, with "upper" the last one at or before it
+        (RocketMQ 5; 4.x answered the closest entry)."""
         header = h.SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        boundary = (header.boundary_type or "lower").lower()
+        if boundary not in ("lower", "upper"):
+            return error(
+                ResponseCode.INVALID_PARAMETER,
+                f"boundaryType must be lower or upper, not {header.boundary_type!r}",
+            )
         offset = self.store.get_offset_in_queue_by_time(
-            header.topic, header.queue_id, header.timestamp
+            header.topic, header.queue_id, header.timestamp, upper=boundary == "upper"
         )
         return ok(h.SearchOffsetResponseHeader(offset=offset).to_ext_fields())
 

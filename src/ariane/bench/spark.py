@@ -1,0 +1,111 @@
+"""``ariane bench spark``: rows/s of the ``ariane`` Spark data source next to Parquet.
+
+Against a running cluster (``ariane standalone``): writes ``--rows`` messages of ``--size``
+bytes into a fresh topic with a batch ``df.write.format("ariane")``, reads them back with
+``spark.read.format("ariane")`` (every column materialised: the sum of body lengths and a
+count of distinct message ids), then writes and reads the same rows as Parquet on local disk.
+Prints rows/s and MB/s (body bytes) for the four steps.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+__all__ = ["spark_bench"]
+
+
+@click.command("spark")
+@click.option("--nameserver", "-n", default="127.0.0.1:9876", show_default=True)
+@click.option("--rows", default=1_000_000, show_default=True, help="Messages to write and read.")
+@click.option("--size", default=1024, show_default=True, help="Body bytes per message.")
+@click.option("--queues", default=8, show_default=True, help="Queues of the benchmark topic.")
+@click.option("--partitions", default=8, show_default=True, help="Spark partitions of the write.")
+@click.option("--master", default="local[*]", show_default=True)
+@click.option("--topic", default=None, help="Topic name [default: BenchSpark<time>].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON line at the end.")
+def spark_bench(
+    nameserver: str,
+    rows: int,
+    size: int,
+    queues: int,
+    partitions: int,
+    master: str,
+    topic: str | None,
+    as_json: bool,
+) -> None:
+    """Batch write and read throughput of the ariane data source vs Parquet."""
+    from pyspark.sql import functions as F
+
+    from ariane.client import SyncAdmin
+    from ariane.spark.session import spark_session
+
+    topic = topic or f"BenchSpark{int(time.time())}"
+    with SyncAdmin(namesrv_addr=nameserver) as admin:
+        admin.create_topic(topic, read_queue_nums=queues, write_queue_nums=queues)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if admin.topic_route(topic).queue_datas:
+                    break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
+    spark = spark_session(master, "ariane-bench-spark", {"spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    # bodies: the row number padded to ``size`` bytes (distinct, incompressible enough)
+    source = (
+        spark.range(rows, numPartitions=partitions)
+        .select(F.expr(f"cast(rpad(cast(id as string), {size}, 'x') as binary)").alias("body"))
+        .cache()
+    )
+    source.count()
+    mb = rows * size / 1e6
+    results: dict[str, float] = {}
+
+    def timed(name: str, action: object) -> None:
+        started = time.perf_counter()
+        action()  # type: ignore[operator]
+        elapsed = time.perf_counter() - started
+        results[f"{name}_rows_per_s"] = rows / elapsed
+        click.echo(
+            f"{name:14s} {rows / elapsed:12,.0f} rows/s {mb / elapsed:8.1f} MB/s {elapsed:8.1f} s"
+        )
+
+    timed(
+        "ariane write",
+        lambda: (
+            source.write.format("ariane")
+            .option("nameserver", nameserver)
+            .option("topic", topic)
+            .mode("append")
+            .save()
+        ),
+    )
+
+    def read_ariane() -> None:
+        df = (
+            spark.read.format("ariane")
+            .option("nameserver", nameserver)
+            .option("topic", topic)
+            .load()
+        )
+        got = df.agg(F.count("*").alias("n"), F.sum(F.length("body")).alias("b")).collect()[0]
+        if got["n"] != rows:
+            raise click.ClickException(f"read {got['n']} rows, expected {rows}")
+
+    timed("ariane read", read_ariane)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "bench.parquet")
+        timed("parquet write", lambda: source.write.parquet(path))
+        timed(
+            "parquet read",
+            lambda: spark.read.parquet(path).agg(F.count("*"), F.sum(F.length("body"))).collect(),
+        )
+    if as_json:
+        click.echo(json.dumps({"rows": rows, "size": size, **results}))

@@ -1,0 +1,320 @@
+"""The blocking client side of the Spark connector: offsets on the driver, pulls on executors.
+
+How it works: everything talks to the cluster through one ``ariane.client.Admin`` per
+process and NameServer, living on the SDK's background event loop
+(``ariane.client.sync.background_loop``) and kept for the life of the process, so a reused
+Spark Python worker keeps its connections from task to task. Blocking methods run one
+coroutine each on that loop; per-queue requests of one call run concurrently there.
+
+* ``ClusterOffsets`` (driver): the readable queues of the topics (from the NameServer route,
+  narrowed by ``assign``), their min/max offsets, the first offset stored at or after a
+  time, and committing offsets to a consumer group.
+* ``QueueReader`` (executors): pulls one queue range ``[start, end)`` with PULL_MESSAGE
+  (RocketMQ's ``DefaultLitePullConsumer.pull`` without a rebalance: the range is the
+  assignment), keeping the next pull in flight while the caller converts the previous
+  batch. Lost data (offsets below the queue's minimum, a queue shorter than planned) raises
+  ``DataLossError`` when ``failOnDataLoss`` holds, else is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+from ariane.client.admin import Admin
+from ariane.client.message import MessageExt, MessageQueue, PullResult, PullStatus
+from ariane.client.sync import background_loop
+from ariane.common.sysflag import PERM_READ, PULL_SUBSCRIPTION
+from ariane.errors import DataLossError, InvalidArgumentError, RemoteProtocolError
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
+from ariane.spark.options import QueueKey, SourceOptions, Subscription
+from ariane.spark.planning import QueueRange
+
+__all__ = ["ClusterOffsets", "QueueReader", "shared_admin"]
+
+logger = logging.getLogger(__name__)
+
+_admins: dict[tuple[int, str], Admin] = {}
+_admins_lock = threading.Lock()
+#: How often a pull that finds nothing below the planned end is retried before it counts
+#: as lost data (the queue's max offset can lag a moment behind after a broker restart).
+_EMPTY_PULL_RETRIES = 5
+
+
+def shared_admin(nameserver: str, timeout_ms: int = 10_000) -> Admin:
+    """The process's started ``Admin`` for ``nameserver`` (created on first use)."""
+    key = (os.getpid(), nameserver)
+    with _admins_lock:
+        admin = _admins.get(key)
+        if admin is None:
+            admin = Admin(namesrv_addr=nameserver, timeout_ms=timeout_ms)
+            background_loop().run(admin.start())
+            _admins[key] = admin
+        return admin
+
+
+def broker_addrs(route: TopicRouteData) -> dict[str, str]:
+    """Broker name -> address to read from: the master, else the lowest-id slave."""
+    out = {}
+    for bd in route.broker_datas:
+        if MASTER_ID in bd.broker_addrs:
+            out[bd.broker_name] = bd.broker_addrs[MASTER_ID]
+        elif bd.broker_addrs:
+            out[bd.broker_name] = bd.broker_addrs[min(bd.broker_addrs)]
+    return out
+
+
+def pull_header(
+    group: str, key: QueueKey, offset: int, max_nums: int, sub: Subscription
+) -> h.PullMessageRequestHeader:
+    """A PULL_MESSAGE header that carries its own subscription (no heartbeat needed)."""
+    return h.PullMessageRequestHeader(
+        consumer_group=group,
+        topic=key[0],
+        queue_id=key[2],
+        queue_offset=offset,
+        max_msg_nums=max_nums,
+        sys_flag=PULL_SUBSCRIPTION,
+        commit_offset=0,
+        suspend_timeout_millis=0,
+        sub_version=0,
+        subscription=sub.expression,
+        expression_type=sub.expression_type,
+        broker_name=key[1],
+    )
+
+
+class ClusterOffsets:
+    """Driver-side queries of a read's queues (blocking).
+
+    Args:
+        opts: the source options (NameServer, topics or assign, group, timeouts).
+    """
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self.admin = shared_admin(opts.nameserver, opts.timeout_ms)
+        self._bg = background_loop()
+        self.addrs: dict[QueueKey, str] = {}
+
+    def queues(self) -> dict[QueueKey, str]:
+        """Readable queues of the read (sorted) -> broker address; refreshes ``addrs``.
+
+        Raises:
+            TopicNotExistError: a topic has no route.
+        """
+
+        async def go() -> dict[QueueKey, str]:
+            routes = await asyncio.gather(
+                *(self.admin.topic_route(t) for t in self.opts.all_topics)
+            )
+            out: dict[QueueKey, str] = {}
+            for topic, route in zip(self.opts.all_topics, routes, strict=True):
+                addrs = broker_addrs(route)
+                for qd in route.queue_datas:
+                    if not qd.perm & PERM_READ or qd.broker_name not in addrs:
+                        continue
+                    for qid in range(qd.read_queue_nums):
+                        key = (topic, qd.broker_name, qid)
+                        if self.opts.selects(key):
+                            out[key] = addrs[qd.broker_name]
+            return dict(sorted(out.items()))
+
+        self.addrs = self._bg.run(go())
+        return self.addrs
+
+    def bounds(self, keys: list[QueueKey]) -> tuple[dict[QueueKey, int], dict[QueueKey, int]]:
+        """(min offsets, max offsets) of ``keys`` (max = the next offset to be written)."""
+        api = self.admin.api
+        timeout = self.opts.timeout_ms
+
+        async def one(key: QueueKey) -> tuple[int, int]:
+            addr = self.addrs[key]
+            low, high = await asyncio.gather(
+                api.get_min_offset(addr, key[0], key[2], timeout),
+                api.get_max_offset(addr, key[0], key[2], timeout),
+            )
+            return low, high
+
+        async def go() -> list[tuple[int, int]]:
+            return list(await asyncio.gather(*(one(k) for k in keys)))
+
+        pairs = self._bg.run(go())
+        return (
+            {k: p[0] for k, p in zip(keys, pairs, strict=True)},
+            {k: p[1] for k, p in zip(keys, pairs, strict=True)},
+        )
+
+    def offsets_for_time(
+        self,
+        timestamp_ms: int,
+        mins: dict[QueueKey, int],
+        maxs: dict[QueueKey, int],
+    ) -> dict[QueueKey, int]:
+        """Per queue, the first offset whose store time is at or after ``timestamp_ms`` (its
+        max offset when there is none), exactly: the broker's SEARCH_OFFSET_BY_TIMESTAMP is
+        only a hint (it answers the *closest* entry), refined by binary search over the store
+        timestamps of single pulled messages."""
+        api = self.admin.api
+        group = self.opts.consumer_group
+        timeout = self.opts.timeout_ms
+
+        async def store_time(addr: str, key: QueueKey, offset: int) -> int:
+            header = pull_header(group, key, offset, 1, Subscription())
+            result = await api.pull_message(addr, header, timeout)
+            if result.status is PullStatus.FOUND and result.messages:
+                return result.messages[0].store_timestamp_ms
+            # gone (below the minimum): older than anything stored
+            return -1
+
+        async def one(key: QueueKey) -> int:
+            addr = self.addrs[key]
+            lo, hi = mins[key], maxs[key]
+            if lo >= hi:
+                return hi
+            hint = await api.search_offset(addr, key[0], key[2], timestamp_ms, timeout_ms=timeout)
+            if lo <= hint < hi:
+                if await store_time(addr, key, hint) >= timestamp_ms:
+                    hi = hint
+                else:
+                    lo = hint + 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if await store_time(addr, key, mid) >= timestamp_ms:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return lo
+
+        async def go() -> list[int]:
+            return list(await asyncio.gather(*(one(k) for k in maxs)))
+
+        return dict(zip(list(maxs), self._bg.run(go()), strict=True))
+
+    def commit_to_group(self, group: str, offsets: dict[QueueKey, int]) -> None:
+        """Store ``offsets`` as ``group``'s consumer offsets (UPDATE_CONSUMER_OFFSET), so that
+        ``consumerProgress`` and lag dashboards show the query's progress."""
+        api = self.admin.api
+
+        async def go() -> None:
+            await asyncio.gather(
+                *(
+                    api.update_consumer_offset(
+                        self.addrs[k], group, k[0], k[2], off, timeout_ms=self.opts.timeout_ms
+                    )
+                    for k, off in offsets.items()
+                    if k in self.addrs
+                )
+            )
+
+        self._bg.run(go())
+
+    def message_queue(self, key: QueueKey) -> MessageQueue:
+        """The ``MessageQueue`` of a key."""
+        return MessageQueue(key[0], key[1], key[2])
+
+
+class QueueReader:
+    """Pulls queue ranges on an executor (blocking).
+
+    Args:
+        opts: the source options (group, subscription, batch size, failOnDataLoss).
+    """
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self.admin = shared_admin(opts.nameserver, opts.timeout_ms)
+        self._bg = background_loop()
+        self._tags = opts.subscription.tags
+
+    def _addr(self, rng: QueueRange) -> str:
+        route = self._bg.run(self.admin.topic_route(rng.topic))
+        addr = broker_addrs(route).get(rng.broker)
+        if addr is None:
+            raise InvalidArgumentError(
+                f"broker {rng.broker!r} no longer serves topic {rng.topic!r} (route changed)"
+            )
+        return addr
+
+    def _submit(
+        self, addr: str, rng: QueueRange, offset: int
+    ) -> concurrent.futures.Future[PullResult]:
+        header = pull_header(
+            self.opts.consumer_group,
+            rng.key,
+            offset,
+            min(self.opts.pull_batch_size, rng.end - offset),
+            self.opts.subscription,
+        )
+        coro = self.admin.api.pull_message(addr, header, self.opts.timeout_ms)
+        return asyncio.run_coroutine_threadsafe(coro, self._bg.loop)
+
+    def _lost(self, rng: QueueRange, what: str) -> None:
+        text = (
+            f"{rng.topic}/{rng.broker}/{rng.queue_id}: {what}; "
+            "set failOnDataLoss=false to skip lost messages"
+        )
+        if self.opts.fail_on_data_loss:
+            raise DataLossError(text)
+        logger.warning("data loss: %s", text)
+
+    def read(self, rng: QueueRange) -> Iterator[list[MessageExt]]:
+        """Yield the messages of ``rng`` (in offset order, filtered), a pull at a time.
+
+        Raises:
+            DataLossError: messages of the range are gone and ``failOnDataLoss`` holds.
+            BrokerResponseError: the broker refused the pull (bad filter, no such group...).
+        """
+        if rng.size == 0:
+            return
+        addr = self._addr(rng)
+        offset = rng.start
+        pending = self._submit(addr, rng, offset)
+        empty_pulls = 0
+        while True:
+            result = pending.result()
+            status = result.status
+            batch: list[MessageExt] = []
+            if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
+                nxt = result.next_begin_offset
+                if nxt <= offset:
+                    raise RemoteProtocolError(
+                        f"pull of {rng.key} at {offset} did not advance (next {nxt})"
+                    )
+                batch = [m for m in result.messages if offset <= m.queue_offset < rng.end]
+                if self._tags is not None:
+                    batch = [m for m in batch if m.tags in self._tags]
+                empty_pulls = 0
+            elif status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
+                self._lost(
+                    rng,
+                    f"offsets {offset}..{min(result.min_offset, rng.end) - 1} were deleted "
+                    f"(the queue starts at {result.min_offset})",
+                )
+                nxt = result.min_offset
+            else:
+                # NO_NEW_MSG, or OFFSET_ILLEGAL past the end: the queue is shorter than planned
+                empty_pulls += 1
+                if empty_pulls <= _EMPTY_PULL_RETRIES and result.max_offset > offset:
+                    time.sleep(0.05 * empty_pulls)
+                    pending = self._submit(addr, rng, offset)
+                    continue
+                self._lost(
+                    rng,
+                    f"offsets {offset}..{rng.end - 1} are missing "
+                    f"(the queue ends at {result.max_offset})",
+                )
+                return
+            offset = nxt
+            if offset < rng.end:
+                pending = self._submit(addr, rng, offset)
+            if batch:
+                yield batch
+            if offset >= rng.end:
+                return

@@ -1,0 +1,388 @@
+"""The ``ariane`` PySpark data source: batch and streaming reads and writes of topics.
+
+How it works (PySpark Python Data Source API, 4.2+): ``ArianeDataSource`` parses its options
+on the driver and hands out readers and writers, all plain picklable objects.
+
+* Batch read: ``partitions()`` (driver) resolves start and end offsets of every readable
+  queue (``earliest``/``latest``/JSON/timestamps) and returns one ``InputPartition`` per
+  queue range, split for ``minPartitions``; ``read()`` (executors) pulls the range and
+  yields one Arrow record batch per pull.
+* Streaming read: offsets ``{topic: {broker: {queueId: offset}}}`` live in Spark's
+  checkpoint. ``latestOffset(start, limit)`` reads every queue's max offset (re-reading the
+  route, so queues added later are picked up from their earliest offset), caps it at the
+  ``Trigger.AvailableNow`` target and at ``maxOffsetsPerTrigger`` (``getDefaultReadLimit``).
+  ``partitions(start, end)`` is a pure function of the two offsets (plus the min offset of a
+  queue new in ``end``), so a replayed micro-batch reads the same messages. ``commit(end)``
+  optionally stores ``end`` as a consumer group's offsets for lag dashboards.
+* Writes (batch and streaming, Arrow input): ``ariane.spark._sender`` sends the rows; each
+  row's ``UNIQ_KEY`` is derived from (query id, batch id, partition, row).
+
+The stream reader object lives in a long-running driver worker and may keep state; readers'
+``read`` and writers' ``write`` run on pickled copies in executor workers.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from ariane.errors import DataLossError, InvalidArgumentError
+from ariane.spark._arrow import (
+    ARROW_SCHEMA,
+    SCHEMA_DDL,
+    batch_to_rows,
+    check_sink_schema,
+    messages_to_batch,
+)
+from ariane.spark._cluster import ClusterOffsets, QueueReader
+from ariane.spark._sender import RowSender
+from ariane.spark.ids import MessageIdSequence
+from ariane.spark.options import (
+    EARLIEST,
+    LATEST,
+    OffsetSpec,
+    QueueKey,
+    SinkOptions,
+    SourceOptions,
+    offsets_from_nested,
+    offsets_to_nested,
+)
+from ariane.spark.planning import QueueRange, plan_ranges, rate_limit, split_ranges
+
+__all__ = [
+    "ArianeBatchReader",
+    "ArianeBatchWriter",
+    "ArianeDataSource",
+    "ArianeStreamReader",
+    "ArianeStreamWriter",
+    "SentRows",
+    "register",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Local properties Spark's micro-batch execution sets on every task of a batch.
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``ariane`` format with ``spark`` (``spark.read.format("ariane")``)."""
+    spark.dataSource.register(ArianeDataSource)
+
+
+def _check_read_schema(schema: StructType) -> None:
+    if schema.fieldNames() != ARROW_SCHEMA.names:
+        raise InvalidArgumentError(
+            "the ariane source has a fixed schema; do not pass one (got "
+            f"{schema.fieldNames()}, expected {ARROW_SCHEMA.names})"
+        )
+
+
+class ArianeDataSource(DataSource):
+    """``spark.read.format("ariane")`` / ``df.write.format("ariane")`` (see docs/spark.md)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name, ``ariane``."""
+        return "ariane"
+
+    def schema(self) -> str:
+        """The fixed read schema (DDL)."""
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A batch reader."""
+        _check_read_schema(schema)
+        return ArianeBatchReader(SourceOptions.parse(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A micro-batch stream reader."""
+        _check_read_schema(schema)
+        return ArianeStreamReader(SourceOptions.parse(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> ArianeBatchWriter:
+        """A batch writer (append only: a topic cannot be overwritten)."""
+        if overwrite:
+            raise InvalidArgumentError("a topic can only be appended to (mode 'append')")
+        check_sink_schema(schema.fieldNames())
+        opts = SinkOptions.parse(self.options)
+        return ArianeBatchWriter(opts, opts.id_namespace or str(uuid.uuid4()))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> ArianeStreamWriter:
+        """A streaming writer (output mode append)."""
+        check_sink_schema(schema.fieldNames())
+        return ArianeStreamWriter(SinkOptions.parse(self.options))
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def read_range(opts: SourceOptions, rng: QueueRange) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the messages of one queue range (executors)."""
+    for msgs in QueueReader(opts).read(rng):
+        yield messages_to_batch(msgs, rng.broker, opts.properties)
+
+
+def _partitions(opts: SourceOptions, ranges: list[QueueRange]) -> list[InputPartition]:
+    return [InputPartition(r) for r in split_ranges(ranges, opts.min_partitions)]
+
+
+class ArianeBatchReader(DataSourceReader):
+    """Reads fixed offset ranges, planned once on the driver."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+
+    def plan(self) -> list[QueueRange]:
+        """The queue ranges of the read (driver; asks the cluster for offsets)."""
+        opts = self.opts
+        cluster = ClusterOffsets(opts)
+        keys = list(cluster.queues())
+        mins, maxs = cluster.bounds(keys)
+        if opts.starting_timestamp_ms is not None:
+            start = cluster.offsets_for_time(opts.starting_timestamp_ms, mins, maxs)
+        else:
+            spec = opts.starting or OffsetSpec(EARLIEST)
+            start = {k: spec.resolve(k, mins[k], maxs[k]) for k in keys}
+        if opts.ending_timestamp_ms is not None:
+            end = cluster.offsets_for_time(opts.ending_timestamp_ms, mins, maxs)
+        else:
+            end = {k: opts.ending.resolve(k, mins[k], maxs[k]) for k in keys}
+        for k in keys:
+            if end[k] > maxs[k]:
+                logger.warning(
+                    "endingOffsets %s of %s is past the queue's end %s", end[k], k, maxs[k]
+                )
+                end[k] = maxs[k]
+        return plan_ranges(start, end)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """One partition per queue range (more with ``minPartitions``)."""
+        return _partitions(self.opts, self.plan())
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The messages of one range as Arrow batches."""
+        rng = partition.value
+        if not isinstance(rng, QueueRange):
+            return
+        yield from read_range(self.opts, rng)
+
+
+class ArianeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader; offsets are ``{topic: {broker: {queueId: offset}}}``."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._cluster: ClusterOffsets | None = None
+        self._target: dict[QueueKey, int] | None = None
+        self._latest: dict[QueueKey, int] | None = None
+        self._mins: dict[QueueKey, int] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # executors get a copy without the driver's client state
+        return {"opts": self.opts, "_cluster": None, "_target": None, "_latest": None, "_mins": {}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def cluster(self) -> ClusterOffsets:
+        """The driver's cluster view (created on first use)."""
+        if self._cluster is None:
+            self._cluster = ClusterOffsets(self.opts)
+        return self._cluster
+
+    def _bounds(self) -> tuple[dict[QueueKey, int], dict[QueueKey, int]]:
+        keys = list(self.cluster.queues())
+        mins, maxs = self.cluster.bounds(keys)
+        self._mins.update(mins)
+        return mins, maxs
+
+    def initialOffset(self) -> dict[str, Any]:
+        """Where a new query starts: ``startingTimestamp``, else ``startingOffsets`` (default
+        ``latest``)."""
+        opts = self.opts
+        mins, maxs = self._bounds()
+        if opts.starting_timestamp_ms is not None:
+            start = self.cluster.offsets_for_time(opts.starting_timestamp_ms, mins, maxs)
+        else:
+            spec = opts.starting or OffsetSpec(LATEST)
+            start = {k: spec.resolve(k, mins[k], maxs[k]) for k in maxs}
+        return offsets_to_nested(start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """``ReadMaxRows(maxOffsetsPerTrigger)`` when the option is set."""
+        n = self.opts.max_offsets_per_trigger
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Record the current end of every queue as the target of an AvailableNow run."""
+        _, maxs = self._bounds()
+        self._target = maxs
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """End of the next micro-batch (``start`` itself when there is nothing new).
+
+        Raises:
+            DataLossError: a queue is now shorter than ``start`` and ``failOnDataLoss`` holds.
+        """
+        begin = offsets_from_nested(start, "start offset")
+        mins, maxs = self._bounds()
+        self._latest = dict(maxs)
+        end: dict[QueueKey, int] = dict(begin)  # queues gone from the route stay where they are
+        for key, top in maxs.items():
+            if self._target is not None:
+                if key not in self._target:
+                    continue  # appeared after the AvailableNow target was taken
+                top = min(top, self._target[key])
+            if key in begin and top < begin[key]:
+                if self.opts.fail_on_data_loss:
+                    raise DataLossError(
+                        f"{key}: the queue ends at {top}, before the checkpointed offset "
+                        f"{begin[key]} (was it recreated?); set failOnDataLoss=false to go on"
+                    )
+                logger.warning("queue %s moved back from %s to %s", key, begin[key], top)
+            end[key] = top
+        if isinstance(limit, ReadMaxRows):
+            from_offsets = {k: begin.get(k, mins.get(k, 0)) for k in end}
+            limited = rate_limit(from_offsets, end, limit.max_rows)
+            end = {k: v for k, v in limited.items() if k in begin or v > from_offsets[k]}
+        return offsets_to_nested(end)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The queues' true ends at the last ``latestOffset`` call (for lag metrics)."""
+        return offsets_to_nested(self._latest) if self._latest is not None else None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """The queue ranges between two checkpointed offsets."""
+        begin = offsets_from_nested(start, "start offset")
+        stop = offsets_from_nested(end, "end offset")
+        new = [k for k in stop if k not in begin]
+        if new:
+            missing = [k for k in new if k not in self._mins]
+            if missing:
+                self._bounds()
+            for k in new:
+                begin[k] = self._mins.get(k, 0)
+        return _partitions(self.opts, plan_ranges(begin, stop))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The messages of one range as Arrow batches (deterministic for a range)."""
+        rng = partition.value
+        if not isinstance(rng, QueueRange):
+            return
+        yield from read_range(self.opts, rng)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Everything up to ``end`` is processed: store it as ``commitOffsetsToGroup``'s
+        consumer offsets when that option is set."""
+        group = self.opts.commit_offsets_to_group
+        if group:
+            offsets = offsets_from_nested(end, "end offset")
+            if not self.cluster.addrs:
+                self.cluster.queues()
+            self.cluster.commit_to_group(group, offsets)
+
+    def stop(self) -> None:
+        """Nothing to release: the process's shared client outlives queries."""
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+@dataclass
+class SentRows(WriterCommitMessage):
+    """What one write task sent."""
+
+    partition: int
+    rows: int
+
+
+def write_partition(
+    opts: SinkOptions, iterator: Iterator[pa.RecordBatch], namespace: str, batch_id: int
+) -> SentRows:
+    """Send every row of one task; ids from (namespace, batch id, partition, row)."""
+    ctx = TaskContext.get()
+    partition = ctx.partitionId() if ctx is not None else 0
+    ids = MessageIdSequence(namespace, batch_id, partition)
+    sender = RowSender(opts)
+    for batch in iterator:
+        for row in batch_to_rows(batch):
+            sender.add(sender.message(row, ids.next()), row.sharding_key)
+    return SentRows(partition, sender.finish())
+
+
+class ArianeBatchWriter(DataSourceArrowWriter):
+    """Batch write; ids are namespaced by ``idNamespace`` (default: a UUID per write job)."""
+
+    def __init__(self, opts: SinkOptions, namespace: str) -> None:
+        self.opts = opts
+        self.namespace = namespace
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SentRows:
+        """Send one partition's rows."""
+        return write_partition(self.opts, iterator, self.namespace, 0)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Every task succeeded."""
+        rows = sum(m.rows for m in messages if isinstance(m, SentRows))
+        logger.info("ariane write %s committed: %d rows", self.namespace, rows)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Some task failed; what was sent stays sent (at-least-once)."""
+        rows = sum(m.rows for m in messages if isinstance(m, SentRows))
+        logger.warning("ariane write %s aborted after %d rows were sent", self.namespace, rows)
+
+
+class ArianeStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming write; ids are namespaced by the query id and the micro-batch id."""
+
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SentRows:
+        """Send one partition of a micro-batch.
+
+        Raises:
+            InvalidArgumentError: not running inside a streaming query.
+        """
+        ctx = TaskContext.get()
+        query = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
+        batch = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+        if not query or batch is None:
+            raise InvalidArgumentError("the streaming writer runs only inside a streaming query")
+        namespace = self.opts.id_namespace or query
+        return write_partition(self.opts, iterator, namespace, int(batch))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """The micro-batch is written."""
+        rows = sum(m.rows for m in messages if isinstance(m, SentRows))
+        logger.info("ariane stream batch %d committed: %d rows", batchId, rows)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """A task of the micro-batch failed; Spark will replay it with the same ids."""
+        logger.warning("ariane stream batch %d aborted", batchId)
