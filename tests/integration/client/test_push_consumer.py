@@ -246,8 +246,8 @@ def test_consume_from_last_timestamp_and_first(ccluster: Cluster) -> None:
     async def go() -> None:
         await create_topic(ccluster, "PushFrom", queues=2)
         old = set(await send_all(ccluster, [Message("PushFrom", b"old%d" % i) for i in range(6)]))
-        # the broker finds the message stored closest to the time (RocketMQ 4.x); the stamp
-        # (whole seconds) is >= 1.5 s after the old batch and <= 1 s before the next one
+        # the stamp (whole seconds) is >= 1.5 s after the old batch and <= 1 s before the next
+        # one, so "first at or after" and 4.x's "closest" both pick the first of the next
         await asyncio.sleep(2.5)
         stamp = time.strftime("%Y%m%d%H%M%S", time.localtime())
         mid = set(await send_all(ccluster, [Message("PushFrom", b"mid%d" % i) for i in range(6)]))
