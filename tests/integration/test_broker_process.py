@@ -52,6 +52,11 @@ def runtime_info(addr: str) -> dict[str, str]:
     return KVTable.decode(r.body).table
 
 
+def max_offset(addr: str, topic: str, queue_id: int) -> int:
+    r = request(addr, RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue_id)})
+    return int(r.ext_fields.get("offset", "-1"))
+
+
 def bodies(response: RemotingCommand) -> list[bytes]:
     return [m.body for m in decode_records(response.body or b"")]
 
@@ -133,6 +138,9 @@ def test_broker_permission_update_reaches_the_routes(cluster: Cluster) -> None:
 def test_long_poll_is_answered_soon_after_a_message_arrives(cluster: Cluster) -> None:
     addr = cluster.broker_addr()
     assert send_message(addr, "LP", b"first").code == 0
+    # the consume queue is built asynchronously: a pull of offset 1 before "first" is
+    # dispatched is "offset moved" (answered at once), not a long poll
+    assert wait_until(lambda: max_offset(addr, "LP", 0) == 1, 10)
     answers: list[tuple[float, RemotingCommand]] = []
 
     def waiter() -> None:
