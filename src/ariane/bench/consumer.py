@@ -13,6 +13,9 @@ Two workloads:
   with its send time (nanoseconds), so RT is **born → callback** with sub-millisecond
   precision: what an application waits between ``send`` and its listener seeing the message.
 
+``--threads`` uses a plain-function listener (run in ``--concurrency`` worker threads, as
+``SyncPushConsumer`` does) instead of a coroutine.
+
 For messages without that stamp (someone else's backlog) RT is store time → callback
 (millisecond resolution). Fixed-rate runs also report ``p50/p99_store_to_callback_ms``, the
 part after the broker stored the message (store time has millisecond resolution). Every ``--report-interval`` seconds one line shows TPS, MB/s,
@@ -28,6 +31,7 @@ import gc
 import json
 import os
 import struct
+import threading
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -174,6 +178,7 @@ class _Plan:
     produce_rate: float
     interval_s: float
     as_json: bool
+    threads: bool
 
 
 async def _bench(plan: _Plan) -> dict[str, Any]:
@@ -182,11 +187,22 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
 
     reached = asyncio.Event()
 
+    loop = asyncio.get_running_loop()
+
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
         stats.record(msgs)
         if target is not None and stats.consumed >= target:
             reached.set()
         return _OK
+
+    def threaded_listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
+        with lock:
+            stats.record(msgs)
+            if target is not None and stats.consumed >= target:
+                loop.call_soon_threadsafe(reached.set)
+        return _OK
+
+    lock = threading.Lock()
 
     async with Producer(f"{plan.group}_producer", namesrv_addr=plan.namesrv) as producer:
         await producer.send(Message(plan.topic, _WARM_UP))
@@ -208,7 +224,7 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
             pull_batch_size=plan.pull_batch,
         )
         consumer.subscribe(plan.topic)
-        consumer.register_message_listener(listener)
+        consumer.register_message_listener(threaded_listener if plan.threads else listener)
         reporter = asyncio.create_task(_report(stats, plan.interval_s, plan.as_json))
         stop = asyncio.Event()
         async with consumer:
@@ -235,6 +251,7 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
     rts = np.frombuffer(stats.rts, dtype=np.float64) if stats.rts else np.zeros(1)
     return {
         "mode": "fixed-rate" if plan.produce_rate else "backlog",
+        "listener": "thread" if plan.threads else "coroutine",
         "topic": plan.topic,
         "size": plan.size,
         "concurrency": plan.concurrency,
@@ -286,6 +303,7 @@ def _store_split(stats: _Stats) -> dict[str, float]:
     "--preload", default=0, show_default=True, help="Store N messages first, then read them."
 )
 @click.option("--produce-rate", type=float, default=0.0, help="Also produce R msgs/s here.")
+@click.option("--threads", is_flag=True, help="A plain-function listener (runs in worker threads).")
 @click.option("--report-interval", default=5.0, show_default=True, help="Seconds between lines.")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
 def consumer_bench(
@@ -300,6 +318,7 @@ def consumer_bench(
     pull_batch: int,
     preload: int,
     produce_rate: float,
+    threads: bool,
     report_interval: float,
     as_json: bool,
 ) -> None:
@@ -320,6 +339,7 @@ def consumer_bench(
         produce_rate,
         report_interval,
         as_json,
+        threads,
     )
     result = run(_bench(plan))
     if as_json:

@@ -4,9 +4,10 @@
 How it works:
 
 * Concurrent: pulled messages are cut into chunks of ``consume_message_batch_max_size`` and
-  queued; ``consume_thread_nums`` worker coroutines take chunks and call the listener (a
-  coroutine function is awaited on the loop; a plain function runs in a thread pool of the
-  same size). The result is applied on the loop: successes leave the process queue and the
+  queued; ``consume_thread_nums`` workers take chunks and call the listener: for a coroutine
+  function, worker coroutines fed from a deque; for a plain function, threads fed from a
+  ``queue.SimpleQueue`` that hand results back to the loop with at most one pending
+  ``call_soon_threadsafe`` (a thread never waits for the loop between two chunks). The result is applied on the loop: successes leave the process queue and the
   offset to commit becomes the smallest offset still buffered; failures are sent back for a
   later retry (CONSUMER_SEND_MSG_BACK, falling back to the retry topic), and a message that
   could not be sent back stays buffered and is consumed again locally after 5 s.
@@ -26,9 +27,11 @@ import concurrent.futures
 import contextlib
 import inspect
 import logging
+import queue
+import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ariane.client._process_queue import ProcessQueue
@@ -125,6 +128,13 @@ class _ServiceBase:
             self.executor.shutdown(wait=False)
 
 
+_ThreadJob = tuple[list[MessageExt], ProcessQueue, MessageQueue, ConsumeConcurrentlyContext]
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
 def reset_retry_topic(msgs: list[MessageExt], retry_topic: str) -> None:
     """``resetRetryTopic``: a message from ``%RETRY%<group>`` shows its original topic."""
     for msg in msgs:
@@ -146,9 +156,28 @@ class ConcurrentConsumeService(_ServiceBase):
         self._idle = asyncio.Event()
         self._idle.set()
         self._workers: list[asyncio.Task[None]] = []
+        # plain-function listeners: threads fed by a SimpleQueue, results coalesced back
+        self._tq: queue.SimpleQueue[_ThreadJob | None] = queue.SimpleQueue()
+        self._done: deque[tuple[_ThreadJob, Any, float]] = deque()
+        self._wake_pending = False
+        self._threads: list[threading.Thread] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
-        """Start the workers (on the running loop)."""
+        """Start the workers (on the running loop): coroutines for a coroutine listener,
+        threads for a plain function."""
+        self._loop = asyncio.get_running_loop()
+        if not self.is_coro:
+            group = self.consumer.group
+            self._threads = [
+                threading.Thread(
+                    target=self._thread_main, name=f"ConsumeMessageThread_{group}_{i}", daemon=True
+                )
+                for i in range(self.workers)
+            ]
+            for thread in self._threads:
+                thread.start()
+            return
         self._workers = [
             asyncio.create_task(self._worker(), name=f"consume-{self.consumer.group}-{i}")
             for i in range(self.workers)
@@ -162,21 +191,24 @@ class ConcurrentConsumeService(_ServiceBase):
         if self.stopped:
             return
         size = self.batch_max
-        work = self._work
         if len(msgs) <= size:
-            work.append((msgs, pq, mq))
-            chunks = 1
+            chunks = [msgs]
         else:
-            chunks = 0
-            for i in range(0, len(msgs), size):
-                work.append((msgs[i : i + size], pq, mq))
-                chunks += 1
+            chunks = [msgs[i : i + size] for i in range(0, len(msgs), size)]
+        if not self.is_coro:
+            for chunk in chunks:
+                self._running += 1
+                self._idle.clear()
+                self._tq.put((chunk, pq, mq, self._prepare(chunk, mq)))
+            return
+        self._work.extend((chunk, pq, mq) for chunk in chunks)
+        count = len(chunks)
         waiters = self._waiters
-        while chunks and waiters:
+        while count and waiters:
             waiter = waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
-                chunks -= 1
+                count -= 1
 
     async def _worker(self) -> None:
         work = self._work
@@ -205,35 +237,107 @@ class ConcurrentConsumeService(_ServiceBase):
                 streak = 0
                 await asyncio.sleep(0)
 
-    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        if pq.dropped:
-            return
-        consumer = self.consumer
-        ctx = ConsumeConcurrentlyContext(mq)
-        reset_retry_topic(msgs, consumer.retry_topic)
+    def _prepare(self, msgs: list[MessageExt], mq: MessageQueue) -> ConsumeConcurrentlyContext:
+        reset_retry_topic(msgs, self.consumer.retry_topic)
         start = str(int(time.time() * 1000))
         for msg in msgs:
             msg.properties[props.CONSUME_START_TIMESTAMP] = start
+        return ConsumeConcurrentlyContext(mq)
+
+    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        if pq.dropped:
+            return
+        ctx = self._prepare(msgs, mq)
         begin = time.monotonic()
         try:
             status = await self.call_listener(msgs, ctx)
         except Exception:
-            logger.warning("listener of %s raised; will reconsume", consumer.group, exc_info=True)
+            logger.warning(
+                "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
+            )
             status = None
+        pending = self._apply(msgs, pq, mq, ctx, status, time.monotonic() - begin)
+        if pending is not None:
+            await pending
+
+    def _apply(
+        self,
+        msgs: list[MessageExt],
+        pq: ProcessQueue,
+        mq: MessageQueue,
+        ctx: ConsumeConcurrentlyContext,
+        status: Any,
+        seconds: float,
+    ) -> Coroutine[Any, Any, None] | None:
+        """Apply a listener's result: inline when every message succeeded (the common case),
+        else the coroutine that sends the failures back."""
+        consumer = self.consumer
         stats = consumer.stats
         stats.consume_calls += 1
-        stats.consume_rt_ms_total += int((time.monotonic() - begin) * 1000)
+        stats.consume_rt_ms_total += int(seconds * 1000)
         if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS and ctx.ack_index >= len(msgs) - 1:
-            stats.consumed += len(msgs)  # the common case, without another coroutine
+            stats.consumed += len(msgs)
             if not pq.dropped:
                 offset = pq.remove_messages(msgs)
                 if offset >= 0:
                     consumer.offset_store.update_offset(mq, offset, True)
-            return
+            return None
         if status is not ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
-        if not pq.dropped:
-            await self._process_result(status, ctx, msgs, pq, mq)
+        if pq.dropped:
+            return None
+        return self._process_result(status, ctx, msgs, pq, mq)
+
+    # -- plain-function listeners ------------------------------------------------------------------
+
+    def _thread_main(self) -> None:
+        """A consume thread: run jobs until the ``None`` sentinel; hand results to the loop
+        with at most one pending wake-up."""
+        loop = self._loop
+        assert loop is not None
+        tq, done, listener = self._tq, self._done, self.listener
+        while True:
+            job = tq.get()
+            if job is None:
+                return
+            msgs, pq, ctx = job[0], job[1], job[3]
+            begin = time.monotonic()
+            status: Any = None
+            try:
+                if not pq.dropped:  # rebalanced away while queued: the new owner has it
+                    status = listener(msgs, ctx)
+                if inspect.isawaitable(status):
+                    status = asyncio.run_coroutine_threadsafe(_awaited(status), loop).result()
+            except Exception:
+                logger.warning(
+                    "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
+                )
+                status = None
+            done.append((job, status, time.monotonic() - begin))
+            if not self._wake_pending:
+                self._wake_pending = True
+                try:
+                    loop.call_soon_threadsafe(self._on_thread_results)
+                except RuntimeError:  # the loop is closed: nobody is left to tell
+                    return
+
+    def _on_thread_results(self) -> None:
+        self._wake_pending = False  # before draining: a later result schedules another call
+        done = self._done
+        while done:
+            (msgs, pq, mq, ctx), status, seconds = done.popleft()
+            self._running -= 1
+            if pq.dropped:
+                continue
+            try:
+                pending = self._apply(msgs, pq, mq, ctx, status, seconds)
+            except Exception:
+                logger.exception("applying a consume result of %s failed", mq)
+                pending = None
+            if pending is not None:
+                self.spawn(pending)
+        if not self._running:
+            self._idle.set()
 
     async def _process_result(
         self,
@@ -278,6 +382,17 @@ class ConcurrentConsumeService(_ServiceBase):
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(None)
+        while True:  # jobs no thread has started are dropped (delivered again later)
+            try:
+                job = self._tq.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                self._running -= 1
+        if not self._running:
+            self._idle.set()
+        for _ in self._threads:
+            self._tq.put(None)
         await self._idle.wait()
         for worker in self._workers:
             worker.cancel()
