@@ -13,17 +13,20 @@ from tests.support.processes import ariane_command
 pytestmark = pytest.mark.integration
 
 
-def test_bench_consumer_backlog_mode(cluster: Cluster) -> None:
+@pytest.mark.parametrize("extra", [[], ["--threads", "--batch-max", "3"]])
+def test_bench_consumer_backlog_mode(cluster: Cluster, extra: list[str]) -> None:
+    topic = "BenchConsumeCli" + ("T" if extra else "")
     out = subprocess.run(
         ariane_command(
-            "bench", "consumer", "-n", cluster.namesrv_addr, "--topic", "BenchConsumeCli",
+            "bench", "consumer", "-n", cluster.namesrv_addr, "--topic", topic,
             "--size", "256", "--preload", "500", "--messages", "500", "--duration", "60",
-            "--report-interval", "0.2", "--json",
+            "--report-interval", "0.2", "--json", *extra,
         ),
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert summary["mode"] == "backlog"
+    assert summary["listener"] == ("thread" if extra else "coroutine")
     assert summary["consumed"] == 500
     assert summary["failed"] == 0
     assert summary["rt"] == "store->callback"
