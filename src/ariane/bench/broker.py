@@ -17,14 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from typing import Any
 
 import click
 
+from ariane.bench._child import broker_child
 from ariane.common.batch import encode_batch
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
@@ -188,30 +186,8 @@ def broker_bench(
     as_json: bool,
 ) -> None:
     """Send, batch-send, pull and long-poll throughput/latency against a broker."""
-    proc: subprocess.Popen[str] | None = None
-    tmp = tempfile.TemporaryDirectory(prefix="ariane-bench-broker-")
-    try:
-        if addr is None:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "ariane", "broker", "-p", "0", "--store-dir", tmp.name,
-                 "--log-level", "WARNING"],
-                stdout=subprocess.PIPE, text=True,
-            )  # fmt: skip
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if line.startswith("ready broker="):
-                    addr = line.strip().split("=", 1)[1]
-                    break
-            if addr is None:
-                raise click.ClickException("the broker did not start")
-        results = run(_bench(addr, messages, size, batch, concurrency, rounds))
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(60)
-            if proc.stdout is not None:
-                proc.stdout.close()
-        tmp.cleanup()
+    with broker_child(addr, "ariane-bench-broker-") as target:
+        results = run(_bench(target, messages, size, batch, concurrency, rounds))
     if as_json:
         click.echo(json.dumps(results))
         return

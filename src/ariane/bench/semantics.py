@@ -19,14 +19,12 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from typing import Any
 
 import click
 
+from ariane.bench._child import broker_child
 from ariane.bench.broker import _pipelined
 from ariane.common.message import MessageExt
 from ariane.common.msgid import decode_offset_msg_id
@@ -208,32 +206,10 @@ async def _bench(addr: str, messages: int, concurrency: int) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def semantics_bench(addr: str | None, messages: int, concurrency: int, as_json: bool) -> None:
     """Delay delivery, transaction and filtered-pull throughput against a broker."""
-    proc: subprocess.Popen[str] | None = None
-    tmp = tempfile.TemporaryDirectory(prefix="ariane-bench-semantics-")
     levels = " ".join(["1s"] * 18)
-    try:
-        if addr is None:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "ariane", "broker", "-p", "0", "--store-dir", tmp.name,
-                 "--log-level", "WARNING", "-o", f"messageDelayLevel={levels}",
-                 "-o", "enablePropertyFilter=true"],
-                stdout=subprocess.PIPE, text=True,
-            )  # fmt: skip
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if line.startswith("ready broker="):
-                    addr = line.strip().split("=", 1)[1]
-                    break
-            if addr is None:
-                raise click.ClickException("the broker did not start")
-        results = run(_bench(addr, messages, concurrency))
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(60)
-            if proc.stdout is not None:
-                proc.stdout.close()
-        tmp.cleanup()
+    overrides = [f"messageDelayLevel={levels}", "enablePropertyFilter=true"]
+    with broker_child(addr, "ariane-bench-semantics-", overrides) as target:
+        results = run(_bench(target, messages, concurrency))
     if as_json:
         click.echo(json.dumps(results))
         return

@@ -1,0 +1,53 @@
+"""A throw-away ``ariane broker`` child process for the benchmarks that start their own."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+
+import click
+
+__all__ = ["broker_child"]
+
+
+@contextlib.contextmanager
+def broker_child(addr: str | None, prefix: str, overrides: Sequence[str] = ()) -> Iterator[str]:
+    """Yield ``addr`` when given; else start ``ariane broker`` on a free port with a fresh
+    store in a temporary directory (``overrides`` are ``key=value`` broker properties), yield
+    its address, and stop it and remove its files on exit.
+
+    Raises:
+        click.ClickException: the child broker did not start.
+    """
+    if addr is not None:
+        yield addr
+        return
+    tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    args = [sys.executable, "-m", "ariane", "broker", "-p", "0", "--store-dir", tmp.name,
+            "--log-level", "WARNING"]  # fmt: skip
+    for item in overrides:
+        args += ["-o", item]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        started = None
+        for line in proc.stdout:
+            if line.startswith("ready broker="):
+                started = line.strip().split("=", 1)[1]
+                break
+        if started is None:
+            raise click.ClickException("the broker did not start")
+        yield started
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        tmp.cleanup()
