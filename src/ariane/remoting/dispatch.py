@@ -31,7 +31,12 @@ from typing import Protocol, TypeAlias
 from ariane.errors import ArianeError, LocalProtocolError, RequestError
 from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.codes import ResponseCode
-from ariane.remoting.protocol.command import FLAG_RESPONSE, RemotingCommand, make_response_for
+from ariane.remoting.protocol.command import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    RemotingCommand,
+    make_response_for,
+)
 
 __all__ = [
     "Dispatcher",
@@ -192,7 +197,7 @@ class Dispatcher:
     def respond(self, ctx: RequestContext, response: RemotingCommand) -> bool:
         """Send ``response`` for ``ctx.request`` (see ``RequestContext.send_response``)."""
         request = ctx.request
-        if ctx.responded or request.is_oneway:
+        if ctx.responded or request.flag & FLAG_ONEWAY:
             ctx.responded = True
             return False
         ctx.responded = True

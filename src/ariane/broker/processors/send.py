@@ -65,7 +65,13 @@ from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
-from ariane.remoting.protocol.command import MQVersion, RemotingCommand
+from ariane.remoting.protocol.command import (
+    CURRENT_VERSION,
+    FLAG_RESPONSE,
+    LanguageCode,
+    MQVersion,
+    RemotingCommand,
+)
 from ariane.remoting.server import RemotingServer
 from ariane.store import (
     BatchItem,
@@ -119,6 +125,11 @@ _STATUS_CODE: dict[PutStatus, int] = {
     PutStatus.OS_PAGECACHE_BUSY: ResponseCode.SYSTEM_BUSY,
     PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
 }
+# Enum members as module constants: a class-attribute lookup of an Enum member is slow in
+# CPython 3.11 (about 50 ns; hot path)
+_PUT_OK = PutStatus.PUT_OK
+_SUCCESS = ResponseCode.SUCCESS
+_PYTHON = LanguageCode.PYTHON
 _STORED_CODES = frozenset(
     {
         ResponseCode.SUCCESS,
@@ -289,7 +300,7 @@ class SendMessageProcessor:
             refused = interceptor.before_put(ctx, request, header, inner)
             if refused is not None:
                 return refused
-        if _is_half_message(inner):
+        if inner.properties.get(TRANSACTION_PREPARED) == "true" and _is_half_message(inner):
             if self.broker.config.reject_transaction_message:
                 return self._transaction_refused()
             self.broker.transactions.prepare(inner, header.producer_group)
@@ -341,8 +352,9 @@ class SendMessageProcessor:
                     f"topic[{topic}] not exist, apply first please!",
                 )
         queue_id = header.queue_id
-        queue_nums = max(tc.write_queue_nums, tc.read_queue_nums)
-        if queue_id >= queue_nums:
+        write_nums = tc.write_queue_nums
+        read_nums = tc.read_queue_nums
+        if queue_id >= (write_nums if write_nums > read_nums else read_nums):
             return error(
                 ResponseCode.INVALID_PARAMETER,
                 f"request queueId[{queue_id}] is illegal, topic:{topic} "
@@ -446,7 +458,12 @@ class SendMessageProcessor:
         self, result: PutResult, topic: str, queue_id: int, uniq: str | None
     ) -> RemotingCommand:
         """The send answer for a store result."""
-        code = _STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
+        status = result.status
+        # PUT_OK by identity first: a dict lookup hashes the Enum in Python (hot path)
+        if status is _PUT_OK:
+            code: int = _SUCCESS
+        else:
+            code = _STATUS_CODE.get(status, ResponseCode.SYSTEM_ERROR)
         if code in _STORED_CODES and result.msg_num > 0:
             self.stats.on_put(topic, result.msg_num, result.wrote_bytes)
             config = self.broker.config
@@ -466,8 +483,9 @@ class SendMessageProcessor:
             }
             if uniq is not None:
                 ext["transactionId"] = uniq
-            return RemotingCommand.response(code, None, ext)
-        if result.status is PutStatus.CREATE_MAPPED_FILE_FAILED:
+            # = RemotingCommand.response(code, None, ext), positional (hot path)
+            return RemotingCommand(code, _PYTHON, CURRENT_VERSION, 0, FLAG_RESPONSE, None, ext)
+        if status is PutStatus.CREATE_MAPPED_FILE_FAILED:
             remark = "create mapped file failed, server is busy or broken."
         else:
             remark = result.remark or result.status.value

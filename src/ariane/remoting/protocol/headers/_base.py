@@ -204,7 +204,9 @@ def _compile(cls: type[CommandHeader], specs: tuple[FieldSpec, ...]) -> None:
             parse.append(f"    {guard}{var} = _to_bool({var})")
         if not spec.required:
             default = defaults[spec.name]
-            if default is None or isinstance(default, (bool, int, str)):
+            if default is None:
+                pass  # get() already gave None: no line to run per parse (hot path)
+            elif isinstance(default, (bool, int, str)):
                 parse.append(f"    if {var} is None: {var} = {default!r}")
             else:
                 parse.append(f"    if {var} is None: {var} = _defaults[{spec.name!r}]")
