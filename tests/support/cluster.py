@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,9 @@ def write_broker_conf(path: Path, props: Mapping[str, object]) -> Path:
     """Write a RocketMQ-style ``broker.conf``."""
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
     return path
+
+
+_RESTART_ATTEMPTS = 20
 
 
 def start_broker(
@@ -94,7 +98,17 @@ class Cluster:
             old.kill()
         else:
             old.stop()
-        return self.start_broker(name, listenPort=port)
+        # the old port is in the ephemeral range: an outgoing connection of another test may
+        # hold it as its local port for a moment; the broker then exits "address already in
+        # use" and the start is tried again
+        for attempt in range(_RESTART_ATTEMPTS):
+            try:
+                return self.start_broker(name, listenPort=port)
+            except RuntimeError as exc:
+                if "address already in use" not in str(exc) or attempt + 1 == _RESTART_ATTEMPTS:
+                    raise
+                time.sleep(0.5)
+        raise AssertionError("unreachable")
 
     def stop(self) -> None:
         for proc in self.brokers.values():
