@@ -250,19 +250,19 @@ class StoreReads:
         cq = self.get_consume_queue(topic, queue_id)
         if cq is None:
             return 0
-        lo, hi = cq.min_offset_in_queue, cq.max_offset_in_queue
-        first, end = lo, hi
+        first = lo = cq.min_offset_in_queue
+        hi = cq.max_offset_in_queue
+        store_time_of = self.commit_log.pickup_store_timestamp
         # first offset whose time is > ts (upper) or >= ts (lower)
         while lo < hi:
             mid = (lo + hi) // 2
-            stored = self.get_message_store_timestamp(topic, queue_id, mid)
+            entry = cq.get_entry(mid)
+            stored = -1 if entry is None else store_time_of(entry[0], entry[1])
             if stored >= 0 and (stored > ts_ms if upper else stored >= ts_ms):
                 hi = mid
             else:
                 lo = mid + 1
-        if not upper:
-            return lo
-        return max(first, lo - 1) if end > first else first
+        return max(first, lo - 1) if upper else lo
 
     # -- key query -----------------------------------------------------------------------
     def query_by_key(
