@@ -39,7 +39,7 @@ from ariane.proxy.convert import (
     validate_group,
     validate_topic,
 )
-from ariane.proxy.core import CallContext, ProxyCore, rpc
+from ariane.proxy.core import CallContext, ProxyCore, check_request, rpc
 from ariane.proxy.status import ProxyError, from_remoting, status
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
@@ -181,6 +181,7 @@ class ConsumerService:
         self, request: spb.ReceiveMessageRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[spb.ReceiveMessageResponse]:
         try:
+            check_request(request)
             ctx = self.core.context(context)
         except ProxyError as exc:
             yield spb.ReceiveMessageResponse(status=status(exc.code, exc.message))
@@ -448,6 +449,7 @@ class ConsumerService:
         self, request: spb.PullMessageRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[spb.PullMessageResponse]:
         try:
+            check_request(request)
             ctx = self.core.context(context)
             if self.inflight >= self.core.cfg.max_inflight_receives:
                 raise ProxyError(pb.TOO_MANY_REQUESTS, "too many receives in flight, retry later")

@@ -29,12 +29,49 @@ from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
-__all__ = ["CallContext", "ProxyCore", "metadata_of", "rpc"]
+__all__ = [
+    "CallContext",
+    "Malformed",
+    "ProxyCore",
+    "check_request",
+    "lenient",
+    "metadata_of",
+    "rpc",
+]
 
 logger = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=Message)
 Q = TypeVar("Q", bound=Message)
+
+
+class Malformed:
+    """What a request that does not decode becomes (answered BAD_REQUEST in-band)."""
+
+    __slots__ = ("error", "type_name")
+
+    def __init__(self, type_name: str, error: str) -> None:
+        self.type_name = type_name
+        self.error = error
+
+
+def lenient(message_type: type[R]) -> Callable[[bytes], R | Malformed]:
+    """A deserializer that turns undecodable bytes into ``Malformed`` instead of failing the
+    call with a bare transport error."""
+
+    def parse(data: bytes) -> R | Malformed:
+        try:
+            return message_type.FromString(data)
+        except Exception as exc:  # DecodeError, or anything the C parser raises
+            return Malformed(message_type.DESCRIPTOR.full_name, str(exc))
+
+    return parse
+
+
+def check_request(request: object) -> None:
+    """Raise BAD_REQUEST for a request that did not decode."""
+    if isinstance(request, Malformed):
+        raise ProxyError(pb.BAD_REQUEST, f"malformed {request.type_name}: {request.error}")
 
 
 def metadata_of(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
@@ -151,6 +188,7 @@ def rpc(
         @functools.wraps(fn)
         async def handler(self: Any, request: Q, context: grpc.aio.ServicerContext[Any, Any]) -> R:
             try:
+                check_request(request)
                 ctx = self.core.context(context)
                 return await fn(self, request, ctx)
             except ProxyError as exc:

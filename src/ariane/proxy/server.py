@@ -6,8 +6,8 @@ broker in-process (see :mod:`ariane.proxy.core`). RPCs a client may call but Ari
 serve (RecallMessage, SyncLiteSubscription, the Admin service) get gRPC UNIMPLEMENTED like any
 unknown method. Limits: ``grpc.max_concurrent_streams`` bounds the streams of one connection,
 ``grpc.max_receive_message_length`` the size of a request, ``max_inflight_receives`` the
-receive/pull streams open at once; a request that does not decode is refused by gRPC with
-INTERNAL and a message, never reaching the handlers. TLS is on when a certificate and key are
+receive/pull streams open at once; a request that does not decode is answered BAD_REQUEST in-band
+(Telemetry: INVALID_ARGUMENT), never reaching the operations. TLS is on when a certificate and key are
 configured. Idle client sessions are swept every few seconds.
 """
 
@@ -24,7 +24,7 @@ import grpc
 from ariane.proxy.clients import BrokerAccess, ClientRegistry
 from ariane.proxy.config import ProxyConfig
 from ariane.proxy.consumer import ConsumerService
-from ariane.proxy.core import ProxyCore
+from ariane.proxy.core import ProxyCore, lenient
 from ariane.proxy.producer import ProducerService
 from ariane.proxy.telemetry import TelemetryService
 from ariane.proxy.v2 import service_pb2 as spb
@@ -87,7 +87,7 @@ class GrpcProxy:
             req = getattr(spb, method.input_type.name)
             resp = getattr(spb, method.output_type.name)
             kwargs = {
-                "request_deserializer": req.FromString,
+                "request_deserializer": lenient(req),
                 "response_serializer": resp.SerializeToString,
             }
             name = method.name

@@ -24,7 +24,7 @@ from typing import Any
 import grpc
 
 from ariane.proxy.clients import TelemetryStream
-from ariane.proxy.core import CallContext, ProxyCore
+from ariane.proxy.core import CallContext, Malformed, ProxyCore
 from ariane.proxy.producer import ProducerService
 from ariane.proxy.settings import effective_settings
 from ariane.proxy.status import ProxyError, code_name, status
@@ -52,7 +52,7 @@ class TelemetryService:
 
     async def Telemetry(
         self,
-        request_iterator: AsyncIterator[spb.TelemetryCommand],
+        request_iterator: AsyncIterator[spb.TelemetryCommand | Malformed],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[spb.TelemetryCommand]:
         try:
@@ -81,7 +81,7 @@ class TelemetryService:
 
     async def _read(
         self,
-        requests: AsyncIterator[spb.TelemetryCommand],
+        requests: AsyncIterator[spb.TelemetryCommand | Malformed],
         ctx: CallContext,
         stream: TelemetryStream,
         failure: list[_StreamError],
@@ -104,6 +104,11 @@ class TelemetryService:
                         f"no settings received within {timeout:.0f} s: a Telemetry stream must "
                         "start with the client's settings",
                     ) from None
+                if isinstance(command, Malformed):
+                    raise _StreamError(
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        f"malformed {command.type_name}: {command.error}",
+                    )
                 kind = command.WhichOneof("command")
                 if kind == "settings":
                     await self._settings(ctx, stream, command.settings)
