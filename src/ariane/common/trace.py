@@ -43,6 +43,7 @@ __all__ = [
     "DEFAULT_TRACE_TOPIC",
     "FIELD_SEPARATOR",
     "JAVA_NULL",
+    "MAX_TRACE_KEY_CHARS",
     "MAX_TRACE_MESSAGE_CHARS",
     "TRACE_INSTANCE_NAME",
     "TRACE_PRODUCER_GROUP_PREFIX",
@@ -79,6 +80,9 @@ JAVA_NULL = "null"
 #: A trace message body is cut once it reaches this many characters (4.x's
 #: ``maxMsgSize - 10 * 1000``; 5.x flushes at its 128000-byte limit).
 MAX_TRACE_MESSAGE_CHARS = 118_000
+#: Longest ``KEYS`` text of one trace message (space-joined keys): well inside the 32767
+#: bytes a record's properties may take.
+MAX_TRACE_KEY_CHARS = 16_000
 #: ``LocalTransactionState`` names as EndTransaction records spell them.
 TRANSACTION_STATES = frozenset({"COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW"})
 
@@ -300,14 +304,13 @@ def _encode_records(ctx: TraceContext) -> str:
 
 
 def trace_keys(ctx: TraceContext) -> frozenset[str]:
-    """The index keys of ``ctx``'s trace message: every bean's msgId (a batch's joined ids
-    and each id) and each of its business keys (Java's ``null`` text excluded)."""
+    """The index keys of ``ctx``'s trace message: every bean's msgId (each id of a batch's
+    comma-joined ids, so a batch's trace is found by any of its messages) and each of its
+    business keys (Java's ``null`` text excluded)."""
     keys: set[str] = set()
     for b in ctx.beans:
         if b.msg_id:
-            keys.add(b.msg_id)
-            if "," in b.msg_id:
-                keys.update(i for i in b.msg_id.split(",") if i)
+            keys.update(i for i in b.msg_id.split(",") if i)
         if b.keys and b.keys != JAVA_NULL:
             keys.update(k for k in b.keys.split(props.KEY_SEPARATOR) if k and k != JAVA_NULL)
     return frozenset(keys)
@@ -324,24 +327,49 @@ def encode_context(ctx: TraceContext) -> TraceTransfer:
 
 
 def pack_transfers(
-    transfers: Iterable[TraceTransfer], max_chars: int = MAX_TRACE_MESSAGE_CHARS
+    transfers: Iterable[TraceTransfer],
+    max_chars: int = MAX_TRACE_MESSAGE_CHARS,
+    max_key_chars: int = MAX_TRACE_KEY_CHARS,
 ) -> list[TraceTransfer]:
-    """``flushData``: concatenate encoded contexts into message bodies; a body is closed as
-    soon as it reaches ``max_chars`` (so it may exceed it by one context)."""
+    """``flushData``: concatenate encoded contexts into message bodies. A body is closed as
+    soon as it reaches ``max_chars`` (so it may exceed it by one context), and before its
+    space-joined keys would exceed ``max_key_chars`` (the ``KEYS`` property must fit the
+    record's 2-byte properties length); one context with more keys than that keeps the
+    first ones in sorted order."""
     out: list[TraceTransfer] = []
     data: list[str] = []
     keys: set[str] = set()
-    size = 0
+    size = key_size = 0
     for transfer in transfers:
+        new = set(transfer.keys - keys)
+        extra = sum(len(k) + 1 for k in new)
+        if data and key_size + extra > max_key_chars:
+            out.append(TraceTransfer("".join(data), frozenset(keys)))
+            data, keys, size, key_size = [], set(), 0, 0
+            new, extra = set(transfer.keys), sum(len(k) + 1 for k in transfer.keys)
+        if key_size + extra > max_key_chars:
+            new = _first_keys(new, max_key_chars - key_size)
+            extra = sum(len(k) + 1 for k in new)
         data.append(transfer.data)
-        keys.update(transfer.keys)
+        keys.update(new)
         size += len(transfer.data)
+        key_size += extra
         if size >= max_chars:
             out.append(TraceTransfer("".join(data), frozenset(keys)))
-            data, keys, size = [], set(), 0
+            data, keys, size, key_size = [], set(), 0, 0
     if data:
         out.append(TraceTransfer("".join(data), frozenset(keys)))
     return out
+
+
+def _first_keys(keys: Iterable[str], budget: int) -> set[str]:
+    kept: set[str] = set()
+    for key in sorted(keys):
+        if len(key) + 1 > budget:
+            break
+        kept.add(key)
+        budget -= len(key) + 1
+    return kept
 
 
 def message_type_of(properties: Mapping[str, str]) -> TraceMessageType:
