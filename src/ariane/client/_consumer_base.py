@@ -25,9 +25,10 @@ from ariane.client._offset_store import (
     OffsetStore,
     RemoteBrokerOffsetStore,
 )
-from ariane.client._producer import new_trace_dispatcher
+from ariane.client._producer import trace_sender
 from ariane.client._rebalance import RebalanceImpl, parse_consume_timestamp
 from ariane.client._route import subscribe_queues_from_route
+from ariane.client._trace_dispatch import AsyncTraceDispatcher
 from ariane.client._trace_hooks import ConsumeTracer
 from ariane.client.config import ClientConfig
 from ariane.client.consumer_types import MessageSelector
@@ -135,7 +136,13 @@ class ConsumerBase:
         # message trace (issue 15): None unless enable_trace; consume paths test only that
         self.tracer: ConsumeTracer | None = None
         if enable_trace:
-            dispatcher = new_trace_dispatcher(client_config, group, "CONSUME", trace_topic)
+            dispatcher = AsyncTraceDispatcher(
+                trace_topic=trace_topic,
+                host_config=client_config,
+                host_group=group,
+                kind="CONSUME",
+                sender_factory=trace_sender,
+            )
             self.tracer = ConsumeTracer(dispatcher, group)
 
     # -- properties ------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Collection, Coroutine, Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from ariane.client._api import parse_send_response
@@ -45,7 +45,7 @@ from ariane.client._send import (
     prepare_single,
 )
 from ariane.client._trace_dispatch import AsyncTraceDispatcher
-from ariane.client._trace_hooks import SendTracer
+from ariane.client._trace_hooks import SendTracer, batch_sources
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.errors import (
     BrokerNotFoundError,
@@ -72,7 +72,7 @@ __all__ = [
     "DEFAULT_PRODUCER_GROUP",
     "DEFAULT_RETRY_RESPONSE_CODES",
     "Producer",
-    "new_trace_dispatcher",
+    "trace_sender",
 ]
 
 logger = logging.getLogger(__name__)
@@ -189,7 +189,13 @@ class Producer:
         # message trace (issue 15): None unless enable_trace; the send paths test only that
         self._tracer: SendTracer | None = None
         if enable_trace:
-            dispatcher = new_trace_dispatcher(client_config, group, "PRODUCE", trace_topic)
+            dispatcher = AsyncTraceDispatcher(
+                trace_topic=trace_topic,
+                host_config=client_config,
+                host_group=group,
+                kind="PRODUCE",
+                sender_factory=trace_sender,
+            )
             self._tracer = SendTracer(dispatcher, group)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -378,7 +384,7 @@ class Producer:
         )
         if self._tracer is None:
             return await sending
-        return await self._traced(sending, msg, len(msg.body))
+        return await self._tracer.around(sending, msg, len(msg.body), self._store_host)
 
     async def send_batch(
         self,
@@ -405,42 +411,19 @@ class Producer:
         messages = list(msgs)
         batches = prepare_batches(messages, self.settings, self._ids)
         results = []
-        for prepared, chunk in zip(batches, _chunks(messages, batches), strict=True):
+        for prepared, chunk in zip(batches, batch_sources(messages, batches), strict=True):
             sending = self._send_prepared(
                 prepared, messages[0], timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
             )
             if self._tracer is not None:
-                sending = self._traced(sending, chunk, len(prepared.body))
+                sending = self._tracer.around(sending, chunk, len(prepared.body), self._store_host)
             results.append(await sending)
         return results
 
-    async def _traced(
-        self,
-        sending: Coroutine[Any, Any, SendResult],
-        source: Message | list[Message],
-        body_length: int,
-    ) -> SendResult:
-        """Await a send and record its Pub trace (tracing on)."""
-        tracer = self._tracer
-        assert tracer is not None
-        begin = tracer.now_ms()
-        result = await sending
-        self._record_pub(result, source, begin, body_length)
-        return result
-
-    def _record_pub(
-        self,
-        result: SendResult,
-        source: Message | list[Message],
-        begin_ms: int,
-        body_length: int,
-    ) -> None:
-        tracer = self._tracer
+    def _store_host(self, broker_name: str) -> str:
         instance = self._instance
-        if tracer is None or instance is None:
-            return
-        store = instance.find_broker_addr_in_publish(result.message_queue.broker_name) or ""
-        tracer.pub(source, result, begin_ms, store, body_length)
+        addr = instance.find_broker_addr_in_publish(broker_name) if instance else None
+        return addr or ""
 
     async def _send_prepared(
         self,
@@ -620,7 +603,7 @@ class Producer:
             first = source[0] if isinstance(source, list) else source
             sending = self._send_prepared(prepared, first, timeout, target)
             if tracer is not None:
-                sending = self._traced(sending, source, body_length)
+                sending = tracer.around(sending, source, body_length, self._store_host)
             return loop.create_task(sending)
         info = self._publish.get(prepared.topic)
         future: asyncio.Future[SendResult] = loop.create_future()
@@ -667,35 +650,9 @@ class Producer:
         self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, False)
 
 
-def _chunks(messages: list[Message], batches: list[PreparedSend]) -> list[list[Message]]:
-    """The messages of each prepared batch request (they are cut in order)."""
-    out, start = [], 0
-    for prepared in batches:
-        out.append(messages[start : start + prepared.count])
-        start += prepared.count
-    return out
-
-
-def _trace_producer(config: ClientConfig, group: str) -> Producer:
+def trace_sender(config: ClientConfig, group: str) -> Producer:
+    """The producer a trace dispatcher sends trace messages with (Java: 5 s timeout)."""
     return Producer(group, client_config=config, send_timeout_ms=5000)
-
-
-def new_trace_dispatcher(
-    config: ClientConfig, group: str, kind: str, trace_topic: str | None
-) -> AsyncTraceDispatcher:
-    """A trace dispatcher for a client of ``group`` (``kind`` PRODUCE or CONSUME) whose
-    trace producer is a plain ``Producer``.
-
-    Raises:
-        InvalidArgumentError: ``trace_topic`` is not a legal topic name.
-    """
-    return AsyncTraceDispatcher(
-        trace_topic=trace_topic,
-        host_config=config,
-        host_group=group,
-        kind=kind,
-        sender_factory=_trace_producer,
-    )
 
 
 class _AsyncSend:
@@ -789,9 +746,10 @@ class _AsyncSend:
             return
         if producer.fault.enabled:
             producer.fault.update_fault_item(mq.broker_name, _now_ms() - self.begin_ms, False)
-        if self.trace is not None:
+        if self.trace is not None and producer._tracer is not None:
             source, begin, length = self.trace
-            producer._record_pub(result, source, begin, length)
+            store = producer._store_host(mq.broker_name)
+            producer._tracer.pub(source, result, begin, store, length)
         future.set_result(result)
 
     def _failed(self, exc: BaseException) -> None:

@@ -25,9 +25,10 @@ trace topic are never traced (the trace producer's own messages).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from ariane.client._send import PreparedSend
 from ariane.client._trace_dispatch import AsyncTraceDispatcher
 from ariane.client.consumer_types import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ariane.client.message import SendResult, SendStatus
@@ -46,7 +47,7 @@ from ariane.common.trace import (
     message_type_of,
 )
 
-__all__ = ["ConsumeTracer", "SendTracer", "consume_outcome"]
+__all__ = ["ConsumeTracer", "SendTracer", "batch_sources", "consume_outcome"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,19 @@ class SendTracer:
     def now_ms(self) -> int:
         """The clock's wall time in milliseconds."""
         return self.clock.now_ms()
+
+    async def around(
+        self,
+        sending: Awaitable[SendResult],
+        source: Message | Sequence[Message],
+        body_length: int,
+        store_host: Callable[[str], str],
+    ) -> SendResult:
+        """Await a send and record its Pub (``store_host(broker_name)``: the address)."""
+        begin = self.now_ms()
+        result = await sending
+        self.pub(source, result, begin, store_host(result.message_queue.broker_name), body_length)
+        return result
 
     def traced(self, topic: str) -> bool:
         """Whether sends to ``topic`` are traced (not the trace topic itself)."""
@@ -162,6 +176,15 @@ class SendTracer:
             self.dispatcher.append(ctx)
         except Exception:
             logger.warning("recording the EndTransaction trace of %s failed", msg_id, exc_info=True)
+
+
+def batch_sources(messages: list[Message], batches: Sequence[PreparedSend]) -> list[list[Message]]:
+    """The messages of each prepared batch request (``prepare_batches`` cuts in order)."""
+    out, start = [], 0
+    for prepared in batches:
+        out.append(messages[start : start + prepared.count])
+        start += prepared.count
+    return out
 
 
 def consume_outcome(

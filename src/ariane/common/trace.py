@@ -213,12 +213,12 @@ class UndecodableTrace:
     Attributes:
         error: what is wrong, in one line.
         text: the start of the offending text (separators shown as ``\\x01``/``\\x02``).
-        index: the record's position in the body (-1: the whole body).
+        index: the record's position in the body.
     """
 
     error: str
     text: str
-    index: int = -1
+    index: int
 
 
 # -- encoding --------------------------------------------------------------------------------
@@ -573,17 +573,23 @@ def decode_trace_data(text: str) -> list[TraceContext]:
 
 
 def decode_trace_body(body: bytes) -> list[TraceContext | UndecodableTrace]:
-    """Every record of a trace message body; the ones that do not decode (and a body that is
-    not UTF-8) come back as ``UndecodableTrace`` in their place. Never raises."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        shown = _shown(body.decode("utf-8", "replace"))
-        return [UndecodableTrace(f"the trace body is not UTF-8 ({exc.reason})", shown)]
+    """Every record of a trace message body; a record that does not decode (bad fields, or
+    bytes that are not UTF-8) comes back as an ``UndecodableTrace`` in its place and the
+    others are still read. Never raises."""
     out: list[TraceContext | UndecodableTrace] = []
-    for index, record in enumerate(_records(text)):
+    # records are cut on the byte 0x02 first: it never occurs inside a UTF-8 sequence
+    records = [r for r in body.split(FIELD_SEPARATOR.encode()) if r]
+    for index, raw in enumerate(records):
+        try:
+            record = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            text = _shown(raw.decode("utf-8", "replace"))
+            out.append(
+                UndecodableTrace(f"trace record {index} is not UTF-8 ({exc.reason})", text, index)
+            )
+            continue
         try:
             out.append(_decode_record(record))
         except TraceDecodeError as exc:
-            out.append(UndecodableTrace(str(exc), _shown(record), index))
+            out.append(UndecodableTrace(f"trace record {index}: {exc}", _shown(record), index))
     return out

@@ -232,20 +232,23 @@ def test_bad_records_name_the_problem(text: str, error: str) -> None:
 
 
 def test_tolerant_body_decoding_keeps_good_records() -> None:
-    body = (PUB_TEXT + "Garbage\x01x" + E + PUB_TEXT).encode()
+    body = (PUB_TEXT + "Garbage\x01x" + E + PUB_TEXT).encode() + b"Pub\x01\xff\xfe\x02" + b"\x02"
     out = decode_trace_body(body)
     assert out[0] == PUB
     assert out[2] == PUB
-    bad = out[1]
-    assert isinstance(bad, UndecodableTrace)
-    assert bad.index == 1
-    assert "unknown trace type 'Garbage'" in bad.error
-    assert bad.text == "Garbage\\x01x"
-    (whole,) = decode_trace_body(b"Pub\x01\xff\xfe\x02")
-    assert isinstance(whole, UndecodableTrace)
-    assert whole.index == -1
-    assert "UTF-8" in whole.error
+    bad, not_utf8 = out[1], out[3]
+    assert bad == UndecodableTrace(
+        "trace record 1: unknown trace type 'Garbage'", "Garbage\\x01x", 1
+    )
+    assert isinstance(not_utf8, UndecodableTrace)
+    assert not_utf8.index == 3
+    assert "trace record 3 is not UTF-8" in not_utf8.error
+    assert not_utf8.text == "Pub\\x01\ufffd\ufffd"
+    assert len(out) == 4
     assert decode_trace_body(b"") == []
+    long = decode_trace_body(b"x" * 500)
+    assert isinstance(long[0], UndecodableTrace)
+    assert long[0].text == "x" * 200 + "..."
 
 
 def test_encoder_refuses_what_it_cannot_write() -> None:
