@@ -35,6 +35,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ariane.client._process_queue import ProcessQueue
+from ariane.client._trace_hooks import consume_outcome
 from ariane.client.consumer_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -44,6 +45,7 @@ from ariane.client.consumer_types import (
 )
 from ariane.common import properties as props
 from ariane.common.message import MessageExt
+from ariane.common.trace import TraceContext
 from ariane.remoting.protocol.client_bodies import MessageQueue
 
 if TYPE_CHECKING:
@@ -96,6 +98,17 @@ class _ServiceBase:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    def trace_after(
+        self, before: TraceContext, count: int, status: Any, raised: bool, seconds: float
+    ) -> None:
+        """The SubAfter record of a listener call whose SubBefore was ``before``."""
+        tracer = self.consumer.tracer
+        if tracer is not None:
+            success, outcome = consume_outcome(
+                status, raised, int(seconds * 1000), self.consumer.consume_timeout_ms
+            )
+            tracer.after(before, count, success, outcome)
 
     def later(self, delay_s: float, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the loop after ``delay_s`` unless the service stops first."""
@@ -248,15 +261,21 @@ class ConcurrentConsumeService(_ServiceBase):
         if pq.dropped:
             return
         ctx = self._prepare(msgs, mq)
+        tracer = self.consumer.tracer
+        before = tracer.before(msgs) if tracer is not None else None
         begin = time.monotonic()
+        raised = False
         try:
             status = await self.call_listener(msgs, ctx)
         except Exception:
             logger.warning(
                 "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
             )
-            status = None
-        pending = self._apply(msgs, pq, mq, ctx, status, time.monotonic() - begin)
+            status, raised = None, True
+        seconds = time.monotonic() - begin
+        if before is not None:
+            self.trace_after(before, len(msgs), status, raised, seconds)
+        pending = self._apply(msgs, pq, mq, ctx, status, seconds)
         if pending is not None:
             await pending
 
@@ -296,13 +315,18 @@ class ConcurrentConsumeService(_ServiceBase):
         loop = self._loop
         assert loop is not None
         tq, done, listener = self._tq, self._done, self.listener
+        tracer = self.consumer.tracer
         while True:
             job = tq.get()
             if job is None:
                 return
             msgs, pq, ctx = job[0], job[1], job[3]
+            before = None
+            if tracer is not None and not pq.dropped:
+                before = tracer.before(msgs)
             begin = time.monotonic()
             status: Any = None
+            raised = False
             try:
                 if not pq.dropped:  # rebalanced away while queued: the new owner has it
                     status = listener(msgs, ctx)
@@ -312,8 +336,11 @@ class ConcurrentConsumeService(_ServiceBase):
                 logger.warning(
                     "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
                 )
-                status = None
-            done.append((job, status, time.monotonic() - begin))
+                status, raised = None, True
+            seconds = time.monotonic() - begin
+            if before is not None:
+                self.trace_after(before, len(msgs), status, raised, seconds)
+            done.append((job, status, seconds))
             if not self._wake_pending:
                 self._wake_pending = True
                 try:
@@ -493,13 +520,19 @@ class OrderlyConsumeService(_ServiceBase):
         async with pq.consume_lock:
             if pq.dropped:
                 return False
+            tracer = consumer.tracer
+            before = tracer.before(msgs) if tracer is not None else None
             begin = _now_ms()
+            raised = False
             try:
                 status = await self.call_listener(msgs, ctx)
             except Exception:
                 logger.warning("orderly listener of %s raised", consumer.group, exc_info=True)
-                status = None
-            consumer.stats.record_consume(len(msgs), _now_ms() - begin)
+                status, raised = None, True
+            elapsed = _now_ms() - begin
+            if before is not None:
+                self.trace_after(before, len(msgs), status, raised, elapsed / 1000)
+            consumer.stats.record_consume(len(msgs), elapsed)
         if not isinstance(status, ConsumeOrderlyStatus):
             status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         return await self._process_result(msgs, status, ctx, pq, mq)
