@@ -65,6 +65,8 @@ from ariane.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
+    reset_transaction_value,
+    transaction_value,
 )
 from ariane.common.topics import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from ariane.errors import CorruptionError
@@ -281,7 +283,7 @@ class TransactionalMessageService:
         props[REAL_TOPIC] = inner.topic
         props[REAL_QUEUE_ID] = str(inner.queue_id)
         inner.properties_string = None
-        inner.sys_flag &= ~0xC
+        inner.sys_flag = reset_transaction_value(inner.sys_flag, TRANSACTION_NOT_TYPE)
         inner.topic = TRANS_HALF_TOPIC
         inner.queue_id = 0
 
@@ -319,7 +321,7 @@ class TransactionalMessageService:
             except CorruptionError:
                 continue
             if (
-                final.sys_flag & 0xC == TRANSACTION_COMMIT_TYPE
+                transaction_value(final.sys_flag) == TRANSACTION_COMMIT_TYPE
                 and final.properties.get(UNIQ_KEY) == uniq
                 and final.properties.get(PRODUCER_GROUP) == group
             ):
@@ -490,7 +492,8 @@ def committed_message(msg: MessageExt, half_offset: int) -> MessageInner:
     props.pop(WAIT_STORE_MSG_OK, None)
     return MessageInner(
         topic, max(0, queue_id), msg.body, msg.flag, props,
-        (msg.sys_flag & ~0xC) | TRANSACTION_COMMIT_TYPE, msg.born_timestamp_ms, msg.born_host,
+        reset_transaction_value(msg.sys_flag, TRANSACTION_COMMIT_TYPE), msg.born_timestamp_ms,
+        msg.born_host,
         msg.store_host, msg.reconsume_times, half_offset,
     )  # fmt: skip
 

@@ -46,7 +46,14 @@ from ariane.common.properties import (
     decode_properties,
 )
 from ariane.common.record import decode_record
-from ariane.common.sysflag import MULTI_TAGS_FLAG, PERM_READ, PERM_WRITE
+from ariane.common.sysflag import (
+    MULTI_TAGS_FLAG,
+    PERM_READ,
+    PERM_WRITE,
+    TRANSACTION_NOT_TYPE,
+    reset_transaction_value,
+    transaction_value,
+)
 from ariane.common.topics import (
     AUTO_CREATE_TOPIC,
     OFFSET_MOVED_EVENT,
@@ -304,10 +311,10 @@ class SendMessageProcessor:
             if self.broker.config.reject_transaction_message:
                 return self._transaction_refused()
             self.broker.transactions.prepare(inner, header.producer_group)
-        elif inner.sys_flag & 0xC:
+        elif transaction_value(inner.sys_flag):
             # a PREPARED/ROLLBACK type without TRAN_MSG (old clients' retries of transactional
             # messages) would be stored where no consumer ever sees it: store it as normal
-            inner.sys_flag &= ~0xC
+            inner.sys_flag = reset_transaction_value(inner.sys_flag, TRANSACTION_NOT_TYPE)
         for rewriter in self.rewriters:
             refused = rewriter.rewrite(inner)
             if refused is not None:
