@@ -37,8 +37,9 @@ import enum
 import logging
 from collections.abc import Iterator
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ariane.broker.context import BrokerContext
 from ariane.broker.processors import error, ok
 from ariane.common.message import MessageExt
 from ariane.common.properties import (
@@ -76,15 +77,13 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.store import MessageInner, PutResult, PutStatus
 from ariane.store.format import CQ_UNIT
 
-if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
-
 __all__ = [
     "END_TYPE",
     "REMOVE_TAG",
     "TRANS_SYS_GROUP",
     "Resolution",
     "ResolutionTable",
+    "TransactionBrokerContext",
     "TransactionalMessageService",
 ]
 
@@ -213,7 +212,7 @@ class TransactionalMessageService:
         broker: the broker (store, config, clock).
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.store = broker.store
         self.table = ResolutionTable()
@@ -508,3 +507,10 @@ def _put_error(result: PutResult) -> RemotingCommand:
             ResponseCode.SERVICE_NOT_AVAILABLE, result.remark or "Service not available now."
         )
     return error(ResponseCode.SYSTEM_ERROR, result.remark or status.value)
+
+
+class TransactionBrokerContext(BrokerContext, Protocol):
+    """A broker with a transaction service (what the send and END_TRANSACTION processors
+    need)."""
+
+    transactions: TransactionalMessageService
