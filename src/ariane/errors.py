@@ -21,6 +21,7 @@ RocketMQ; exceptions mean bad input, corruption, transport failure or a broker r
     │   └── ConnectError            could not connect
     ├── RequestTimeoutError         no response within the timeout
     ├── DataLossError               messages a reader was asked for no longer exist
+    ├── AclError                    an ACL file, rule or account is invalid (names what)
     ├── RequestError                a request cannot be served; the server answers (code, remark)
     │   └── HeaderFieldError        a custom-header field is missing or malformed (names the key)
     └── BrokerResponseError         a response code other than SUCCESS (code, remark);
@@ -34,6 +35,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "AclError",
     "ArianeError",
     "BrokerResponseError",
     "ConfigError",
@@ -166,6 +168,11 @@ class DataLossError(ArianeError):
 
     Raised by readers that promise not to skip data silently (Spark's ``failOnDataLoss``).
     """
+
+
+class AclError(ArianeError):
+    """An ACL document, IP rule or account is invalid (RocketMQ's ``AclException`` for
+    configuration problems); the message names the file, account or rule."""
 
 
 class RequestError(ArianeError):
