@@ -37,6 +37,7 @@ from ariane.client._offset_store import OffsetStore
 from ariane.client._process_queue import ProcessQueue
 from ariane.client._rebalance import RebalanceImpl
 from ariane.client._stats import ConsumeStats
+from ariane.client._trace_hooks import ConsumeTracer, consume_outcome
 from ariane.client.consumer_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -47,6 +48,7 @@ from ariane.client.consumer_types import (
 from ariane.common import properties as props
 from ariane.common.clock import Clock, monotonic_ms
 from ariane.common.message import MessageExt
+from ariane.common.trace import TraceContext
 from ariane.remoting.protocol.client_bodies import MessageQueue
 
 __all__ = ["ConcurrentConsumeService", "OrderlyConsumeService", "is_coroutine_listener"]
@@ -67,6 +69,7 @@ class ConsumeHost(Protocol):
     retry_topic: str
     message_model: MessageModel
     clock: Clock
+    tracer: ConsumeTracer | None
     stats: ConsumeStats
     consume_message_batch_max_size: int
     consume_timeout_ms: int
@@ -121,6 +124,17 @@ class _ServiceBase:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    def trace_after(
+        self, before: TraceContext, count: int, status: Any, raised: bool, seconds: float
+    ) -> None:
+        """The SubAfter record of a listener call whose SubBefore was ``before``."""
+        tracer = self.consumer.tracer
+        if tracer is not None:
+            success, outcome = consume_outcome(
+                status, raised, int(seconds * 1000), self.consumer.consume_timeout_ms
+            )
+            tracer.after(before, count, success, outcome)
 
     def later(self, delay_s: float, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the loop after ``delay_s`` unless the service stops first."""
@@ -274,15 +288,21 @@ class ConcurrentConsumeService(_ServiceBase):
             return
         ctx = self._prepare(msgs, mq)
         clock = self.consumer.clock
+        tracer = self.consumer.tracer
+        before = tracer.before(msgs) if tracer is not None else None
         begin = clock.monotonic()
+        raised = False
         try:
             status = await self.call_listener(msgs, ctx)
         except Exception:
             logger.warning(
                 "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
             )
-            status = None
-        pending = self._apply(msgs, pq, mq, ctx, status, clock.monotonic() - begin)
+            status, raised = None, True
+        seconds = clock.monotonic() - begin
+        if before is not None:
+            self.trace_after(before, len(msgs), status, raised, seconds)
+        pending = self._apply(msgs, pq, mq, ctx, status, seconds)
         if pending is not None:
             await pending
 
@@ -323,13 +343,18 @@ class ConcurrentConsumeService(_ServiceBase):
         assert loop is not None
         tq, done, listener = self._tq, self._done, self.listener
         clock = self.consumer.clock
+        tracer = self.consumer.tracer
         while True:
             job = tq.get()
             if job is None:
                 return
             msgs, pq, ctx = job[0], job[1], job[3]
+            before = None
+            if tracer is not None and not pq.dropped:
+                before = tracer.before(msgs)
             begin = clock.monotonic()
             status: Any = None
+            raised = False
             try:
                 if not pq.dropped:  # rebalanced away while queued: the new owner has it
                     status = listener(msgs, ctx)
@@ -339,8 +364,11 @@ class ConcurrentConsumeService(_ServiceBase):
                 logger.warning(
                     "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
                 )
-                status = None
-            done.append((job, status, clock.monotonic() - begin))
+                status, raised = None, True
+            seconds = clock.monotonic() - begin
+            if before is not None:
+                self.trace_after(before, len(msgs), status, raised, seconds)
+            done.append((job, status, seconds))
             if not self._wake_pending:
                 self._wake_pending = True
                 try:
@@ -520,13 +548,19 @@ class OrderlyConsumeService(_ServiceBase):
         async with pq.consume_lock:
             if pq.dropped:
                 return False
+            tracer = consumer.tracer
+            before = tracer.before(msgs) if tracer is not None else None
             begin = monotonic_ms(consumer.clock)
+            raised = False
             try:
                 status = await self.call_listener(msgs, ctx)
             except Exception:
                 logger.warning("orderly listener of %s raised", consumer.group, exc_info=True)
-                status = None
-            consumer.stats.record_consume(len(msgs), monotonic_ms(consumer.clock) - begin)
+                status, raised = None, True
+            elapsed = monotonic_ms(consumer.clock) - begin
+            if before is not None:
+                self.trace_after(before, len(msgs), status, raised, elapsed / 1000)
+            consumer.stats.record_consume(len(msgs), elapsed)
         if not isinstance(status, ConsumeOrderlyStatus):
             status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         return await self._process_result(msgs, status, ctx, pq, mq)

@@ -25,8 +25,11 @@ from ariane.client._offset_store import (
     OffsetStore,
     RemoteBrokerOffsetStore,
 )
+from ariane.client._producer import trace_sender
 from ariane.client._rebalance import RebalanceImpl, parse_consume_timestamp
 from ariane.client._route import subscribe_queues_from_route
+from ariane.client._trace_dispatch import AsyncTraceDispatcher
+from ariane.client._trace_hooks import ConsumeTracer
 from ariane.client.config import ClientConfig
 from ariane.client.consumer_types import MessageSelector
 from ariane.client.errors import BrokerNotFoundError, ClientStateError
@@ -96,6 +99,8 @@ class ConsumerBase:
         allocate_strategy: AllocateStrategy | None,
         offset_store_dir: str | Path | None,
         client_config: ClientConfig | None,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         validate_group(group)
         if group == DEFAULT_CONSUMER_GROUP:
@@ -131,6 +136,17 @@ class ConsumerBase:
         self._stopping = False
         self.orderly = False
         self._pull_from_which_node: dict[MessageQueue, int] = {}
+        # message trace (issue 15): None unless enable_trace; consume paths test only that
+        self.tracer: ConsumeTracer | None = None
+        if enable_trace:
+            dispatcher = AsyncTraceDispatcher(
+                trace_topic=trace_topic,
+                host_config=client_config,
+                host_group=group,
+                kind="CONSUME",
+                sender_factory=trace_sender,
+            )
+            self.tracer = ConsumeTracer(dispatcher, group)
 
     # -- properties ------------------------------------------------------------------------------
 
@@ -254,6 +270,8 @@ class ConsumerBase:
             await instance.release()
             raise
         self._instance, self._offset_store, self._rebalance = instance, store, rebalance
+        if self.tracer is not None:
+            await self.tracer.dispatcher.start()
         try:
             await instance.start()
         except BaseException:
@@ -272,6 +290,8 @@ class ConsumerBase:
         """Unregister from the brokers and release the instance."""
         instance, self._instance = self._instance, None
         self._closed = True
+        if self.tracer is not None:
+            await self.tracer.dispatcher.close()
         if instance is not None:
             await instance.unregister_consumer(self._group)
             await instance.release()

@@ -45,6 +45,7 @@ from ariane.client.consumer_types import ConsumeFromWhere, MessageModel, Message
 from ariane.client.errors import ClientStateError
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
 from ariane.common.clock import monotonic_ms
+from ariane.common.trace import ConsumeReturnType
 from ariane.errors import ArianeError, InvalidArgumentError
 from ariane.remoting.protocol.client_bodies import ConsumeType, SubscriptionData
 
@@ -94,6 +95,9 @@ class PullConsumer(ConsumerBase):
         consumer_pull_timeout_ms: pull request timeout (30000).
         offset_store_dir: broadcasting offsets root.
         client_config: full client settings.
+        enable_trace: record SubBefore/SubAfter traces of every listener call
+            (``enableMsgTrace``; see docs/trace.md).
+        trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
 
     Raises:
         InvalidArgumentError: a bad group name or setting.
@@ -122,6 +126,8 @@ class PullConsumer(ConsumerBase):
         consumer_pull_timeout_ms: int = 30_000,
         offset_store_dir: str | Path | None = None,
         client_config: ClientConfig | None = None,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -134,6 +140,8 @@ class PullConsumer(ConsumerBase):
             allocate_strategy=allocate_strategy,
             offset_store_dir=offset_store_dir,
             client_config=client_config,
+            enable_trace=enable_trace,
+            trace_topic=trace_topic,
         )
         self._check_positive(
             auto_commit_interval_ms=auto_commit_interval_ms,
@@ -381,6 +389,11 @@ class PullConsumer(ConsumerBase):
                 if offset >= 0:
                     state.consume_offset = offset
                 reset_retry_topic(msgs, self.retry_topic)
+                tracer = self.tracer
+                if tracer is not None:  # polled = consumed (Java's lite pull trace)
+                    before = tracer.before(msgs)
+                    if before is not None:
+                        tracer.after(before, len(msgs), True, ConsumeReturnType.SUCCESS)
                 await self._maybe_auto_commit()
                 return msgs
             remaining = deadline - time.monotonic()

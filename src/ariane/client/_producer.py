@@ -43,6 +43,8 @@ from ariane.client._send import (
     prepare_batches,
     prepare_single,
 )
+from ariane.client._trace_dispatch import AsyncTraceDispatcher
+from ariane.client._trace_hooks import SendTracer, batch_sources
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.errors import (
     BrokerNotFoundError,
@@ -66,7 +68,13 @@ from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
-__all__ = ["DEFAULT_PRODUCER_GROUP", "DEFAULT_RETRY_RESPONSE_CODES", "Producer", "new_producer"]
+__all__ = [
+    "DEFAULT_PRODUCER_GROUP",
+    "DEFAULT_RETRY_RESPONSE_CODES",
+    "Producer",
+    "new_producer",
+    "trace_sender",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +123,10 @@ class Producer:
         create_topic_key: the auto-create template topic (``TBW102``).
         default_topic_queue_nums: queues per broker of auto-created topics.
         client_config: full client settings (overrides the NameServer/instance arguments).
+        enable_trace: record a Pub trace of every answered send (``enableMsgTrace``; see
+            docs/trace.md).
+        trace_topic: the trace topic (``customizedTraceTopic``; default
+            ``RMQ_SYS_TRACE_TOPIC``).
 
     Raises:
         InvalidArgumentError: an illegal group name or setting.
@@ -139,6 +151,8 @@ class Producer:
         create_topic_key: str = AUTO_CREATE_TOPIC,
         default_topic_queue_nums: int = 4,
         client_config: ClientConfig | None = None,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         validate_group(group)
         if client_config is None:
@@ -174,6 +188,17 @@ class Producer:
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
+        # message trace (issue 15): None unless enable_trace; the send paths test only that
+        self._tracer: SendTracer | None = None
+        if enable_trace:
+            dispatcher = AsyncTraceDispatcher(
+                trace_topic=trace_topic,
+                host_config=client_config,
+                host_group=group,
+                kind="PRODUCE",
+                sender_factory=trace_sender,
+            )
+            self._tracer = SendTracer(dispatcher, group)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -181,6 +206,11 @@ class Producer:
     def group(self) -> str:
         """The producer group."""
         return self._group
+
+    @property
+    def trace_dispatcher(self) -> AsyncTraceDispatcher | None:
+        """The trace dispatcher (``enable_trace=True``), e.g. for its ``stats``."""
+        return self._tracer.dispatcher if self._tracer is not None else None
 
     @property
     def instance(self) -> ClientInstance:
@@ -213,6 +243,8 @@ class Producer:
         self._instance = instance
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
+        if self._tracer is not None:
+            await self._tracer.dispatcher.start()
         ip = instance.client_id.split("@", 1)[0]
         try:
             self._ids = UniqueIdGenerator(host_to_bytes(ip))
@@ -225,6 +257,8 @@ class Producer:
             return
         self._closed = True
         instance, self._instance = self._instance, None
+        if self._tracer is not None:
+            await self._tracer.dispatcher.close()
         if instance is not None:
             await instance.unregister_producer(self._group)
             await instance.release()
@@ -351,9 +385,12 @@ class Producer:
             ClientStateError: the producer is not started.
         """
         prepared = prepare_single(msg, self.settings, self._ids)
-        return await self._send_prepared(
+        sending = self._send_prepared(
             prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
         )
+        if self._tracer is None:
+            return await sending
+        return await self._tracer.around(sending, msg, len(msg.body), self._store_host)
 
     async def send_batch(
         self,
@@ -380,16 +417,19 @@ class Producer:
         messages = list(msgs)
         batches = prepare_batches(messages, self.settings, self._ids)
         results = []
-        for prepared in batches:
-            results.append(
-                await self._send_prepared(
-                    prepared,
-                    messages[0],
-                    timeout_ms,
-                    SendTarget.of(queue, selector, arg, sharding_key),
-                )
+        for prepared, chunk in zip(batches, batch_sources(messages, batches), strict=True):
+            sending = self._send_prepared(
+                prepared, messages[0], timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
             )
+            if self._tracer is not None:
+                sending = self._tracer.around(sending, chunk, len(prepared.body), self._store_host)
+            results.append(await sending)
         return results
+
+    def _store_host(self, broker_name: str) -> str:
+        instance = self._instance
+        addr = instance.find_broker_addr_in_publish(broker_name) if instance else None
+        return addr or ""
 
     async def _send_prepared(
         self,
@@ -513,7 +553,11 @@ class Producer:
         """
         prepared = prepare_single(msg, self.settings, self._ids)
         return self._send_prepared_async(
-            prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
+            prepared,
+            msg,
+            timeout_ms,
+            SendTarget.of(queue, selector, arg, sharding_key),
+            len(msg.body),
         )
 
     def send_batch_async(
@@ -539,15 +583,20 @@ class Producer:
                 f"the batch needs {len(batches)} requests; send_batch splits it"
             )
         return self._send_prepared_async(
-            batches[0], messages[0], timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
+            batches[0],
+            messages,
+            timeout_ms,
+            SendTarget.of(queue, selector, arg, sharding_key),
+            len(batches[0].body),
         )
 
     def _send_prepared_async(
         self,
         prepared: PreparedSend,
-        source: Message,
+        source: Message | list[Message],
         timeout_ms: int | None,
         target: SendTarget | None,
+        body_length: int,
     ) -> asyncio.Future[SendResult]:
         instance = self.instance
         loop = self._loop
@@ -555,11 +604,18 @@ class Producer:
             # asyncio.get_running_loop() would cost a getpid() system call per send
             raise ClientStateError("send_async must be called on the producer's event loop")
         timeout = timeout_ms or self.send_timeout_ms
+        tracer = self._tracer
         if target is not None:
-            return loop.create_task(self._send_prepared(prepared, source, timeout, target))
+            first = source[0] if isinstance(source, list) else source
+            sending = self._send_prepared(prepared, first, timeout, target)
+            if tracer is not None:
+                sending = tracer.around(sending, source, body_length, self._store_host)
+            return loop.create_task(sending)
         info = self._publish.get(prepared.topic)
         future: asyncio.Future[SendResult] = loop.create_future()
         send = _AsyncSend(self, prepared, future, self.now_ms() + timeout, self.retry_times_async)
+        if tracer is not None:
+            send.trace = (source, tracer.now_ms(), body_length)
         if info is not None and info.ok:
             send.attempt(info, None)
         else:
@@ -600,10 +656,24 @@ class Producer:
         self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, False)
 
 
+def trace_sender(config: ClientConfig, group: str) -> Producer:
+    """The producer a trace dispatcher sends trace messages with (Java: 5 s timeout)."""
+    return Producer(group, client_config=config, send_timeout_ms=5000)
+
+
 class _AsyncSend:
     """One ``send_async``: attempts chained by response callbacks, no task in the fast path."""
 
-    __slots__ = ("begin_ms", "deadline_ms", "future", "mq", "prepared", "producer", "retries")
+    __slots__ = (
+        "begin_ms",
+        "deadline_ms",
+        "future",
+        "mq",
+        "prepared",
+        "producer",
+        "retries",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -620,6 +690,8 @@ class _AsyncSend:
         self.retries = retries
         self.mq: MessageQueue | None = None
         self.begin_ms = 0
+        #: (source, start wall ms, body length) when the producer traces sends
+        self.trace: tuple[Message | list[Message], int, int] | None = None
 
     async def attempt_after_route(self) -> None:
         try:
@@ -684,6 +756,10 @@ class _AsyncSend:
             producer.fault.update_fault_item(
                 mq.broker_name, producer.now_ms() - self.begin_ms, False
             )
+        if self.trace is not None and producer._tracer is not None:
+            source, begin, length = self.trace
+            store = producer._store_host(mq.broker_name)
+            producer._tracer.pub(source, result, begin, store, length)
         future.set_result(result)
 
     def _failed(self, exc: BaseException) -> None:

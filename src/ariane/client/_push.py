@@ -113,6 +113,9 @@ class PushConsumer(ConsumerBase):
         lock_interval_ms: orderly lock renewal period (20000).
         offset_store_dir: broadcasting offsets root (default ``~/.rocketmq_offsets``).
         client_config: full client settings (overrides the NameServer/instance arguments).
+        enable_trace: record SubBefore/SubAfter traces of every listener call
+            (``enableMsgTrace``; see docs/trace.md).
+        trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
 
     Raises:
         InvalidArgumentError: a bad group name or a setting out of RocketMQ's ranges.
@@ -147,6 +150,8 @@ class PushConsumer(ConsumerBase):
         lock_interval_ms: int = 20_000,
         offset_store_dir: str | Path | None = None,
         client_config: ClientConfig | None = None,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -159,6 +164,8 @@ class PushConsumer(ConsumerBase):
             allocate_strategy=allocate_strategy,
             offset_store_dir=offset_store_dir,
             client_config=client_config,
+            enable_trace=enable_trace,
+            trace_topic=trace_topic,
         )
         for name, value, low, high in (
             ("consume_thread_nums", consume_thread_nums, 1, 1000),

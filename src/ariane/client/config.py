@@ -147,3 +147,6 @@ class ProducerOptions(TypedDict, total=False):
     create_topic_key: str
     default_topic_queue_nums: int
     client_config: ClientConfig | None
+    # message trace (issue 15)
+    enable_trace: bool
+    trace_topic: str | None
