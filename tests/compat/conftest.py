@@ -59,6 +59,16 @@ def cpp_client_python() -> Path:
     return _venv_python("rocketmq-0.4.4", "rocketmq==0.4.4", "import rocketmq.client")
 
 
+@pytest.fixture(scope="session")
+def rmq5_python() -> Path:
+    """Python with PyPI ``rocketmq-python-client==5.1.2`` (the 5.x gRPC client, issue 16)."""
+    return _venv_python(
+        "rocketmq-python-client-5.1.2",
+        "rocketmq-python-client==5.1.2",
+        "from rocketmq import Producer, SimpleConsumer, PushConsumer",
+    )
+
+
 @dataclass
 class ScriptRun:
     """A client script running in the background; its JSON lines are collected."""
@@ -152,6 +162,47 @@ class CppClient:
         run.wait(timeout_s)
         assert run.proc.returncode == 0, f"{script} exited {run.proc.returncode}:\n{run.tail()}"
         return run
+
+
+class ScriptClient:
+    """Runs scripts of a client in its own environment (a venv's Python, Node.js...)."""
+
+    def __init__(self, argv: Sequence[str], scripts: Path, home: Path) -> None:
+        self.argv = list(argv)
+        self.scripts = scripts
+        self.home = home
+
+    def spawn(self, script: str, args: Sequence[str]) -> ScriptRun:
+        env = dict(os.environ)
+        env["HOME"] = str(self.home)
+        env["PYTHONUNBUFFERED"] = "1"
+        env.pop("PYTHONPATH", None)
+        proc = subprocess.Popen(
+            [*self.argv, str(self.scripts / script), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=self.home,
+            start_new_session=True,
+        )
+        run = ScriptRun(proc)
+        threading.Thread(target=run.pump, daemon=True).start()
+        return run
+
+    def run(self, script: str, args: Sequence[str], timeout_s: float = 180.0) -> ScriptRun:
+        run = self.spawn(script, args)
+        run.wait(timeout_s)
+        assert run.proc.returncode == 0, f"{script} exited {run.proc.returncode}:\n{run.tail()}"
+        return run
+
+
+@pytest.fixture
+def rmq5(rmq5_python: Path, tmp_path: Path) -> ScriptClient:
+    """The 5.x Python client's scripts (``tests/compat/rmq5_scripts``)."""
+    home = tmp_path / "rmq5-home"
+    home.mkdir()
+    return ScriptClient([str(rmq5_python)], Path(__file__).parent / "rmq5_scripts", home)
 
 
 @pytest.fixture
