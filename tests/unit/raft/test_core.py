@@ -608,3 +608,26 @@ def test_transfer_hands_over_leadership() -> None:
     assert not leader.is_leader
     roles = [e for e in router.nodes["n2"].take() if isinstance(e, RoleChanged)]
     assert roles == []  # already taken by the router
+
+
+def test_the_core_is_sans_io() -> None:
+    """Layer 2: the core imports only the standard library's pure parts, ``ariane.errors``
+    and itself; no sockets, threads, clocks or asyncio."""
+    import ast
+    from pathlib import Path
+
+    import ariane.raft
+
+    banned = {"asyncio", "socket", "threading", "time", "os", "select", "selectors", "datetime"}
+    for path in Path(ariane.raft.__file__).parent.glob("*.py"):
+        for tree_node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(tree_node, ast.Import):
+                names = [a.name for a in tree_node.names]
+            elif isinstance(tree_node, ast.ImportFrom) and tree_node.module:
+                names = [tree_node.module]
+            for name in names:
+                root = name.split(".")[0]
+                assert root not in banned, f"{path.name} imports {name}"
+                if root == "ariane":
+                    assert name.startswith(("ariane.raft", "ariane.errors")), f"{path.name}: {name}"
