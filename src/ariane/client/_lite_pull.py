@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._allocate import AllocateStrategy
 from ariane.client._consume import reset_retry_topic
 from ariane.client._consumer_base import (
@@ -93,6 +94,7 @@ class PullConsumer(ConsumerBase):
         consumer_pull_timeout_ms: pull request timeout (30000).
         offset_store_dir: broadcasting offsets root.
         client_config: full client settings.
+        credentials: ACL account that signs every request (``SessionCredentials``).
 
     Raises:
         InvalidArgumentError: a bad group name or setting.
@@ -121,6 +123,7 @@ class PullConsumer(ConsumerBase):
         consumer_pull_timeout_ms: int = 30_000,
         offset_store_dir: str | Path | None = None,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -133,6 +136,7 @@ class PullConsumer(ConsumerBase):
             allocate_strategy=allocate_strategy,
             offset_store_dir=offset_store_dir,
             client_config=client_config,
+            credentials=credentials,
         )
         self._check_positive(
             auto_commit_interval_ms=auto_commit_interval_ms,

@@ -31,6 +31,7 @@ import time
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
@@ -46,10 +47,12 @@ from ariane.client._send import (
 )
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.errors import (
+    AccessDeniedError,
     BrokerNotFoundError,
     ClientStateError,
     NoRouteError,
     SendError,
+    TopicNotWritableError,
 )
 from ariane.client.message import MessageExt, MessageQueue, SendResult, SendStatus
 from ariane.common.message import Message
@@ -65,6 +68,7 @@ from ariane.errors import (
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.protocol.route import MASTER_ID
 
 __all__ = ["DEFAULT_PRODUCER_GROUP", "DEFAULT_RETRY_RESPONSE_CODES", "Producer"]
 
@@ -114,6 +118,7 @@ class Producer:
         create_topic_key: the auto-create template topic (``TBW102``).
         default_topic_queue_nums: queues per broker of auto-created topics.
         client_config: full client settings (overrides the NameServer/instance arguments).
+        credentials: ACL account that signs every request (``SessionCredentials``).
 
     Raises:
         InvalidArgumentError: an illegal group name or setting.
@@ -138,13 +143,17 @@ class Producer:
         create_topic_key: str = AUTO_CREATE_TOPIC,
         default_topic_queue_nums: int = 4,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         validate_group(group)
         if client_config is None:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr is required")
             client_config = ClientConfig(
-                namesrv_addr=namesrv_addr, instance_name=instance_name, client_ip=client_ip
+                namesrv_addr=namesrv_addr,
+                instance_name=instance_name,
+                client_ip=client_ip,
+                credentials=credentials,
             )
         if send_timeout_ms <= 0 or retry_times < 0 or retry_times_async < 0:
             raise InvalidArgumentError("timeouts must be positive and retry counts >= 0")
@@ -282,7 +291,7 @@ class Producer:
         info = self._publish[topic]
         if info.have_route or info.ok:
             if not info.ok:
-                raise NoRouteError(topic, "the route has no writable queue")
+                raise TopicNotWritableError(topic)
             return info
         await instance.update_topic_route(
             topic,
@@ -291,6 +300,8 @@ class Producer:
         )
         info = self._publish[topic]
         if not info.ok:
+            if info.route is not None and info.route.queue_datas:
+                raise TopicNotWritableError(topic)  # the auto-create template is read-only
             raise NoRouteError(topic)
         return info
 
@@ -420,9 +431,33 @@ class Producer:
         assert target.selector is not None
         return apply_selector(target.selector, info.message_queues, source, target.arg)
 
+    async def _ask_read_only_broker(
+        self, prepared: PreparedSend, not_writable: TopicNotWritableError, timeout_ms: int
+    ) -> SendResult:
+        """The route allows no write: send to one of its (read-only) queues anyway, so the
+        broker's own reason (topic or broker permission) reaches the caller rather than a
+        bare "no route" (RocketMQ clients stop at the latter)."""
+        info = self._publish.get(prepared.topic)
+        route = info.route if info is not None else None
+        if route is None:
+            raise not_writable
+        masters = {bd.broker_name for bd in route.broker_datas if MASTER_ID in bd.broker_addrs}
+        names = sorted(qd.broker_name for qd in route.queue_datas if qd.broker_name in masters)
+        if not names:
+            raise not_writable
+        try:
+            return await self._attempt(
+                prepared, MessageQueue(prepared.topic, names[0], 0), timeout_ms
+            )
+        except _TRANSPORT_ERRORS as exc:
+            raise not_writable from exc
+
     async def _send_with_retries(self, prepared: PreparedSend, timeout_ms: int) -> SendResult:
         started = _now_ms()
-        info = await self.find_publish_info(prepared.topic)
+        try:
+            info = await self.find_publish_info(prepared.topic)
+        except TopicNotWritableError as exc:
+            return await self._ask_read_only_broker(prepared, exc, timeout_ms)
         attempts = 1 + self.retry_times
         last_broker: str | None = None
         last_error: BaseException | None = None
@@ -445,7 +480,7 @@ class Producer:
                 result = await self._attempt(prepared, mq, left)
             except BrokerResponseError as exc:
                 self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
-                if exc.code not in self.retry_response_codes:
+                if exc.code not in self.retry_response_codes or isinstance(exc, AccessDeniedError):
                     if result is not None:
                         return result
                     raise

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._allocate import AllocateStrategy
 from ariane.client._consume import ConcurrentConsumeService, OrderlyConsumeService
 from ariane.client._consumer_base import (
@@ -116,6 +117,7 @@ class PushConsumer(ConsumerBase):
         lock_interval_ms: orderly lock renewal period (20000).
         offset_store_dir: broadcasting offsets root (default ``~/.rocketmq_offsets``).
         client_config: full client settings (overrides the NameServer/instance arguments).
+        credentials: ACL account that signs every request (``SessionCredentials``).
 
     Raises:
         InvalidArgumentError: a bad group name or a setting out of RocketMQ's ranges.
@@ -150,6 +152,7 @@ class PushConsumer(ConsumerBase):
         lock_interval_ms: int = 20_000,
         offset_store_dir: str | Path | None = None,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -162,6 +165,7 @@ class PushConsumer(ConsumerBase):
             allocate_strategy=allocate_strategy,
             offset_store_dir=offset_store_dir,
             client_config=client_config,
+            credentials=credentials,
         )
         for name, value, low, high in (
             ("consume_thread_nums", consume_thread_nums, 1, 1000),

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TypedDict
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.errors import ConfigError
 
 __all__ = [
@@ -74,6 +75,8 @@ class ClientConfig:
             waitInterval``).
         api_timeout_ms: timeout of route, heartbeat and admin requests (``mqClientApiTimeout``).
         connect_timeout_ms: time allowed to open a connection.
+        credentials: ACL account that signs every request (``AclClientRPCHook``); None
+            sends requests unsigned.
     """
 
     namesrv_addr: str
@@ -86,6 +89,8 @@ class ClientConfig:
     rebalance_interval_ms: int = 20_000
     api_timeout_ms: int = 3_000
     connect_timeout_ms: int = 3_000
+    # ACL (issue 11)
+    credentials: SessionCredentials | None = None
 
     def __post_init__(self) -> None:
         parse_namesrv_addr(self.namesrv_addr)
@@ -142,3 +147,4 @@ class ProducerOptions(TypedDict, total=False):
     create_topic_key: str
     default_topic_queue_nums: int
     client_config: ClientConfig | None
+    credentials: SessionCredentials | None
