@@ -89,7 +89,7 @@ class _CodedError(BrokerResponseError):
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
-        if cls.CODE >= 0:
+        if "CODE" in cls.__dict__ and cls.CODE >= 0:  # refinements (AccessDeniedError) don't
             _REGISTRY[cls.CODE] = cls
 
     def __init__(self, code: int | None = None, remark: str | None = None) -> None:
