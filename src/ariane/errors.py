@@ -15,7 +15,8 @@ RocketMQ; exceptions mean bad input, corruption, transport failure or a broker r
     │   └── StoreClosedError        the store was shut down
     ├── ProtocolError
     │   ├── LocalProtocolError      we were asked to encode something illegal
-    │   └── RemoteProtocolError     the peer sent bytes that do not decode
+    │   ├── RemoteProtocolError     the peer sent bytes that do not decode
+    │   └── TraceDecodeError        a message-trace record does not decode (names the record)
     ├── ConnectionError_
     │   ├── ConnectionClosedError   the connection went away while a request was in flight
     │   └── ConnectError            could not connect
@@ -55,6 +56,7 @@ __all__ = [
     "RequestTimeoutError",
     "StoreClosedError",
     "StoreError",
+    "TraceDecodeError",
 ]
 
 
@@ -141,6 +143,10 @@ class LocalProtocolError(ProtocolError):
 
 class RemoteProtocolError(ProtocolError):
     """The peer sent bytes that do not decode as a RemotingCommand frame."""
+
+
+class TraceDecodeError(ProtocolError):
+    """A message-trace record (``ariane.common.trace``) does not decode."""
 
 
 class ConnectionError_(ArianeError):

@@ -123,6 +123,17 @@ class BrokerConfig:
         access_key: ``accessKey`` (Ariane's): the account the broker signs its requests to the
             NameServers with (registrations), when their ACL is on.
         secret_key: ``secretKey``: that account's secret (never shown by GET_BROKER_CONFIG).
+        grpc_server_port: ``grpcServerPort``: serve the 5.x gRPC protocol on this port (-1,
+            Ariane's default, is off; 0 picks a free port; RocketMQ's proxy uses 8081).
+        grpc_tls_cert_path / grpc_tls_key_path: ``grpcTlsCertPath``/``grpcTlsKeyPath``: PEM
+            files turning TLS on for gRPC.
+        grpc_max_streams_per_connection: ``grpcMaxStreamsPerConnection``.
+        grpc_max_inflight_receives: ``grpcMaxInflightReceives``: receive/pull streams open
+            at once.
+        grpc_settings_timeout_ms: ``grpcSettingsTimeoutMillis``: a Telemetry stream must
+            send its settings within this time.
+        enable_topic_message_type_check: ``enableTopicMessageTypeCheck``: gRPC sends must
+            match the topic's ``message.type``.
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -177,6 +188,14 @@ class BrokerConfig:
     acl_watch_interval_ms: int = _prop("aclWatchIntervalMs", 500)
     access_key: str = _prop("accessKey", "")
     secret_key: str = _prop("secretKey", "")
+    # -- the gRPC 5.x protocol (ariane.proxy, issue 16): -1 = off, 0 = a free port ---------------
+    grpc_server_port: int = _prop("grpcServerPort", -1)
+    grpc_tls_cert_path: str = _prop("grpcTlsCertPath", "")
+    grpc_tls_key_path: str = _prop("grpcTlsKeyPath", "")
+    grpc_max_streams_per_connection: int = _prop("grpcMaxStreamsPerConnection", 256)
+    grpc_max_inflight_receives: int = _prop("grpcMaxInflightReceives", 10_000)
+    grpc_settings_timeout_ms: int = _prop("grpcSettingsTimeoutMillis", 30_000)
+    enable_topic_message_type_check: bool = _prop("enableTopicMessageTypeCheck", True)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -250,6 +269,7 @@ def _check(c: BrokerConfig) -> None:
         ("metricsOtelCardinalityLimit", c.metrics_cardinality_limit >= 1, "must be >= 1"),
         ("maxStatsKeys", c.max_stats_keys >= 1, "must be >= 1"),
         ("aclWatchIntervalMs", 10 <= c.acl_watch_interval_ms <= 60_000, "must be 10..60000"),
+        ("grpcServerPort", -1 <= c.grpc_server_port <= 65535, "must be -1 (off) or 0..65535"),
     ]
     for key, ok, problem in rules:
         if not ok:

@@ -37,8 +37,19 @@ from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
+from ariane.broker.processors.acl import AclAdminProcessor
+from ariane.broker.processors.admin import AdminBrokerProcessor
+from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
+from ariane.broker.processors.client_manage import ClientManageProcessor
+from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+from ariane.broker.processors.end_transaction import EndTransactionProcessor
+from ariane.broker.processors.pull import PullMessageProcessor
+from ariane.broker.processors.query import QueryMessageProcessor
+from ariane.broker.processors.send import SendMessageProcessor
+from ariane.broker.processors.stats import StatsProcessor
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
+from ariane.broker.runtime_info import runtime_info
 from ariane.broker.schedule import DELAY_OFFSET_FILE, ScheduleMessageService
 from ariane.broker.stats import BrokerStats, StoreCounters
 from ariane.broker.subscription_group import SubscriptionGroupManager
@@ -55,6 +66,7 @@ from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.config import RemotingServerConfig
+from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode
@@ -156,7 +168,7 @@ class BrokerController:
         )
         self.stats.live_topics = lambda: self.topics.table
         self.hold = PullRequestHoldService(
-            lambda ctx, request: self.pull_processor.pull_again(ctx, request),
+            self._pull_again,
             self._max_offset,
             long_polling=config.long_polling_enable,
             short_polling_ms=config.short_polling_time_ms,
@@ -188,8 +200,6 @@ class BrokerController:
         self.boot_timestamp_ms = self.clock.now_ms()
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
-        from ariane.broker.processors.pull import PullMessageProcessor
-
         self.pull_processor = PullMessageProcessor(self)
 
     def _start_acl(self) -> None:
@@ -214,6 +224,8 @@ class BrokerController:
             )
             self.acl.load()
             self.remoting.register_hook(self.acl.hook)
+    def _pull_again(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        return self.pull_processor.pull_again(ctx, request)
 
     def _max_offset(self, topic: str, queue_id: int) -> int:
         return self.store.get_max_offset_in_queue(topic, queue_id)
@@ -339,16 +351,6 @@ class BrokerController:
         self._started = True
 
     def _register_processors(self) -> None:
-        from ariane.broker.processors.acl import AclAdminProcessor
-        from ariane.broker.processors.admin import AdminBrokerProcessor
-        from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
-        from ariane.broker.processors.client_manage import ClientManageProcessor
-        from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
-        from ariane.broker.processors.end_transaction import EndTransactionProcessor
-        from ariane.broker.processors.query import QueryMessageProcessor
-        from ariane.broker.processors.send import SendMessageProcessor
-        from ariane.broker.processors.stats import StatsProcessor
-
         self.send_processor = SendMessageProcessor(self)
         for processor in (
             self.send_processor,
@@ -487,8 +489,6 @@ class BrokerController:
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO table (all values strings)."""
-        from ariane.broker.runtime_info import runtime_info
-
         return runtime_info(self)
 
     def earliest_message_time(self) -> int:

@@ -25,6 +25,7 @@ from ariane.client.message import MessageQueue, PullResult, PullStatus, SendResu
 from ariane.common.message import MessageExt
 from ariane.common.msgid import decode_offset_msg_id
 from ariane.common.record import decode_record, decode_records
+from ariane.common.sysflag import PULL_LITE
 from ariane.errors import CorruptionError, RemoteProtocolError
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.client_bodies import (
@@ -157,7 +158,11 @@ class ClientAPI(AclRequests, AdminRequests):
             BrokerResponseError: any code but SUCCESS/19/20/21.
             CorruptionError: the body does not decode.
         """
-        code = RequestCode.LITE_PULL_MESSAGE if header.sys_flag & 0x10 else RequestCode.PULL_MESSAGE
+        code = (
+            RequestCode.LITE_PULL_MESSAGE
+            if header.sys_flag & PULL_LITE
+            else RequestCode.PULL_MESSAGE
+        )
         request = RemotingCommand.request(code, header.to_ext_fields())
         response = await self.invoke(addr, request, timeout_ms)
         return decode_pull_response(response)

@@ -21,9 +21,11 @@ from ariane.client._acl_api import AclVersionInfo
 from ariane.client._admin_ops import AdminOps
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
+from ariane.client._trace_dispatch import trace_topic_name
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.errors import ClientStateError, QueryNotFoundError, TopicNotExistError
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
+from ariane.client.trace import MessageTrace, build_message_trace
 from ariane.common import properties as props
 from ariane.common.msgid import decode_offset_msg_id
 from ariane.common.sysflag import PERM_READ, PERM_WRITE, PULL_SUBSCRIPTION
@@ -496,6 +498,38 @@ class Admin(AdminOps):
         """Messages of ``topic`` whose ``KEYS`` contain ``key``, stored in [begin, end]."""
         found = await self._query(topic, key, max_num, begin_ms, end_ms, unique=False)
         return [m for m in found if key in m.keys][:max_num]
+
+    async def query_message_trace(
+        self,
+        msg_id: str,
+        trace_topic: str | None = None,
+        *,
+        max_num: int = 64,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+    ) -> MessageTrace:
+        """The trace of the message with this id (``UNIQ_KEY``, ``SendResult.msg_id``): its
+        Pub, SubBefore/SubAfter and EndTransaction records in time order, found in the trace
+        topic (default ``RMQ_SYS_TRACE_TOPIC``) through the broker's key index.
+
+        Args:
+            msg_id: the message id.
+            trace_topic: the trace topic the clients wrote to.
+            max_num: most trace messages read per broker (Java's 64).
+            begin_ms: trace messages stored from (epoch ms).
+            end_ms: trace messages stored until (default: now + 1 min).
+
+        Returns:
+            The timeline; ``found`` is false when there is no record. Records that do not
+            decode are listed in ``undecodable``.
+
+        Raises:
+            InvalidArgumentError: ``trace_topic`` is not a legal topic name.
+            TopicNotExistError: the trace topic does not exist.
+        """
+        topic = trace_topic_name(trace_topic)
+        found = await self._query(topic, msg_id, max_num, begin_ms, end_ms, unique=False)
+        return build_message_trace(msg_id, topic, [m for m in found if msg_id in m.keys])
 
     async def query_message_by_id(self, topic: str, msg_id: str) -> MessageExt:
         """The message of ``topic`` with this id: a ``UNIQ_KEY`` (``SendResult.msg_id``) or an

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypedDict
 
 from ariane.acl.credentials import SessionCredentials
+from ariane.common.clock import Clock, SystemClock
 from ariane.errors import ConfigError
 
 __all__ = [
@@ -77,6 +78,9 @@ class ClientConfig:
         connect_timeout_ms: time allowed to open a connection.
         credentials: ACL account that signs every request (``AclClientRPCHook``); None
             sends requests unsigned.
+        clock: where the clients of the instance read time (send deadlines, broker fault
+            isolation, queue lock and pull expiry, consume timeouts); tests pass a
+            ``ManualClock``. Not part of the instance's identity.
     """
 
     namesrv_addr: str
@@ -91,6 +95,7 @@ class ClientConfig:
     connect_timeout_ms: int = 3_000
     # ACL (issue 11)
     credentials: SessionCredentials | None = None
+    clock: Clock = field(default_factory=SystemClock, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         parse_namesrv_addr(self.namesrv_addr)
@@ -148,3 +153,6 @@ class ProducerOptions(TypedDict, total=False):
     default_topic_queue_nums: int
     client_config: ClientConfig | None
     credentials: SessionCredentials | None
+    # message trace (issue 15)
+    enable_trace: bool
+    trace_topic: str | None

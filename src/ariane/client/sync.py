@@ -45,6 +45,7 @@ from ariane.client.message import (
     SendStatus,
     TransactionSendResult,
 )
+from ariane.client.trace import MessageTrace
 from ariane.common.message import Message
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.remoting.eventloop import loop_factory
@@ -572,6 +573,22 @@ class SyncAdmin(_Blocking):
     def query_message_by_offset(self, mq: MessageQueue, offset: int) -> MessageExt | None:
         """``Admin.query_message_by_offset``."""
         return self._run(self.admin.query_message_by_offset(mq, offset))
+
+    def query_message_trace(
+        self,
+        msg_id: str,
+        trace_topic: str | None = None,
+        *,
+        max_num: int = 64,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+    ) -> MessageTrace:
+        """``Admin.query_message_trace``."""
+        return self._run(
+            self.admin.query_message_trace(
+                msg_id, trace_topic, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms
+            )
+        )
 
     # -- operations (``AdminOps``) ------------------------------------------------------------
 

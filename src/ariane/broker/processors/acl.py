@@ -12,9 +12,11 @@ query 52 that any authenticated account may read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ariane.acl.plain import AclConfig, PlainAccessConfig
+from ariane.broker.acl import BrokerAcl
+from ariane.broker.context import BrokerContext
 from ariane.broker.processors import error, ok
 from ariane.errors import AclError
 from ariane.remoting.dispatch import RequestContext
@@ -24,15 +26,12 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 
-if TYPE_CHECKING:
-    from ariane.broker.acl import BrokerAcl
-    from ariane.broker.controller import BrokerController
-
 __all__ = [
     "DELETE_ACL_CONFIG_FAILED",
     "UPDATE_AND_CREATE_ACL_CONFIG_FAILED",
     "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED",
     "AclAdminProcessor",
+    "AclBrokerContext",
 ]
 
 #: RocketMQ 4.9/5.1 response codes of refused ACL edits (reused by POP codes in 5.3).
@@ -47,6 +46,13 @@ def _split(text: str | None) -> tuple[str, ...]:
     return tuple(p.strip() for p in (text or "").split(",") if p.strip())
 
 
+class AclBrokerContext(BrokerContext, Protocol):
+    """The broker as this processor sees it: the usual context plus its ACL shell."""
+
+    #: the ACL files and hook, None when ``aclEnable`` is off.
+    acl: BrokerAcl | None
+
+
 class AclAdminProcessor:
     """Handles the ACL admin requests.
 
@@ -54,7 +60,7 @@ class AclAdminProcessor:
         broker: the broker whose ACL files are edited.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: AclBrokerContext) -> None:
         self.broker = broker
 
     def register(self, server: RemotingServer) -> None:
