@@ -224,6 +224,7 @@ class BrokerController:
             )
             self.acl.load()
             self.remoting.register_hook(self.acl.hook)
+
     def _pull_again(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
         return self.pull_processor.pull_again(ctx, request)
 
