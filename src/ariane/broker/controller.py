@@ -172,6 +172,10 @@ class BrokerController:
         from ariane.broker.processors.pull import PullMessageProcessor
 
         self.pull_processor = PullMessageProcessor(self)
+        # POP consumption (issue 16)
+        from ariane.broker.pop import PopConsumption
+
+        self.pop = PopConsumption(self, self.pull_processor.message_filter, cdir)
 
     def _max_offset(self, topic: str, queue_id: int) -> int:
         return self.store.get_max_offset_in_queue(topic, queue_id)
@@ -201,6 +205,9 @@ class BrokerController:
         self.hold.arriving(
             topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
         )
+        self.pop.arriving(
+            topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -224,6 +231,8 @@ class BrokerController:
         self.serve(port)
         self.schedule.start()
         self.tx_check.start()
+        self.pop.revive.start()
+        self._every(self.config.flush_consumer_offset_interval_ms / 1000, self.pop.persist_if_dirty)
         self._every(
             self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
         )
@@ -252,6 +261,8 @@ class BrokerController:
         self.topics.load()
         self.groups.load()
         self.offsets.load()
+        self.pop.create_system_topics()
+        self.pop.load()
         if not await asyncio.to_thread(self.store.load):
             raise StoreError(
                 f"message store {self.store_config.store_path_root_dir} failed to load"
@@ -290,6 +301,8 @@ class BrokerController:
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
         self.hold.start()
+        self.pop.polling.start()
+        self.pop.notify_polling.start()
         self._started = True
 
     def _register_processors(self) -> None:
@@ -298,6 +311,7 @@ class BrokerController:
         from ariane.broker.processors.client_manage import ClientManageProcessor
         from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
         from ariane.broker.processors.end_transaction import EndTransactionProcessor
+        from ariane.broker.processors.pop import PopMessageProcessor
         from ariane.broker.processors.query import QueryMessageProcessor
         from ariane.broker.processors.send import SendMessageProcessor
         from ariane.broker.processors.stats import StatsProcessor
@@ -313,6 +327,7 @@ class BrokerController:
             AdminConsumerProcessor(self),
             StatsProcessor(self),
             EndTransactionProcessor(self),
+            PopMessageProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -340,6 +355,7 @@ class BrokerController:
         await self.stop_metrics()
         await self.tx_check.stop()
         await asyncio.to_thread(self.schedule.stop)
+        await self.pop.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
