@@ -36,6 +36,7 @@ from ariane.client._selector import (
     SelectMessageQueueByHash,
     SelectMessageQueueByRandom,
 )
+from ariane.client._simple import SimpleConsumer
 from ariane.client._transaction import LocalTransaction, TransactionChecker, TransactionProducer
 from ariane.client.admin import Admin
 from ariane.client.config import ClientConfig
@@ -68,7 +69,7 @@ from ariane.client.message import (
     TransactionSendResult,
 )
 from ariane.client.sync import SyncAdmin, SyncProducer, SyncTransactionProducer
-from ariane.client.sync_consumer import SyncPullConsumer, SyncPushConsumer
+from ariane.client.sync_consumer import SyncPullConsumer, SyncPushConsumer, SyncSimpleConsumer
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
@@ -114,10 +115,12 @@ __all__ = [
     "SendError",
     "SendResult",
     "SendStatus",
+    "SimpleConsumer",
     "SyncAdmin",
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "SyncSimpleConsumer",
     "SyncTransactionProducer",
     "TransactionChecker",
     "TransactionProducer",

@@ -76,7 +76,9 @@ def receipt_handle_of(msg: MessageExt) -> ReceiptHandle:
     """
     text = msg.properties.get(POP_CK)
     if not text:
-        raise InvalidArgumentError(f"message {msg.msg_id} has no receipt handle (not popped)")
+        raise InvalidArgumentError(
+            f"this message of {msg.topic} has no receipt handle: it was not received by a simple consumer"
+        )
     return ReceiptHandle.decode(text)
 
 

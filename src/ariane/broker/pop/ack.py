@@ -227,7 +227,9 @@ class AckService:
             ), []
         if handle.is_order:
             return self._change_order(group, topic, queue_id, offset, handle, invisible_time_ms), []
-        now = self.host.clock.now_ms()
+        # never the old handle's pop time: the new checkpoint must not share the old one's
+        # key (acks name a checkpoint by queue, start offset and pop time)
+        now = max(self.host.clock.now_ms(), handle.pop_time + 1)
         ck = PopCheckPoint(
             offset, now, invisible_time_ms, queue_id, topic, group, handle.broker_name, (0,)
         )
