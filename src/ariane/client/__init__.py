@@ -13,6 +13,9 @@ modules ``_instance`` and ``_api``; see ``docs/client.md``.
 
 from __future__ import annotations
 
+from ariane.acl.credentials import SessionCredentials
+from ariane.acl.plain import AclConfig, PlainAccessConfig
+from ariane.client._acl_api import AclVersionInfo
 from ariane.client._allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -50,11 +53,14 @@ from ariane.client.consumer_types import (
     MessageSelector,
 )
 from ariane.client.errors import (
+    AccessDeniedError,
     BrokerNotFoundError,
     BrokerResponseError,
     ClientStateError,
+    NoPermissionError,
     NoRouteError,
     SendError,
+    TopicNotWritableError,
     error_for,
 )
 from ariane.client.message import (
@@ -73,6 +79,9 @@ from ariane.client.sync_consumer import SyncPullConsumer, SyncPushConsumer, Sync
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
+    "AccessDeniedError",
+    "AclConfig",
+    "AclVersionInfo",
     "Admin",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
@@ -100,8 +109,10 @@ __all__ = [
     "MessageQueue",
     "MessageQueueSelector",
     "MessageSelector",
+    "NoPermissionError",
     "NoRouteError",
     "OffsetStore",
+    "PlainAccessConfig",
     "Producer",
     "ProducerMember",
     "PullConsumer",
@@ -115,6 +126,7 @@ __all__ = [
     "SendError",
     "SendResult",
     "SendStatus",
+    "SessionCredentials",
     "SimpleConsumer",
     "SyncAdmin",
     "SyncProducer",
@@ -122,6 +134,7 @@ __all__ = [
     "SyncPushConsumer",
     "SyncSimpleConsumer",
     "SyncTransactionProducer",
+    "TopicNotWritableError",
     "TransactionChecker",
     "TransactionProducer",
     "TransactionSendResult",
