@@ -22,13 +22,14 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ariane.broker.pop.ack import AckService
 from ariane.broker.pop.order import ORDER_INFO_FILE, OrderInfoManager
 from ariane.broker.pop.peek import PeekService
 from ariane.broker.pop.polling import PopLongPolling
 from ariane.broker.pop.revive import PopReviveService, ReviveLog, original_topic
-from ariane.broker.pop.service import FilterBuilder, PopHost, PopService
+from ariane.broker.pop.service import FilterBuilder, PopService
 from ariane.broker.pop.types import (
     AckResult,
     ChangeInvisibleResult,
@@ -41,6 +42,9 @@ from ariane.broker.pop.types import (
 )
 from ariane.common.pop import ReceiptHandle
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
+
+if TYPE_CHECKING:
+    from ariane.broker.context import BrokerContext
 
 __all__ = [
     "AckResult",
@@ -67,7 +71,7 @@ class PopConsumption:
 
     def __init__(
         self,
-        host: PopHost,
+        host: BrokerContext,
         filters: FilterBuilder,
         config_dir: str,
         rng: random.Random | None = None,

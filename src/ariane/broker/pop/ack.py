@@ -42,7 +42,7 @@ from ariane.remoting.protocol.pop_bodies import BatchAckMessageRequestBody
 from ariane.store import PutResult
 
 if TYPE_CHECKING:
-    from ariane.broker.pop.service import PopHost
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["AckService"]
 
@@ -61,7 +61,7 @@ class AckService:
 
     def __init__(
         self,
-        host: PopHost,
+        host: BrokerContext,
         revive_log: ReviveLog,
         orders: OrderInfoManager,
         polling: PopLongPolling,

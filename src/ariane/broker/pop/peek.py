@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ariane.broker.pop.order import OrderInfoManager
 from ariane.broker.pop.polling import PopLongPolling, Probe
-from ariane.broker.pop.service import MAX_POP_NUMS, PopHost
+from ariane.broker.pop.service import MAX_POP_NUMS
 from ariane.broker.pop.types import NotificationResult, PeekResult
 from ariane.common.pop import pop_retry_topic
 from ariane.common.sysflag import PERM_READ
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.store import GetStatus
+
+if TYPE_CHECKING:
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["PeekService"]
 
@@ -42,7 +46,7 @@ class PeekService:
 
     def __init__(
         self,
-        host: PopHost,
+        host: BrokerContext,
         orders: OrderInfoManager,
         pop_polling: PopLongPolling,
         notify_polling: PopLongPolling,

@@ -60,7 +60,7 @@ from ariane.errors import CorruptionError, RemoteProtocolError
 from ariane.store import GetStatus, MessageInner, PutResult
 
 if TYPE_CHECKING:
-    from ariane.broker.pop.service import PopHost
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["DLQ_PERM", "PopReviveService", "ReviveLog", "dead_letter", "original_topic"]
 
@@ -94,7 +94,7 @@ class ReviveLog:
         host: the broker.
     """
 
-    def __init__(self, host: PopHost) -> None:
+    def __init__(self, host: BrokerContext) -> None:
         self.host = host
 
     @property
@@ -131,7 +131,7 @@ class ReviveLog:
 
 
 def dead_letter(
-    host: PopHost, msg: MessageExt, group: str, origin: str | None = None
+    host: BrokerContext, msg: MessageExt, group: str, origin: str | None = None
 ) -> Future[PutResult] | None:
     """Store a copy of ``msg`` in ``%DLQ%<group>`` queue 0 (created write-only when missing);
     None when the DLQ may not be written."""
@@ -185,7 +185,7 @@ class PopReviveService:
         log: the revive log (its topic is read).
     """
 
-    def __init__(self, host: PopHost, log: ReviveLog) -> None:
+    def __init__(self, host: BrokerContext, log: ReviveLog) -> None:
         self.host = host
         self.log = log
         self._queues: dict[int, _Queue] = {}

@@ -34,7 +34,7 @@ import random
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ariane.broker.filters import PullFilter
 from ariane.broker.pop.order import OrderInfoManager
@@ -60,15 +60,9 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.store import GetResult, GetStatus, PutResult
 
 if TYPE_CHECKING:
-    from ariane.broker.config import BrokerConfig
-    from ariane.broker.consumer_offset import ConsumerOffsetManager
-    from ariane.broker.subscription_group import SubscriptionGroupManager
-    from ariane.broker.topic_config import TopicConfigManager
-    from ariane.common.clock import Clock
-    from ariane.common.message import HostPort
-    from ariane.store import MessageStore
+    from ariane.broker.context import BrokerContext
 
-__all__ = ["MAX_POP_NUMS", "PopHost", "PopService", "with_born_time"]
+__all__ = ["MAX_POP_NUMS", "PopService", "with_born_time"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,34 +86,6 @@ _NOTHING_MATCHED = frozenset(
 
 #: ``build(expression, expression_type)``: the cached filter, or the error answer.
 FilterBuilder = Callable[[str | None, str | None], "PullFilter | RemotingCommand"]
-
-
-class PopHost(Protocol):
-    """What the POP service needs of the broker."""
-
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def store(self) -> MessageStore: ...
-
-    @property
-    def topics(self) -> TopicConfigManager: ...
-
-    @property
-    def groups(self) -> SubscriptionGroupManager: ...
-
-    @property
-    def offsets(self) -> ConsumerOffsetManager: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def store_host(self) -> HostPort: ...
-
-    @property
-    def broker_addr(self) -> str: ...
 
 
 @dataclass(slots=True)
@@ -156,7 +122,7 @@ class PopService:
 
     def __init__(
         self,
-        host: PopHost,
+        host: BrokerContext,
         revive_log: ReviveLog,
         orders: OrderInfoManager,
         polling: PopLongPolling,

@@ -13,8 +13,9 @@ connection closes. A missing or "0" ``bornTime`` is the broker's now, as upstrea
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ariane.broker.context import BrokerContext
 from ariane.broker.pop import PopConsumption, PopRequest, PopResult
 from ariane.broker.pop.service import with_born_time
 from ariane.broker.processors import error, ok
@@ -24,10 +25,13 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.headers import pop as hp
 from ariane.remoting.server import RemotingServer
 
-if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+__all__ = ["PopContext", "PopMessageProcessor"]
 
-__all__ = ["PopMessageProcessor"]
+
+class PopContext(BrokerContext, Protocol):
+    """The broker as the POP processors see it."""
+
+    pop: PopConsumption
 
 
 def _pop_response(result: PopResult) -> RemotingCommand:
@@ -57,7 +61,7 @@ class PopMessageProcessor:
         broker: the broker (its ``pop`` is used).
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: PopContext) -> None:
         self.broker = broker
         self.pop: PopConsumption = broker.pop
 
