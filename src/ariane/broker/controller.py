@@ -62,6 +62,7 @@ from ariane.common.clock import Clock, SystemClock
 from ariane.common.fileio import write_file_atomically
 from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.message import HostPort
+from ariane.common.netaddr import is_loopback
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
@@ -105,15 +106,6 @@ _RPC_PRUNE_S = 10.0
 def config_dir(store: StoreConfig) -> str:
     """``<storePathRootDir>/config``: where the metadata files live."""
     return os.path.join(store.store_path_root_dir, "config")
-
-
-def _loopback(host: str) -> bool:
-    if host in ("localhost", ""):
-        return host == "localhost"
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _signer(config: BrokerConfig) -> Callable[[RemotingCommand], None] | None:
@@ -215,7 +207,7 @@ class BrokerController:
         """
         config = self.config
         if not config.acl_enable:
-            if not _loopback(config.bind_address):
+            if not is_loopback(config.bind_address):
                 logger.warning(
                     "the broker listens on %s with aclEnable=false: anyone who can reach it may "
                     "send, consume, delete topics and reset offsets; set aclEnable=true",
