@@ -49,12 +49,14 @@ from ariane.broker.processors.pull import PullMessageProcessor
 from ariane.broker.processors.query import QueryMessageProcessor
 from ariane.broker.processors.send import SendMessageProcessor
 from ariane.broker.processors.stats import StatsProcessor
+from ariane.broker.processors.timer import TimerProcessor
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
 from ariane.broker.runtime_info import runtime_info
 from ariane.broker.schedule import DELAY_OFFSET_FILE, ScheduleMessageService
 from ariane.broker.stats import BrokerStats, StoreCounters
 from ariane.broker.subscription_group import SubscriptionGroupManager
+from ariane.broker.timer import TimerFeature
 from ariane.broker.topic_config import TopicConfigManager
 from ariane.broker.transaction import TransactionalMessageService
 from ariane.broker.transaction_check import TransactionalMessageCheckService
@@ -64,7 +66,7 @@ from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.message import HostPort
 from ariane.common.netaddr import is_loopback
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
-from ariane.common.topics import SCHEDULE_TOPIC
+from ariane.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
@@ -195,8 +197,12 @@ class BrokerController:
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self.pull_processor = PullMessageProcessor(self)
-        # POP consumption (issue 16)
-        self.pop: PopConsumption = PopConsumption(self, self.pull_processor.message_filter, cdir)
+        # timer messages and POP consumption (issue 16)
+        self.timer = TimerFeature(self.store, store_config, self.clock)
+        self.transactions.final_hooks.append(self.timer.hook.rewrite)
+        self.pop: PopConsumption = PopConsumption(
+            self, self.pull_processor.message_filter, cdir, timer=self.timer.bridge
+        )
 
     def _start_acl(self) -> None:
         """Load the ACL files and put the ACL hook in front of every processor
@@ -249,6 +255,9 @@ class BrokerController:
         if topic == SCHEDULE_TOPIC:
             self.schedule.on_arrival()
             return
+        if topic == TIMER_TOPIC:
+            self.timer.on_arrival()
+            return
         self.hold.arriving(
             topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
         )
@@ -279,6 +288,7 @@ class BrokerController:
         self.serve(port)
         self.schedule.start()
         self.tx_check.start()
+        self.timer.start()
         self.pop.revive.start()
         self._every(self.config.flush_consumer_offset_interval_ms / 1000, self.pop.persist_if_dirty)
         self._every(
@@ -312,6 +322,7 @@ class BrokerController:
         self.groups.load()
         self.offsets.load()
         self.pop.create_system_topics()
+        self.timer.create_topic(self.topics)
         self.pop.load()
         if not await asyncio.to_thread(self.store.load):
             raise StoreError(
@@ -321,6 +332,7 @@ class BrokerController:
         try:
             self.schedule.load()
             self.transactions.load()
+            self.timer.load()
         except BaseException:
             await asyncio.to_thread(self.store.shutdown)
             raise
@@ -358,6 +370,7 @@ class BrokerController:
 
     def _register_processors(self) -> None:
         self.send_processor = SendMessageProcessor(self)
+        self.send_processor.rewriters.append(self.timer.hook)
         for processor in (
             self.send_processor,
             self.pull_processor,
@@ -370,6 +383,7 @@ class BrokerController:
             EndTransactionProcessor(self),
             AclAdminProcessor(self),
             PopMessageProcessor(self),
+            TimerProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -400,6 +414,7 @@ class BrokerController:
         await self.tx_check.stop()
         await asyncio.to_thread(self.schedule.stop)
         await self.pop.stop()
+        await asyncio.to_thread(self.timer.shutdown)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
