@@ -37,12 +37,14 @@ from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
+from ariane.broker.pop import PopConsumption
 from ariane.broker.processors.acl import AclAdminProcessor
 from ariane.broker.processors.admin import AdminBrokerProcessor
 from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
 from ariane.broker.processors.client_manage import ClientManageProcessor
 from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
 from ariane.broker.processors.end_transaction import EndTransactionProcessor
+from ariane.broker.processors.pop import PopMessageProcessor
 from ariane.broker.processors.pull import PullMessageProcessor
 from ariane.broker.processors.query import QueryMessageProcessor
 from ariane.broker.processors.send import SendMessageProcessor
@@ -197,6 +199,8 @@ class BrokerController:
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self.pull_processor = PullMessageProcessor(self)
+        # POP consumption (issue 16)
+        self.pop: PopConsumption = PopConsumption(self, self.pull_processor.message_filter, cdir)
 
     def _start_acl(self) -> None:
         """Load the ACL files and put the ACL hook in front of every processor
@@ -252,6 +256,9 @@ class BrokerController:
         self.hold.arriving(
             topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
         )
+        self.pop.arriving(
+            topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -276,6 +283,8 @@ class BrokerController:
         self.serve(port)
         self.schedule.start()
         self.tx_check.start()
+        self.pop.revive.start()
+        self._every(self.config.flush_consumer_offset_interval_ms / 1000, self.pop.persist_if_dirty)
         self._every(
             self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
         )
@@ -306,6 +315,8 @@ class BrokerController:
         self.topics.load()
         self.groups.load()
         self.offsets.load()
+        self.pop.create_system_topics()
+        self.pop.load()
         if not await asyncio.to_thread(self.store.load):
             raise StoreError(
                 f"message store {self.store_config.store_path_root_dir} failed to load"
@@ -345,6 +356,8 @@ class BrokerController:
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
         self.hold.start()
+        self.pop.polling.start()
+        self.pop.notify_polling.start()
         self._started = True
 
     def _register_processors(self) -> None:
@@ -360,6 +373,7 @@ class BrokerController:
             StatsProcessor(self),
             EndTransactionProcessor(self),
             AclAdminProcessor(self),
+            PopMessageProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -389,6 +403,7 @@ class BrokerController:
             await self.acl.stop()
         await self.tx_check.stop()
         await asyncio.to_thread(self.schedule.stop)
+        await self.pop.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
