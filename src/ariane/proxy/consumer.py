@@ -36,6 +36,7 @@ from ariane.errors import ArianeError, CorruptionError, InvalidArgumentError
 from ariane.proxy.clients import ClientSession
 from ariane.proxy.convert import (
     duration_ms,
+    expression_type,
     incoming,
     timestamp_ms,
     to_timestamp,
@@ -177,7 +178,7 @@ class ConsumerService:
             poll_time=polling,
             born_time=self.core.now_ms(),
             init_mode=0,
-            exp_type="SQL92" if expression.type == pb.SQL else "TAG",
+            exp_type=expression_type(expression),
             exp=expression.expression or "*",
             order=fifo,
             attempt_id=request.attempt_id if request.HasField("attempt_id") else None,
@@ -448,7 +449,7 @@ class ConsumerService:
             suspend_timeout_millis=polling,
             sub_version=0,
             subscription=expression.expression or "*",
-            expression_type="SQL92" if expression.type == pb.SQL else "TAG",
+            expression_type=expression_type(expression),
         )
         command = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
         response = await self.core.invoke(ctx, command, polling + 5_000)
