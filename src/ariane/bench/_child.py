@@ -36,7 +36,7 @@ def broker_child(addr: str | None, prefix: str, overrides: Sequence[str] = ()) -
         started = None
         for line in proc.stdout:
             if line.startswith("ready broker="):
-                started = line.strip().split("=", 1)[1]
+                started = line.split()[1].split("=", 1)[1]
                 break
         if started is None:
             raise click.ClickException("the broker did not start")

@@ -178,6 +178,7 @@ class BrokerConfig:
     slave_read_enable: bool = _prop("slaveReadEnable", False)
     offset_check_in_slave: bool = _prop("offsetCheckInSlave", False)
     slave_synchronize_interval_ms: int = _prop("slaveSynchronizeInterval", 10_000)
+    sync_from_last_file: bool = _prop("syncFromLastFile", False)
 
     def __post_init__(self) -> None:
         try:  # normalise the spelling ("slave" -> "SLAVE")
