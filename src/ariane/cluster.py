@@ -314,8 +314,7 @@ def _watch(sup: _Supervisor, namesrv: _Child, brokers: list[tuple[Member, _Child
             if code is not None and member.key not in reported:
                 reported.add(member.key)
                 click.echo(
-                    f"{_PROG}: {member.key} exited with status {code}; the others keep "
-                    "running",
+                    f"{_PROG}: {member.key} exited with status {code}; the others keep running",
                     err=True,
                 )
         sup.pump(0.2)

@@ -7,9 +7,9 @@ import asyncio
 import functools
 import struct
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, TypeVar
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ariane.common.message import HostPort
 from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy, SlaveState
@@ -165,7 +165,7 @@ async def test_in_sync_replicas_one_does_not_wait(tmp_path: Path) -> None:
 
 @aio
 async def test_slave_restarts_and_catches_up(tmp_path: Path) -> None:
-    async with pair(tmp_path) as (mstore, master, sstore, client):
+    async with pair(tmp_path) as (mstore, _master, sstore, client):
         for i in range(50):
             put(mstore, i)
         await until(lambda: sstore.max_phy_offset == mstore.max_phy_offset)
@@ -183,7 +183,7 @@ async def test_slave_refuses_a_master_with_another_history(tmp_path: Path) -> No
     other = store_at(tmp_path / "other")
     for i in range(30):
         put(other, 1000 + i)
-    async with pair(tmp_path) as (mstore, master, sstore, client):
+    async with pair(tmp_path) as (mstore, _master, sstore, client):
         for i in range(30):
             put(mstore, i)
         await until(lambda: sstore.max_phy_offset == mstore.max_phy_offset)
@@ -204,7 +204,7 @@ async def test_slave_refuses_a_master_with_another_history(tmp_path: Path) -> No
 
 @aio
 async def test_slave_ahead_of_its_master_stops(tmp_path: Path) -> None:
-    async with pair(tmp_path) as (mstore, master, sstore, client):
+    async with pair(tmp_path) as (mstore, _master, sstore, client):
         for i in range(30):
             put(mstore, i)
         await until(lambda: sstore.max_phy_offset == mstore.max_phy_offset)
@@ -285,5 +285,3 @@ async def test_master_closes_a_connection_that_sends_junk(tmp_path: Path) -> Non
     finally:
         await master.stop()
         store.shutdown()
-
-

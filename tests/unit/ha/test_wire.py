@@ -28,7 +28,7 @@ def test_report_bytes() -> None:
 
 
 def test_frame_header_bytes() -> None:
-    assert encode_frame_header(65536, 32768) == bytes.fromhex("0000000000010000" "00008000")
+    assert encode_frame_header(65536, 32768) == bytes.fromhex("000000000001000000008000")
     with pytest.raises(ValueError):
         encode_frame_header(0, -1)
     with pytest.raises(ValueError):
