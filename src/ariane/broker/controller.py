@@ -30,14 +30,28 @@ import socket
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ariane.acl.credentials import SessionCredentials, request_signer
+from ariane.broker.acl import BrokerAcl
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
+from ariane.broker.processors.acl import AclAdminProcessor
+from ariane.broker.processors.admin import AdminBrokerProcessor
+from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
+from ariane.broker.processors.client_manage import ClientManageProcessor
+from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+from ariane.broker.processors.end_transaction import EndTransactionProcessor
+from ariane.broker.processors.ha import HAStatusProcessor
+from ariane.broker.processors.pull import PullMessageProcessor
+from ariane.broker.processors.query import QueryMessageProcessor
+from ariane.broker.processors.send import SendMessageProcessor
+from ariane.broker.processors.stats import StatsProcessor
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
 from ariane.broker.replication import BrokerReplication
+from ariane.broker.runtime_info import runtime_info
 from ariane.broker.schedule import DELAY_OFFSET_FILE, ScheduleMessageService
 from ariane.broker.stats import BrokerStats, StoreCounters
 from ariane.broker.subscription_group import SubscriptionGroupManager
@@ -55,6 +69,7 @@ from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.config import RemotingServerConfig
+from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode
@@ -94,6 +109,22 @@ _RPC_PRUNE_S = 10.0
 def config_dir(store: StoreConfig) -> str:
     """``<storePathRootDir>/config``: where the metadata files live."""
     return os.path.join(store.store_path_root_dir, "config")
+
+
+def _loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _signer(config: BrokerConfig) -> Callable[[RemotingCommand], None] | None:
+    """Signs the broker's requests to NameServers when it has an account (``accessKey``)."""
+    if not config.access_key:
+        return None
+    return request_signer(SessionCredentials(config.access_key, config.secret_key))
 
 
 def _resolve(host: str) -> str:
@@ -143,7 +174,7 @@ class BrokerController:
         )
         self.stats.live_topics = lambda: self.topics.table
         self.hold = PullRequestHoldService(
-            lambda ctx, request: self.pull_processor.pull_again(ctx, request),
+            self._pull_again,
             self._max_offset,
             long_polling=config.long_polling_enable,
             short_polling_ms=config.short_polling_time_ms,
@@ -167,7 +198,8 @@ class BrokerController:
         self.rpc_metrics = BrokerRpcMetrics(self.stats, timing=config.metrics_port is not None)
         self.remoting.register_hook(self.rpc_metrics)
         self.metrics_server: MetricsServer | None = None
-        self.namesrv_client = RemotingClient()
+        self.acl: BrokerAcl | None = None
+        self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
         self.replication = BrokerReplication(self)
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
@@ -175,9 +207,33 @@ class BrokerController:
         self.boot_timestamp_ms = self.clock.now_ms()
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
-        from ariane.broker.processors.pull import PullMessageProcessor
-
         self.pull_processor = PullMessageProcessor(self)
+
+    def _start_acl(self) -> None:
+        """Load the ACL files and put the ACL hook in front of every processor
+        (``aclEnable``), or warn when a server reachable from other hosts has no ACL.
+
+        Raises:
+            ConfigError: ACL is on without a ``rocketmqHome``.
+        """
+        config = self.config
+        if not config.acl_enable:
+            if not _loopback(config.bind_address):
+                logger.warning(
+                    "the broker listens on %s with aclEnable=false: anyone who can reach it may "
+                    "send, consume, delete topics and reset offsets; set aclEnable=true",
+                    config.bind_address,
+                )
+            return
+        if self.acl is None:
+            self.acl = BrokerAcl(
+                config.rocketmq_home, self.clock, watch_interval_ms=config.acl_watch_interval_ms
+            )
+            self.acl.load()
+            self.remoting.register_hook(self.acl.hook)
+
+    def _pull_again(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        return self.pull_processor.pull_again(ctx, request)
 
     def _max_offset(self, topic: str, queue_id: int) -> int:
         return self.store.get_max_offset_in_queue(topic, queue_id)
@@ -221,6 +277,7 @@ class BrokerController:
             StoreError: the store cannot be loaded (in use, recovery failed).
             OSError: the port cannot be bound.
         """
+        self._start_acl()
         await self.load()
         try:
             port = await self.remoting.start()
@@ -241,6 +298,8 @@ class BrokerController:
         self._every(_CLIENT_SCAN_S, self.clients.scan_expired)
         self._every(_STATS_TICK_S, self.stats.tick)
         self._every(_RPC_PRUNE_S, self.rpc_metrics.prune)
+        if self.acl is not None:
+            self.acl.start()
         try:
             self.start_metrics()
         except OSError:
@@ -299,6 +358,7 @@ class BrokerController:
         host = _resolve(self.config.advertised_host)
         self.broker_addr = f"{host}:{port}"
         self.store_host = HostPort(ipaddress.ip_address(host).packed, port)
+        self._start_acl()
         self._register_processors()
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
@@ -306,16 +366,6 @@ class BrokerController:
         self._started = True
 
     def _register_processors(self) -> None:
-        from ariane.broker.processors.admin import AdminBrokerProcessor
-        from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
-        from ariane.broker.processors.client_manage import ClientManageProcessor
-        from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
-        from ariane.broker.processors.end_transaction import EndTransactionProcessor
-        from ariane.broker.processors.ha import HAStatusProcessor
-        from ariane.broker.processors.query import QueryMessageProcessor
-        from ariane.broker.processors.send import SendMessageProcessor
-        from ariane.broker.processors.stats import StatsProcessor
-
         self.send_processor = SendMessageProcessor(self)
         for processor in (
             self.send_processor,
@@ -327,6 +377,7 @@ class BrokerController:
             AdminConsumerProcessor(self),
             StatsProcessor(self),
             EndTransactionProcessor(self),
+            AclAdminProcessor(self),
             HAStatusProcessor(self),
         ):
             processor.register(self.remoting)
@@ -354,6 +405,8 @@ class BrokerController:
         await self.replication.stop()
         await self.remoting.stop()
         await self.stop_metrics()
+        if self.acl is not None:
+            await self.acl.stop()
         await self._stop_master_services()
         for task in self._tasks:
             task.cancel()
@@ -500,8 +553,6 @@ class BrokerController:
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO table (all values strings)."""
-        from ariane.broker.runtime_info import runtime_info
-
         return runtime_info(self)
 
     def earliest_message_time(self) -> int:

@@ -23,20 +23,21 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ariane.broker.context import BrokerContext
 from ariane.broker.slave_sync import SlaveSynchronize
 from ariane.common.roles import BrokerRole
 from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy
+from ariane.remoting.client import RemotingClient
 from ariane.store import PutResult, PutStatus
 from ariane.store.format import BLANK_MAGIC_CODE, SIZE_MAGIC
 
 if TYPE_CHECKING:
     from ariane.broker.config import BrokerConfig
-    from ariane.broker.controller import BrokerController
     from ariane.store import StoreConfig
 
-__all__ = ["BrokerReplication", "SlaveLag", "ha_config"]
+__all__ = ["BrokerReplication", "ReplicationBroker", "SlaveLag", "ha_config"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,13 @@ class SlaveLag:
     in_sync: bool
 
 
+class ReplicationBroker(BrokerContext, Protocol):
+    """What replication needs of the broker: the processors' view plus the client that
+    reaches other servers."""
+
+    namesrv_client: RemotingClient
+
+
 class BrokerReplication:
     """Replication for one broker.
 
@@ -82,7 +90,7 @@ class BrokerReplication:
         broker: the broker (its store, configuration and clients).
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: ReplicationBroker) -> None:
         self.broker = broker
         self.store = broker.store
         self.config = ha_config(broker.config, broker.store_config)

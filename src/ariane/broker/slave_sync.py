@@ -38,7 +38,7 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["SlaveSynchronize", "merge_offsets"]
 
@@ -100,7 +100,7 @@ class SlaveSynchronize:
         client: the client used to reach the master.
     """
 
-    def __init__(self, broker: BrokerController, client: RemotingClient) -> None:
+    def __init__(self, broker: BrokerContext, client: RemotingClient) -> None:
         self.broker = broker
         self.client = client
         self.master_addr = ""

@@ -116,7 +116,7 @@ class NameServer:
         logger.info("name server stopped")
 
     def _start_metrics(self) -> None:
-        from ariane.namesrv.metrics import NamesrvMetrics
+        from ariane.namesrv.metrics import NamesrvMetrics  # prometheus only when exported
         from ariane.observability.exporter import LoopCollector, MetricsServer, new_registry
 
         build = NamesrvMetrics(self, self.rpc_metrics).build

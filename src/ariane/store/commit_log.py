@@ -28,10 +28,11 @@ from ariane.common.message import HostPort
 from ariane.common.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
 from ariane.common.record import CRC_MASK
 from ariane.common.sysflag import (
-    BORNHOST_V6_FLAG,
-    STOREHOSTADDRESS_V6_FLAG,
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
+    born_host_v6,
+    enters_consume_queue,
+    host_flags,
+    host_record_size,
+    with_host_flags,
 )
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.store.config import StoreConfig
@@ -56,10 +57,9 @@ FLUSH_LATENCY_BUCKETS_S = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 
 logger = logging.getLogger(__name__)
 
-_INT32 = 1 << 31
-_INT64 = 1 << 63
-_TX_MASK = 0xC
-_HOST_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+#: Builds a DispatchRequest from a ready tuple in one C call (a NamedTuple's own
+#: constructor costs a Python-level call per record; hot path).
+_new_request = tuple.__new__
 # Fixed header up to and including BODYLENGTH, one struct per (born v6, store v6).
 _HEADERS = {
     (False, False): struct.Struct(">iiiiiqqiq4siq4siiqi"),
@@ -94,6 +94,20 @@ class _Prepared:
 
 def _illegal(remark: str) -> PutResult:
     return PutResult(PutStatus.MESSAGE_ILLEGAL, remark=remark)
+
+
+def _out_of_range(
+    queue_id: int, flag: int, sys_flag: int, reconsume: int, born_ts: int, prepared: int
+) -> PutResult | None:
+    """MESSAGE_ILLEGAL when a field does not fit its place in the record (or the queue id is
+    negative); packing them is one C call that refuses what the record cannot hold."""
+    try:
+        _RANGES.pack(queue_id, flag, sys_flag, reconsume, born_ts, prepared)
+        if queue_id >= 0:
+            return None
+    except struct.error:  # out of range (or not an integer)
+        pass
+    return _illegal("queue id, flag, sysFlag, reconsumeTimes or an offset out of range")
 
 
 def _encode_props(props: dict[str, str]) -> str:
@@ -168,52 +182,25 @@ class CommitLog:
             self._topics[topic] = result
         return result
 
-    def _check_common(
-        self,
-        queue_id: int,
-        sys_flag: int,
-        born_ts: int,
-        born: bytes,
-        store: bytes,
-        reconsume: int,
-    ) -> str | None:
-        if not 0 <= queue_id < _INT32:
-            return f"queue id {queue_id} out of range"
-        if not -_INT32 <= sys_flag < _INT32 or not -_INT32 <= reconsume < _INT32:
-            return "sysFlag or reconsumeTimes out of int32 range"
-        if not -_INT64 <= born_ts < _INT64:
-            return "born timestamp out of int64 range"
-        if len(born) not in (4, 16) or len(store) not in (4, 16):
-            return "born/store host address must be 4 or 16 bytes"
-        return None
-
-    def _prepare(
-        self,
-        body: bytes,
-        flag: int,
-        props: dict[str, str],
-        props_string: str | None,
-        fixed: int,
-    ) -> _Prepared | PutResult:
-        if not -_INT32 <= flag < _INT32:
-            return _illegal(f"flag {flag} out of int32 range")
-        text = props_string if props_string is not None else _encode_props(props)
+    def _props_bytes(self, props: dict[str, str], text: str | None) -> bytes | PutResult:
+        """The encoded properties of a message (``text`` when given), or why they cannot be
+        stored."""
+        if text is None:
+            text = _encode_props(props)
         try:
             props_bytes = text.encode()
         except UnicodeEncodeError:
             return _illegal("properties are not valid unicode")
-        if len(props_bytes) > self.config.max_properties_length:
+        if len(props_bytes) > self._max_props:
             return PutResult(
                 PutStatus.PROPERTIES_SIZE_EXCEEDED,
-                remark=f"properties are {len(props_bytes)} bytes, limit "
-                f"{self.config.max_properties_length}",
+                remark=f"properties are {len(props_bytes)} bytes, limit {self._max_props}",
             )
-        total = fixed + len(body) + len(props_bytes)
-        if total > self.config.max_message_size:
-            return _illegal(
-                f"message is {total} bytes stored, limit {self.config.max_message_size}"
-            )
-        return _Prepared(body, flag, props, props_bytes, total)
+        return props_bytes
+
+    def _too_big(self, what: str, total: int) -> PutResult:
+        """The answer to ``total`` stored bytes over ``max_message_size``."""
+        return _illegal(f"{what} is {total} bytes stored, limit {self._max_size}")
 
     def _tags_code(self, topic: str, props: dict[str, str], store_ts: int) -> int:
         if topic == SCHEDULE_TOPIC:
@@ -240,7 +227,7 @@ class CommitLog:
         sys_flag: int,
     ) -> DispatchRequest:
         """The dispatch request of a record just written."""
-        return (
+        return DispatchRequest(
             topic, queue_id, phys, size, self._tags_code(topic, props, store_ts), store_ts,
             queue_offset, props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
         )  # fmt: skip
@@ -255,8 +242,7 @@ class CommitLog:
         store6 = len(store.addr) == 16
         if (not born6 and len(born.addr) != 4) or (not store6 and len(store.addr) != 4):
             return None
-        bits = (BORNHOST_V6_FLAG if born6 else 0) | (STOREHOSTADDRESS_V6_FLAG if store6 else 0)
-        parts = (_HEADERS[(born6, store6)], bits)
+        parts = (_HEADERS[(born6, store6)], host_flags(born6, store6))
         self._last_hosts = (born, store, *parts)
         return parts
 
@@ -284,41 +270,26 @@ class CommitLog:
                 return _illegal("born/store host address must be 4 or 16 bytes")
             header, host_bits = hosts
         queue_id = msg.queue_id
-        flag = msg.flag
         sys_flag = msg.sys_flag
-        reconsume = msg.reconsume_times
-        born_ts = msg.born_timestamp_ms
-        prepared = msg.prepared_transaction_offset
-        try:
-            _RANGES.pack(queue_id, flag, sys_flag, reconsume, born_ts, prepared)
-            in_range = queue_id >= 0
-        except struct.error:  # out of range (or not an integer)
-            in_range = False
-        if not in_range:
-            return _illegal("queue id, flag, sysFlag, reconsumeTimes or an offset out of range")
+        bad = _out_of_range(
+            queue_id, msg.flag, sys_flag, msg.reconsume_times, msg.born_timestamp_ms,
+            msg.prepared_transaction_offset,
+        )  # fmt: skip
+        if bad is not None:
+            return bad
         props = msg.properties
-        text = msg.properties_string
-        if text is None:
-            text = _encode_props(props)
-        try:
-            props_bytes = text.encode()
-        except UnicodeEncodeError:
-            return _illegal("properties are not valid unicode")
+        props_bytes = self._props_bytes(props, msg.properties_string)
+        if isinstance(props_bytes, PutResult):
+            return props_bytes
         props_len = len(props_bytes)
-        if props_len > self._max_props:
-            return PutResult(
-                PutStatus.PROPERTIES_SIZE_EXCEEDED,
-                remark=f"properties are {props_len} bytes, limit {self._max_props}",
-            )
         body = msg.body
         body_len = len(body)
         total = header.size + len(topic_tail) + 2 + body_len + props_len
         if total > self._max_size:
-            return _illegal(f"message is {total} bytes stored, limit {self._max_size}")
+            return self._too_big("message", total)
         crc = zlib.crc32(body) & CRC_MASK
-        sys_flag = (sys_flag & ~_HOST_FLAGS) | host_bits
-        tx = sys_flag & _TX_MASK
-        normal = tx != TRANSACTION_PREPARED_TYPE and tx != TRANSACTION_ROLLBACK_TYPE
+        sys_flag = with_host_flags(sys_flag, host_bits)
+        normal = enters_consume_queue(sys_flag)
         rest = topic_tail + props_len.to_bytes(2, "big") + props_bytes
         tags = props.get(TAGS)
         tags_code = self._tag_codes.get(tags) if tags else 0
@@ -338,9 +309,9 @@ class CommitLog:
             queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
             mm = mf.mm
             header.pack_into(
-                mm, pos, total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag,
-                born_ts, born.addr, born.port, store_ts, store.addr, store.port, reconsume,
-                prepared, body_len,
+                mm, pos, total, magic, crc, queue_id, msg.flag, queue_offset, phys, sys_flag,
+                msg.born_timestamp_ms, born.addr, born.port, store_ts, store.addr, store.port,
+                msg.reconsume_times, msg.prepared_transaction_offset, body_len,
             )  # fmt: skip
             p = pos + body_at + body_len
             mm[pos + body_at : p] = body
@@ -352,9 +323,12 @@ class CommitLog:
             if topic == SCHEDULE_TOPIC:  # tagsCode = delivery time
                 tags_code = self._tags_code(topic, props, store_ts)
             self.pending.append(
-                (
-                    topic, queue_id, phys, total, tags_code, store_ts, queue_offset,
-                    props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+                _new_request(
+                    DispatchRequest,
+                    (
+                        topic, queue_id, phys, total, tags_code, store_ts, queue_offset,
+                        props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+                    ),
                 )
             )  # fmt: skip
             self.put_times_total += 1
@@ -375,38 +349,36 @@ class CommitLog:
             return _illegal(tail)
         topic_tail, magic = tail
         born, store = batch.born_host, batch.store_host
-        bad = self._check_common(
-            batch.queue_id, batch.sys_flag, batch.born_timestamp_ms, born.addr, store.addr,
-            batch.reconsume_times,
-        )  # fmt: skip
-        if bad is not None:
-            return _illegal(bad)
+        hosts = self._hosts(born, store)
+        if hosts is None:
+            return _illegal("born/store host address must be 4 or 16 bytes")
+        header, host_bits = hosts
         if not batch.messages:
             return _illegal("empty batch")
-        tx = batch.sys_flag & _TX_MASK
-        if tx in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+        sys_flag = batch.sys_flag
+        if not enters_consume_queue(sys_flag):
             return _illegal("transactional messages cannot be sent in a batch")
-        born6 = len(born.addr) == 16
-        store6 = len(store.addr) == 16
-        header = _HEADERS[(born6, store6)]
         fixed = header.size + len(topic_tail) + 2
         preps: list[_Prepared] = []
         batch_total = 0
         for item in batch.messages:
-            prep = self._prepare(
-                item.body, item.flag, item.properties, item.properties_string, fixed
-            )
-            if isinstance(prep, PutResult):
-                return prep
-            preps.append(prep)
-            batch_total += prep.total
-        if batch_total > self.config.max_message_size:
-            return _illegal(
-                f"batch is {batch_total} bytes stored, limit {self.config.max_message_size}"
-            )
-        sys_flag = (batch.sys_flag & ~_HOST_FLAGS) | (BORNHOST_V6_FLAG if born6 else 0)
-        if store6:
-            sys_flag |= STOREHOSTADDRESS_V6_FLAG
+            bad = _out_of_range(
+                batch.queue_id, item.flag, sys_flag, batch.reconsume_times,
+                batch.born_timestamp_ms, 0,
+            )  # fmt: skip
+            if bad is not None:
+                return bad
+            props_bytes = self._props_bytes(item.properties, item.properties_string)
+            if isinstance(props_bytes, PutResult):
+                return props_bytes
+            total = fixed + len(item.body) + len(props_bytes)
+            if total > self._max_size:
+                return self._too_big("message", total)
+            preps.append(_Prepared(item.body, item.flag, item.properties, props_bytes, total))
+            batch_total += total
+        if batch_total > self._max_size:
+            return self._too_big("batch", batch_total)
+        sys_flag = with_host_flags(sys_flag, host_bits)
         topic, queue_id = batch.topic, batch.queue_id
         key = (topic, queue_id)
         offsets: list[int] = []
@@ -525,7 +497,7 @@ class CommitLog:
         if head is None or len(head) < 76:
             return -1
         (sys_flag,) = _I32.unpack_from(head, 36)
-        pos = 48 + (20 if sys_flag & BORNHOST_V6_FLAG else 8)
+        pos = 48 + host_record_size(born_host_v6(sys_flag))
         return int(_I64.unpack_from(head, pos)[0])
 
     # -- maintenance ---------------------------------------------------------------------

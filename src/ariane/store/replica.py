@@ -27,6 +27,7 @@ import enum
 import logging
 from dataclasses import dataclass
 
+from ariane.common.sysflag import enters_consume_queue
 from ariane.store.commit_log import CommitLog
 from ariane.store.format import (
     BLANK_MAGIC_CODE,
@@ -39,7 +40,6 @@ from ariane.store.format import (
     DispatchRequest,
     check_record,
 )
-from ariane.store.recovery import is_consume_queue_record
 
 __all__ = ["ReplicaResult", "ReplicaStatus", "ReplicaWriter", "scan_replica_bytes"]
 
@@ -242,7 +242,7 @@ class ReplicaWriter:
         log = self.commit_log
         table = log.topic_queue_table
         for req in requests:
-            if is_consume_queue_record(req[9]):
+            if enters_consume_queue(req[9]):
                 key = (req[0], req[1])
                 if req[6] + 1 > table.get(key, 0):
                     table[key] = req[6] + 1

@@ -23,7 +23,7 @@ from ariane.remoting.server import RemotingServer
 from ariane.store import PutResult
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.transaction import TransactionBrokerContext
 
 __all__ = ["EndTransactionProcessor"]
 
@@ -37,7 +37,7 @@ class EndTransactionProcessor:
         broker: the broker whose transaction service is used.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: TransactionBrokerContext) -> None:
         self.broker = broker
         self._loop: asyncio.AbstractEventLoop | None = None
 

@@ -15,7 +15,7 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["HAStatusProcessor"]
 
@@ -27,7 +27,7 @@ class HAStatusProcessor:
         broker: the broker asked.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, server: RemotingServer) -> None:

@@ -19,7 +19,7 @@ from ariane.remoting.protocol.stats_bodies import BrokerStatsData, BrokerStatsIt
 from ariane.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["StatsProcessor"]
 
@@ -31,7 +31,7 @@ class StatsProcessor:
         broker: the broker whose statistics are read.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, server: RemotingServer) -> None:
