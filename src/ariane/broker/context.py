@@ -13,8 +13,9 @@ transaction service, the pull processor) extends the protocol in its own module.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig
@@ -30,12 +31,36 @@ from ariane.common.clock import Clock
 from ariane.common.message import HostPort
 from ariane.common.roles import BrokerRole
 from ariane.remoting.server import RemotingServer
-from ariane.store import MessageStore, StoreConfig
+from ariane.store import MessageStore, PutResult, PutStatus, StoreConfig
 
-if TYPE_CHECKING:
-    from ariane.broker.replication import BrokerReplication
+__all__ = ["BrokerContext", "ReplicationSeam"]
 
-__all__ = ["BrokerContext"]
+
+class ReplicationSeam(Protocol):
+    """What processors use of replication
+    (:class:`~ariane.broker.replication.BrokerReplication` implements it)."""
+
+    def after_put(
+        self, result: PutResult, wait: bool
+    ) -> PutStatus | asyncio.Future[PutStatus] | None:
+        """After a put on the loop: wake the transfer; a SYNC_MASTER's wait, if any."""
+        ...
+
+    def ha_server_addr(self, broker_addr: str) -> str:
+        """This broker's HA address as announced."""
+        ...
+
+    def on_registered(self, master_addr: str | None, ha_server_addr: str | None) -> None:
+        """A NameServer answered a registration."""
+        ...
+
+    def runtime_info(self) -> dict[str, str]:
+        """The replication part of GET_BROKER_RUNTIME_INFO."""
+        ...
+
+    def ha_status(self) -> dict[str, Any]:
+        """``HARuntimeInfo`` JSON."""
+        ...
 
 
 class BrokerContext(Protocol):
@@ -59,8 +84,11 @@ class BrokerContext(Protocol):
     broker_addr: str
     #: the address stored in every record (and in offset message ids).
     store_host: HostPort
-    #: master/slave replication (issue 13)
-    replication: BrokerReplication
+
+    @property
+    def replication(self) -> ReplicationSeam:
+        """Master/slave replication (issue 13)."""
+        ...
 
     @property
     def role(self) -> BrokerRole:
