@@ -134,6 +134,19 @@ class BrokerConfig:
             send its settings within this time.
         enable_topic_message_type_check: ``enableTopicMessageTypeCheck``: gRPC sends must
             match the topic's ``message.type``.
+        revive_queue_num: ``reviveQueueNum``: queues of the POP revive topic.
+        revive_interval_ms: ``reviveInterval``: period of the POP revive pass.
+        enable_retry_topic_v2: ``enableRetryTopicV2``: POP retry topics are named
+            ``%RETRY%<group>+<topic>`` instead of ``%RETRY%<group>_<topic>``.
+        retrieve_message_from_pop_retry_topic_v1: ``retrieveMessageFromPopRetryTopicV1``:
+            with v2 names, still read the v1 retry topic every other pop.
+        pop_from_retry_probability: ``popFromRetryProbability``: percent of pops that read
+            the retry topic first.
+        pop_polling_size: ``popPollingSize``: parked POPs per (topic, group, queue).
+        max_pop_polling_size: ``maxPopPollingSize``: parked POPs in all.
+        init_pop_offset_by_check_msg_in_mem: ``initPopOffsetByCheckMsgInMem``: a new POP
+            group (init mode MAX) starts at 0 when the queue's first message is in memory.
+        pop_response_return_actual_retry_topic: ``popResponseReturnActualRetryTopic``.
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -213,6 +226,18 @@ class BrokerConfig:
     grpc_max_inflight_receives: int = _prop("grpcMaxInflightReceives", 10_000)
     grpc_settings_timeout_ms: int = _prop("grpcSettingsTimeoutMillis", 30_000)
     enable_topic_message_type_check: bool = _prop("enableTopicMessageTypeCheck", True)
+    # -- POP consumption (issue 16) --
+    revive_queue_num: int = _prop("reviveQueueNum", 8)
+    revive_interval_ms: int = _prop("reviveInterval", 1000)
+    enable_retry_topic_v2: bool = _prop("enableRetryTopicV2", False)
+    retrieve_message_from_pop_retry_topic_v1: bool = _prop(
+        "retrieveMessageFromPopRetryTopicV1", True
+    )
+    pop_from_retry_probability: int = _prop("popFromRetryProbability", 20)
+    pop_polling_size: int = _prop("popPollingSize", 1024)
+    max_pop_polling_size: int = _prop("maxPopPollingSize", 100_000)
+    init_pop_offset_by_check_msg_in_mem: bool = _prop("initPopOffsetByCheckMsgInMem", True)
+    pop_response_return_actual_retry_topic: bool = _prop("popResponseReturnActualRetryTopic", False)
 
     def __post_init__(self) -> None:
         try:  # normalise the spelling ("slave" -> "SLAVE")
@@ -304,6 +329,12 @@ def _check(c: BrokerConfig) -> None:
         ("maxStatsKeys", c.max_stats_keys >= 1, "must be >= 1"),
         ("aclWatchIntervalMs", 10 <= c.acl_watch_interval_ms <= 60_000, "must be 10..60000"),
         ("grpcServerPort", -1 <= c.grpc_server_port <= 65535, "must be -1 (off) or 0..65535"),
+        # POP consumption (issue 16)
+        ("reviveQueueNum", 1 <= c.revive_queue_num <= 998, "must be 1..998"),
+        ("reviveInterval", c.revive_interval_ms > 0, "must be > 0"),
+        ("popFromRetryProbability", 0 <= c.pop_from_retry_probability <= 100, "0..100"),
+        ("popPollingSize", c.pop_polling_size >= 1, "must be >= 1"),
+        ("maxPopPollingSize", c.max_pop_polling_size >= 1, "must be >= 1"),
     ]
     for key, ok, problem in rules:
         if not ok:

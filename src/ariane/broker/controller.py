@@ -37,6 +37,7 @@ from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
+from ariane.broker.pop import PopConsumption
 from ariane.broker.processors.acl import AclAdminProcessor
 from ariane.broker.processors.admin import AdminBrokerProcessor
 from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
@@ -44,6 +45,7 @@ from ariane.broker.processors.client_manage import ClientManageProcessor
 from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
 from ariane.broker.processors.end_transaction import EndTransactionProcessor
 from ariane.broker.processors.ha import HAStatusProcessor
+from ariane.broker.processors.pop import PopMessageProcessor
 from ariane.broker.processors.pull import PullMessageProcessor
 from ariane.broker.processors.query import QueryMessageProcessor
 from ariane.broker.processors.send import SendMessageProcessor
@@ -62,6 +64,7 @@ from ariane.common.clock import Clock, SystemClock
 from ariane.common.fileio import write_file_atomically
 from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.message import HostPort
+from ariane.common.netaddr import is_loopback
 from ariane.common.roles import BrokerRole
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import SCHEDULE_TOPIC
@@ -109,15 +112,6 @@ _RPC_PRUNE_S = 10.0
 def config_dir(store: StoreConfig) -> str:
     """``<storePathRootDir>/config``: where the metadata files live."""
     return os.path.join(store.store_path_root_dir, "config")
-
-
-def _loopback(host: str) -> bool:
-    if host in ("localhost", ""):
-        return host == "localhost"
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _signer(config: BrokerConfig) -> Callable[[RemotingCommand], None] | None:
@@ -208,6 +202,8 @@ class BrokerController:
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self.pull_processor = PullMessageProcessor(self)
+        # POP consumption (issue 16)
+        self.pop: PopConsumption = PopConsumption(self, self.pull_processor.message_filter, cdir)
 
     def _start_acl(self) -> None:
         """Load the ACL files and put the ACL hook in front of every processor
@@ -218,7 +214,7 @@ class BrokerController:
         """
         config = self.config
         if not config.acl_enable:
-            if not _loopback(config.bind_address):
+            if not is_loopback(config.bind_address):
                 logger.warning(
                     "the broker listens on %s with aclEnable=false: anyone who can reach it may "
                     "send, consume, delete topics and reset offsets; set aclEnable=true",
@@ -263,6 +259,9 @@ class BrokerController:
         self.hold.arriving(
             topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
         )
+        self.pop.arriving(
+            topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -292,6 +291,7 @@ class BrokerController:
             raise
         if self.role.is_master:
             self._start_master_services()
+        self._every(self.config.flush_consumer_offset_interval_ms / 1000, self.pop.persist_if_dirty)
         self._every(
             self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
         )
@@ -322,6 +322,8 @@ class BrokerController:
         self.topics.load()
         self.groups.load()
         self.offsets.load()
+        self.pop.create_system_topics()
+        self.pop.load()
         if not await asyncio.to_thread(self.store.load):
             raise StoreError(
                 f"message store {self.store_config.store_path_root_dir} failed to load"
@@ -363,6 +365,8 @@ class BrokerController:
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
         self.hold.start()
+        self.pop.polling.start()
+        self.pop.notify_polling.start()
         self._started = True
 
     def _register_processors(self) -> None:
@@ -378,6 +382,7 @@ class BrokerController:
             StatsProcessor(self),
             EndTransactionProcessor(self),
             AclAdminProcessor(self),
+            PopMessageProcessor(self),
             HAStatusProcessor(self),
         ):
             processor.register(self.remoting)
@@ -408,6 +413,7 @@ class BrokerController:
         if self.acl is not None:
             await self.acl.stop()
         await self._stop_master_services()
+        await self.pop.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -431,11 +437,13 @@ class BrokerController:
         return self.replication.role
 
     def _start_master_services(self) -> None:
-        """What only a master runs: delay delivery and the transaction check."""
+        """What only a master runs: delay delivery, the transaction check, POP revive."""
         self.schedule.start()
         self.tx_check.start()
+        self.pop.revive.start()
 
     async def _stop_master_services(self) -> None:
+        await self.pop.revive.stop()
         await self.tx_check.stop()
         await asyncio.to_thread(self.schedule.stop)
 

@@ -39,6 +39,9 @@ def main() -> int:
     ap.add_argument("--linger", type=float, default=0.0)
     ap.add_argument("--async-sends", action="store_true")
     ap.add_argument("--big-every", type=int, default=0)
+    ap.add_argument("--text", action="store_true", help="printable bodies text-<i>-yyy...")
+    ap.add_argument("--ak", default="")
+    ap.add_argument("--sk", default="")
     args = ap.parse_args()
 
     from rocketmq import (
@@ -61,7 +64,7 @@ def main() -> int:
             emit(event="checked", i=i, id=message.message_id, topic=message.topic)
             return TransactionResolution.COMMIT if i % 2 == 0 else TransactionResolution.ROLLBACK
 
-    config = ClientConfiguration(args.endpoint, Credentials())
+    config = ClientConfiguration(args.endpoint, Credentials(args.ak, args.sk))
     checker = Checker() if args.mode in ("commit", "rollback", "check") else None
     producer = Producer(config, (args.topic,), checker)
     producer.startup()
@@ -73,7 +76,8 @@ def main() -> int:
             msg = Message()
             msg.topic = args.topic
             big = args.big_every and i % args.big_every == args.big_every - 1
-            msg.body = body_of(i, 1024 * 1024 if big else sizes[i % len(sizes)])
+            size = 1024 * 1024 if big else sizes[i % len(sizes)]
+            msg.body = f"text-{i}-".encode() + b"y" * size if args.text else body_of(i, size)
             msg.tag = f"Tag{i % 3}"
             msg.keys = f"key-{i}"
             msg.add_property("i", str(i))
