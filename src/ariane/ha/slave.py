@@ -96,7 +96,7 @@ class _MasterConnection(asyncio.Protocol):
             except OSError:
                 pass
         store = self.store
-        store.replica.reset()
+        store.replica_writer.reset()
         end = store.max_phy_offset
         self.empty = end == 0 and not store.commit_log.queue.files
         if self.empty:

@@ -64,7 +64,7 @@ def replicate(master: MessageStore, slave: MessageStore, cuts: list[int]) -> Non
     pos = 0
     i = 0
     while pos < len(data):
-        offset = slave.replica.received_offset
+        offset = slave.replica_writer.received_offset
         size = cuts[i % len(cuts)]
         # like the master's frames: never across a file boundary
         size = min(size, FILE - offset % FILE, len(data) - pos)
@@ -136,7 +136,7 @@ def test_refusals_write_nothing(tmp_path: Path) -> None:
         assert res.ok
         assert res.records == 1
         assert slave.max_phy_offset == first
-        assert slave.replica.received_offset == first + 50
+        assert slave.replica_writer.received_offset == first + 50
         assert slave.append_replica(first, data[first:]).status is ReplicaStatus.OFFSET_MISMATCH
         bad = bytearray(data)
         bad[first + 89] ^= 0xFF  # inside the body of the second record: CRC mismatch
@@ -145,8 +145,8 @@ def test_refusals_write_nothing(tmp_path: Path) -> None:
         assert "CRC" in (res.reason or "")
         assert slave.max_phy_offset == first
         # a new connection resends the incomplete record
-        slave.replica.reset()
-        assert slave.replica.received_offset == first
+        slave.replica_writer.reset()
+        assert slave.replica_writer.received_offset == first
         assert slave.append_replica(first, data[first:]).ok
         assert log_bytes(slave) == data
         junk = slave.append_replica(len(data), b"\x01\x02\x03\x04\x05\x06\x07\x08\x09")
