@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from ariane.client._admin_ops import AdminOps
+from ariane.client._admin_bulk import TOOLS_CONSUMER_GROUP, AdminBulk, BrokerAnswers
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
@@ -38,16 +38,14 @@ from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
 
-__all__ = ["TOOLS_CONSUMER_GROUP", "Admin"]
+__all__ = ["TOOLS_CONSUMER_GROUP", "Admin", "BrokerAnswers"]
 
 logger = logging.getLogger(__name__)
 
-#: The group admin tools pull with (``MixAll.TOOLS_CONSUMER_GROUP``).
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 T = TypeVar("T")
 
 
-class Admin(AdminOps):
+class Admin(AdminBulk):
     """Cluster administration (asyncio); ``async with Admin(namesrv_addr=...) as admin:``.
 
     Args:

@@ -1,0 +1,185 @@
+"""Bodies of Ariane's two summary requests (an extension; RocketMQ has no equivalent):
+ARIANE_GET_TOPIC_SUMMARY and ARIANE_GET_GROUP_SUMMARY answer, in one round trip per broker,
+what a dashboard lists for every topic (message count, put TPS, 24 h volume) and every
+consumer group (online clients, lag, consume TPS), where RocketMQ's tools send one request per
+topic or group (rocketmq-dashboard#1445, #123).
+
+Both are JSON objects, ``{"brokerAddr": ..., "table": {name: {...}}}``, keys in camelCase
+like every other body. Decoders raise only ``RemoteProtocolError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ariane.remoting.protocol import fastjson
+from ariane.remoting.protocol._jsonfields import (
+    as_object,
+    get_float,
+    get_int,
+    get_list,
+    get_object,
+    get_str,
+    parse_object,
+)
+
+__all__ = ["GroupSummary", "GroupSummaryTable", "TopicSummary", "TopicSummaryTable"]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSummary:
+    """One topic on one broker.
+
+    Attributes:
+        message_count: messages still stored (sum over queues of max - min offset).
+        max_offset_sum: sum over queues of the max offset (messages ever put).
+        put_tps: ``TOPIC_PUT_NUMS`` per second over the last minute.
+        put_24h: messages put in the last 24 hours (``statsAll``'s InMsg24Hour).
+        last_update_ms: store time of the newest message (0: none).
+    """
+
+    message_count: int = 0
+    max_offset_sum: int = 0
+    put_tps: float = 0.0
+    put_24h: int = 0
+    last_update_ms: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON property map."""
+        return {
+            "lastUpdateTimestamp": self.last_update_ms,
+            "maxOffsetSum": self.max_offset_sum,
+            "messageCount": self.message_count,
+            "put24h": self.put_24h,
+            "putTps": self.put_tps,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any, what: str) -> TopicSummary:
+        """Build from parsed JSON."""
+        obj = as_object(obj, what)
+        return cls(
+            get_int(obj, "messageCount", what),
+            get_int(obj, "maxOffsetSum", what),
+            get_float(obj, "putTps", what),
+            get_int(obj, "put24h", what),
+            get_int(obj, "lastUpdateTimestamp", what),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One consumer group on one broker.
+
+    Attributes:
+        client_count: online consumers of the group connected to this broker.
+        client_ids: their client ids (at most a few, for the list view).
+        consume_type: ``CONSUME_ACTIVELY``/``CONSUME_PASSIVELY`` ("" when offline).
+        message_model: ``CLUSTERING``/``BROADCASTING`` ("" when offline).
+        min_version: the lowest client version number online (0 when offline).
+        diff: lag, sum over its queues of broker offset - consumer offset.
+        inflight: pulled but not committed, sum of pull offset - consumer offset.
+        consume_tps: ``GROUP_GET_NUMS`` per second over the last minute, over its topics.
+        topics: the topics it has offsets for or subscribes to.
+        last_consume_ms: store time of the last message it committed (0: none).
+    """
+
+    client_count: int = 0
+    client_ids: tuple[str, ...] = ()
+    consume_type: str = ""
+    message_model: str = ""
+    min_version: int = 0
+    diff: int = 0
+    inflight: int = 0
+    consume_tps: float = 0.0
+    topics: tuple[str, ...] = ()
+    last_consume_ms: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON property map."""
+        return {
+            "clientCount": self.client_count,
+            "clientIds": list(self.client_ids),
+            "consumeTps": self.consume_tps,
+            "consumeType": self.consume_type,
+            "diff": self.diff,
+            "inflight": self.inflight,
+            "lastConsumeTimestamp": self.last_consume_ms,
+            "messageModel": self.message_model,
+            "minVersion": self.min_version,
+            "topics": list(self.topics),
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any, what: str) -> GroupSummary:
+        """Build from parsed JSON."""
+        obj = as_object(obj, what)
+        return cls(
+            get_int(obj, "clientCount", what),
+            tuple(str(c) for c in get_list(obj, "clientIds", what)),
+            get_str(obj, "consumeType", what),
+            get_str(obj, "messageModel", what),
+            get_int(obj, "minVersion", what),
+            get_int(obj, "diff", what),
+            get_int(obj, "inflight", what),
+            get_float(obj, "consumeTps", what),
+            tuple(str(t) for t in get_list(obj, "topics", what)),
+            get_int(obj, "lastConsumeTimestamp", what),
+        )
+
+
+@dataclass(slots=True)
+class TopicSummaryTable:
+    """ARIANE_GET_TOPIC_SUMMARY body: topic -> its summary on the answering broker."""
+
+    broker_addr: str = ""
+    table: dict[str, TopicSummary] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        """Body bytes."""
+        return fastjson.dumps(
+            {
+                "brokerAddr": self.broker_addr,
+                "table": {k: v.to_json() for k, v in self.table.items()},
+            }
+        )
+
+    @classmethod
+    def decode(cls, body: bytes) -> TopicSummaryTable:
+        """Parse body bytes."""
+        what = "TopicSummaryTable"
+        obj = parse_object(body, what)
+        table = {
+            str(k): TopicSummary.from_json(v, f"{what}[{k}]")
+            for k, v in get_object(obj, "table", what).items()
+        }
+        return cls(get_str(obj, "brokerAddr", what), table)
+
+
+@dataclass(slots=True)
+class GroupSummaryTable:
+    """ARIANE_GET_GROUP_SUMMARY body: group -> its summary on the answering broker."""
+
+    broker_addr: str = ""
+    table: dict[str, GroupSummary] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        """Body bytes."""
+        return fastjson.dumps(
+            {
+                "brokerAddr": self.broker_addr,
+                "table": {k: v.to_json() for k, v in self.table.items()},
+            }
+        )
+
+    @classmethod
+    def decode(cls, body: bytes) -> GroupSummaryTable:
+        """Parse body bytes."""
+        what = "GroupSummaryTable"
+        obj = parse_object(body, what)
+        table = {
+            str(k): GroupSummary.from_json(v, f"{what}[{k}]")
+            for k, v in get_object(obj, "table", what).items()
+        }
+        return cls(get_str(obj, "brokerAddr", what), table)
