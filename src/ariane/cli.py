@@ -48,6 +48,8 @@ COMMANDS: dict[str, str] = {
     "standalone": "ariane.standalone:standalone",
     "admin": "ariane.admin.cli:admin",
     "pipeline": "ariane.spark.cli:pipeline",
+    # the web dashboard (issue 17)
+    "dashboard": "ariane.dashboard.cli:dashboard",
 }
 
 

@@ -16,6 +16,7 @@ import click
 
 from ariane.admin.command import AdminContext, CommandFailed, TimestampType, admin_command
 from ariane.admin.output import Table, Ts, View, kv_table
+from ariane.common.message import message_dict
 
 __all__ = [
     "consume_message",
@@ -30,35 +31,6 @@ __all__ = [
 
 _TOPIC = click.option("-t", "--topic", required=True, help="Topic name.")
 _BODY_CELL_CHARS = 80
-
-
-def message_dict(msg: Any, *, charset: str = "utf-8", body: bool = True) -> dict[str, Any]:
-    """A stored message (``MessageExt``) as stable JSON keys; the body decoded with
-    ``charset`` (undecodable bytes replaced) when ``body`` is true."""
-    out: dict[str, Any] = {
-        "msgId": msg.msg_id,
-        "offsetMsgId": msg.offset_msg_id,
-        "topic": msg.topic,
-        "tags": msg.tags,
-        "keys": msg.keys,
-        "queueId": msg.queue_id,
-        "queueOffset": msg.queue_offset,
-        "commitLogOffset": msg.commit_log_offset,
-        "reconsumeTimes": msg.reconsume_times,
-        "bornTimestamp": msg.born_timestamp_ms,
-        "storeTimestamp": msg.store_timestamp_ms,
-        "bornHost": str(msg.born_host),
-        "storeHost": str(msg.store_host),
-        "sysFlag": msg.sys_flag,
-        "flag": msg.flag,
-        "storeSize": msg.store_size,
-        "bodyCrc": msg.body_crc,
-        "bodyLength": len(msg.body),
-        "properties": dict(sorted(msg.properties.items())),
-    }
-    if body:
-        out["body"] = bytes(msg.body).decode(charset, "replace")
-    return out
 
 
 def _detail(m: dict[str, Any]) -> Table:

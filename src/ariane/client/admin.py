@@ -19,7 +19,12 @@ from ariane.client._admin_bulk import TOOLS_CONSUMER_GROUP, AdminBulk, BrokerAns
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
-from ariane.client.errors import ClientStateError, QueryNotFoundError, TopicNotExistError
+from ariane.client.errors import (
+    ClientStateError,
+    ConsumerNotOnlineError,
+    QueryNotFoundError,
+    TopicNotExistError,
+)
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
 from ariane.common import properties as props
 from ariane.common.msgid import decode_offset_msg_id
@@ -437,6 +442,28 @@ class Admin(AdminBulk):
         for table in per_broker.values():
             merged.update(table)
         return merged
+
+    async def reset_group_offset(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> tuple[str, dict[MessageQueue, int]]:
+        """Reset ``group``'s offsets of ``topic`` to a time (-1 = the end): through the
+        broker, which tells online consumers (``"broker"``), or, when no consumer is online,
+        by committing the offsets directly (``"direct"``, RocketMQ's
+        ``resetOffsetByTimeOld`` fallback).
+
+        Raises:
+            TopicNotExistError: unknown topic.
+            InvalidArgumentError: an offline group with no offsets on the topic.
+        """
+        try:
+            return "broker", await self.reset_offset_by_time(
+                group, topic, timestamp_ms, force=force
+            )
+        except ConsumerNotOnlineError:
+            pass
+        return "direct", await self.reset_offset_by_time_offline(
+            group, topic, timestamp_ms, force=force
+        )
 
     # -- messages -------------------------------------------------------------------------------
 
