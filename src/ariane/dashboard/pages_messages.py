@@ -22,7 +22,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.routing import Route
 
-from ariane.client import Message, MessageExt
+from ariane.client import Message, MessageExt, MessageQueue
 from ariane.client.errors import QueryNotFoundError, TopicNotExistError
 from ariane.common import properties as props
 from ariane.common.message import message_dict
@@ -30,7 +30,7 @@ from ariane.common.msgid import decode_offset_msg_id
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import dlq_topic, retry_topic
 from ariane.dashboard.forms import BadInput, paginate, time_range
-from ariane.dashboard.pages_topics import group_param, topic_param
+from ariane.dashboard.pages_topics import group_param, route_appears, topic_param
 from ariane.dashboard.web import Done, Page, PageError, action_routes, page_routes, text_field
 from ariane.errors import InvalidArgumentError
 from ariane.remoting.protocol.fastjson import jsonable
@@ -74,9 +74,12 @@ async def _find(dash: Dashboard, topic: str | None, msg_id: str) -> MessageExt:
     if topic:
         return await dash.admin.query_message_by_id(topic, msg_id)
     try:
-        decode_offset_msg_id(msg_id)
+        decoded = decode_offset_msg_id(msg_id)
     except InvalidArgumentError:
         raise BadInput("topic", "is required to find a message by its unique key") from None
+    addr = f"{decoded.host}:{decoded.port}"
+    if addr not in {b.addr for b in (await dash.data.brokers()).rows}:
+        raise PageError(404, f"message {msg_id} names broker {addr}, which is not in this cluster")
     return await dash.admin.view_message(msg_id)
 
 
@@ -294,16 +297,27 @@ async def dlq_resend(request: Request, form: FormData, dash: Dashboard) -> Done:
     dead = dlq_topic(group)
     retry = retry_topic(group)
     try:
-        await admin.topic_route(retry)
+        route = await admin.topic_route(retry)
     except TopicNotExistError:  # the group never retried: its retry topic is made now
         await admin.create_topic(
             retry, read_queue_nums=1, write_queue_nums=1, perm=PERM_READ | PERM_WRITE
         )
+        await route_appears(dash, retry)
+        route = await admin.topic_route(retry)
+    queues = [
+        MessageQueue(retry, qd.broker_name, i)
+        for qd in route.queue_datas
+        if qd.perm & PERM_WRITE
+        for i in range(qd.write_queue_nums)
+    ]
+    if not queues:
+        raise PageError(409, f"{retry} has no writable queue")
     producer = await dash.producer()
     sent: list[dict[str, Any]] = []
-    for msg_id in ids:
+    for n, msg_id in enumerate(ids):
         msg = await admin.query_message_by_id(dead, msg_id)
-        result = await producer.send(_resend_message(msg, group))
+        queue = queues[n % len(queues)]
+        result = await producer.send(_resend_message(msg, group), queue=queue)
         sent.append(
             {"msgId": msg.msg_id, "resentAs": result.offset_msg_id, "status": result.status.name}
         )

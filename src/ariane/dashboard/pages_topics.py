@@ -4,6 +4,7 @@ configuration; create/update, delete, send a test message and reset a group's of
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from ariane.client import Message
+from ariane.client.errors import TopicNotExistError
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import validate_group, validate_topic
 from ariane.dashboard.data import TOPIC_KINDS, TopicRow
@@ -30,7 +32,7 @@ from ariane.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from ariane.dashboard.app import Dashboard
 
-__all__ = ["routes", "topic_param"]
+__all__ = ["group_param", "route_appears", "routes", "topic_param"]
 
 _SORTS: dict[str, Any] = {
     "topic": lambda r: r.topic,
@@ -184,11 +186,26 @@ async def create_or_update(request: Request, form: FormData, dash: Dashboard) ->
         attributes={"message.type": message_type},
     )  # fmt: skip
     dash.data.invalidate("topics")
+    await route_appears(dash, topic)
     return Done(
         f"topic {topic} saved on {len(addrs)} broker(s)",
         f"/topic/detail?topic={topic}",
         {"topic": topic, "brokers": addrs},
     )
+
+
+async def route_appears(dash: Dashboard, topic: str) -> None:
+    """Wait (up to the request deadline) until the NameServer routes a new topic: brokers
+    register it a moment after they store it, and the next page shows its route."""
+    deadline = time.monotonic() + dash.config.request_timeout_ms / 1000
+    while True:
+        try:
+            await dash.admin.topic_route(topic)
+            return
+        except TopicNotExistError:
+            if time.monotonic() > deadline:
+                return
+            await asyncio.sleep(0.05)
 
 
 async def delete(request: Request, form: FormData, dash: Dashboard) -> Done:
