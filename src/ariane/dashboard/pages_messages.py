@@ -91,8 +91,10 @@ async def messages(request: Request, dash: Dashboard) -> Page:
         raise BadInput("mode", "must be time, key or id")
     context: dict[str, Any] = {"mode": mode, "topic": p.get("topic", ""), "listing": None}
     api: dict[str, Any] = {"mode": mode}
-    if not p.get("topic"):
-        return Page("messages.html", context, {**api, "messages": []})
+    wanted = {"time": "topic", "key": "key", "id": "msgId"}[mode]
+    if not p.get("topic") or not (p.get(wanted) or "").strip():  # the empty form
+        context.update(key=p.get("key", ""), msg_id=p.get("msgId", ""))
+        return Page("messages.html", context, {**api, "rows": []})
     topic = topic_param(p.get("topic"))
     found: list[MessageExt]
     if mode == "time":

@@ -230,7 +230,7 @@ async def send_message(request: Request, form: FormData, dash: Dashboard) -> Don
     dash.data.invalidate("topics")
     return Done(
         f"sent to {topic}: {result.status.name}, msgId {result.msg_id}",
-        f"/message/detail?topic={topic}&msgId={result.msg_id}",
+        f"/message/detail?topic={topic}&msgId={result.offset_msg_id}",
         {
             "sendStatus": result.status.name,
             "msgId": result.msg_id,

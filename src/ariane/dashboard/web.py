@@ -209,23 +209,26 @@ def page_routes(path: str, handler: PageHandler, *, name: str) -> list[Route]:
             return ctx.finish(RedirectResponse(target, status_code=303))
         try:
             result = await handler(request, dash)
+            if result.download is not None and not api:
+                response: Response = _json(result.api)
+                response.headers["Content-Disposition"] = (
+                    f'attachment; filename="{result.download}"'
+                )
+            elif api:
+                body = dict(result.api)
+                if result.warnings:
+                    body["warnings"] = result.warnings
+                response = _json(body)
+            else:
+                response = render(
+                    ctx, result.template, title=name, warnings=result.warnings, **result.context
+                )
         except Exception as exc:  # every failure becomes one readable line
             status, message = _status_and_message(exc)
             if api:
                 return ctx.finish(_json({"error": message}, status))
             return ctx.finish(render(ctx, "error.html", status, title=name, error=message))
-        if result.download is not None and not api:
-            response = _json(result.api)
-            response.headers["Content-Disposition"] = f'attachment; filename="{result.download}"'
-            return ctx.finish(response)
-        if api:
-            body = dict(result.api)
-            if result.warnings:
-                body["warnings"] = result.warnings
-            return ctx.finish(_json(body))
-        return ctx.finish(
-            render(ctx, result.template, title=name, warnings=result.warnings, **result.context)
-        )
+        return ctx.finish(response)
 
     async def html(request: Request) -> Response:
         return await serve(request, api=False)

@@ -67,8 +67,8 @@ class DashClient:
         """The CSRF token (a page visit sets the cookie; forms carry the same value)."""
         page = self.get("/topic")
         match = _TOKEN.search(page.text)
-        if match is None:  # pages without forms: the cookie holds it
-            return self.http.cookies["ariane_csrf"]
+        assert match is not None, "the Topic page has no form with a CSRF token"
+        assert match.group(1) == self.http.cookies["ariane_csrf"]
         return match.group(1)
 
     def post(self, path: str, data: dict[str, Any], *, api: bool = True) -> httpx.Response:

@@ -88,6 +88,14 @@ def test_topic_create_send_find_and_delete(client: DashClient, cluster: Cluster)
     detail = client.api("/message/detail", topic="DashApi", msgId=sent["msgId"])
     assert detail["body"] == {"kind": "text", "text": "héllo", "length": 6, "truncated": False}
     assert detail["message"]["properties"]["KEYS"] == "k-1"
+    for page, params in [
+        ("/message/detail", {"topic": "DashApi", "msgId": sent["msgId"]}),
+        ("/message", {"mode": "key", "topic": "DashApi", "key": "k-1"}),
+        ("/topic/detail", {"topic": "DashApi"}),
+    ]:
+        html = client.get(page, **params)
+        assert html.status_code == 200, (page, html.text)
+        assert sent["msgId"] in html.text or page == "/topic/detail"
     now = int(time.time() * 1000)
     by_time = client.api("/message", mode="time", topic="DashApi", begin=str(now - 60_000),
                          end=str(now + 60_000))  # fmt: skip
