@@ -10,13 +10,16 @@ from tests.integration.dashboard.support import DashClient, start_dashboard
 from tests.support.cluster import Cluster
 from tests.support.processes import ServerProcess
 
+_CQ_FILE_BYTES = 20 * 1024  # 1,024 entries
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A NameServer and broker-a."""
+    """A NameServer and broker-a (small consume queue files: the scale test makes 4,000
+    queues, and a broker with default-sized ones takes seconds to stop)."""
     c = Cluster(tmp_path_factory.mktemp("dash-cluster"))
     try:
-        yield c.start()
+        yield c.start(mappedFileSizeConsumeQueue=_CQ_FILE_BYTES)
     finally:
         c.stop()
 

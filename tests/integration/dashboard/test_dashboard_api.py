@@ -328,16 +328,18 @@ def test_login_and_read_only_accounts(cluster: Cluster, tmp_path: Path) -> None:
         proc.stop()
 
 
-def test_dead_broker_and_dead_namesrv_are_reported(cluster: Cluster, client: DashClient) -> None:
+def test_dead_broker_and_dead_namesrv_are_reported(cluster: Cluster) -> None:
     # a hung broker (SIGSTOP: registered, connected, silent) costs one deadline, not a page
-    cluster.start_broker("broker-z")
+    quick = start_dashboard(cluster.namesrv_addr, "--request-timeout-ms", "500")
+    client = DashClient(quick.ready["dashboard"])
+    cluster.start_broker("broker-z", mappedFileSizeConsumeQueue=20 * 1024)
     addr = cluster.broker_addr("broker-z")
-    wait_for("broker-z in the list", lambda: any(
-        b["addr"] == addr for b in client.api("/cluster")["brokers"]
-    ))  # fmt: skip
     proc = cluster.brokers.pop("broker-z")
-    os.kill(proc.pid, signal.SIGSTOP)
     try:
+        wait_for("broker-z in the list", lambda: any(
+            b["addr"] == addr for b in client.api("/cluster")["brokers"]
+        ))  # fmt: skip
+        os.kill(proc.pid, signal.SIGSTOP)
 
         def down() -> bool:
             rows = client.api("/cluster")["brokers"]
@@ -345,14 +347,15 @@ def test_dead_broker_and_dead_namesrv_are_reported(cluster: Cluster, client: Das
 
         wait_for("broker-z shown as down", down)
         row = next(b for b in client.api("/cluster")["brokers"] if b["addr"] == addr)
-        assert "no answer within 3000 ms" in row["error"]
-        client.http.post("/api/nothing")  # the cache refreshes behind the scenes meanwhile
+        assert "no answer within 500 ms" in row["error"]
         wait_for("the topic list's warning", lambda: f"broker {addr}" in client.get(
             "/topic", type="all").text)  # fmt: skip
         assert client.api("/topic", type="all")["total"] > 0
     finally:
         os.kill(proc.pid, signal.SIGCONT)
         proc.stop()
+        client.close()
+        quick.stop()
 
     lonely = start_dashboard(f"127.0.0.1:{free_port()}", "--request-timeout-ms", "500")
     c = DashClient(lonely.ready["dashboard"])

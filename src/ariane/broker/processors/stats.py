@@ -144,14 +144,19 @@ class StatsProcessor:
         return ok(body=body.encode())
 
     def get_group_summary(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
-        """ARIANE_GET_GROUP_SUMMARY: online clients, lag and consume TPS of every group."""
+        """ARIANE_GET_GROUP_SUMMARY: settings, online clients, lag and consume TPS of every
+        group (one pass over the offset table, not one per group)."""
         broker = self.broker
         store = broker.store
         body = GroupSummaryTable(broker.broker_addr)
         get_nums = broker.stats.sets[GROUP_GET_NUMS]
-        for group in list(broker.groups.table):
+        topics_of: dict[str, set[str]] = {}
+        for key in broker.offsets.offset_table:
+            topic, _, group = key.partition("@")
+            topics_of.setdefault(group, set()).add(topic)
+        for group, cfg in list(broker.groups.table.items()):
             online = broker.clients.consumer_group(group)
-            topics = set(broker.offsets.topics_of_group(group))
+            topics = set(topics_of.get(group, ()))
             if online is not None:
                 topics.update(online.subscriptions)
             diff = inflight = last = 0
@@ -185,5 +190,10 @@ class StatsProcessor:
                 consume_tps=tps,
                 topics=tuple(sorted(topics)),
                 last_consume_ms=last,
+                orderly=cfg.consume_message_orderly,
+                broadcast_enable=cfg.consume_broadcast_enable,
+                consume_enable=cfg.consume_enable,
+                retry_max_times=cfg.retry_max_times,
+                retry_queue_nums=cfg.retry_queue_nums,
             )
         return ok(body=body.encode())
