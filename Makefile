@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck unit run clean chromium
+.PHONY: install test lint typecheck unit run clean protos chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,13 @@ unit: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/ariane standalone
+
+# gRPC 5.x protocol (issue 16): regenerate the committed Python modules from the .proto files
+PROTO_DIR := src/ariane/proxy/v2
+protos: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m grpc_tools.protoc -I src --python_out=src --mypy_out=src \
+		--grpc_python_out=src --mypy_grpc_out=src $(PROTO_DIR)/definition.proto \
+		$(PROTO_DIR)/service.proto $(PROTO_DIR)/admin.proto
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

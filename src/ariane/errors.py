@@ -15,12 +15,14 @@ RocketMQ; exceptions mean bad input, corruption, transport failure or a broker r
     │   └── StoreClosedError        the store was shut down
     ├── ProtocolError
     │   ├── LocalProtocolError      we were asked to encode something illegal
-    │   └── RemoteProtocolError     the peer sent bytes that do not decode
+    │   ├── RemoteProtocolError     the peer sent bytes that do not decode
+    │   └── TraceDecodeError        a message-trace record does not decode (names the record)
     ├── ConnectionError_
     │   ├── ConnectionClosedError   the connection went away while a request was in flight
     │   └── ConnectError            could not connect
     ├── RequestTimeoutError         no response within the timeout
     ├── DataLossError               messages a reader was asked for no longer exist
+    ├── AclError                    an ACL file, rule or account is invalid (names what)
     ├── RequestError                a request cannot be served; the server answers (code, remark)
     │   └── HeaderFieldError        a custom-header field is missing or malformed (names the key)
     └── BrokerResponseError         a response code other than SUCCESS (code, remark);
@@ -34,6 +36,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "AclError",
     "ArianeError",
     "BrokerResponseError",
     "ConfigError",
@@ -53,6 +56,7 @@ __all__ = [
     "RequestTimeoutError",
     "StoreClosedError",
     "StoreError",
+    "TraceDecodeError",
 ]
 
 
@@ -141,6 +145,10 @@ class RemoteProtocolError(ProtocolError):
     """The peer sent bytes that do not decode as a RemotingCommand frame."""
 
 
+class TraceDecodeError(ProtocolError):
+    """A message-trace record (``ariane.common.trace``) does not decode."""
+
+
 class ConnectionError_(ArianeError):
     """Base of connection failures."""
 
@@ -166,6 +174,11 @@ class DataLossError(ArianeError):
 
     Raised by readers that promise not to skip data silently (Spark's ``failOnDataLoss``).
     """
+
+
+class AclError(ArianeError):
+    """An ACL document, IP rule or account is invalid (RocketMQ's ``AclException`` for
+    configuration problems); the message names the file, account or rule."""
 
 
 class RequestError(ArianeError):

@@ -2,8 +2,8 @@
 
 How it works: the NameServer starts first (``ariane namesrv``); once it printed its ready line
 the broker starts (``ariane broker``) pointed at it. When both are ready this prints
-``ready namesrv=HOST:PORT broker=HOST:PORT`` (plus ``metrics=HOST:PORT`` with
-``--metrics-port``). The children log to ``<data-dir>/logs/namesrv.log`` and ``broker.log``
+``ready namesrv=HOST:PORT broker=HOST:PORT grpc=HOST:PORT`` (plus ``metrics=HOST:PORT`` with
+``--metrics-port``; ``grpc`` is the 5.x gRPC port, ``--proxy-port``). The children log to ``<data-dir>/logs/namesrv.log`` and ``broker.log``
 (rotated by size); what they print (ready lines, crashes) goes to ``namesrv.out`` and
 ``broker.out`` next to them. With ``--dashboard-port`` the web dashboard (``ariane
 dashboard``) starts last, logging to ``dashboard.out``, and the ready line names it too
@@ -193,11 +193,18 @@ def _broker_args(
     host: str | None,
     log_args: list[str],
     metrics_port: int | None,
+    proxy_port: int | None = None,
 ) -> list[str]:
     conf = _read_conf(broker_conf)
     args = ["broker", "-n", namesrv, *log_args]
     if metrics_port is not None:
         args += ["-o", f"metricsPromExporterPort={metrics_port}"]
+    # the gRPC 5.x protocol (issue 16): 8081 like RocketMQ's proxy, a free port when the
+    # broker port is one too, off with -1; grpcServerPort in --broker-conf wins over the default
+    if proxy_port is None and "grpcServerPort" not in conf:
+        proxy_port = 0 if broker_port == 0 else 8081
+    if proxy_port is not None:
+        args += ["-o", f"grpcServerPort={proxy_port}"]
     if broker_conf is not None:
         args += ["-c", broker_conf]
     if broker_port is not None:
@@ -273,6 +280,13 @@ def _fail(reason: str, child: _Child | None) -> None:
     default=None,
     help="Serve the NameServer's Prometheus /metrics on this port.",
 )
+@click.option(
+    "--proxy-port",
+    type=click.IntRange(-1, 65535),
+    default=None,
+    help="Serve the RocketMQ 5.x gRPC protocol on this port (default 8081, or a free port "
+    "with --broker-port 0; -1 turns it off).",
+)
 # the web dashboard (issue 17)
 @click.option(
     "--dashboard-port",
@@ -292,6 +306,7 @@ def standalone(
     host: str | None,
     metrics_port: int | None,
     namesrv_metrics_port: int | None,
+    proxy_port: int | None,
     dashboard_port: int | None,
     log_level: str,
     log_max_bytes: int,
@@ -330,7 +345,7 @@ def standalone(
         if problem is None:
             args = _broker_args(
                 namesrv.ready["namesrv"], data, broker_port, broker_conf, host,
-                log_args("broker"), metrics_port,
+                log_args("broker"), metrics_port, proxy_port,
             )  # fmt: skip
             broker = _Child("broker", args, logs / "broker.out")
             sup.add(broker)
@@ -353,6 +368,8 @@ def standalone(
             ready = f"ready namesrv={namesrv.ready['namesrv']} broker={broker.ready['broker']}"
             if "metrics" in broker.ready:
                 ready += f" metrics={broker.ready['metrics']}"
+            if "grpc" in broker.ready:
+                ready += f" grpc={broker.ready['grpc']}"
             if "metrics" in namesrv.ready:
                 ready += f" namesrv_metrics={namesrv.ready['metrics']}"
             if dashboard is not None:

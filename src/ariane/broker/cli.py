@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -32,6 +33,10 @@ from ariane.errors import ConfigError, StoreError
 from ariane.observability.exporter import MetricsBindError
 from ariane.remoting.eventloop import run
 from ariane.store import StoreConfig
+
+if TYPE_CHECKING:
+    from ariane.broker.controller import BrokerController
+    from ariane.broker.services import BrokerService
 
 __all__ = ["broker", "load_config"]
 
@@ -69,6 +74,8 @@ def load_config(
     props = _read_properties(config_file, "config") if config_file else {}
     if "namesrvAddr" not in props and env.get("NAMESRV_ADDR"):
         props["namesrvAddr"] = env["NAMESRV_ADDR"]
+    if "rocketmqHome" not in props and env.get("ROCKETMQ_HOME"):
+        props["rocketmqHome"] = env["ROCKETMQ_HOME"]
     root = flags.get("storePathRootDir") or props.get("storePathRootDir")
     root = root or StoreConfig().store_path_root_dir
     from ariane.broker.controller import OVERRIDES_FILE
@@ -102,6 +109,10 @@ async def _serve(loaded: LoadedConfig) -> int:
             err=True,
         )
         return 1
+    services = await _start_services(controller)
+    if services is None:
+        await controller.shutdown()
+        return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -114,13 +125,37 @@ async def _serve(loaded: LoadedConfig) -> int:
     )
     metrics = controller.metrics_server
     suffix = f" metrics={metrics.address}" if metrics is not None else ""
+    suffix += "".join(f" {service.ready_field}" for service in services)
     click.echo(f"ready broker={controller.broker_addr}{suffix}")
     sys.stdout.flush()
     await stop.wait()
     logger.info("shutdown signal received")
+    for service in reversed(services):
+        await service.stop()
     await controller.shutdown()
     click.echo(f"The broker[{name}, {controller.broker_addr}] shut down.")
     return 0
+
+
+async def _start_services(controller: BrokerController) -> list[BrokerService] | None:
+    """Start the services registered in :mod:`ariane.broker.services` (the gRPC proxy);
+    ``None`` after printing why one could not start (those started are stopped)."""
+    from ariane.broker.services import factories
+
+    started: list[BrokerService] = []
+    for factory in factories():
+        try:
+            service = factory(controller)
+            if service is None:
+                continue
+            await service.start()
+        except (OSError, ConfigError) as exc:
+            click.echo(f"ariane broker: cannot start a service: {exc}", err=True)
+            for running in reversed(started):
+                await running.stop()
+            return None
+        started.append(service)
+    return started
 
 
 def _option_pairs(values: tuple[str, ...]) -> dict[str, str]:

@@ -114,6 +114,39 @@ class BrokerConfig:
         rebalance_lock_max_live_time_ms: ``rebalanceLockMaxLiveTime`` (RocketMQ's system
             property ``rocketmq.broker.rebalance.lockMaxLiveTime``): a queue lock not
             refreshed for this long may be taken over.
+        acl_enable: ``aclEnable``: check every request against the ACL files.
+        rocketmq_home: ``rocketmqHome`` (default: the ``ROCKETMQ_HOME`` environment variable,
+            set by the launcher): the ACL files are ``{rocketmqHome}/conf/plain_acl.yml`` and
+            ``{rocketmqHome}/conf/acl/**/*.yml``.
+        acl_watch_interval_ms: ``aclWatchIntervalMs`` (Ariane's): how often the ACL files are
+            checked for changes.
+        access_key: ``accessKey`` (Ariane's): the account the broker signs its requests to the
+            NameServers with (registrations), when their ACL is on.
+        secret_key: ``secretKey``: that account's secret (never shown by GET_BROKER_CONFIG).
+        grpc_server_port: ``grpcServerPort``: serve the 5.x gRPC protocol on this port (-1,
+            Ariane's default, is off; 0 picks a free port; RocketMQ's proxy uses 8081).
+        grpc_tls_cert_path / grpc_tls_key_path: ``grpcTlsCertPath``/``grpcTlsKeyPath``: PEM
+            files turning TLS on for gRPC.
+        grpc_max_streams_per_connection: ``grpcMaxStreamsPerConnection``.
+        grpc_max_inflight_receives: ``grpcMaxInflightReceives``: receive/pull streams open
+            at once.
+        grpc_settings_timeout_ms: ``grpcSettingsTimeoutMillis``: a Telemetry stream must
+            send its settings within this time.
+        enable_topic_message_type_check: ``enableTopicMessageTypeCheck``: gRPC sends must
+            match the topic's ``message.type``.
+        revive_queue_num: ``reviveQueueNum``: queues of the POP revive topic.
+        revive_interval_ms: ``reviveInterval``: period of the POP revive pass.
+        enable_retry_topic_v2: ``enableRetryTopicV2``: POP retry topics are named
+            ``%RETRY%<group>+<topic>`` instead of ``%RETRY%<group>_<topic>``.
+        retrieve_message_from_pop_retry_topic_v1: ``retrieveMessageFromPopRetryTopicV1``:
+            with v2 names, still read the v1 retry topic every other pop.
+        pop_from_retry_probability: ``popFromRetryProbability``: percent of pops that read
+            the retry topic first.
+        pop_polling_size: ``popPollingSize``: parked POPs per (topic, group, queue).
+        max_pop_polling_size: ``maxPopPollingSize``: parked POPs in all.
+        init_pop_offset_by_check_msg_in_mem: ``initPopOffsetByCheckMsgInMem``: a new POP
+            group (init mode MAX) starts at 0 when the queue's first message is in memory.
+        pop_response_return_actual_retry_topic: ``popResponseReturnActualRetryTopic``.
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -162,6 +195,32 @@ class BrokerConfig:
     transaction_check_interval_ms: int = _prop("transactionCheckInterval", 30_000)
     transaction_check_max: int = _prop("transactionCheckMax", 15)
     rebalance_lock_max_live_time_ms: int = _prop("rebalanceLockMaxLiveTime", 60_000)
+    # -- ACL (issue 11) --
+    acl_enable: bool = _prop("aclEnable", False)
+    rocketmq_home: str = _prop("rocketmqHome", "")
+    acl_watch_interval_ms: int = _prop("aclWatchIntervalMs", 500)
+    access_key: str = _prop("accessKey", "")
+    secret_key: str = _prop("secretKey", "")
+    # -- the gRPC 5.x protocol (ariane.proxy, issue 16): -1 = off, 0 = a free port ---------------
+    grpc_server_port: int = _prop("grpcServerPort", -1)
+    grpc_tls_cert_path: str = _prop("grpcTlsCertPath", "")
+    grpc_tls_key_path: str = _prop("grpcTlsKeyPath", "")
+    grpc_max_streams_per_connection: int = _prop("grpcMaxStreamsPerConnection", 256)
+    grpc_max_inflight_receives: int = _prop("grpcMaxInflightReceives", 10_000)
+    grpc_settings_timeout_ms: int = _prop("grpcSettingsTimeoutMillis", 30_000)
+    enable_topic_message_type_check: bool = _prop("enableTopicMessageTypeCheck", True)
+    # -- POP consumption (issue 16) --
+    revive_queue_num: int = _prop("reviveQueueNum", 8)
+    revive_interval_ms: int = _prop("reviveInterval", 1000)
+    enable_retry_topic_v2: bool = _prop("enableRetryTopicV2", False)
+    retrieve_message_from_pop_retry_topic_v1: bool = _prop(
+        "retrieveMessageFromPopRetryTopicV1", True
+    )
+    pop_from_retry_probability: int = _prop("popFromRetryProbability", 20)
+    pop_polling_size: int = _prop("popPollingSize", 1024)
+    max_pop_polling_size: int = _prop("maxPopPollingSize", 100_000)
+    init_pop_offset_by_check_msg_in_mem: bool = _prop("initPopOffsetByCheckMsgInMem", True)
+    pop_response_return_actual_retry_topic: bool = _prop("popResponseReturnActualRetryTopic", False)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -198,8 +257,12 @@ class BrokerConfig:
         return frozenset(fixed | {k.strip() for k in self.config_black_list.split(";") if k})
 
     def to_properties(self) -> dict[str, str]:
-        """The config as RocketMQ properties."""
-        return config_to_properties(self)
+        """The config as RocketMQ properties (``secretKey`` masked: this is what
+        GET_BROKER_CONFIG shows)."""
+        props = config_to_properties(self)
+        if props.get("secretKey"):
+            props["secretKey"] = "******"
+        return props
 
 
 def _check(c: BrokerConfig) -> None:
@@ -230,10 +293,20 @@ def _check(c: BrokerConfig) -> None:
         ),
         ("metricsOtelCardinalityLimit", c.metrics_cardinality_limit >= 1, "must be >= 1"),
         ("maxStatsKeys", c.max_stats_keys >= 1, "must be >= 1"),
+        ("aclWatchIntervalMs", 10 <= c.acl_watch_interval_ms <= 60_000, "must be 10..60000"),
+        ("grpcServerPort", -1 <= c.grpc_server_port <= 65535, "must be -1 (off) or 0..65535"),
+        # POP consumption (issue 16)
+        ("reviveQueueNum", 1 <= c.revive_queue_num <= 998, "must be 1..998"),
+        ("reviveInterval", c.revive_interval_ms > 0, "must be > 0"),
+        ("popFromRetryProbability", 0 <= c.pop_from_retry_probability <= 100, "0..100"),
+        ("popPollingSize", c.pop_polling_size >= 1, "must be >= 1"),
+        ("maxPopPollingSize", c.max_pop_polling_size >= 1, "must be >= 1"),
     ]
     for key, ok, problem in rules:
         if not ok:
             raise ConfigError(key, f"{problem}, got {getattr(c, _field_of(key))!r}")
+    if bool(c.secret_key) != bool(c.access_key):
+        raise ConfigError("accessKey", "accessKey and secretKey must be set together")
     for key, value in (("brokerName", c.broker_name), ("brokerClusterName", c.broker_cluster_name)):
         try:
             validate_topic(value)
@@ -323,7 +396,7 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
 IGNORED_PROPERTIES = frozenset(
     {
         "brokerRole", "brokerIP2", "haListenPort", "haMasterAddress", "haSendHeartbeatInterval",
-        "haHousekeepingInterval", "haTransferBatchSize", "rocketmqHome", "brokerConfigPath",
+        "haHousekeepingInterval", "haTransferBatchSize", "brokerConfigPath",
         "sendMessageThreadPoolNums", "putMessageFutureThreadPoolNums", "pullMessageThreadPoolNums",
         "litePullMessageThreadPoolNums", "ackMessageThreadPoolNums", "queryMessageThreadPoolNums",
         "adminBrokerThreadPoolNums", "clientManageThreadPoolNums", "consumerManageThreadPoolNums",
@@ -340,7 +413,7 @@ IGNORED_PROPERTIES = frozenset(
         "fetchNameSrvAddrByDnsLookup", "sendHeartbeatTimeoutMillis", "slaveReadEnable",
         "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
         "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
-        "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "aclEnable",
+        "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
         "enableCalcFilterBitMap", "accountStatsEnable", "transferMsgByHeap",
         "metricsInDelta", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
         "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",

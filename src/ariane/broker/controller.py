@@ -30,13 +30,28 @@ import socket
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ariane.acl.credentials import SessionCredentials, request_signer
+from ariane.broker.acl import BrokerAcl
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
+from ariane.broker.pop import PopConsumption
+from ariane.broker.processors.acl import AclAdminProcessor
+from ariane.broker.processors.admin import AdminBrokerProcessor
+from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
+from ariane.broker.processors.client_manage import ClientManageProcessor
+from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+from ariane.broker.processors.end_transaction import EndTransactionProcessor
+from ariane.broker.processors.pop import PopMessageProcessor
+from ariane.broker.processors.pull import PullMessageProcessor
+from ariane.broker.processors.query import QueryMessageProcessor
+from ariane.broker.processors.send import SendMessageProcessor
+from ariane.broker.processors.stats import StatsProcessor
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
+from ariane.broker.runtime_info import runtime_info
 from ariane.broker.schedule import DELAY_OFFSET_FILE, ScheduleMessageService
 from ariane.broker.stats import BrokerStats, StoreCounters
 from ariane.broker.subscription_group import SubscriptionGroupManager
@@ -47,12 +62,14 @@ from ariane.common.clock import Clock, SystemClock
 from ariane.common.fileio import write_file_atomically
 from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.message import HostPort
+from ariane.common.netaddr import is_loopback
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.config import RemotingServerConfig
+from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode
@@ -89,6 +106,13 @@ _RPC_PRUNE_S = 10.0
 def config_dir(store: StoreConfig) -> str:
     """``<storePathRootDir>/config``: where the metadata files live."""
     return os.path.join(store.store_path_root_dir, "config")
+
+
+def _signer(config: BrokerConfig) -> Callable[[RemotingCommand], None] | None:
+    """Signs the broker's requests to NameServers when it has an account (``accessKey``)."""
+    if not config.access_key:
+        return None
+    return request_signer(SessionCredentials(config.access_key, config.secret_key))
 
 
 def _resolve(host: str) -> str:
@@ -138,7 +162,7 @@ class BrokerController:
         )
         self.stats.live_topics = lambda: self.topics.table
         self.hold = PullRequestHoldService(
-            lambda ctx, request: self.pull_processor.pull_again(ctx, request),
+            self._pull_again,
             self._max_offset,
             long_polling=config.long_polling_enable,
             short_polling_ms=config.short_polling_time_ms,
@@ -162,16 +186,43 @@ class BrokerController:
         self.rpc_metrics = BrokerRpcMetrics(self.stats, timing=config.metrics_port is not None)
         self.remoting.register_hook(self.rpc_metrics)
         self.metrics_server: MetricsServer | None = None
-        self.namesrv_client = RemotingClient()
+        self.acl: BrokerAcl | None = None
+        self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
         self.store_host = HostPort(b"\x7f\x00\x00\x01", config.listen_port)
         self.boot_timestamp_ms = self.clock.now_ms()
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
-        from ariane.broker.processors.pull import PullMessageProcessor
-
         self.pull_processor = PullMessageProcessor(self)
+        # POP consumption (issue 16)
+        self.pop: PopConsumption = PopConsumption(self, self.pull_processor.message_filter, cdir)
+
+    def _start_acl(self) -> None:
+        """Load the ACL files and put the ACL hook in front of every processor
+        (``aclEnable``), or warn when a server reachable from other hosts has no ACL.
+
+        Raises:
+            ConfigError: ACL is on without a ``rocketmqHome``.
+        """
+        config = self.config
+        if not config.acl_enable:
+            if not is_loopback(config.bind_address):
+                logger.warning(
+                    "the broker listens on %s with aclEnable=false: anyone who can reach it may "
+                    "send, consume, delete topics and reset offsets; set aclEnable=true",
+                    config.bind_address,
+                )
+            return
+        if self.acl is None:
+            self.acl = BrokerAcl(
+                config.rocketmq_home, self.clock, watch_interval_ms=config.acl_watch_interval_ms
+            )
+            self.acl.load()
+            self.remoting.register_hook(self.acl.hook)
+
+    def _pull_again(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        return self.pull_processor.pull_again(ctx, request)
 
     def _max_offset(self, topic: str, queue_id: int) -> int:
         return self.store.get_max_offset_in_queue(topic, queue_id)
@@ -201,6 +252,9 @@ class BrokerController:
         self.hold.arriving(
             topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
         )
+        self.pop.arriving(
+            topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -215,6 +269,7 @@ class BrokerController:
             StoreError: the store cannot be loaded (in use, recovery failed).
             OSError: the port cannot be bound.
         """
+        self._start_acl()
         await self.load()
         try:
             port = await self.remoting.start()
@@ -224,12 +279,16 @@ class BrokerController:
         self.serve(port)
         self.schedule.start()
         self.tx_check.start()
+        self.pop.revive.start()
+        self._every(self.config.flush_consumer_offset_interval_ms / 1000, self.pop.persist_if_dirty)
         self._every(
             self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
         )
         self._every(_CLIENT_SCAN_S, self.clients.scan_expired)
         self._every(_STATS_TICK_S, self.stats.tick)
         self._every(_RPC_PRUNE_S, self.rpc_metrics.prune)
+        if self.acl is not None:
+            self.acl.start()
         try:
             self.start_metrics()
         except OSError:
@@ -252,6 +311,8 @@ class BrokerController:
         self.topics.load()
         self.groups.load()
         self.offsets.load()
+        self.pop.create_system_topics()
+        self.pop.load()
         if not await asyncio.to_thread(self.store.load):
             raise StoreError(
                 f"message store {self.store_config.store_path_root_dir} failed to load"
@@ -286,22 +347,16 @@ class BrokerController:
         host = _resolve(self.config.advertised_host)
         self.broker_addr = f"{host}:{port}"
         self.store_host = HostPort(ipaddress.ip_address(host).packed, port)
+        self._start_acl()
         self._register_processors()
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
         self.hold.start()
+        self.pop.polling.start()
+        self.pop.notify_polling.start()
         self._started = True
 
     def _register_processors(self) -> None:
-        from ariane.broker.processors.admin import AdminBrokerProcessor
-        from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
-        from ariane.broker.processors.client_manage import ClientManageProcessor
-        from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
-        from ariane.broker.processors.end_transaction import EndTransactionProcessor
-        from ariane.broker.processors.query import QueryMessageProcessor
-        from ariane.broker.processors.send import SendMessageProcessor
-        from ariane.broker.processors.stats import StatsProcessor
-
         self.send_processor = SendMessageProcessor(self)
         for processor in (
             self.send_processor,
@@ -313,6 +368,8 @@ class BrokerController:
             AdminConsumerProcessor(self),
             StatsProcessor(self),
             EndTransactionProcessor(self),
+            AclAdminProcessor(self),
+            PopMessageProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -338,8 +395,11 @@ class BrokerController:
         await self.hold.stop()
         await self.remoting.stop()
         await self.stop_metrics()
+        if self.acl is not None:
+            await self.acl.stop()
         await self.tx_check.stop()
         await asyncio.to_thread(self.schedule.stop)
+        await self.pop.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -437,8 +497,6 @@ class BrokerController:
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO table (all values strings)."""
-        from ariane.broker.runtime_info import runtime_info
-
         return runtime_info(self)
 
     def earliest_message_time(self) -> int:

@@ -1,4 +1,4 @@
-"""Registration with the NameServers (RocketMQ ``BrokerController.registerBrokerAll`` and
+"""Registration with the NameServers (RocketMQ ``BrokerContext.registerBrokerAll`` and
 ``BrokerOuterAPI``).
 
 How it works: the broker sends REGISTER_BROKER with its whole topic table and its DataVersion
@@ -33,7 +33,7 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["BrokerRegistration"]
 
@@ -51,7 +51,7 @@ class BrokerRegistration:
         client: the client used to reach the NameServers.
     """
 
-    def __init__(self, broker: BrokerController, client: RemotingClient) -> None:
+    def __init__(self, broker: BrokerContext, client: RemotingClient) -> None:
         self.broker = broker
         self.client = client
         self._lock = asyncio.Lock()

@@ -55,7 +55,11 @@ from ariane.common.properties import (
     UNIQ_KEY,
 )
 from ariane.common.record import decode_record
-from ariane.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE
+from ariane.common.sysflag import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    transaction_value,
+)
 from ariane.common.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from ariane.errors import CorruptionError
 from ariane.remoting.protocol.admin_bodies import DelayOffsetSerializeWrapper
@@ -105,7 +109,7 @@ class DelayLevelRewriter:
 
     def rewrite(self, inner: MessageInner) -> RemotingCommand | None:
         """Move a delayed message to its level's schedule queue; refuse timer messages."""
-        tx = inner.sys_flag & 0xC
+        tx = transaction_value(inner.sys_flag)
         if tx not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
             return None
         props = inner.properties

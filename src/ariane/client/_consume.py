@@ -29,12 +29,15 @@ import inspect
 import logging
 import queue
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ariane.client._offset_store import OffsetStore
 from ariane.client._process_queue import ProcessQueue
+from ariane.client._rebalance import RebalanceImpl
+from ariane.client._stats import ConsumeStats
+from ariane.client._trace_hooks import ConsumeTracer, consume_outcome
 from ariane.client.consumer_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -43,15 +46,44 @@ from ariane.client.consumer_types import (
     MessageModel,
 )
 from ariane.common import properties as props
+from ariane.common.clock import Clock, monotonic_ms
 from ariane.common.message import MessageExt
+from ariane.common.trace import TraceContext
 from ariane.remoting.protocol.client_bodies import MessageQueue
-
-if TYPE_CHECKING:
-    from ariane.client._push import PushConsumer
 
 __all__ = ["ConcurrentConsumeService", "OrderlyConsumeService", "is_coroutine_listener"]
 
 logger = logging.getLogger(__name__)
+
+
+class ConsumeHost(Protocol):
+    """What the consume services need of their push consumer (``PushConsumer``)."""
+
+    @property
+    def group(self) -> str: ...
+    @property
+    def offset_store(self) -> OffsetStore: ...
+    @property
+    def rebalance(self) -> RebalanceImpl: ...
+
+    retry_topic: str
+    message_model: MessageModel
+    clock: Clock
+    tracer: ConsumeTracer | None
+    stats: ConsumeStats
+    consume_message_batch_max_size: int
+    consume_timeout_ms: int
+    suspend_current_queue_time_ms: int
+    max_reconsume_times: int
+
+    async def send_message_back(
+        self, msg: MessageExt, delay_level: int = 0, broker_name: str | None = None
+    ) -> bool: ...
+
+    async def send_to_retry_topic(
+        self, msg: MessageExt, reconsume_times: int, max_times: int
+    ) -> bool: ...
+
 
 #: Resubmit delay of messages whose send-back failed (Java 5 s).
 RESUBMIT_DELAY_S = 5.0
@@ -66,14 +98,10 @@ def is_coroutine_listener(listener: Callable[..., Any]) -> bool:
     )
 
 
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
-
 class _ServiceBase:
     """Listener invocation shared by both services."""
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: Callable[..., Any], workers: int) -> None:
         self.consumer = consumer
         self.listener = listener
         self.workers = workers
@@ -96,6 +124,17 @@ class _ServiceBase:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    def trace_after(
+        self, before: TraceContext, count: int, status: Any, raised: bool, seconds: float
+    ) -> None:
+        """The SubAfter record of a listener call whose SubBefore was ``before``."""
+        tracer = self.consumer.tracer
+        if tracer is not None:
+            success, outcome = consume_outcome(
+                status, raised, int(seconds * 1000), self.consumer.consume_timeout_ms
+            )
+            tracer.after(before, count, success, outcome)
 
     def later(self, delay_s: float, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the loop after ``delay_s`` unless the service stops first."""
@@ -147,7 +186,7 @@ def reset_retry_topic(msgs: list[MessageExt], retry_topic: str) -> None:
 class ConcurrentConsumeService(_ServiceBase):
     """``ConsumeMessageConcurrentlyService``: see the module docstring."""
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: Callable[..., Any], workers: int) -> None:
         super().__init__(consumer, listener, workers)
         self.batch_max = consumer.consume_message_batch_max_size
         self._work: deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = deque()
@@ -239,7 +278,7 @@ class ConcurrentConsumeService(_ServiceBase):
 
     def _prepare(self, msgs: list[MessageExt], mq: MessageQueue) -> ConsumeConcurrentlyContext:
         reset_retry_topic(msgs, self.consumer.retry_topic)
-        start = str(int(time.time() * 1000))
+        start = str(self.consumer.clock.now_ms())
         for msg in msgs:
             msg.properties[props.CONSUME_START_TIMESTAMP] = start
         return ConsumeConcurrentlyContext(mq)
@@ -248,15 +287,22 @@ class ConcurrentConsumeService(_ServiceBase):
         if pq.dropped:
             return
         ctx = self._prepare(msgs, mq)
-        begin = time.monotonic()
+        clock = self.consumer.clock
+        tracer = self.consumer.tracer
+        before = tracer.before(msgs) if tracer is not None else None
+        begin = clock.monotonic()
+        raised = False
         try:
             status = await self.call_listener(msgs, ctx)
         except Exception:
             logger.warning(
                 "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
             )
-            status = None
-        pending = self._apply(msgs, pq, mq, ctx, status, time.monotonic() - begin)
+            status, raised = None, True
+        seconds = clock.monotonic() - begin
+        if before is not None:
+            self.trace_after(before, len(msgs), status, raised, seconds)
+        pending = self._apply(msgs, pq, mq, ctx, status, seconds)
         if pending is not None:
             await pending
 
@@ -296,13 +342,19 @@ class ConcurrentConsumeService(_ServiceBase):
         loop = self._loop
         assert loop is not None
         tq, done, listener = self._tq, self._done, self.listener
+        clock = self.consumer.clock
+        tracer = self.consumer.tracer
         while True:
             job = tq.get()
             if job is None:
                 return
             msgs, pq, ctx = job[0], job[1], job[3]
-            begin = time.monotonic()
+            before = None
+            if tracer is not None and not pq.dropped:
+                before = tracer.before(msgs)
+            begin = clock.monotonic()
             status: Any = None
+            raised = False
             try:
                 if not pq.dropped:  # rebalanced away while queued: the new owner has it
                     status = listener(msgs, ctx)
@@ -312,8 +364,11 @@ class ConcurrentConsumeService(_ServiceBase):
                 logger.warning(
                     "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
                 )
-                status = None
-            done.append((job, status, time.monotonic() - begin))
+                status, raised = None, True
+            seconds = clock.monotonic() - begin
+            if before is not None:
+                self.trace_after(before, len(msgs), status, raised, seconds)
+            done.append((job, status, seconds))
             if not self._wake_pending:
                 self._wake_pending = True
                 try:
@@ -405,7 +460,7 @@ class ConcurrentConsumeService(_ServiceBase):
         """``cleanExpiredMsg``: send back messages stuck in a listener longer than
         ``consume_timeout_ms`` (delay level 3) and drop them from the queue."""
         consumer = self.consumer
-        expired = pq.expired_messages(consumer.consume_timeout_ms, int(time.time() * 1000))
+        expired = pq.expired_messages(consumer.consume_timeout_ms, consumer.clock.now_ms())
         if not expired:
             return
 
@@ -423,7 +478,7 @@ class ConcurrentConsumeService(_ServiceBase):
 class OrderlyConsumeService(_ServiceBase):
     """``ConsumeMessageOrderlyService``: see the module docstring."""
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: Callable[..., Any], workers: int) -> None:
         super().__init__(consumer, listener, workers)
         self._slots = asyncio.Semaphore(workers)
         self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
@@ -470,12 +525,12 @@ class OrderlyConsumeService(_ServiceBase):
             if not self._lock_ok(pq):
                 self.try_lock_later(pq, mq, 100)
                 return
-            begin = _now_ms()
+            begin = monotonic_ms(self.consumer.clock)
             while not pq.dropped and not self.stopped:
                 if not self._lock_ok(pq):
                     self.try_lock_later(pq, mq, 10)
                     return
-                if _now_ms() - begin > MAX_TIME_CONSUME_CONTINUOUSLY_MS:
+                if monotonic_ms(self.consumer.clock) - begin > MAX_TIME_CONSUME_CONTINUOUSLY_MS:
                     self.submit_later(pq, mq, 10)
                     return
                 msgs = pq.take_messages(self.consumer.consume_message_batch_max_size)
@@ -493,13 +548,19 @@ class OrderlyConsumeService(_ServiceBase):
         async with pq.consume_lock:
             if pq.dropped:
                 return False
-            begin = _now_ms()
+            tracer = consumer.tracer
+            before = tracer.before(msgs) if tracer is not None else None
+            begin = monotonic_ms(consumer.clock)
+            raised = False
             try:
                 status = await self.call_listener(msgs, ctx)
             except Exception:
                 logger.warning("orderly listener of %s raised", consumer.group, exc_info=True)
-                status = None
-            consumer.stats.record_consume(len(msgs), _now_ms() - begin)
+                status, raised = None, True
+            elapsed = monotonic_ms(consumer.clock) - begin
+            if before is not None:
+                self.trace_after(before, len(msgs), status, raised, elapsed / 1000)
+            consumer.stats.record_consume(len(msgs), elapsed)
         if not isinstance(status, ConsumeOrderlyStatus):
             status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         return await self._process_result(msgs, status, ctx, pq, mq)

@@ -27,10 +27,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
@@ -44,14 +44,19 @@ from ariane.client._send import (
     prepare_batches,
     prepare_single,
 )
+from ariane.client._trace_dispatch import AsyncTraceDispatcher
+from ariane.client._trace_hooks import SendTracer, batch_sources
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.errors import (
+    AccessDeniedError,
     BrokerNotFoundError,
     ClientStateError,
     NoRouteError,
     SendError,
+    TopicNotWritableError,
 )
 from ariane.client.message import MessageExt, MessageQueue, SendResult, SendStatus
+from ariane.common.clock import monotonic_ms
 from ariane.common.message import Message
 from ariane.common.msgid import UniqueIdGenerator, host_to_bytes
 from ariane.common.topics import AUTO_CREATE_TOPIC, validate_group
@@ -65,8 +70,15 @@ from ariane.errors import (
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.protocol.route import MASTER_ID
 
-__all__ = ["DEFAULT_PRODUCER_GROUP", "DEFAULT_RETRY_RESPONSE_CODES", "Producer"]
+__all__ = [
+    "DEFAULT_PRODUCER_GROUP",
+    "DEFAULT_RETRY_RESPONSE_CODES",
+    "Producer",
+    "new_producer",
+    "trace_sender",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +98,9 @@ DEFAULT_RETRY_RESPONSE_CODES = frozenset(
 _TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
 
 
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
+def new_producer(group: str, config: ClientConfig) -> Producer:
+    """A producer of ``group`` with ``config`` (what ``ClientInstance.inner_producer`` makes)."""
+    return Producer(group, client_config=config)
 
 
 class Producer:
@@ -114,6 +127,11 @@ class Producer:
         create_topic_key: the auto-create template topic (``TBW102``).
         default_topic_queue_nums: queues per broker of auto-created topics.
         client_config: full client settings (overrides the NameServer/instance arguments).
+        credentials: ACL account that signs every request (``SessionCredentials``).
+        enable_trace: record a Pub trace of every answered send (``enableMsgTrace``; see
+            docs/trace.md).
+        trace_topic: the trace topic (``customizedTraceTopic``; default
+            ``RMQ_SYS_TRACE_TOPIC``).
 
     Raises:
         InvalidArgumentError: an illegal group name or setting.
@@ -138,13 +156,19 @@ class Producer:
         create_topic_key: str = AUTO_CREATE_TOPIC,
         default_topic_queue_nums: int = 4,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         validate_group(group)
         if client_config is None:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr is required")
             client_config = ClientConfig(
-                namesrv_addr=namesrv_addr, instance_name=instance_name, client_ip=client_ip
+                namesrv_addr=namesrv_addr,
+                instance_name=instance_name,
+                client_ip=client_ip,
+                credentials=credentials,
             )
         if send_timeout_ms <= 0 or retry_times < 0 or retry_times_async < 0:
             raise InvalidArgumentError("timeouts must be positive and retry counts >= 0")
@@ -166,13 +190,24 @@ class Producer:
             max_message_bytes=max_message_bytes,
         )
         self._header_base = header_base(self.settings)
-        self.fault = MQFaultStrategy(enabled=send_latency_fault_enable, now_ms=_now_ms)
+        self.fault = MQFaultStrategy(enabled=send_latency_fault_enable, now_ms=self.now_ms)
         self._publish: dict[str, TopicPublishInfo] = {}
         self._instance: ClientInstance | None = None
         self._ids = UniqueIdGenerator()
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
+        # message trace (issue 15): None unless enable_trace; the send paths test only that
+        self._tracer: SendTracer | None = None
+        if enable_trace:
+            dispatcher = AsyncTraceDispatcher(
+                trace_topic=trace_topic,
+                host_config=client_config,
+                host_group=group,
+                kind="PRODUCE",
+                sender_factory=trace_sender,
+            )
+            self._tracer = SendTracer(dispatcher, group)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -180,6 +215,11 @@ class Producer:
     def group(self) -> str:
         """The producer group."""
         return self._group
+
+    @property
+    def trace_dispatcher(self) -> AsyncTraceDispatcher | None:
+        """The trace dispatcher (``enable_trace=True``), e.g. for its ``stats``."""
+        return self._tracer.dispatcher if self._tracer is not None else None
 
     @property
     def instance(self) -> ClientInstance:
@@ -212,6 +252,8 @@ class Producer:
         self._instance = instance
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
+        if self._tracer is not None:
+            await self._tracer.dispatcher.start()
         ip = instance.client_id.split("@", 1)[0]
         try:
             self._ids = UniqueIdGenerator(host_to_bytes(ip))
@@ -224,9 +266,15 @@ class Producer:
             return
         self._closed = True
         instance, self._instance = self._instance, None
+        if self._tracer is not None:
+            await self._tracer.dispatcher.close()
         if instance is not None:
             await instance.unregister_producer(self._group)
             await instance.release()
+
+    def now_ms(self) -> int:
+        """Monotonic milliseconds from the client config's clock."""
+        return monotonic_ms(self.client_config.clock)
 
     def detach(self) -> None:
         """Mark closed without talking to anyone (its client instance is closing)."""
@@ -282,7 +330,7 @@ class Producer:
         info = self._publish[topic]
         if info.have_route or info.ok:
             if not info.ok:
-                raise NoRouteError(topic, "the route has no writable queue")
+                raise TopicNotWritableError(topic)
             return info
         await instance.update_topic_route(
             topic,
@@ -291,6 +339,8 @@ class Producer:
         )
         info = self._publish[topic]
         if not info.ok:
+            if info.route is not None and info.route.queue_datas:
+                raise TopicNotWritableError(topic)  # the auto-create template is read-only
             raise NoRouteError(topic)
         return info
 
@@ -346,9 +396,12 @@ class Producer:
             ClientStateError: the producer is not started.
         """
         prepared = prepare_single(msg, self.settings, self._ids)
-        return await self._send_prepared(
+        sending = self._send_prepared(
             prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
         )
+        if self._tracer is None:
+            return await sending
+        return await self._tracer.around(sending, msg, len(msg.body), self._store_host)
 
     async def send_batch(
         self,
@@ -375,16 +428,19 @@ class Producer:
         messages = list(msgs)
         batches = prepare_batches(messages, self.settings, self._ids)
         results = []
-        for prepared in batches:
-            results.append(
-                await self._send_prepared(
-                    prepared,
-                    messages[0],
-                    timeout_ms,
-                    SendTarget.of(queue, selector, arg, sharding_key),
-                )
+        for prepared, chunk in zip(batches, batch_sources(messages, batches), strict=True):
+            sending = self._send_prepared(
+                prepared, messages[0], timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
             )
+            if self._tracer is not None:
+                sending = self._tracer.around(sending, chunk, len(prepared.body), self._store_host)
+            results.append(await sending)
         return results
+
+    def _store_host(self, broker_name: str) -> str:
+        instance = self._instance
+        addr = instance.find_broker_addr_in_publish(broker_name) if instance else None
+        return addr or ""
 
     async def _send_prepared(
         self,
@@ -396,9 +452,9 @@ class Producer:
         timeout = timeout_ms or self.send_timeout_ms
         if target is None:
             return await self._send_with_retries(prepared, timeout)
-        started = _now_ms()
+        started = self.now_ms()
         mq = await self._chosen_queue(prepared, source, target)
-        left = timeout - (_now_ms() - started)
+        left = timeout - (self.now_ms() - started)
         if left <= 0:
             raise RequestTimeoutError(f"send timed out after {timeout} ms choosing a queue")
         return await self._attempt(prepared, mq, left)
@@ -420,9 +476,33 @@ class Producer:
         assert target.selector is not None
         return apply_selector(target.selector, info.message_queues, source, target.arg)
 
+    async def _ask_read_only_broker(
+        self, prepared: PreparedSend, not_writable: TopicNotWritableError, timeout_ms: int
+    ) -> SendResult:
+        """The route allows no write: send to one of its (read-only) queues anyway, so the
+        broker's own reason (topic or broker permission) reaches the caller rather than a
+        bare "no route" (RocketMQ clients stop at the latter)."""
+        info = self._publish.get(prepared.topic)
+        route = info.route if info is not None else None
+        if route is None:
+            raise not_writable
+        masters = {bd.broker_name for bd in route.broker_datas if MASTER_ID in bd.broker_addrs}
+        names = sorted(qd.broker_name for qd in route.queue_datas if qd.broker_name in masters)
+        if not names:
+            raise not_writable
+        try:
+            return await self._attempt(
+                prepared, MessageQueue(prepared.topic, names[0], 0), timeout_ms
+            )
+        except _TRANSPORT_ERRORS as exc:
+            raise not_writable from exc
+
     async def _send_with_retries(self, prepared: PreparedSend, timeout_ms: int) -> SendResult:
-        started = _now_ms()
-        info = await self.find_publish_info(prepared.topic)
+        started = self.now_ms()
+        try:
+            info = await self.find_publish_info(prepared.topic)
+        except TopicNotWritableError as exc:
+            return await self._ask_read_only_broker(prepared, exc, timeout_ms)
         attempts = 1 + self.retry_times
         last_broker: str | None = None
         last_error: BaseException | None = None
@@ -435,17 +515,17 @@ class Producer:
                 break
             mq = self.fault.select_one_message_queue(info, last_broker)
             last_broker = mq.broker_name
-            left = timeout_ms - (_now_ms() - started)
+            left = timeout_ms - (self.now_ms() - started)
             if left <= 0:
                 timed_out = True
                 break
             made += 1
-            begin = _now_ms()
+            begin = self.now_ms()
             try:
                 result = await self._attempt(prepared, mq, left)
             except BrokerResponseError as exc:
-                self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
-                if exc.code not in self.retry_response_codes:
+                self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
+                if exc.code not in self.retry_response_codes or isinstance(exc, AccessDeniedError):
                     if result is not None:
                         return result
                     raise
@@ -453,11 +533,11 @@ class Producer:
                 logger.info("send to %s failed (%s), retrying", mq, exc)
                 continue
             except _TRANSPORT_ERRORS as exc:
-                self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
+                self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
                 last_error = exc
                 logger.info("send to %s failed (%s), retrying", mq, exc)
                 continue
-            self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, False)
+            self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, False)
             if (
                 result.status is not SendStatus.SEND_OK
                 and self.retry_another_broker_when_not_store_ok
@@ -508,7 +588,11 @@ class Producer:
         """
         prepared = prepare_single(msg, self.settings, self._ids)
         return self._send_prepared_async(
-            prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
+            prepared,
+            msg,
+            timeout_ms,
+            SendTarget.of(queue, selector, arg, sharding_key),
+            len(msg.body),
         )
 
     def send_batch_async(
@@ -534,15 +618,20 @@ class Producer:
                 f"the batch needs {len(batches)} requests; send_batch splits it"
             )
         return self._send_prepared_async(
-            batches[0], messages[0], timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
+            batches[0],
+            messages,
+            timeout_ms,
+            SendTarget.of(queue, selector, arg, sharding_key),
+            len(batches[0].body),
         )
 
     def _send_prepared_async(
         self,
         prepared: PreparedSend,
-        source: Message,
+        source: Message | list[Message],
         timeout_ms: int | None,
         target: SendTarget | None,
+        body_length: int,
     ) -> asyncio.Future[SendResult]:
         instance = self.instance
         loop = self._loop
@@ -550,11 +639,18 @@ class Producer:
             # asyncio.get_running_loop() would cost a getpid() system call per send
             raise ClientStateError("send_async must be called on the producer's event loop")
         timeout = timeout_ms or self.send_timeout_ms
+        tracer = self._tracer
         if target is not None:
-            return loop.create_task(self._send_prepared(prepared, source, timeout, target))
+            first = source[0] if isinstance(source, list) else source
+            sending = self._send_prepared(prepared, first, timeout, target)
+            if tracer is not None:
+                sending = tracer.around(sending, source, body_length, self._store_host)
+            return loop.create_task(sending)
         info = self._publish.get(prepared.topic)
         future: asyncio.Future[SendResult] = loop.create_future()
-        send = _AsyncSend(self, prepared, future, _now_ms() + timeout, self.retry_times_async)
+        send = _AsyncSend(self, prepared, future, self.now_ms() + timeout, self.retry_times_async)
+        if tracer is not None:
+            send.trace = (source, tracer.now_ms(), body_length)
         if info is not None and info.ok:
             send.attempt(info, None)
         else:
@@ -584,21 +680,35 @@ class Producer:
         else:
             mq = await self._chosen_queue(prepared, msg, target)
         addr = await self._broker_addr(mq.broker_name, mq.topic)
-        begin = _now_ms()
+        begin = self.now_ms()
         try:
             await self.instance.api.invoke_oneway(
                 addr, build_request(prepared, mq, self._header_base)
             )
         except ArianeError:
-            self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
+            self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
             raise
-        self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, False)
+        self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, False)
+
+
+def trace_sender(config: ClientConfig, group: str) -> Producer:
+    """The producer a trace dispatcher sends trace messages with (Java: 5 s timeout)."""
+    return Producer(group, client_config=config, send_timeout_ms=5000)
 
 
 class _AsyncSend:
     """One ``send_async``: attempts chained by response callbacks, no task in the fast path."""
 
-    __slots__ = ("begin_ms", "deadline_ms", "future", "mq", "prepared", "producer", "retries")
+    __slots__ = (
+        "begin_ms",
+        "deadline_ms",
+        "future",
+        "mq",
+        "prepared",
+        "producer",
+        "retries",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -615,6 +725,8 @@ class _AsyncSend:
         self.retries = retries
         self.mq: MessageQueue | None = None
         self.begin_ms = 0
+        #: (source, start wall ms, body length) when the producer traces sends
+        self.trace: tuple[Message | list[Message], int, int] | None = None
 
     async def attempt_after_route(self) -> None:
         try:
@@ -633,7 +745,7 @@ class _AsyncSend:
         future = self.future
         if future.done():
             return
-        left = self.deadline_ms - _now_ms()
+        left = self.deadline_ms - self.producer.now_ms()
         if left <= 0:
             future.set_exception(RequestTimeoutError("send_async ran out of its timeout"))
             return
@@ -645,7 +757,7 @@ class _AsyncSend:
             if addr is None:
                 raise BrokerNotFoundError(mq.broker_name)
             request = build_request(self.prepared, mq, producer._header_base)
-            self.begin_ms = _now_ms()
+            self.begin_ms = self.producer.now_ms()
             instance.api.invoke_callback(addr, request, left, self.on_response)
         except _TRANSPORT_ERRORS as exc:
             self._failed(exc)
@@ -670,20 +782,33 @@ class _AsyncSend:
         try:
             result = parse_send_response(response, mq, self.prepared.msg_id)
         except Exception as error:
-            producer.fault.update_fault_item(mq.broker_name, _now_ms() - self.begin_ms, True)
+            producer.fault.update_fault_item(
+                mq.broker_name, producer.now_ms() - self.begin_ms, True
+            )
             future.set_exception(error)
             return
         if producer.fault.enabled:
-            producer.fault.update_fault_item(mq.broker_name, _now_ms() - self.begin_ms, False)
+            producer.fault.update_fault_item(
+                mq.broker_name, producer.now_ms() - self.begin_ms, False
+            )
+        if self.trace is not None and producer._tracer is not None:
+            source, begin, length = self.trace
+            store = producer._store_host(mq.broker_name)
+            producer._tracer.pub(source, result, begin, store, length)
         future.set_result(result)
 
     def _failed(self, exc: BaseException) -> None:
         producer = self.producer
         last = self.mq.broker_name if self.mq is not None else None
         if last is not None:
-            producer.fault.update_fault_item(last, _now_ms() - self.begin_ms, True)
+            producer.fault.update_fault_item(last, producer.now_ms() - self.begin_ms, True)
         info = producer._publish.get(self.prepared.topic)
-        if self.retries > 0 and info is not None and info.ok and _now_ms() < self.deadline_ms:
+        if (
+            self.retries > 0
+            and info is not None
+            and info.ok
+            and producer.now_ms() < self.deadline_ms
+        ):
             self.retries -= 1
             logger.info("async send to %s failed (%s), retrying", self.mq, exc)
             self.attempt(info, last)

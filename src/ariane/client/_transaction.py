@@ -153,7 +153,7 @@ class TransactionProducer(Producer):
                 state, error = LocalTransactionState.UNKNOW, exc
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
-        await self.end_transaction(result, state, error)
+        await self.end_transaction(result, state, error, msg=msg)
         return TransactionSendResult(result, state)
 
     async def send_half(self, msg: Message, *, timeout_ms: int | None = None) -> SendResult:
@@ -175,8 +175,11 @@ class TransactionProducer(Producer):
         result: SendResult,
         state: LocalTransactionState,
         error: BaseException | None = None,
+        *,
+        msg: Message | None = None,
     ) -> None:
-        """Step 3 of ``send_in_transaction``: one-way END_TRANSACTION with ``state``.
+        """Step 3 of ``send_in_transaction``: one-way END_TRANSACTION with ``state``; with
+        tracing on, an EndTransaction trace record of ``msg`` once it went out.
 
         Failures are logged, not raised: the broker will ask the checker instead.
         """
@@ -202,6 +205,18 @@ class TransactionProducer(Producer):
             await self.instance.api.end_transaction_oneway(addr, header, remark)
         except ArianeError as exc:
             logger.warning("END_TRANSACTION for %s failed: %s", result.msg_id, exc)
+            return
+        tracer = self._tracer
+        if tracer is not None and msg is not None:
+            tracer.end_transaction(
+                msg,
+                msg_id=result.msg_id,
+                transaction_id=result.transaction_id,
+                state=state.value,
+                from_check=False,
+                store_host=addr,
+                region_id=result.region_id,
+            )
 
     # -- check-backs ----------------------------------------------------------------------------
 
@@ -242,3 +257,17 @@ class TransactionProducer(Producer):
             await self.instance.api.end_transaction_oneway(broker_addr, end, remark)
         except ArianeError as exc:
             logger.warning("END_TRANSACTION (check) for %s failed: %s", msg.msg_id, exc)
+            return
+        tracer = self._tracer
+        if tracer is not None:
+            real_topic = msg.properties.get(props.REAL_TOPIC)
+            shown = msg if not real_topic else Message(real_topic, b"", properties=msg.properties)
+            tracer.end_transaction(
+                shown,
+                msg_id=end.msg_id,
+                transaction_id=header.transaction_id,
+                state=state.value,
+                from_check=True,
+                store_host=broker_addr,
+                region_id=msg.properties.get(props.MSG_REGION),
+            )

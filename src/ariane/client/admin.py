@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from ariane.acl.credentials import SessionCredentials
+from ariane.acl.plain import AclConfig, PlainAccessConfig
+from ariane.client._acl_api import AclVersionInfo
 from ariane.client._admin_bulk import TOOLS_CONSUMER_GROUP, AdminBulk, BrokerAnswers
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
+from ariane.client._trace_dispatch import trace_topic_name
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.errors import (
     ClientStateError,
@@ -26,6 +30,7 @@ from ariane.client.errors import (
     TopicNotExistError,
 )
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
+from ariane.client.trace import MessageTrace, build_message_trace
 from ariane.common import properties as props
 from ariane.common.msgid import decode_offset_msg_id
 from ariane.common.sysflag import PERM_READ, PERM_WRITE, PULL_SUBSCRIPTION
@@ -58,6 +63,7 @@ class Admin(AdminBulk):
         instance_name: client instance name (``"DEFAULT"`` = process id).
         timeout_ms: timeout of each request.
         client_config: full client settings (overrides the two above).
+        credentials: ACL account that signs every request (``SessionCredentials``).
     """
 
     def __init__(
@@ -67,12 +73,16 @@ class Admin(AdminBulk):
         instance_name: str = DEFAULT_INSTANCE_NAME,
         timeout_ms: int = 5000,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         if client_config is None:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr is required")
             client_config = ClientConfig(
-                namesrv_addr=namesrv_addr, instance_name=instance_name, api_timeout_ms=timeout_ms
+                namesrv_addr=namesrv_addr,
+                instance_name=instance_name,
+                api_timeout_ms=timeout_ms,
+                credentials=credentials,
             )
         self.client_config = client_config
         self.timeout_ms = timeout_ms
@@ -144,6 +154,34 @@ class Admin(AdminBulk):
     async def update_broker_config(self, broker_addr: str, properties: Mapping[str, str]) -> None:
         """Change a broker's settings at run time (``updateBrokerConfig``)."""
         await self.api.update_broker_config(broker_addr, dict(properties), self.timeout_ms)
+
+    # -- ACL (plain_acl.yml; issue 11) -------------------------------------------------------
+
+    async def acl_version(self, broker_addr: str) -> AclVersionInfo:
+        """A broker's ACL file versions (``clusterAclConfigVersion``)."""
+        return await self.api.get_acl_version(broker_addr, self.timeout_ms)
+
+    async def acl_config(self, broker_addr: str) -> AclConfig:
+        """A broker's accounts, secrets included, and global white rules (``getAclConfig``;
+        admin accounts only when ACL is on)."""
+        return await self.api.get_acl_config(broker_addr, self.timeout_ms)
+
+    async def update_acl_account(self, broker_addr: str, config: PlainAccessConfig) -> None:
+        """Create or update an account in a broker's ACL files (``updateAclConfig``)."""
+        await self.api.update_acl_config(broker_addr, config, self.timeout_ms)
+
+    async def delete_acl_account(self, broker_addr: str, access_key: str) -> None:
+        """Delete an account from a broker's ACL files (``deleteAclConfig``)."""
+        await self.api.delete_acl_config(broker_addr, access_key, self.timeout_ms)
+
+    async def update_global_white_addrs(
+        self, broker_addr: str, addrs: Sequence[str], acl_file_full_path: str | None = None
+    ) -> None:
+        """Replace the global white rules of a broker's ACL file (``updateGlobalWhiteAddr``;
+        default file ``plain_acl.yml``)."""
+        await self.api.update_global_white_addrs(
+            broker_addr, list(addrs), acl_file_full_path, self.timeout_ms
+        )
 
     # -- topics ---------------------------------------------------------------------------------
 
@@ -485,6 +523,38 @@ class Admin(AdminBulk):
         """Messages of ``topic`` whose ``KEYS`` contain ``key``, stored in [begin, end]."""
         found = await self._query(topic, key, max_num, begin_ms, end_ms, unique=False)
         return [m for m in found if key in m.keys][:max_num]
+
+    async def query_message_trace(
+        self,
+        msg_id: str,
+        trace_topic: str | None = None,
+        *,
+        max_num: int = 64,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+    ) -> MessageTrace:
+        """The trace of the message with this id (``UNIQ_KEY``, ``SendResult.msg_id``): its
+        Pub, SubBefore/SubAfter and EndTransaction records in time order, found in the trace
+        topic (default ``RMQ_SYS_TRACE_TOPIC``) through the broker's key index.
+
+        Args:
+            msg_id: the message id.
+            trace_topic: the trace topic the clients wrote to.
+            max_num: most trace messages read per broker (Java's 64).
+            begin_ms: trace messages stored from (epoch ms).
+            end_ms: trace messages stored until (default: now + 1 min).
+
+        Returns:
+            The timeline; ``found`` is false when there is no record. Records that do not
+            decode are listed in ``undecodable``.
+
+        Raises:
+            InvalidArgumentError: ``trace_topic`` is not a legal topic name.
+            TopicNotExistError: the trace topic does not exist.
+        """
+        topic = trace_topic_name(trace_topic)
+        found = await self._query(topic, msg_id, max_num, begin_ms, end_ms, unique=False)
+        return build_message_trace(msg_id, topic, [m for m in found if msg_id in m.keys])
 
     async def query_message_by_id(self, topic: str, msg_id: str) -> MessageExt:
         """The message of ``topic`` with this id: a ``UNIQ_KEY`` (``SendResult.msg_id``) or an

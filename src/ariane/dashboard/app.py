@@ -25,9 +25,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ariane.client import Admin, Producer
+from ariane.client import Admin, ClientConfig, Producer
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
-from ariane.dashboard import pages_cluster, pages_consumers, pages_messages, pages_topics
+from ariane.dashboard import (
+    pages_acl,
+    pages_cluster,
+    pages_consumers,
+    pages_messages,
+    pages_topics,
+)
 from ariane.dashboard.collector import Collector
 from ariane.dashboard.config import DashboardConfig
 from ariane.dashboard.data import ClusterData
@@ -87,8 +93,12 @@ class Dashboard:
         self.config = config
         self._own_admin = admin is None
         self.admin = admin or Admin(
-            namesrv_addr=config.namesrv_addr,
-            instance_name="ariane-dashboard",
+            client_config=ClientConfig(
+                namesrv_addr=config.namesrv_addr,
+                instance_name="ariane-dashboard",
+                api_timeout_ms=config.request_timeout_ms,
+                credentials=config.credentials,
+            ),
             timeout_ms=config.request_timeout_ms,
         )
         self.data = ClusterData(self.admin, config)
@@ -102,18 +112,6 @@ class Dashboard:
         self._producer_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
 
-    # -- optional features (other issues add these Admin methods) -------------------------------
-
-    @property
-    def acl_enabled(self) -> bool:
-        """Whether the admin client can manage ACL accounts."""
-        return callable(getattr(self.admin, "acl_users", None))
-
-    @property
-    def trace_enabled(self) -> bool:
-        """Whether the admin client can read message traces."""
-        return callable(getattr(self.admin, "query_message_trace", None))
-
     def nav(self) -> list[tuple[str, str]]:
         """The navigation bar: (path, label), rocketmq-dashboard's page names."""
         items = [
@@ -124,11 +122,9 @@ class Dashboard:
             ("/producer", "Producer"),
             ("/message", "Message"),
             ("/dlqMessage", "DLQ Message"),
+            ("/messageTrace", "Message Trace"),
+            ("/acl", "ACL"),
         ]
-        if self.trace_enabled:
-            items.append(("/messageTrace", "Message Trace"))
-        if self.acl_enabled:
-            items.append(("/acl", "ACL"))
         return items
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -160,6 +156,8 @@ class Dashboard:
                     _PRODUCER_GROUP,
                     client_config=self.admin.client_config,
                     send_timeout_ms=self.config.request_timeout_ms,
+                    enable_trace=True,
+                    trace_topic=self.config.trace_topic,
                 )
                 await producer.start()
                 self._producer = producer
@@ -197,7 +195,7 @@ def create_app(config: DashboardConfig, admin: Admin | None = None) -> Starlette
         Mount("/static", StaticFiles(packages=[("ariane.dashboard", "static")]), name="static"),
         *login_routes(),
     ]
-    for module in (pages_cluster, pages_topics, pages_consumers, pages_messages):
+    for module in (pages_cluster, pages_topics, pages_consumers, pages_messages, pages_acl):
         routes.extend(module.routes())
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.dash = dash

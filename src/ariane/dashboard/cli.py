@@ -114,6 +114,18 @@ async def serve(config: object, sock: socket.socket) -> None:
     help="Seconds between the Dashboard page's chart samples.",
 )
 @click.option("--page-size", type=click.IntRange(5, 1000), default=50, show_default=True)
+@click.option(
+    "--access-key",
+    envvar="ARIANE_ACCESS_KEY",
+    default=None,
+    help="ACL account the dashboard signs its requests with (env ARIANE_ACCESS_KEY).",
+)
+@click.option(
+    "--secret-key",
+    envvar="ARIANE_SECRET_KEY",
+    default=None,
+    help="Its secret (env ARIANE_SECRET_KEY).",
+)
 @log_level_option("Logging threshold.")
 def dashboard(
     namesrv: str,
@@ -123,6 +135,8 @@ def dashboard(
     request_timeout_ms: int,
     collect_interval_s: float,
     page_size: int,
+    access_key: str | None,
+    secret_key: str | None,
     log_level: str,
 ) -> None:
     """Serve the web dashboard (rocketmq-dashboard's pages) for the cluster at NAMESRV."""
@@ -150,6 +164,11 @@ def dashboard(
             UserStore(auth_file)
         except ConfigError as exc:
             raise click.UsageError(f"--auth: {exc}") from None
+    if (access_key is None) != (secret_key is None):
+        raise click.UsageError("--access-key and --secret-key go together")
+    from ariane.acl.credentials import SessionCredentials
+
+    credentials = SessionCredentials(access_key, secret_key) if access_key and secret_key else None
     config = DashboardConfig(
         namesrv_addr=addr,
         host=host,
@@ -158,6 +177,7 @@ def dashboard(
         request_timeout_ms=request_timeout_ms,
         collect_interval_ms=int(collect_interval_s * 1000),
         page_size=page_size,
+        credentials=credentials,
     )
     try:
         sock = _bind(host, port)

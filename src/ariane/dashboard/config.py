@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ariane.acl.credentials import SessionCredentials
+
 __all__ = ["DashboardConfig"]
 
 _DAY_MS = 86_400_000
@@ -31,6 +33,7 @@ class DashboardConfig:
         max_time_range_ms: widest time range a query accepts (7 days, rocketmq-dashboard#1026).
         body_preview_bytes: most body bytes shown of a message (64 KiB).
         trace_topic: the topic message traces are read from.
+        credentials: the ACL account the dashboard signs its requests with (ACL on).
     """
 
     namesrv_addr: str
@@ -47,3 +50,4 @@ class DashboardConfig:
     max_time_range_ms: int = 7 * _DAY_MS
     body_preview_bytes: int = 64 * 1024
     trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
+    credentials: SessionCredentials | None = None

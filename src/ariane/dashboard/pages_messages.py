@@ -189,7 +189,7 @@ async def message_detail(request: Request, dash: Dashboard) -> Page:
     tracks = await _consumption(dash, msg)
     return Page(
         "message.html",
-        {"m": info, "body": body, "tracks": tracks, "trace": dash.trace_enabled},
+        {"m": info, "body": body, "tracks": tracks},
         {"message": info, "body": body, "messageTrack": tracks},
     )
 
@@ -334,35 +334,24 @@ async def dlq_resend(request: Request, form: FormData, dash: Dashboard) -> Done:
 # -- trace -------------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    """A trace record (dataclasses, enums, tuples) as JSON values."""
-    if hasattr(value, "__dataclass_fields__"):
-        return {k: _plain(getattr(value, k)) for k in value.__dataclass_fields__}
-    if hasattr(value, "name") and hasattr(value, "value") and not isinstance(value, str | int):
-        return value.name
-    if isinstance(value, list | tuple | frozenset | set):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
-
-
 async def trace(request: Request, dash: Dashboard) -> Page:
     """Message Trace: the produce/consume records of a message id (``queryMsgTraceById``)."""
-    if not dash.trace_enabled:
-        raise PageError(404, "message trace is not available in this version")
     msg_id = (request.query_params.get("msgId") or "").strip()
-    records: list[Any] = []
+    data: dict[str, Any] = {"msgId": msg_id, "entries": [], "undecodable": []}
+    missing = False
     if msg_id:
-        query = dash.admin.query_message_trace  # type: ignore[attr-defined]
-        found = await query(msg_id)
-        records = [_plain(r) for r in found]
-        records.sort(key=lambda r: r.get("timestamp_ms", 0) if isinstance(r, dict) else 0)
+        try:
+            found = await dash.admin.query_message_trace(msg_id, dash.config.trace_topic)
+        except TopicNotExistError:
+            missing = True  # no client has written a trace yet
+        else:
+            data = found.to_dict()
     return Page(
         "trace.html",
-        {"msg_id": msg_id, "records": records, "records_json": json.dumps(records)},
-        {"msgId": msg_id, "traces": records},
-    )
+        {"msg_id": msg_id, "trace": data, "records_json": json.dumps(data["entries"]),
+         "missing": missing, "trace_topic": dash.config.trace_topic},
+        data,
+    )  # fmt: skip
 
 
 def routes() -> list[Route]:

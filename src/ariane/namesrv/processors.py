@@ -35,7 +35,7 @@ from ariane.remoting.protocol.route import TopicRouteData
 from ariane.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from ariane.namesrv.server import NameServer
+    from ariane.namesrv.context import NamesrvContext
 
 __all__ = ["NamesrvProcessor"]
 
@@ -60,7 +60,7 @@ class NamesrvProcessor:
         namesrv: the server whose tables, KV config and config the handlers use.
     """
 
-    def __init__(self, namesrv: NameServer) -> None:
+    def __init__(self, namesrv: NamesrvContext) -> None:
         self.namesrv = namesrv
 
     def register(self, server: RemotingServer) -> None:

@@ -303,7 +303,7 @@ class Channel(asyncio.Protocol):
                     f"(opaque {opaque})"
                 )
             )
-        if pending and self._transport is not None:
+        if pending and self.is_active:
             self._arm_sweep()
 
     async def invoke(self, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:

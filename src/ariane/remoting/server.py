@@ -20,6 +20,7 @@ from collections.abc import Callable
 from ariane.remoting.channel import Channel
 from ariane.remoting.config import RemotingServerConfig
 from ariane.remoting.dispatch import Dispatcher, DispatchingEndpoint
+from ariane.remoting.local import LocalChannel, LocalRequestCallback
 from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["RemotingServer"]
@@ -142,6 +143,19 @@ class RemotingServer(DispatchingEndpoint):
             ConnectionClosedError: the connection is closed.
         """
         channel.invoke_oneway(request)
+
+    def open_local_channel(
+        self, remote_addr: str, on_request: LocalRequestCallback | None = None
+    ) -> LocalChannel:
+        """A connection from a peer inside this process (the gRPC proxy acting for a client):
+        its requests reach this server's processors and hooks, and its ``close()`` runs the
+        close listeners like any lost connection."""
+        channel = LocalChannel(
+            self.dispatcher, remote_addr=remote_addr, local_addr=self.address, on_request=on_request
+        )
+        self._channels[channel.id] = channel
+        channel.add_close_listener(self._on_channel_closed)
+        return channel
 
     # -- internals ------------------------------------------------------------------------------
 

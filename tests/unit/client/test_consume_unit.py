@@ -19,6 +19,7 @@ from ariane.client import (
 from ariane.client._consume import ConcurrentConsumeService, OrderlyConsumeService
 from ariane.client._process_queue import ProcessQueue
 from ariane.client._stats import ConsumeStats
+from ariane.common.clock import SystemClock
 from ariane.common.message import MessageExt
 
 MQ = MessageQueue("T", "b", 0)
@@ -42,6 +43,8 @@ class FakeConsumer:
     suspend_current_queue_time_ms: int = 10
     max_reconsume_times: int = -1
     consume_timeout_ms: int = 60_000
+    clock: SystemClock = field(default_factory=SystemClock)
+    tracer: Any = None
     stats: ConsumeStats = field(default_factory=ConsumeStats)
     offset_store: FakeStore = field(default_factory=FakeStore)
     sent_back: list[tuple[int, int]] = field(default_factory=list)
@@ -167,3 +170,86 @@ def test_orderly_suspends_in_place_then_dead_letters_at_the_limit() -> None:
         assert consumer.to_retry == [(1, 2, 2)]
 
     asyncio.run(go())
+
+
+@dataclass
+class TraceSink:
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
+    got: list[Any] = field(default_factory=list)
+
+    def append(self, ctx: Any) -> bool:
+        self.got.append(ctx)
+        return True
+
+
+def _traced(service_cls: Any, listener: Any, msgs: list[MessageExt], **kw: Any) -> list[Any]:
+    """Run ``listener`` over ``msgs`` (batches of 1) with tracing on; the trace records."""
+    from ariane.client._trace_hooks import ConsumeTracer
+
+    async def go() -> list[Any]:
+        sink = TraceSink()
+        consumer = FakeConsumer(consume_message_batch_max_size=1, **kw)
+        consumer.tracer = ConsumeTracer(sink, "g")  # type: ignore[arg-type]
+        service = service_cls(consumer, listener, 1)
+        service.start()
+        pq = ProcessQueue()
+        pq.put_messages(msgs)
+        if service_cls is OrderlyConsumeService:
+            pq.locked = True
+        service.submit(msgs, pq, MQ, True)
+        await _settle(lambda: len(sink.got) >= 2 * len(msgs))
+        await service.stop()
+        return sink.got
+
+    return asyncio.run(go())
+
+
+def _pairs(records: list[Any]) -> list[tuple[str, str, int, bool]]:
+    """(type, msgId, contextCode, success) per record, SubAfter paired by request id."""
+    befores = {r.request_id for r in records if r.trace_type.value == "SubBefore"}
+    assert all(r.request_id in befores for r in records if r.trace_type.value == "SubAfter")
+    return [(r.trace_type.value, r.bean.msg_id, r.context_code, r.success) for r in records]
+
+
+def test_traced_coroutine_listener_records_each_outcome() -> None:
+    async def listener(msgs: list[MessageExt], ctx: Any) -> Any:
+        offset = msgs[0].queue_offset
+        if offset == 1:
+            raise RuntimeError("boom")
+        if offset == 2:
+            return None
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    msgs = _msgs(0, 1, 2)
+    for m in msgs:
+        m.properties["UNIQ_KEY"] = f"id{m.queue_offset}"
+    got = _pairs(_traced(ConcurrentConsumeService, listener, msgs))
+    assert sorted(got) == sorted(
+        [
+            ("SubBefore", "id0", 0, True),
+            ("SubAfter", "id0", 0, True),
+            ("SubBefore", "id1", 0, True),
+            ("SubAfter", "id1", 2, False),  # EXCEPTION
+            ("SubBefore", "id2", 0, True),
+            ("SubAfter", "id2", 3, False),  # RETURNNULL
+        ]
+    )
+
+
+def test_traced_thread_and_orderly_listeners() -> None:
+    def plain(msgs: list[MessageExt], ctx: Any) -> Any:
+        assert threading.current_thread().name.startswith("ConsumeMessageThread_g")
+        return ConsumeConcurrentlyStatus.RECONSUME_LATER
+
+    msgs = _msgs(0)
+    msgs[0].properties["UNIQ_KEY"] = "p0"
+    got = _pairs(_traced(ConcurrentConsumeService, plain, msgs))
+    assert got == [("SubBefore", "p0", 0, True), ("SubAfter", "p0", 4, False)]  # FAILED
+
+    async def orderly(msgs: list[MessageExt], ctx: Any) -> Any:
+        return ConsumeOrderlyStatus.SUCCESS
+
+    msgs = _msgs(5)
+    msgs[0].properties["UNIQ_KEY"] = "o5"
+    got = _pairs(_traced(OrderlyConsumeService, orderly, msgs))
+    assert got == [("SubBefore", "o5", 0, True), ("SubAfter", "o5", 0, True)]

@@ -29,7 +29,7 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["AdminBrokerProcessor", "parse_attributes"]
 
@@ -69,7 +69,7 @@ class AdminBrokerProcessor:
         broker: the broker administered.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.config_version = DataVersion(0, broker.clock.now_ms(), 0)
 

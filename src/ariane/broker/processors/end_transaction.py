@@ -22,7 +22,7 @@ from ariane.remoting.server import RemotingServer
 from ariane.store import PutResult
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.transaction import TransactionBrokerContext
 
 __all__ = ["EndTransactionProcessor"]
 
@@ -36,7 +36,7 @@ class EndTransactionProcessor:
         broker: the broker whose transaction service is used.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: TransactionBrokerContext) -> None:
         self.broker = broker
         self._loop: asyncio.AbstractEventLoop | None = None
 

@@ -32,14 +32,15 @@ from ariane.common.topics import DLQ_PREFIX, RETRY_PREFIX
 from ariane.errors import InvalidArgumentError
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.admin_bodies import SubscriptionGroupConfig
 from ariane.remoting.protocol.client_bodies import MessageModel
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
-from ariane.store import GetStatus
+from ariane.store import GetResult, GetStatus
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["PullMessageProcessor"]
 
@@ -64,7 +65,7 @@ class PullMessageProcessor:
         broker: the broker whose store, topics, groups and offsets are used.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.store = broker.store
         self.filters = FilterFactory()
@@ -115,8 +116,46 @@ class PullMessageProcessor:
     def process(
         self, ctx: RequestContext, request: RemotingCommand, allow_suspend: bool
     ) -> RemotingCommand | None:
-        """``processRequest(channel, request, brokerAllowSuspend)``."""
+        """``processRequest(channel, request, brokerAllowSuspend)``: check access, build the
+        filter, honour a server-side reset, commit the piggy-backed offset, read, and answer
+        (or hold the request)."""
         header = h.PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        checked = self._check_access(ctx, header)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        flt = self._filter_of(header, checked)
+        if isinstance(flt, RemotingCommand):
+            return flt
+        group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
+        offsets = self.broker.offsets
+        if self.broker.config.use_server_side_reset_offset:
+            reset = offsets.take_reset(group, topic, queue_id)
+            if reset is not None and reset != header.queue_offset:
+                return self._moved(topic, queue_id, reset)
+        if allow_suspend and header.sys_flag & PULL_COMMIT_OFFSET:
+            offsets.commit(group, topic, queue_id, header.commit_offset)
+        max_nums = min(max(header.max_msg_nums, 1), _MAX_MSG_NUMS)
+        res = self.store.get_message(group, topic, queue_id, header.queue_offset, max_nums, flt)
+        answer = self._code_and_body(header, res)
+        if isinstance(answer, RemotingCommand):
+            return answer
+        code, body = answer
+        offsets.record_pull(group, topic, queue_id, res.next_begin_offset)
+        if code == _NOT_FOUND and allow_suspend and self._hold(ctx, request, header, flt):
+            return None
+        ext = {
+            "suggestWhichBrokerId": "0",
+            "nextBeginOffset": str(res.next_begin_offset),
+            "minOffset": str(res.min_offset),
+            "maxOffset": str(res.max_offset),
+        }
+        return RemotingCommand.response(code, res.status.value, ext, body)
+
+    def _check_access(
+        self, ctx: RequestContext, header: h.PullMessageRequestHeader
+    ) -> SubscriptionGroupConfig | RemotingCommand:
+        """The group's configuration when the broker, the group, the topic and the queue id
+        allow this pull; else the error answer."""
         broker = self.broker
         if not broker.config.broker_permission & PERM_READ:
             return error(
@@ -149,11 +188,18 @@ class PullMessageProcessor:
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] "
                 f"topicConfig.readQueueNums:[{tc.read_queue_nums}] consumer:[{ctx.remote_addr}]",
             )
-        sys_flag = header.sys_flag
-        if sys_flag & PULL_SUBSCRIPTION:
+        return cfg
+
+    def _filter_of(
+        self, header: h.PullMessageRequestHeader, cfg: SubscriptionGroupConfig
+    ) -> PullFilter | RemotingCommand:
+        """The filter of the pull: from the request (SUBSCRIPTION flag) or from the
+        subscription the group registered by heartbeat; wrapped for retry topics."""
+        group, topic = header.consumer_group, header.topic
+        if header.sys_flag & PULL_SUBSCRIPTION:
             flt = self.message_filter(header.subscription, header.expression_type)
         else:
-            group_info = broker.clients.consumer_group(group)
+            group_info = self.broker.clients.consumer_group(group)
             if group_info is None:
                 return error(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
@@ -180,48 +226,40 @@ class PullMessageProcessor:
             flt = self.message_filter(sub.sub_string, sub.expression_type)
         if isinstance(flt, RemotingCommand):
             return flt
-        if broker.config.filter_support_retry and topic.startswith(RETRY_PREFIX):
+        if self.broker.config.filter_support_retry and topic.startswith(RETRY_PREFIX):
             flt = self._retry_filter(group, flt)
-        offsets = broker.offsets
-        if broker.config.use_server_side_reset_offset:
-            reset = offsets.take_reset(group, topic, queue_id)
-            if reset is not None and reset != header.queue_offset:
-                return self._moved(topic, queue_id, reset)
-        if allow_suspend and sys_flag & PULL_COMMIT_OFFSET:
-            offsets.commit(group, topic, queue_id, header.commit_offset)
-        offset = header.queue_offset
-        max_nums = min(max(header.max_msg_nums, 1), _MAX_MSG_NUMS)
-        res = self.store.get_message(group, topic, queue_id, offset, max_nums, flt)
+        return flt
+
+    def _code_and_body(
+        self, header: h.PullMessageRequestHeader, res: GetResult
+    ) -> tuple[int, bytes | None] | RemotingCommand:
+        """The answer code and body for a store read (the records joined as stored)."""
         status = res.status
         if status is GetStatus.FOUND:
-            code: int = ResponseCode.SUCCESS
-            body: bytes | None = b"".join(res.messages)
-            broker.stats.on_get(group, topic, len(res.messages))
-        else:
-            body = None
-            code = _STATUS_CODE.get(status, -1)
-            if code == -1:
-                if status is GetStatus.SERVICE_NOT_AVAILABLE:
-                    return error(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
-                # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
-                code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else _NOT_FOUND
-        offsets.record_pull(group, topic, queue_id, res.next_begin_offset)
-        if (
-            code == _NOT_FOUND
-            and allow_suspend
-            and sys_flag & PULL_SUSPEND
-            and broker.hold.suspend(
-                ctx, request, topic, queue_id, offset, flt, header.suspend_timeout_millis
-            )
-        ):
-            return None
-        ext = {
-            "suggestWhichBrokerId": "0",
-            "nextBeginOffset": str(res.next_begin_offset),
-            "minOffset": str(res.min_offset),
-            "maxOffset": str(res.max_offset),
-        }
-        return RemotingCommand.response(code, status.value, ext, body)
+            self.broker.stats.on_get(header.consumer_group, header.topic, len(res.messages))
+            return ResponseCode.SUCCESS, b"".join(res.messages)
+        code = _STATUS_CODE.get(status, -1)
+        if code == -1:
+            if status is GetStatus.SERVICE_NOT_AVAILABLE:
+                return error(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
+            # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
+            code = ResponseCode.PULL_OFFSET_MOVED if header.queue_offset != 0 else _NOT_FOUND
+        return code, None
+
+    def _hold(
+        self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+        header: h.PullMessageRequestHeader,
+        flt: PullFilter,
+    ) -> bool:
+        """Hand a caught-up pull with the SUSPEND flag to the hold service; True if held."""
+        if not header.sys_flag & PULL_SUSPEND:
+            return False
+        return self.broker.hold.suspend(
+            ctx, request, header.topic, header.queue_id, header.queue_offset, flt,
+            header.suspend_timeout_millis,
+        )  # fmt: skip
 
     def _moved(self, topic: str, queue_id: int, offset: int) -> RemotingCommand:
         ext = h.PullMessageResponseHeader(

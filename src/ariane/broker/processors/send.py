@@ -12,8 +12,9 @@ SYNC_FLUSH it is answered from the future's callback (hopped to the event loop).
 ``header.batch`` (not the request code) selects the batch path.
 
 Two seams rewrite messages before the store: *send interceptors* see each client send with
-its header (the built-in one sends ``%RETRY%`` messages past their maximum reconsume count, or
-of a group holding queue locks, to ``%DLQ%<group>``); *message rewriters* see every single
+its header (the built-in :class:`~ariane.broker.retry.RetryToDlqInterceptor` sends ``%RETRY%``
+messages past their maximum reconsume count, or of a group holding queue locks, to
+``%DLQ%<group>``); *message rewriters* see every single
 message the broker stores for a client, sends and CONSUMER_SEND_MSG_BACK alike (the built-in
 :class:`~ariane.broker.schedule.DelayLevelRewriter` moves delayed messages to
 ``SCHEDULE_TOPIC_XXXX``). Between the two, a ``TRAN_MSG=true`` send becomes a half message
@@ -32,6 +33,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from ariane.broker.processors import error
+from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor, max_reconsume_times, route_retry
 from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
 from ariane.common.batch import decode_batch
 from ariane.common.message import HostPort
@@ -46,7 +48,14 @@ from ariane.common.properties import (
     decode_properties,
 )
 from ariane.common.record import decode_record
-from ariane.common.sysflag import MULTI_TAGS_FLAG, PERM_READ, PERM_WRITE
+from ariane.common.sysflag import (
+    MULTI_TAGS_FLAG,
+    PERM_READ,
+    PERM_WRITE,
+    TRANSACTION_NOT_TYPE,
+    reset_transaction_value,
+    transaction_value,
+)
 from ariane.common.topics import (
     AUTO_CREATE_TOPIC,
     OFFSET_MOVED_EVENT,
@@ -56,8 +65,6 @@ from ariane.common.topics import (
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
-    dlq_topic,
-    retry_topic,
     validate_topic,
 )
 from ariane.errors import CorruptionError, InvalidArgumentError
@@ -69,7 +76,6 @@ from ariane.remoting.protocol.command import (
     CURRENT_VERSION,
     FLAG_RESPONSE,
     LanguageCode,
-    MQVersion,
     RemotingCommand,
 )
 from ariane.remoting.server import RemotingServer
@@ -83,7 +89,7 @@ from ariane.store import (
 )
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.transaction import TransactionBrokerContext
 
 __all__ = [
     "DLQ_PERM",
@@ -96,9 +102,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _RW = PERM_READ | PERM_WRITE
-#: ``%DLQ%<group>`` is created write-only: dead letters are not consumed unless an
-#: administrator grants read permission (RocketMQ 4.x; 5.x creates it readable).
-DLQ_PERM = PERM_WRITE
 
 #: Topics clients may never send to (``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`` + TBW102).
 NOT_ALLOWED_SEND_TOPICS = frozenset(
@@ -171,53 +174,6 @@ class MessageRewriter(Protocol):
         ...
 
 
-class RetryToDlqInterceptor:
-    """Messages sent to ``%RETRY%<group>`` past the group's maximum reconsume count go to
-    ``%DLQ%<group>`` queue 0 (``handleRetryAndDLQ``); so do all of them while the group holds
-    queue locks (an orderly consumer only sends a message back once it gave up on it)."""
-
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
-
-    def before_put(
-        self,
-        ctx: RequestContext,
-        request: RemotingCommand,
-        header: h.SendMessageRequestHeader,
-        inner: MessageInner,
-    ) -> RemotingCommand | None:
-        topic = inner.topic
-        if not topic.startswith(RETRY_PREFIX):
-            return None
-        group = topic[len(RETRY_PREFIX) :]
-        cfg = self.broker.groups.find(group)
-        if cfg is None:
-            return error(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
-            )
-        max_times = cfg.retry_max_times
-        if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
-            max_times = header.max_reconsume_times
-        orderly = self.broker.locks.group_has_locks(group)
-        if inner.reconsume_times <= max_times and not orderly:
-            return None
-        dlq = dlq_topic(group)
-        tc = self.broker.topics.create_in_send_back(dlq, 1, DLQ_PERM)
-        if not tc.perm & PERM_WRITE:
-            return error(
-                ResponseCode.NO_PERMISSION, f"the topic[{dlq}] sending message is forbidden"
-            )
-        inner.topic = dlq
-        inner.queue_id = 0
-        if inner.properties.pop(DELAY, None) is not None:
-            inner.properties_string = None
-        if orderly:
-            logger.info("retry message of orderly group %s goes to %s at once", group, dlq)
-        else:
-            logger.info("message of %s exceeded %d reconsumes, to %s", group, max_times, dlq)
-        return None
-
-
 class SendMessageProcessor:
     """Handles the send family.
 
@@ -225,7 +181,7 @@ class SendMessageProcessor:
         broker: the broker whose store, topics and groups are used.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: TransactionBrokerContext) -> None:
         self.broker = broker
         self.store = broker.store
         self.topics = broker.topics
@@ -304,10 +260,10 @@ class SendMessageProcessor:
             if self.broker.config.reject_transaction_message:
                 return self._transaction_refused()
             self.broker.transactions.prepare(inner, header.producer_group)
-        elif inner.sys_flag & 0xC:
+        elif transaction_value(inner.sys_flag):
             # a PREPARED/ROLLBACK type without TRAN_MSG (old clients' retries of transactional
             # messages) would be stored where no consumer ever sees it: store it as normal
-            inner.sys_flag &= ~0xC
+            inner.sys_flag = reset_transaction_value(inner.sys_flag, TRANSACTION_NOT_TYPE)
         for rewriter in self.rewriters:
             refused = rewriter.rewrite(inner)
             if refused is not None:
@@ -527,28 +483,26 @@ class SendMessageProcessor:
             msg, _ = decode_record(record)
         except CorruptionError as exc:
             return error(ResponseCode.SYSTEM_ERROR, f"stored message does not decode: {exc}")
-        max_times = cfg.retry_max_times
-        if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
-            max_times = header.max_reconsume_times
+        max_times = max_reconsume_times(cfg, request.version, header.max_reconsume_times)
         props = dict(msg.properties)
         props.setdefault(RETRY_TOPIC, msg.topic)
         props.setdefault(ORIGIN_MESSAGE_ID, header.origin_msg_id or msg.msg_id)
         delay = header.delay_level
-        if msg.reconsume_times >= max_times or delay < 0:
-            topic, queue_id = dlq_topic(group), 0
-            tc = broker.topics.create_in_send_back(topic, 1, DLQ_PERM)
+        route = route_retry(
+            broker, cfg, group, dead=msg.reconsume_times >= max_times or delay < 0,
+            reconsume_times=msg.reconsume_times, delay_level=delay,
+        )  # fmt: skip
+        if route.delay_level is None:
             props.pop(DELAY, None)
         else:
-            topic = retry_topic(group)
-            queue_id = random.randrange(cfg.retry_queue_nums)
-            tc = broker.topics.create_in_send_back(topic, cfg.retry_queue_nums, _RW)
-            props[DELAY] = str(delay if delay > 0 else 3 + msg.reconsume_times)
-        if not tc.perm & PERM_WRITE:
+            props[DELAY] = str(route.delay_level)
+        if not route.config.perm & PERM_WRITE:
             return error(
-                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+                ResponseCode.NO_PERMISSION,
+                f"the topic[{route.topic}] sending message is forbidden",
             )
         inner = MessageInner(
-            topic, queue_id, msg.body, msg.flag, props, msg.sys_flag, msg.born_timestamp_ms,
+            route.topic, route.queue_id, msg.body, msg.flag, props, msg.sys_flag, msg.born_timestamp_ms,
             msg.born_host, self._store_host, msg.reconsume_times + 1,
         )  # fmt: skip
         for rewriter in self.rewriters:

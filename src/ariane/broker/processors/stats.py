@@ -33,7 +33,7 @@ from ariane.remoting.protocol.summary_bodies import (
 from ariane.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["StatsProcessor"]
 
@@ -48,7 +48,7 @@ class StatsProcessor:
         broker: the broker whose statistics are read.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, server: RemotingServer) -> None:

@@ -90,14 +90,18 @@ function drawCharts() {
   const trace = readJson("trace-data");
   const traceCanvas = document.getElementById("chart-trace");
   if (trace && trace.length && traceCanvas && typeof Chart !== "undefined") {
-    const start = Math.min(...trace.map((r) => r.timestamp_ms || 0));
+    const stamps = trace.map((r) => r.timestampMs).filter((t) => t > 0);
+    const start = stamps.length ? Math.min(...stamps) : 0;
     new Chart(traceCanvas, {
       type: "bar",
       data: {
-        labels: trace.map((r) => `${r.trace_type} ${r.group || ""}`),
+        labels: trace.map((r) => `${r.traceType} ${r.group || ""}`),
         datasets: [{
-          label: "ms since the send",
-          data: trace.map((r) => [(r.timestamp_ms || start) - start, (r.timestamp_ms || start) - start + Math.max(1, r.cost_ms || 0)]),
+          label: "ms after the first record",
+          data: trace.map((r) => {
+            const at = (r.timestampMs || start) - start;
+            return [at, at + Math.max(1, r.costMs || 0)];
+          }),
           backgroundColor: trace.map((r) => (r.success === false ? "#dc2626" : "#2563eb")),
         }],
       },

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ariane.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from ariane.common.sysflag import enters_consume_queue
 from ariane.store.format import CQ_UNIT, Decoded, check_record, parse_file_name
 from ariane.store.tools.reader import commit_log_files, iter_commit_log
 
@@ -41,8 +41,7 @@ def verify(root: str) -> tuple[list[str], dict[str, int]]:
             topic, qid, phys, size, _t, _ts, qoff, _k, _u, sys_flag, _p = res.dispatch
             if phys != ev.offset:
                 problems.append(f"record at {ev.offset} says its offset is {phys}")
-            tx = sys_flag & 0xC
-            if tx not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            if enters_consume_queue(sys_flag):
                 seen.setdefault((topic, qid), {})[qoff] = (phys, size)
             stats["records"] += 1
         elif ev.kind == "corrupt":

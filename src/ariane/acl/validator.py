@@ -1,0 +1,175 @@
+"""The access decision (RocketMQ ``PlainPermissionManager.validate`` and ``checkPerm``).
+
+How it works, in upstream's order:
+
+1. a global white rule matches the client IP: allowed, nothing else is looked at;
+2. no ``AccessKey``: refused ("No accessKey is configured");
+3. an unknown access key: refused ("No acl config for <ak>");
+4. the account's own ``whiteRemoteAddress`` matches: allowed without signature or permissions;
+5. the signature differs from ours over the request content: refused ("Check signature failed
+   for accessKey=<ak>");
+6. an admin code from a non-admin account: refused ("Need admin permission for request
+   code=<n>, but accessKey=<ak> is not");
+7. each needed resource: the account's entry, else its default for topics or groups, must grant
+   the permission (``check_permission``); an admin account with no entries at all passes.
+
+Upstream lets a PUB to ``RMQ_SYS_TRACE_TOPIC`` through step 7 so that tracing clients need no
+permission on it; so does Ariane.
+
+``decide(rules, request)`` returns a ``Decision`` (never raises). ``check_access`` is the same
+decision over explicit arguments (account, resources, IP, admin need) for callers that do not
+speak remoting, such as a gRPC front end that verified its own signature. Pure.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ariane.acl.address import parse_ip
+from ariane.acl.credentials import canonical_content, sign
+from ariane.acl.permission import ADMIN_CODES, PUB, check_permission
+from ariane.acl.plain import Account, AclRules
+from ariane.acl.resources import UNIQUE_KEY_QUERY, AccessRequest
+from ariane.common.topics import RETRY_PREFIX, TRACE_TOPIC
+
+__all__ = ["Decision", "check_access", "check_resources", "decide", "describe_resource"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of one check.
+
+    Attributes:
+        allowed: whether the request may proceed.
+        reason: why it was refused (RocketMQ's ``AclException`` message), or how it was let in
+            (``"global white list"``, ``"account white list"``, ``"signed"``).
+        access_key: the account the request used, when known.
+    """
+
+    allowed: bool
+    reason: str
+    access_key: str | None = None
+
+
+_GLOBAL = Decision(True, "global white list")
+
+
+def describe_resource(resource: str) -> str:
+    """``group:<g>`` or ``topic:<t>`` (``PlainAccessResource.printStr``)."""
+    if resource.startswith(RETRY_PREFIX):
+        return f"group:{resource[len(RETRY_PREFIX) :]}"
+    return f"topic:{resource}"
+
+
+def check_resources(account: Account, resources: Mapping[str, int]) -> str | None:
+    """Step 7: None when ``account`` holds every needed permission, else the refusal."""
+    if not resources:
+        return None
+    if account.admin and not account.perms:
+        return None
+    trace = resources.get(TRACE_TOPIC)
+    if trace is not None and trace == PUB:
+        return None  # upstream skips every check for a trace-topic send
+    for resource, needed in resources.items():
+        owned = account.perms.get(resource)
+        if owned is None:
+            is_group = resource.startswith(RETRY_PREFIX)
+            owned = account.default_group_perm if is_group else account.default_topic_perm
+            if not check_permission(needed, owned):
+                return f"No default permission for {describe_resource(resource)}"
+        elif not check_permission(needed, owned):
+            return f"No permission for {describe_resource(resource)}"
+    return None
+
+
+def _globally_white(rules: AclRules, ip: str) -> bool:
+    if not rules.global_white:
+        return False
+    addr = parse_ip(ip)
+    return any(rule.matches(addr) for rule in rules.global_white)
+
+
+def _signature_ok(account: Account, request: AccessRequest) -> bool:
+    got = request.signature
+    if not got:
+        return False
+    ext, body = request.ext_fields, request.body
+    expected = sign(canonical_content(ext, body), account.secret_key)
+    if hmac.compare_digest(expected, got):
+        return True
+    if UNIQUE_KEY_QUERY in ext:  # signed by a client that leaves the flag out
+        expected = sign(canonical_content(ext, body, UNIQUE_KEY_QUERY), account.secret_key)
+        return hmac.compare_digest(expected, got)
+    return False
+
+
+def decide(rules: AclRules, request: AccessRequest) -> Decision:
+    """Whether ``request`` may proceed under ``rules`` (see the module docstring)."""
+    if _globally_white(rules, request.ip):
+        return _GLOBAL
+    ak = request.access_key
+    if ak is None:
+        return Decision(False, "No accessKey is configured")
+    account = rules.accounts.get(ak)
+    if account is None:
+        return Decision(False, f"No acl config for {ak}", ak)
+    if account.white_rule.kind != "blank" and account.white_rule.matches(request.ip):
+        return Decision(True, "account white list", ak)
+    if not _signature_ok(account, request):
+        return Decision(False, f"Check signature failed for accessKey={ak}", ak)
+    if request.parse_error is not None:
+        return Decision(False, request.parse_error, ak)
+    return _authorize(account, request.code, request.resources)
+
+
+def _authorize(account: Account, code: int, resources: Mapping[str, int]) -> Decision:
+    ak = account.access_key
+    if code in ADMIN_CODES and not account.admin:
+        return Decision(
+            False, f"Need admin permission for request code={code}, but accessKey={ak} is not", ak
+        )
+    refused = check_resources(account, resources)
+    if refused is not None:
+        return Decision(False, f"{refused} (accessKey={ak})", ak)
+    return Decision(True, "signed", ak)
+
+
+def check_access(
+    rules: AclRules,
+    access_key: str | None,
+    resources: Mapping[str, int],
+    ip: str,
+    *,
+    admin_needed: bool = False,
+    authenticated: bool = True,
+) -> Decision:
+    """The decision for a caller that already authenticated ``access_key`` itself.
+
+    Args:
+        rules: the loaded rules.
+        access_key: the account, None when the caller has none.
+        resources: resource (``%RETRY%<group>`` for groups) -> needed permission bits.
+        ip: the client address.
+        admin_needed: whether the operation is admin-only.
+        authenticated: False to refuse unless an IP rule lets the caller in (a failed
+            signature check on the caller's side).
+    """
+    if _globally_white(rules, ip):
+        return _GLOBAL
+    if access_key is None:
+        return Decision(False, "No accessKey is configured")
+    account = rules.accounts.get(access_key)
+    if account is None:
+        return Decision(False, f"No acl config for {access_key}", access_key)
+    if account.white_rule.kind != "blank" and account.white_rule.matches(ip):
+        return Decision(True, "account white list", access_key)
+    if not authenticated:
+        return Decision(False, f"Check signature failed for accessKey={access_key}", access_key)
+    if admin_needed and not account.admin:
+        return Decision(False, f"Need admin permission, but accessKey={access_key} is not")
+    refused = check_resources(account, resources)
+    if refused is not None:
+        return Decision(False, f"{refused} (accessKey={access_key})", access_key)
+    return Decision(True, "authorized", access_key)

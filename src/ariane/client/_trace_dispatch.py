@@ -1,0 +1,371 @@
+"""Shipping trace records off the business paths (RocketMQ ``AsyncTraceDispatcher``).
+
+How it works: hooks on the send and consume paths build ``TraceContext`` values and call
+``append``, which never blocks and never raises: it puts the context in a bounded deque
+(``queue_size``, 2048; when full the context is dropped and ``stats.discarded`` counted) and,
+at most once per wake-up, wakes the worker (``call_soon_threadsafe`` when called from a
+listener thread). The worker task runs on the host client's event loop: it lingers
+``linger_ms`` (5 ms, Java's poll) to let a batch build up, takes up to ``batch_size`` (100)
+contexts, groups them by the traced message's topic, encodes them (``ariane.common.trace``)
+and packs them into trace messages of at most ~118000 characters whose ``KEYS`` are the
+traced msgIds and business keys. Each trace message is sent by the dispatcher's own
+producer (group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>``, client instance
+``PID_CLIENT_INNER_TRACE_PRODUCER_<namesrv>``, so trace traffic has its own connections)
+with a 5 s timeout; at most ``max_in_flight`` sends run at once. The producer is the normal
+send path, so ACL signing and routing apply as for any message: the trace topic's route
+decides which broker gets the records (a dedicated trace broker works as it does upstream).
+
+Delivery is best effort, as upstream: a failed send is logged (rate-limited) and its records
+counted in ``stats.lost_records``; nothing is retried beyond the producer's own retries. While
+sends are slow the worker waits for a free slot, the deque fills and new contexts are dropped,
+so a dead trace broker never slows a business send or consume. ``close`` flushes what is
+queued for at most ``flush_timeout_ms`` and closes the trace producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from ariane.client.config import ClientConfig
+from ariane.client.message import Message, SendResult
+from ariane.common.topics import GROUP_MAX_LENGTH, validate_topic
+from ariane.common.trace import (
+    DEFAULT_TRACE_TOPIC,
+    FIELD_SEPARATOR,
+    MAX_TRACE_MESSAGE_CHARS,
+    TRACE_INSTANCE_NAME,
+    TRACE_PRODUCER_GROUP_PREFIX,
+    TraceContext,
+    TraceTransfer,
+    encode_context,
+    pack_transfers,
+)
+from ariane.errors import InvalidArgumentError
+
+__all__ = [
+    "AsyncTraceDispatcher",
+    "SenderFactory",
+    "TraceSender",
+    "TraceSettings",
+    "TraceStats",
+    "trace_topic_name",
+]
+
+logger = logging.getLogger(__name__)
+
+_COUNTER = itertools.count(1)
+#: Failures logged at most this often (seconds).
+_LOG_EVERY_S = 10.0
+
+
+class TraceSender(Protocol):
+    """What the dispatcher needs from its producer."""
+
+    async def start(self) -> None:
+        """Start (idempotent)."""
+        ...
+
+    async def close(self) -> None:
+        """Stop."""
+        ...
+
+    async def send(self, msg: Message, *, timeout_ms: int | None = None) -> SendResult:
+        """Send one message and wait for the broker's answer."""
+        ...
+
+
+#: ``factory(client_config, group)``: a started-on-demand producer for trace messages.
+SenderFactory = Callable[[ClientConfig, str], TraceSender]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceSettings:
+    """Dispatcher limits (RocketMQ's fixed values, adjustable here).
+
+    Attributes:
+        queue_size: contexts buffered before new ones are dropped (Java 2048).
+        batch_size: contexts taken per round (Java 4.x 100).
+        max_message_chars: a trace message body is closed at this size (Java 118000).
+        linger_ms: how long a round waits for more contexts before sending (Java 5 ms).
+        max_in_flight: trace messages being sent at once.
+        send_timeout_ms: timeout of one trace message (Java 5000).
+        flush_timeout_ms: how long ``close`` waits for queued records to be sent.
+    """
+
+    queue_size: int = 2048
+    batch_size: int = 100
+    max_message_chars: int = MAX_TRACE_MESSAGE_CHARS
+    linger_ms: int = 5
+    max_in_flight: int = 16
+    send_timeout_ms: int = 5000
+    flush_timeout_ms: int = 3000
+
+    def __post_init__(self) -> None:
+        for name in ("queue_size", "batch_size", "max_message_chars", "max_in_flight"):
+            if getattr(self, name) <= 0:
+                raise InvalidArgumentError(f"trace {name} must be > 0")
+        if self.linger_ms < 0 or self.send_timeout_ms <= 0 or self.flush_timeout_ms < 0:
+            raise InvalidArgumentError("trace timeouts must be >= 0 (send timeout > 0)")
+
+
+@dataclass(slots=True)
+class TraceStats:
+    """What the dispatcher did (counters only grow).
+
+    Attributes:
+        appended: contexts accepted by ``append``.
+        discarded: contexts dropped because the queue was full or the dispatcher closed
+            (Java's ``discardCount``).
+        sent_messages: trace messages the broker stored.
+        sent_records: records in them.
+        failed_messages: trace messages that could not be sent.
+        lost_records: records in those, plus contexts that could not be encoded.
+    """
+
+    appended: int = 0
+    discarded: int = 0
+    sent_messages: int = 0
+    sent_records: int = 0
+    failed_messages: int = 0
+    lost_records: int = 0
+
+
+def trace_topic_name(trace_topic: str | None) -> str:
+    """The trace topic to use: ``trace_topic``, or ``RMQ_SYS_TRACE_TOPIC`` when blank.
+
+    Raises:
+        InvalidArgumentError: not a legal topic name.
+    """
+    name = (trace_topic or "").strip() or DEFAULT_TRACE_TOPIC
+    validate_topic(name)
+    return name
+
+
+def _producer_group(host_group: str, kind: str) -> str:
+    suffix = f"-{kind}-{next(_COUNTER)}"
+    room = GROUP_MAX_LENGTH - len(TRACE_PRODUCER_GROUP_PREFIX) - 1 - len(suffix)
+    return f"{TRACE_PRODUCER_GROUP_PREFIX}-{host_group[: max(room, 0)]}{suffix}"
+
+
+def _records(data: str) -> int:
+    return data.count(FIELD_SEPARATOR)
+
+
+class AsyncTraceDispatcher:
+    """Batches trace contexts and sends them to the trace topic (see the module docstring).
+
+    Args:
+        trace_topic: the trace topic (blank: ``RMQ_SYS_TRACE_TOPIC``).
+        host_config: the traced client's settings (NameServers, credentials...); the trace
+            producer uses them with its own instance name.
+        host_group: the traced producer or consumer group (names the trace producer).
+        kind: ``PRODUCE`` or ``CONSUME``.
+        sender_factory: builds the trace producer.
+        settings: limits.
+
+    Raises:
+        InvalidArgumentError: a bad trace topic or setting.
+    """
+
+    def __init__(
+        self,
+        *,
+        trace_topic: str | None,
+        host_config: ClientConfig,
+        host_group: str,
+        kind: str,
+        sender_factory: SenderFactory,
+        settings: TraceSettings | None = None,
+    ) -> None:
+        self.trace_topic = trace_topic_name(trace_topic)
+        self.settings = settings or TraceSettings()
+        self.group = _producer_group(host_group, kind)
+        self.sender_config = dataclasses.replace(
+            host_config, instance_name=f"{TRACE_INSTANCE_NAME}_{host_config.namesrv_addr}"
+        )
+        self.stats = TraceStats()
+        self._factory = sender_factory
+        self._sender: TraceSender | None = None
+        self._queue: deque[TraceContext] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._wake: asyncio.Event | None = None
+        self._wake_pending = False
+        self._worker: asyncio.Task[None] | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._sending: set[asyncio.Task[None]] = set()
+        self._start_lock = asyncio.Lock()
+        self._closed = False
+        self._last_log = 0.0
+
+    # -- the hot side -----------------------------------------------------------------------------
+
+    def append(self, ctx: TraceContext) -> bool:
+        """Queue ``ctx`` for sending; ``False`` (and counted) when it was dropped. Never
+        blocks or raises; callable from any thread."""
+        queue = self._queue
+        if self._closed or len(queue) >= self.settings.queue_size:
+            self.stats.discarded += 1
+            self._log_sometimes("trace queue full or dispatcher closed: context dropped")
+            return False
+        queue.append(ctx)
+        self.stats.appended += 1
+        if not self._wake_pending and self._wake is not None:
+            self._wake_pending = True
+            if threading.get_ident() == self._loop_thread:
+                self._wake.set()
+            else:
+                loop = self._loop
+                assert loop is not None
+                with contextlib.suppress(RuntimeError):  # the loop closed: nothing to wake
+                    loop.call_soon_threadsafe(self._wake.set)
+        return True
+
+    @property
+    def queued(self) -> int:
+        """Contexts waiting to be sent."""
+        return len(self._queue)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the worker on the running loop (idempotent). The trace producer starts
+        with the first send."""
+        if self._worker is not None or self._closed:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._wake = asyncio.Event()
+        self._slots = asyncio.Semaphore(self.settings.max_in_flight)
+        self._worker = asyncio.create_task(self._run(), name=f"trace-{self.group}")
+        if self._queue:
+            self._wake_pending = True
+            self._wake.set()
+
+    async def flush(self, timeout_ms: int | None = None) -> bool:
+        """Wait until every queued context is sent (or failed); ``False`` on timeout."""
+        wait_ms = self.settings.flush_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + wait_ms / 1000
+        while self._queue or self._sending:
+            if self._wake is not None and self._queue:
+                self._wake.set()
+            left = deadline - time.monotonic()
+            if left <= 0 or self._worker is None:
+                return False
+            if self._sending:
+                await asyncio.wait(set(self._sending), timeout=min(left, 0.05))
+            else:
+                await asyncio.sleep(min(left, 0.005))
+        return True
+
+    async def close(self) -> None:
+        """Flush (at most ``flush_timeout_ms``), stop the worker, close the trace producer;
+        what is still queued is counted as discarded. Idempotent."""
+        if self._closed:
+            return
+        with contextlib.suppress(Exception):
+            await self.flush()
+        self._closed = True
+        tasks = [t for t in (self._worker, *self._sending) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.stats.discarded += len(self._queue)
+        self._queue.clear()
+        sender, self._sender = self._sender, None
+        if sender is not None:
+            try:
+                await sender.close()
+            except Exception as exc:
+                logger.warning("closing the trace producer %s failed: %s", self.group, exc)
+
+    # -- the worker -----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        wake, queue, settings = self._wake, self._queue, self.settings
+        assert wake is not None
+        while True:
+            await wake.wait()
+            wake.clear()
+            self._wake_pending = False  # before draining: later appends wake us again
+            if len(queue) < settings.batch_size and settings.linger_ms:
+                await asyncio.sleep(settings.linger_ms / 1000)
+            while queue:
+                take = min(len(queue), settings.batch_size)
+                await self._dispatch([queue.popleft() for _ in range(take)])
+
+    async def _dispatch(self, contexts: list[TraceContext]) -> None:
+        by_topic: dict[str, list[TraceTransfer]] = {}
+        for ctx in contexts:
+            if not ctx.beans:
+                continue
+            try:
+                transfer = encode_context(ctx)
+            except InvalidArgumentError as exc:
+                self.stats.lost_records += len(ctx.beans)
+                logger.warning("trace context of %s not encodable: %s", ctx.bean.msg_id, exc)
+                continue
+            by_topic.setdefault(ctx.bean.topic, []).append(transfer)
+        slots = self._slots
+        assert slots is not None
+        for transfers in by_topic.values():
+            for packed in pack_transfers(transfers, self.settings.max_message_chars):
+                await slots.acquire()
+                task = asyncio.create_task(self._send(packed))
+                self._sending.add(task)
+                task.add_done_callback(self._sending.discard)
+
+    async def _send(self, packed: TraceTransfer) -> None:
+        records = _records(packed.data)
+        try:
+            sender = await self._started_sender()
+            msg = Message(self.trace_topic, packed.data.encode("utf-8"), keys=sorted(packed.keys))
+            await sender.send(msg, timeout_ms=self.settings.send_timeout_ms)
+        except asyncio.CancelledError:
+            self.stats.failed_messages += 1
+            self.stats.lost_records += records
+            raise
+        except Exception as exc:
+            self.stats.failed_messages += 1
+            self.stats.lost_records += records
+            self._log_sometimes(f"sending trace data to {self.trace_topic} failed ({exc!r})")
+        else:
+            self.stats.sent_messages += 1
+            self.stats.sent_records += records
+        finally:
+            assert self._slots is not None
+            self._slots.release()
+
+    async def _started_sender(self) -> TraceSender:
+        if self._sender is not None:
+            return self._sender
+        async with self._start_lock:
+            if self._sender is None:
+                sender = self._factory(self.sender_config, self.group)
+                await sender.start()
+                self._sender = sender
+            return self._sender
+
+    def _log_sometimes(self, what: str) -> None:
+        now = time.monotonic()
+        if now - self._last_log >= _LOG_EVERY_S:
+            self._last_log = now
+            logger.warning(
+                "%s (trace %s so far: %d contexts discarded, %d records lost)",
+                what,
+                self.group,
+                self.stats.discarded,
+                self.stats.lost_records,
+            )

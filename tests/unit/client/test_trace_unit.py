@@ -1,0 +1,350 @@
+"""Trace capture and dispatch without a broker: the hooks' records, the dispatcher's batching,
+bounds, drops and failure accounting, and the consume services' trace calls."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from ariane.client import ClientConfig, ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
+from ariane.client._trace_dispatch import AsyncTraceDispatcher, TraceSettings, trace_topic_name
+from ariane.client._trace_hooks import ConsumeTracer, SendTracer, consume_outcome
+from ariane.client.message import Message, MessageQueue, SendResult, SendStatus
+from ariane.common.clock import ManualClock
+from ariane.common.message import MessageExt
+from ariane.common.trace import (
+    ConsumeReturnType,
+    TraceBean,
+    TraceContext,
+    TraceMessageType,
+    TraceType,
+    decode_trace_data,
+)
+from ariane.errors import ConnectError, InvalidArgumentError
+
+CONFIG = ClientConfig(namesrv_addr="127.0.0.1:9876", instance_name="app")
+
+
+@dataclass
+class FakeSender:
+    """A trace producer that records what it is asked to send."""
+
+    config: ClientConfig
+    group: str
+    sent: list[Message] = field(default_factory=list)
+    fail: BaseException | None = None
+    gate: asyncio.Event | None = None
+    started: int = 0
+    closed: bool = False
+
+    async def start(self) -> None:
+        self.started += 1
+
+    async def close(self) -> None:
+        self.closed = True
+
+    async def send(self, msg: Message, *, timeout_ms: int | None = None) -> SendResult:
+        assert timeout_ms == 5000
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail is not None:
+            raise self.fail
+        self.sent.append(msg)
+        mq = MessageQueue(msg.topic, "trace-broker", 0)
+        return SendResult(SendStatus.SEND_OK, "id", "oid", mq, 0)
+
+
+class Factory:
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self.senders: list[FakeSender] = []
+
+    def __call__(self, config: ClientConfig, group: str) -> FakeSender:
+        sender = FakeSender(config, group, **self.kwargs)
+        self.senders.append(sender)
+        return sender
+
+
+def dispatcher(factory: Factory, **settings: Any) -> AsyncTraceDispatcher:
+    return AsyncTraceDispatcher(
+        trace_topic=None,
+        host_config=CONFIG,
+        host_group="pg",
+        kind="PRODUCE",
+        sender_factory=factory,
+        settings=TraceSettings(linger_ms=0, **settings),
+    )
+
+
+def pub(msg_id: str, topic: str = "T", keys: str = "null") -> TraceContext:
+    bean = TraceBean(topic=topic, msg_id=msg_id, tags="null", keys=keys, store_host="b:1")
+    return TraceContext(TraceType.Pub, timestamp_ms=1, region_id="R", group="pg", beans=(bean,))
+
+
+def test_records_are_batched_by_topic_with_their_keys() -> None:
+    async def go() -> None:
+        factory = Factory()
+        d = dispatcher(factory)
+        contexts = [pub("m1", keys="k1 k2"), pub("m2", topic="U"), pub("m3")]
+        for ctx in contexts:  # queued before start: sent once the worker runs
+            assert d.append(ctx)
+        await d.start()
+        assert await d.flush(5000)
+        (sender,) = factory.senders
+        assert sender.started == 1
+        assert sender.config.instance_name == "PID_CLIENT_INNER_TRACE_PRODUCER_127.0.0.1:9876"
+        assert sender.config.namesrv_addr == CONFIG.namesrv_addr
+        assert sender.group.startswith("_INNER_TRACE_PRODUCER-pg-PRODUCE-")
+        by_keys = {tuple(m.keys): decode_trace_data(m.body.decode()) for m in sender.sent}
+        assert by_keys == {
+            ("k1", "k2", "m1", "m3"): [contexts[0], contexts[2]],
+            ("m2",): [contexts[1]],
+        }
+        assert {m.topic for m in sender.sent} == {"RMQ_SYS_TRACE_TOPIC"}
+        assert (d.stats.appended, d.stats.sent_messages, d.stats.sent_records) == (3, 2, 3)
+        await d.close()
+        assert sender.closed
+        assert not d.append(pub("late"))
+        assert d.stats.discarded == 1
+
+    asyncio.run(go())
+
+
+def test_full_queue_drops_and_counts_without_blocking() -> None:
+    async def go() -> None:
+        factory = Factory(gate=asyncio.Event())
+        d = dispatcher(factory, queue_size=3, batch_size=1, max_in_flight=1)
+        await d.start()
+        accepted = [d.append(pub(f"m{i}")) for i in range(3)]
+        await asyncio.sleep(0)  # the worker takes one context and parks on the gate
+        accepted += [d.append(pub(f"n{i}")) for i in range(6)]
+        assert accepted.count(False) == d.stats.discarded
+        assert d.stats.discarded >= 4
+        assert d.queued <= 3
+        factory.kwargs["gate"].set()
+        assert await d.flush(5000)
+        assert d.stats.sent_records == d.stats.appended
+        await d.close()
+
+    asyncio.run(go())
+
+
+def test_failed_sends_are_counted_never_raised() -> None:
+    async def go() -> None:
+        factory = Factory(fail=ConnectError("connection refused"))
+        d = dispatcher(factory)
+        await d.start()
+        for i in range(5):
+            assert d.append(pub(f"m{i}"))
+        assert await d.flush(5000)
+        assert d.stats.failed_messages == 1
+        assert d.stats.lost_records == 5
+        assert d.stats.sent_records == 0
+        await d.close()
+
+    asyncio.run(go())
+
+
+def test_close_gives_up_on_a_hung_trace_broker() -> None:
+    async def go() -> None:
+        factory = Factory(gate=asyncio.Event())  # never opened
+        d = dispatcher(factory, flush_timeout_ms=20)
+        await d.start()
+        d.append(pub("m1"))
+        await asyncio.sleep(0)
+        await d.close()
+        assert d.stats.failed_messages == 1
+        assert d.stats.lost_records == 1
+
+    asyncio.run(go())
+
+
+def test_append_from_a_listener_thread_wakes_the_worker() -> None:
+    async def go() -> None:
+        factory = Factory()
+        d = dispatcher(factory)
+        await d.start()
+        thread = threading.Thread(target=lambda: d.append(pub("from-thread")))
+        thread.start()
+        thread.join()
+        assert await d.flush(5000)
+        assert [m.keys for m in factory.senders[0].sent] == [["from-thread"]]
+        await d.close()
+
+    asyncio.run(go())
+
+
+def test_bad_settings_and_topics_are_refused() -> None:
+    with pytest.raises(InvalidArgumentError):
+        TraceSettings(queue_size=0)
+    with pytest.raises(InvalidArgumentError):
+        trace_topic_name("bad topic")
+    assert trace_topic_name("  ") == "RMQ_SYS_TRACE_TOPIC"
+    assert trace_topic_name("MyTrace") == "MyTrace"
+
+
+# -- hooks ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Sink:
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
+    got: list[TraceContext] = field(default_factory=list)
+
+    def append(self, ctx: TraceContext) -> bool:
+        self.got.append(ctx)
+        return True
+
+
+def result(topic: str = "T", **kw: Any) -> SendResult:
+    mq = MessageQueue(topic, "broker-a", 1)
+    return SendResult(kw.pop("status", SendStatus.SEND_OK), "MID", "OFFID", mq, 5, **kw)
+
+
+def test_pub_record_of_a_send() -> None:
+    sink, clock = Sink(), ManualClock(1000)
+    tracer = SendTracer(sink, "pg", clock)  # type: ignore[arg-type]
+    msg = Message("T", b"hello", tags="TagA", keys=["k1", "k2"], delay_level=3)
+    clock.advance(9)
+    tracer.pub(msg, result(region_id="R1"), 1000, "10.0.0.1:10911", 5)
+    (ctx,) = sink.got
+    assert ctx == TraceContext(
+        TraceType.Pub,
+        timestamp_ms=1000,
+        region_id="R1",
+        group="pg",
+        cost_ms=9,
+        success=True,
+        beans=(
+            TraceBean(
+                topic="T",
+                msg_id="MID",
+                offset_msg_id="OFFID",
+                tags="TagA",
+                keys="k1 k2",
+                store_host="10.0.0.1:10911",
+                store_time_ms=1004,
+                body_length=5,
+                msg_type=TraceMessageType.Delay_Msg,
+            ),
+        ),
+    )
+    # stored-but-not-OK is a failed Pub; the broker's TRACE_ON=false and the trace topic
+    # itself are not traced
+    tracer.pub(msg, result(status=SendStatus.FLUSH_DISK_TIMEOUT), 1000, "h", 5)
+    assert sink.got[-1].success is False
+    tracer.pub(msg, result(trace_on=False), 1000, "h", 5)
+    tracer.pub(msg, result(topic="RMQ_SYS_TRACE_TOPIC"), 1000, "h", 5)
+    assert len(sink.got) == 2
+
+
+def test_pub_record_of_a_batch() -> None:
+    sink = Sink()
+    tracer = SendTracer(sink, "pg", ManualClock(50))  # type: ignore[arg-type]
+    batch = [Message("T", b"a", keys="x"), Message("T", b"b", keys=["y", "x"]), Message("T", b"c")]
+    tracer.pub(batch, result(), 50, "h:1", 99)
+    (ctx,) = sink.got
+    assert ctx.bean.tags == "null"
+    assert ctx.bean.keys == "x y"
+    assert ctx.bean.body_length == 99
+    assert ctx.bean.msg_type is TraceMessageType.Normal_Msg
+
+
+def test_end_transaction_record() -> None:
+    sink = Sink()
+    tracer = SendTracer(sink, "txg", ManualClock(7))  # type: ignore[arg-type]
+    tracer.end_transaction(
+        Message("T", b"x"),
+        msg_id="M",
+        transaction_id=None,
+        state="COMMIT_MESSAGE",
+        from_check=True,
+        store_host="h:1",
+        region_id=None,
+    )
+    (ctx,) = sink.got
+    assert (ctx.trace_type, ctx.timestamp_ms, ctx.region_id, ctx.group) == (
+        TraceType.EndTransaction,
+        7,
+        "DefaultRegion",
+        "txg",
+    )
+    b = ctx.bean
+    assert (b.topic, b.msg_id, b.tags, b.keys, b.transaction_id) == (
+        "T",
+        "M",
+        "null",
+        "null",
+        "null",
+    )
+    assert (b.transaction_state, b.from_transaction_check) == ("COMMIT_MESSAGE", True)
+    assert b.msg_type is TraceMessageType.Trans_msg_Commit
+
+
+def stored(msg_id: str, **props: str) -> MessageExt:
+    return MessageExt(
+        "T",
+        b"body",
+        properties={"UNIQ_KEY": msg_id, **props},
+        store_size=120,
+        reconsume_times=2,
+        store_timestamp_ms=77,
+    )
+
+
+def test_sub_before_and_after_share_a_request_id() -> None:
+    sink, clock = Sink(), ManualClock(1000)
+    tracer = ConsumeTracer(sink, "cg", clock)  # type: ignore[arg-type]
+    msgs = [
+        stored("A", KEYS="k", MSG_REGION="R9", TAGS="t"),
+        stored("B", TRACE_ON="false"),
+        stored("C"),
+    ]
+    before = tracer.before(msgs)
+    assert before is not None
+    clock.advance(30)
+    tracer.after(before, len(msgs), False, ConsumeReturnType.FAILED)
+    sub_before, sub_after = sink.got
+    assert sub_before.trace_type is TraceType.SubBefore
+    assert [b.msg_id for b in sub_before.beans] == ["A", "C"]  # B: the broker said no trace
+    assert sub_before.beans[0] == TraceBean(
+        topic="T", msg_id="A", tags="t", keys="k", store_time_ms=77, body_length=120, retry_times=2
+    )
+    assert (sub_before.region_id, sub_before.group, sub_before.timestamp_ms) == ("R9", "cg", 1000)
+    assert sub_after.request_id == sub_before.request_id != ""
+    assert (sub_after.cost_ms, sub_after.success, sub_after.context_code) == (10, False, 4)
+    assert sub_after.timestamp_ms == 1030
+    assert sub_after.beans == sub_before.beans
+    # nothing traceable: no record, nothing to finish
+    assert tracer.before([stored("B", TRACE_ON="false")]) is None
+    assert len(sink.got) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "raised", "elapsed", "expected"),
+    [
+        (ConsumeConcurrentlyStatus.CONSUME_SUCCESS, False, 5, (True, ConsumeReturnType.SUCCESS)),
+        (ConsumeConcurrentlyStatus.RECONSUME_LATER, False, 5, (False, ConsumeReturnType.FAILED)),
+        (None, True, 5, (False, ConsumeReturnType.EXCEPTION)),
+        (None, False, 5, (False, ConsumeReturnType.RETURNNULL)),
+        (ConsumeConcurrentlyStatus.CONSUME_SUCCESS, False, 100, (True, ConsumeReturnType.TIME_OUT)),
+        (ConsumeOrderlyStatus.SUCCESS, False, 5, (True, ConsumeReturnType.SUCCESS)),
+        (ConsumeOrderlyStatus.COMMIT, False, 5, (True, ConsumeReturnType.SUCCESS)),
+        (ConsumeOrderlyStatus.ROLLBACK, False, 5, (False, ConsumeReturnType.SUCCESS)),
+        (
+            ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+            False,
+            5,
+            (False, ConsumeReturnType.FAILED),
+        ),
+        ("something else", False, 5, (False, ConsumeReturnType.FAILED)),
+    ],
+)
+def test_consume_outcomes(
+    status: Any, raised: bool, elapsed: int, expected: tuple[bool, ConsumeReturnType]
+) -> None:
+    assert consume_outcome(status, raised, elapsed, 100) == expected
