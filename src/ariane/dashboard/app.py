@@ -41,7 +41,7 @@ from ariane.dashboard.forms import fmt_time
 from ariane.dashboard.security import SessionSigner, UserStore
 from ariane.dashboard.web import login_routes
 
-__all__ = ["Dashboard", "create_app"]
+__all__ = ["DashboardApp", "create_app"]
 
 logger = logging.getLogger(__name__)
 _PRODUCER_GROUP = "ariane_dashboard_producer"
@@ -81,7 +81,7 @@ def _env() -> Environment:
     return env
 
 
-class Dashboard:
+class DashboardApp:
     """Everything the pages share: settings, the admin client, cached lists, the sampler.
 
     Args:
@@ -179,7 +179,7 @@ def create_app(config: DashboardConfig, admin: Admin | None = None) -> Starlette
         config: the settings.
         admin: an admin client to use (already started); default: one of its own.
     """
-    dash = Dashboard(config, admin)
+    dash = DashboardApp(config, admin)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

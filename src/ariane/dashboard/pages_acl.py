@@ -24,7 +24,7 @@ from ariane.dashboard.web import (
 from ariane.errors import ArianeError
 
 if TYPE_CHECKING:
-    from ariane.dashboard.app import Dashboard
+    from ariane.dashboard.context import Dashboard
 
 __all__ = ["routes"]
 

@@ -13,7 +13,7 @@ from ariane.dashboard.data import Snapshot
 from ariane.dashboard.web import Page, PageError, page_routes
 
 if TYPE_CHECKING:
-    from ariane.dashboard.app import Dashboard
+    from ariane.dashboard.context import Dashboard
 
 __all__ = ["routes"]
 

@@ -29,7 +29,7 @@ from ariane.dashboard.web import (
 from ariane.remoting.protocol.fastjson import jsonable
 
 if TYPE_CHECKING:
-    from ariane.dashboard.app import Dashboard
+    from ariane.dashboard.context import Dashboard
 
 __all__ = ["routes"]
 

@@ -36,7 +36,7 @@ from ariane.errors import InvalidArgumentError
 from ariane.remoting.protocol.fastjson import jsonable
 
 if TYPE_CHECKING:
-    from ariane.dashboard.app import Dashboard
+    from ariane.dashboard.context import Dashboard
 
 __all__ = ["routes"]
 

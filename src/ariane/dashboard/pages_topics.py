@@ -30,7 +30,7 @@ from ariane.dashboard.web import (
 from ariane.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from ariane.dashboard.app import Dashboard
+    from ariane.dashboard.context import Dashboard
 
 __all__ = ["group_param", "route_appears", "routes", "topic_param"]
 

@@ -44,7 +44,7 @@ from ariane.dashboard.security import (
 from ariane.errors import ArianeError, InvalidArgumentError, RequestTimeoutError
 
 if TYPE_CHECKING:
-    from ariane.dashboard.app import Dashboard
+    from ariane.dashboard.context import Dashboard
 
 __all__ = ["Done", "Page", "PageError", "action_routes", "page_routes", "safe_next"]
 

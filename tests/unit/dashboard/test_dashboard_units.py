@@ -242,3 +242,22 @@ def test_summary_decoders_refuse_junk() -> None:
         TopicSummaryTable.decode(b"[1, 2]")
     with pytest.raises(RemoteProtocolError):
         TopicSummaryTable.decode(b'{"table":{"T":{"messageCount":"x"}}}trailing')
+
+
+def test_the_dashboard_uses_the_sdk_only() -> None:
+    """design.md: ``dashboard`` is an application of ``client``; it imports no server."""
+    import ast
+
+    import ariane.dashboard
+
+    root = Path(ariane.dashboard.__file__).parent
+    imported: set[str] = set()
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+    servers = ("ariane.broker", "ariane.namesrv", "ariane.store", "ariane.admin", "ariane.proxy")
+    assert sorted(m for m in imported if m.startswith(servers)) == []
+    assert "ariane.client" in imported
