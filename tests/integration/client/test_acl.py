@@ -335,9 +335,7 @@ def test_mqadmin_acl_commands_with_flags_and_tools_yml(
     )
     assert code == 1
     assert "no ACL file defines accessKey 'cliaccount'" in err
-    code, out, err = _mqadmin(
-        None, "getAclConfig", "-b", cluster.broker_addr(), "--ak", "x", *ns
-    )
+    code, out, err = _mqadmin(None, "getAclConfig", "-b", cluster.broker_addr(), "--ak", "x", *ns)
     assert code == 2
     assert "give both --ak and --sk" in err
     # a plain account is refused the admin requests
