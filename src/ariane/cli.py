@@ -54,6 +54,8 @@ COMMANDS: dict[str, str] = {
     "cluster": "ariane.cluster:cluster",
     "admin": "ariane.admin.cli:admin",
     "pipeline": "ariane.spark.cli:pipeline",
+    # the web dashboard (issue 17)
+    "dashboard": "ariane.dashboard.cli:dashboard",
 }
 
 

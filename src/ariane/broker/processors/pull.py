@@ -35,7 +35,7 @@ from ariane.common.sysflag import (
     PULL_SUBSCRIPTION,
     PULL_SUSPEND,
 )
-from ariane.common.topics import RETRY_PREFIX
+from ariane.common.topics import DLQ_PREFIX, RETRY_PREFIX
 from ariane.errors import InvalidArgumentError
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
@@ -201,7 +201,7 @@ class PullMessageProcessor:
             return error(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
             )
-        if not tc.perm & PERM_READ:
+        if not tc.perm & PERM_READ and not _admin_reads_dlq(header.consumer_group, topic):
             return error(
                 ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
             )
@@ -293,3 +293,14 @@ class PullMessageProcessor:
             max_offset=self.store.get_max_offset_in_queue(topic, queue_id),
         ).to_ext_fields()
         return RemotingCommand.response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", ext)
+
+
+#: The group admin tools pull with (``MixAll.TOOLS_CONSUMER_GROUP``).
+_TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+
+
+def _admin_reads_dlq(group: str, topic: str) -> bool:
+    """A DLQ topic is write-only, so no consumer group takes its messages again; admin tools
+    (the dashboard's DLQ page, ``printMsg``) may still read it with ``TOOLS_CONSUMER``, which
+    commits nothing (issue 17)."""
+    return group == _TOOLS_CONSUMER_GROUP and topic.startswith(DLQ_PREFIX)
