@@ -6,7 +6,7 @@ BrokerConfig/MessageStoreConfig/NettyServerConfig property names), the environme
 UPDATE_BROKER_CONFIG (``<storePathRootDir>/config/broker.properties``), then the command-line
 flags. A bad value prints one line naming the key and exits with status 2; a busy port or an
 unusable store exits with status 1. Once the broker accepts connections and has registered
-with its NameServers it prints ``ready broker=HOST:PORT``. SIGTERM and SIGINT stop it
+with its NameServers it prints ``ready broker=HOST:PORT ha=HOST:HAPORT`` (the replication port). SIGTERM and SIGINT stop it
 gracefully (unregister, finish requests, flush, remove the abort file) with exit status 0.
 """
 
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ariane.broker.config import LoadedConfig, load_properties
+from ariane.broker.runtime_config import safe_overrides
 from ariane.common.javaprops import parse_properties
 from ariane.common.process import (
     configure_logging,
@@ -80,8 +81,14 @@ def load_config(
     root = root or StoreConfig().store_path_root_dir
     from ariane.broker.controller import OVERRIDES_FILE
 
-    overrides = _read_properties(os.path.join(root, "config", OVERRIDES_FILE), "overrides")
-    overrides.pop("storePathRootDir", None)
+    overrides_path = os.path.join(root, "config", OVERRIDES_FILE)
+    overrides, dropped = safe_overrides(_read_properties(overrides_path, "overrides"))
+    if dropped:
+        # written by a version that stored any key from the wire: never let them reach the
+        # store (a changed file size would set every CommitLog file aside)
+        logger.warning(
+            "ignoring %s in %s: only broker.conf may set them", ", ".join(dropped), overrides_path
+        )
     merged = {**props, **overrides, **flags}
     return load_properties(merged)
 
@@ -126,7 +133,8 @@ async def _serve(loaded: LoadedConfig) -> int:
     metrics = controller.metrics_server
     suffix = f" metrics={metrics.address}" if metrics is not None else ""
     suffix += "".join(f" {service.ready_field}" for service in services)
-    click.echo(f"ready broker={controller.broker_addr}{suffix}")
+    ha = controller.replication.ha_server_addr(controller.broker_addr)
+    click.echo(f"ready broker={controller.broker_addr} ha={ha}{suffix}")
     sys.stdout.flush()
     await stop.wait()
     logger.info("shutdown signal received")

@@ -190,8 +190,15 @@ class TimerFeature:
             self.wheel.load()
 
     def start(self) -> None:
-        """Start the wheel's thread."""
+        """Start the wheel's thread (a master's; files opened again after a role change).
+
+        Raises:
+            CorruptionError: a timer file has a wrong size.
+            OSError: a file cannot be opened.
+        """
         if self.enabled:
+            if not self.wheel.loaded:
+                self.wheel.load()
             self.wheel.start()
 
     def shutdown(self) -> None:

@@ -29,6 +29,7 @@ from ariane.common.sysflag import (
 from ariane.common.topics import AUTO_CREATE_TOPIC, DLQ_PREFIX, RETRY_PREFIX
 from ariane.proxy.convert import (
     OutgoingMessage,
+    expression_type,
     make_transaction_id,
     outgoing,
     parse_transaction_id,
@@ -219,7 +220,7 @@ class ProducerService:
                 SubscriptionData.build(
                     validate_topic(entry.topic),
                     entry.expression.expression or "*",
-                    "SQL92" if entry.expression.type == pb.SQL else "TAG",
+                    expression_type(entry.expression),
                     self.core.now_ms(),
                 )
                 for entry in sub.subscriptions

@@ -207,6 +207,11 @@ class TimerMessageStore(ServiceThread):
                 return msg.queue_offset + 1
         return 0
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the files are open (``load`` done, ``shutdown`` not yet)."""
+        return self._loaded
+
     def run_once(self) -> None:
         self.run_pass()
         self._flush_if_due()
@@ -222,6 +227,7 @@ class TimerMessageStore(ServiceThread):
         """Stop the thread (if started), flush and close the files."""
         if self._thread is not None:
             self.stop()
+            self._thread = None
         elif self._loaded:
             self.flush()
         with self._lock:
