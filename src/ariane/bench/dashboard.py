@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from ariane.bench._child import stop_child
 from ariane.client import Admin, Message, Producer
 from ariane.remoting.protocol.admin_bodies import SubscriptionGroupConfig
 from ariane.remoting.protocol.bodies import TopicConfig
@@ -142,14 +143,7 @@ def _standalone() -> Iterator[dict[str, str]]:
             raise click.ClickException("the standalone cluster with its dashboard did not start")
         yield ready
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_child(proc)
         tmp.cleanup()
 
 
