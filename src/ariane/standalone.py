@@ -225,8 +225,8 @@ def _tail(path: Path, n: int) -> list[str]:
         return []
 
 
-def _fail(reason: str, child: _Child | None) -> None:
-    click.echo(f"ariane standalone: {reason}", err=True)
+def _fail(reason: str, child: _Child | None, prog: str = "ariane standalone") -> None:
+    click.echo(f"{prog}: {reason}", err=True)
     if child is not None:
         child.log.flush()
         lines = _tail(child.log_path, 5) or list(child.tail)[-5:]
