@@ -36,6 +36,7 @@ from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
+from ariane.broker.message_type import MessageTypeInterceptor
 from ariane.broker.metrics_hook import BrokerRpcMetrics
 from ariane.broker.pop import PopConsumption
 from ariane.broker.processors.acl import AclAdminProcessor
@@ -387,6 +388,7 @@ class BrokerController:
     def _register_processors(self) -> None:
         self.send_processor = SendMessageProcessor(self)
         self.send_processor.rewriters.append(self.timer.hook)
+        self.send_processor.interceptors.append(MessageTypeInterceptor(self))
         for processor in (
             self.send_processor,
             self.pull_processor,

@@ -9,19 +9,24 @@ import asyncio
 import random
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from ariane.admin.cli import admin
 from ariane.client import (
     Admin,
     Message,
     MessageExt,
+    Producer,
     PushConsumer,
     SimpleConsumer,
     SyncSimpleConsumer,
 )
+from ariane.common.hashing import consistent_hash, java_string_hash
 from ariane.errors import InvalidArgumentError
-from tests.integration.client.conftest import run
+from tests.integration.client.conftest import run, wait_for_route
 from tests.integration.client.consumer_support import (
     Collector,
     create_topic,
@@ -166,6 +171,52 @@ def test_fifo_group_delivers_a_queue_in_order(scluster: Cluster) -> None:
                 await c.ack(m)
             rest = await receive_until(c, 2)
             assert [m.body for m in rest] == [b"4", b"5"]
+
+    run(go())
+
+
+def test_fifo_topic_from_mqadmin_and_message_groups(scluster: Cluster) -> None:
+    runner = CliRunner()
+
+    def mqadmin(*args: str) -> Any:
+        argv = [*args, "-n", scluster.namesrv_addr]
+        return runner.invoke(admin, argv, prog_name="mqadmin", catch_exceptions=False)
+
+    base = ("updateTopic", "-t", "SimpleGroups", "-c", "DefaultCluster", "-r", "4", "-w", "4")
+    mixed = mqadmin(*base, "-a", "+message.type=MIXED")
+    assert mixed.exit_code != 0
+    assert "MIXED message type is not supported" in mixed.stderr
+    assert len(mixed.stderr.strip().splitlines()) == 1
+    done = mqadmin(*base, "-a", "+message.type=FIFO")
+    assert done.exit_code == 0, done.stderr
+
+    async def go() -> None:
+        async with Admin(namesrv_addr=scluster.namesrv_addr) as adm:
+            tc = await adm.topic_config("SimpleGroups", scluster.broker_addr())
+            assert tc.attributes == {"message.type": "FIFO"}
+            await wait_for_route(adm, "SimpleGroups")
+        groups = [f"g{g}" for g in range(5)]
+        async with Producer("groups_producer", namesrv_addr=scluster.namesrv_addr) as producer:
+            for i in range(40):
+                msg = Message("SimpleGroups", b"%d" % i, message_group=groups[i % 5])
+                result = await producer.send(msg)
+                # one queue per group, the one RocketMQ 5's proxy picks
+                assert result.message_queue.queue_id == consistent_hash(
+                    java_string_hash(groups[i % 5]), 4
+                )
+        async with consumer(scluster, "cg_simple_groups", "SimpleGroups", fifo=True) as c:
+            got: list[MessageExt] = []
+            deadline = time.monotonic() + 30
+            while len(got) < 40:
+                assert time.monotonic() < deadline
+                batch = await c.receive(8)
+                for m in batch:
+                    await c.ack(m)
+                got += batch
+        for g in groups:  # every group in send order
+            bodies = [int(m.body) for m in got if m.properties["__SHARDINGKEY"] == g]
+            assert bodies == sorted(bodies)
+            assert len(bodies) == 8
 
     run(go())
 
