@@ -26,7 +26,7 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import TopicRouteData
 from tests.support.cluster import Cluster
-from tests.support.processes import wait_until
+from tests.support.polling import wait_until
 from tests.support.rpc import pull, pull_request, request, send_message
 
 pytestmark = pytest.mark.integration

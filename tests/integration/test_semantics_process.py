@@ -27,7 +27,8 @@ from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from tests.support.cluster import Cluster
-from tests.support.processes import ariane_command, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import ariane_command
 from tests.support.rpc import pull, request, send_message
 from tests.support.tx_producer import FakeTransactionProducer
 

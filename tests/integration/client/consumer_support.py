@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pytest
 
 from ariane.client import (
     Admin,
@@ -53,15 +49,6 @@ async def send_all(cluster: Cluster, msgs: list[Message], group: str = "ptest") 
     async with Producer(group, namesrv_addr=cluster.namesrv_addr) as producer:
         results = await asyncio.gather(*(producer.send(m) for m in msgs))
     return [r.msg_id for r in results]
-
-
-async def wait_until(cond: Callable[[], bool], timeout_s: float = 30.0, what: str = "") -> None:
-    """Wait until ``cond()`` holds; fail the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.05)
 
 
 @dataclass

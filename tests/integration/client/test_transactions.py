@@ -30,9 +30,10 @@ from ariane.client import (
 )
 from ariane.client.errors import SendError
 from ariane.remoting.protocol.codes import ResponseCode
-from tests.integration.client.conftest import eventually, run, wait_for_route
+from tests.integration.client.conftest import run, wait_for_route
 from tests.support import rpc
 from tests.support.cluster import Cluster
+from tests.support.polling import await_for
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +85,7 @@ async def _visible(admin: Admin, topic: str, key: str) -> list[MessageExt]:
         except Exception:
             return []
 
-    return await eventually(probe, bool, timeout_s=30)
+    return await await_for(probe, bool, timeout_s=30)
 
 
 def test_commit_makes_the_message_visible(tx_cluster: Cluster) -> None:
@@ -191,7 +192,7 @@ def test_unknown_then_rolled_back_by_the_checker_stays_invisible(tx_cluster: Clu
             await producer.send_in_transaction(
                 Message("TxUnknownRb", b"no", keys="tx-unknown-rb"), lambda m, a: UNKNOW
             )
-            assert await eventually(lambda: asyncio.to_thread(called.wait, 0.2), bool, timeout_s=30)
+            assert await await_for(lambda: asyncio.to_thread(called.wait, 0.2), bool, timeout_s=30)
             await asyncio.sleep(2)
             await wait_for_route(admin, "TxUnknownRb")
             assert await admin.query_message("TxUnknownRb", "tx-unknown-rb") == []
