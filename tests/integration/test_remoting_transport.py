@@ -158,7 +158,7 @@ def test_errors_become_responses_and_the_connection_survives() -> None:
     run(main())
 
 
-def test_header_errors_are_answered_with_system_error() -> None:
+def test_header_errors_are_answered_with_invalid_parameter() -> None:
     async def main() -> None:
         fx = await started()
 
@@ -174,7 +174,7 @@ def test_header_errors_are_answered_with_system_error() -> None:
             r = await client.invoke(
                 fx.addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC), 3000
             )
-            assert r.code == ResponseCode.SYSTEM_ERROR
+            assert r.code == ResponseCode.INVALID_PARAMETER
             assert r.remark == "GetRouteInfoRequestHeader: the custom field topic is missing"
         finally:
             await client.close()
