@@ -110,7 +110,7 @@ DECODERS: list[tuple[str, Callable[[bytes], object], bytes]] = [
         "RegisterBrokerBody(zlib raw)",
         lambda b: bodies.RegisterBrokerBody.decode(zlib.compress(b), True, 0),
         b"",
-    ),  # fmt: skip
+    ),
     ("decode_batch", decode_batch, b""),
 ]
 #: What the decoders may raise for bad input (their documented errors).
