@@ -16,6 +16,7 @@ from ariane.client import (
     Producer,
 )
 from tests.integration.client.conftest import wait_for_route
+from tests.support import rpc
 from tests.support.cluster import Cluster
 
 #: Brokers for consumer tests: SQL92 on, every delay level 1 s (retries come back quickly).
@@ -72,3 +73,10 @@ def fresh_dir(tmp_path: Path, name: str) -> Path:
     path = tmp_path / name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def committed(cluster: Cluster, group: str, topic: str, queues: int, total: int) -> bool:
+    """``group`` has committed offsets summing to ``total`` over ``queues`` queues at the
+    broker (blocking: call it in a thread)."""
+    addr = cluster.broker_addr()
+    return sum(max(0, rpc.committed_offset(addr, group, topic, q)) for q in range(queues)) >= total

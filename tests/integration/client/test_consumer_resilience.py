@@ -18,6 +18,7 @@ from ariane.client import (
 from tests.integration.client.conftest import run
 from tests.integration.client.consumer_support import (
     Collector,
+    committed,
     create_topic,
     fast_config,
     send_all,
@@ -44,7 +45,12 @@ def test_consumer_rides_through_a_broker_crash(fresh_cluster: Cluster) -> None:
         async with consumer:
             before = set(await send_all(fresh_cluster, [Message("CrashTopic", b"a")] * 10))
             await await_until(lambda: got.ids() >= before, what="before the crash")
-            await asyncio.sleep(0.5)  # offsets committed (every 200 ms here)
+            await await_until(
+                lambda: asyncio.to_thread(
+                    committed, fresh_cluster, "cg_crash", "CrashTopic", 2, 10
+                ),
+                what="offsets committed at the broker",
+            )
             await asyncio.to_thread(fresh_cluster.restart_broker, "broker-a", crash=True)
             after = set(await send_all(fresh_cluster, [Message("CrashTopic", b"b")] * 10))
             await await_until(lambda: got.ids() >= after, timeout_s=60, what="after the restart")

@@ -27,6 +27,7 @@ from tests.integration.client.conftest import run
 from tests.integration.client.consumer_support import (
     CONSUMER_BROKER_CONF,
     Collector,
+    committed,
     create_topic,
     fast_config,
     send_all,
@@ -298,7 +299,10 @@ def test_reset_offset_by_time_reaches_a_running_consumer(ccluster: Cluster) -> N
         async with consumer, Admin(namesrv_addr=ccluster.namesrv_addr) as admin:
             ids = await send_all(ccluster, [Message("PushReset", b"r%d" % i) for i in range(10)])
             await await_until(lambda: got.ids() >= set(ids), what="first pass")
-            await asyncio.sleep(0.5)  # let offsets reach the broker
+            await await_until(
+                lambda: asyncio.to_thread(committed, ccluster, "cg_reset", "PushReset", 2, 10),
+                what="offsets committed at the broker",
+            )
             count = len(got.got)
             table = await admin.reset_offset_by_time("cg_reset", "PushReset", 0)
             assert sum(table.values()) == 0

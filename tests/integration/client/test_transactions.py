@@ -17,7 +17,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from ariane.broker.transaction import TRANS_SYS_GROUP
 from ariane.client import (
     Admin,
     LocalTransactionState,
@@ -27,8 +26,6 @@ from ariane.client import (
     SyncTransactionProducer,
     TransactionProducer,
 )
-from ariane.common.topics import TRANS_HALF_TOPIC
-from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from tests.integration.client.conftest import run, wait_for_route
 from tests.support import rpc
 from tests.support.cluster import Cluster
@@ -55,21 +52,9 @@ def tx_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.stop()
 
 
-def _half_queue_done(broker_addr: str) -> bool:
-    """The transaction check has moved past every half message stored so far."""
-    top = rpc.request(
-        broker_addr, RequestCode.GET_MAX_OFFSET, {"topic": TRANS_HALF_TOPIC, "queueId": "0"}
-    )
-    query = {"consumerGroup": TRANS_SYS_GROUP, "topic": TRANS_HALF_TOPIC, "queueId": "0"}
-    done = rpc.request(broker_addr, RequestCode.QUERY_CONSUMER_OFFSET, query)
-    if done.code != ResponseCode.SUCCESS:
-        return False
-    return int(done.ext_fields["offset"]) >= int(top.ext_fields["offset"])
-
-
 async def _checks_settled(cluster: Cluster) -> None:
     await await_until(
-        lambda: asyncio.to_thread(_half_queue_done, cluster.broker_addr()),
+        lambda: asyncio.to_thread(rpc.transaction_checks_settled, cluster.broker_addr()),
         timeout_s=30,
         what="the transaction check to pass every half message",
     )
