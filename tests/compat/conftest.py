@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -167,13 +168,17 @@ class CppClient:
 class ScriptClient:
     """Runs scripts of a client in its own environment (a venv's Python, Node.js...)."""
 
-    def __init__(self, argv: Sequence[str], scripts: Path, home: Path) -> None:
+    def __init__(
+        self, argv: Sequence[str], scripts: Path, home: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.argv = list(argv)
         self.scripts = scripts
         self.home = home
+        self.env = dict(env or {})
 
     def spawn(self, script: str, args: Sequence[str]) -> ScriptRun:
         env = dict(os.environ)
+        env.update(self.env)
         env["HOME"] = str(self.home)
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("PYTHONPATH", None)
@@ -205,6 +210,50 @@ def rmq5(rmq5_python: Path, tmp_path: Path) -> ScriptClient:
     return ScriptClient([str(rmq5_python)], Path(__file__).parent / "rmq5_scripts", home)
 
 
+NODE_CLIENT = "rocketmq-client-nodejs@1.0.8"
+
+
+@pytest.fixture(scope="session")
+def node_modules() -> Path:
+    """``node_modules`` with npm ``rocketmq-client-nodejs`` 1.0.8, for the machine's Node.js
+    (built once per machine under ``.compat-venvs``; skipped if npm cannot install it)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("Node.js and npm are needed for the rocketmq-client-nodejs tests")
+    folder = VENVS / "node-rocketmq-client-nodejs-1.0.8"
+    ok = folder / ".ok"
+    VENVS.mkdir(exist_ok=True)
+    with open(VENVS / "node-rocketmq-client-nodejs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ok.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            (folder / "package.json").write_text('{"private": true}\n')
+            try:
+                for command in (
+                    [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", NODE_CLIENT],
+                    [node, "-e", "require('rocketmq-client-nodejs')"],
+                ):
+                    subprocess.run(
+                        command, check=True, capture_output=True, timeout=600, cwd=folder
+                    )
+            except (subprocess.SubprocessError, OSError) as exc:
+                pytest.skip(f"cannot install {NODE_CLIENT} from npm: {exc}")
+            ok.touch()
+    return folder / "node_modules"
+
+
+@pytest.fixture
+def nodejs(node_modules: Path, tmp_path: Path) -> ScriptClient:
+    """The Node.js client's scripts (``tests/compat/node_scripts``)."""
+    home = tmp_path / "node-home"
+    home.mkdir()
+    node = shutil.which("node")
+    assert node is not None
+    scripts = Path(__file__).parent / "node_scripts"
+    return ScriptClient([node], scripts, home, {"NODE_PATH": str(node_modules)})
+
+
 @pytest.fixture
 def cpp(cpp_client_python: Path, tmp_path: Path) -> CppClient:
     home = tmp_path / "cpp-home"
@@ -217,5 +266,16 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(tmp_path / "cluster")
     try:
         yield c.start()
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def grpc_cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A NameServer and a broker serving gRPC on a free port (``ready["grpc"]``), with quick
+    transaction checks."""
+    c = Cluster(tmp_path / "cluster")
+    try:
+        yield c.start(grpcServerPort=0, transactionTimeOut=500, transactionCheckInterval=500)
     finally:
         c.stop()

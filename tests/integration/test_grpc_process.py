@@ -3,7 +3,9 @@ gRPC protocol on a real port: plaintext and TLS, with bad input answered by a st
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import grpc
@@ -83,3 +85,17 @@ def test_tls(tmp_path: Path) -> None:
             assert _route(channel).status.code == pb.OK
         with grpc.insecure_channel(addr) as plain, pytest.raises(grpc.RpcError):
             _route(plain)
+
+
+def test_bench_grpc_runs_both_protocols_on_one_broker() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "ariane", "bench", "grpc", "-n", "300", "-c", "8", "--json"],
+        capture_output=True, text=True, timeout=240, check=True,
+    )  # fmt: skip
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    phases = {row["phase"]: row for row in result["phases"]}
+    for name in ("produce remoting", "produce gRPC", "consume remoting PULL",
+                 "consume gRPC PullMessage"):  # fmt: skip
+        assert phases[name]["msgs"] == 300, phases[name]
+        assert phases[name]["failed"] == 0
+        assert phases[name]["msgs_per_s"] > 0

@@ -18,8 +18,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = [
     "ACCESS_KEY",
@@ -27,6 +29,7 @@ __all__ = [
     "SIGNATURE",
     "SessionCredentials",
     "canonical_content",
+    "request_signer",
     "sign",
     "sign_fields",
 ]
@@ -87,3 +90,12 @@ def sign_fields(
         ext_fields[SECURITY_TOKEN] = credentials.security_token
     ext_fields.pop(SIGNATURE, None)
     ext_fields[SIGNATURE] = sign(canonical_content(ext_fields, body), credentials.secret_key)
+
+
+def request_signer(credentials: SessionCredentials) -> Callable[[RemotingCommand], None]:
+    """A ``RemotingClient`` signer that signs every request with ``credentials``."""
+
+    def signer(request: RemotingCommand) -> None:
+        sign_fields(request.ext_fields, request.body, credentials)
+
+    return signer

@@ -17,6 +17,7 @@ BENCHMARKS: dict[str, str] = {
     "producer": "ariane.bench.producer:producer_bench",
     "consumer": "ariane.bench.consumer:consumer_bench",
     "spark": "ariane.bench.spark:spark_bench",
+    "grpc": "ariane.bench.grpc:grpc_bench",
 }
 
 

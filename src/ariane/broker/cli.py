@@ -74,6 +74,8 @@ def load_config(
     props = _read_properties(config_file, "config") if config_file else {}
     if "namesrvAddr" not in props and env.get("NAMESRV_ADDR"):
         props["namesrvAddr"] = env["NAMESRV_ADDR"]
+    if "rocketmqHome" not in props and env.get("ROCKETMQ_HOME"):
+        props["rocketmqHome"] = env["ROCKETMQ_HOME"]
     root = flags.get("storePathRootDir") or props.get("storePathRootDir")
     root = root or StoreConfig().store_path_root_dir
     from ariane.broker.controller import OVERRIDES_FILE

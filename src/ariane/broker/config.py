@@ -114,6 +114,15 @@ class BrokerConfig:
         rebalance_lock_max_live_time_ms: ``rebalanceLockMaxLiveTime`` (RocketMQ's system
             property ``rocketmq.broker.rebalance.lockMaxLiveTime``): a queue lock not
             refreshed for this long may be taken over.
+        acl_enable: ``aclEnable``: check every request against the ACL files.
+        rocketmq_home: ``rocketmqHome`` (default: the ``ROCKETMQ_HOME`` environment variable,
+            set by the launcher): the ACL files are ``{rocketmqHome}/conf/plain_acl.yml`` and
+            ``{rocketmqHome}/conf/acl/**/*.yml``.
+        acl_watch_interval_ms: ``aclWatchIntervalMs`` (Ariane's): how often the ACL files are
+            checked for changes.
+        access_key: ``accessKey`` (Ariane's): the account the broker signs its requests to the
+            NameServers with (registrations), when their ACL is on.
+        secret_key: ``secretKey``: that account's secret (never shown by GET_BROKER_CONFIG).
         grpc_server_port: ``grpcServerPort``: serve the 5.x gRPC protocol on this port (-1,
             Ariane's default, is off; 0 picks a free port; RocketMQ's proxy uses 8081).
         grpc_tls_cert_path / grpc_tls_key_path: ``grpcTlsCertPath``/``grpcTlsKeyPath``: PEM
@@ -173,6 +182,12 @@ class BrokerConfig:
     transaction_check_interval_ms: int = _prop("transactionCheckInterval", 30_000)
     transaction_check_max: int = _prop("transactionCheckMax", 15)
     rebalance_lock_max_live_time_ms: int = _prop("rebalanceLockMaxLiveTime", 60_000)
+    # -- ACL (issue 11) --
+    acl_enable: bool = _prop("aclEnable", False)
+    rocketmq_home: str = _prop("rocketmqHome", "")
+    acl_watch_interval_ms: int = _prop("aclWatchIntervalMs", 500)
+    access_key: str = _prop("accessKey", "")
+    secret_key: str = _prop("secretKey", "")
     # -- the gRPC 5.x protocol (ariane.proxy, issue 16): -1 = off, 0 = a free port ---------------
     grpc_server_port: int = _prop("grpcServerPort", -1)
     grpc_tls_cert_path: str = _prop("grpcTlsCertPath", "")
@@ -217,8 +232,12 @@ class BrokerConfig:
         return frozenset(fixed | {k.strip() for k in self.config_black_list.split(";") if k})
 
     def to_properties(self) -> dict[str, str]:
-        """The config as RocketMQ properties."""
-        return config_to_properties(self)
+        """The config as RocketMQ properties (``secretKey`` masked: this is what
+        GET_BROKER_CONFIG shows)."""
+        props = config_to_properties(self)
+        if props.get("secretKey"):
+            props["secretKey"] = "******"
+        return props
 
 
 def _check(c: BrokerConfig) -> None:
@@ -249,11 +268,14 @@ def _check(c: BrokerConfig) -> None:
         ),
         ("metricsOtelCardinalityLimit", c.metrics_cardinality_limit >= 1, "must be >= 1"),
         ("maxStatsKeys", c.max_stats_keys >= 1, "must be >= 1"),
+        ("aclWatchIntervalMs", 10 <= c.acl_watch_interval_ms <= 60_000, "must be 10..60000"),
         ("grpcServerPort", -1 <= c.grpc_server_port <= 65535, "must be -1 (off) or 0..65535"),
     ]
     for key, ok, problem in rules:
         if not ok:
             raise ConfigError(key, f"{problem}, got {getattr(c, _field_of(key))!r}")
+    if bool(c.secret_key) != bool(c.access_key):
+        raise ConfigError("accessKey", "accessKey and secretKey must be set together")
     for key, value in (("brokerName", c.broker_name), ("brokerClusterName", c.broker_cluster_name)):
         try:
             validate_topic(value)
@@ -343,7 +365,7 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
 IGNORED_PROPERTIES = frozenset(
     {
         "brokerRole", "brokerIP2", "haListenPort", "haMasterAddress", "haSendHeartbeatInterval",
-        "haHousekeepingInterval", "haTransferBatchSize", "rocketmqHome", "brokerConfigPath",
+        "haHousekeepingInterval", "haTransferBatchSize", "brokerConfigPath",
         "sendMessageThreadPoolNums", "putMessageFutureThreadPoolNums", "pullMessageThreadPoolNums",
         "litePullMessageThreadPoolNums", "ackMessageThreadPoolNums", "queryMessageThreadPoolNums",
         "adminBrokerThreadPoolNums", "clientManageThreadPoolNums", "consumerManageThreadPoolNums",
@@ -360,7 +382,7 @@ IGNORED_PROPERTIES = frozenset(
         "fetchNameSrvAddrByDnsLookup", "sendHeartbeatTimeoutMillis", "slaveReadEnable",
         "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
         "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
-        "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "aclEnable",
+        "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
         "enableCalcFilterBitMap", "accountStatsEnable", "transferMsgByHeap",
         "metricsInDelta", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
         "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",

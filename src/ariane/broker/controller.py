@@ -30,11 +30,14 @@ import socket
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ariane.acl.credentials import SessionCredentials, request_signer
+from ariane.broker.acl import BrokerAcl
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
+from ariane.broker.processors.acl import AclAdminProcessor
 from ariane.broker.processors.admin import AdminBrokerProcessor
 from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
 from ariane.broker.processors.client_manage import ClientManageProcessor
@@ -57,6 +60,7 @@ from ariane.common.clock import Clock, SystemClock
 from ariane.common.fileio import write_file_atomically
 from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.message import HostPort
+from ariane.common.netaddr import is_loopback
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
@@ -100,6 +104,13 @@ _RPC_PRUNE_S = 10.0
 def config_dir(store: StoreConfig) -> str:
     """``<storePathRootDir>/config``: where the metadata files live."""
     return os.path.join(store.store_path_root_dir, "config")
+
+
+def _signer(config: BrokerConfig) -> Callable[[RemotingCommand], None] | None:
+    """Signs the broker's requests to NameServers when it has an account (``accessKey``)."""
+    if not config.access_key:
+        return None
+    return request_signer(SessionCredentials(config.access_key, config.secret_key))
 
 
 def _resolve(host: str) -> str:
@@ -173,7 +184,8 @@ class BrokerController:
         self.rpc_metrics = BrokerRpcMetrics(self.stats, timing=config.metrics_port is not None)
         self.remoting.register_hook(self.rpc_metrics)
         self.metrics_server: MetricsServer | None = None
-        self.namesrv_client = RemotingClient()
+        self.acl: BrokerAcl | None = None
+        self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
         self.store_host = HostPort(b"\x7f\x00\x00\x01", config.listen_port)
@@ -181,6 +193,29 @@ class BrokerController:
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self.pull_processor = PullMessageProcessor(self)
+
+    def _start_acl(self) -> None:
+        """Load the ACL files and put the ACL hook in front of every processor
+        (``aclEnable``), or warn when a server reachable from other hosts has no ACL.
+
+        Raises:
+            ConfigError: ACL is on without a ``rocketmqHome``.
+        """
+        config = self.config
+        if not config.acl_enable:
+            if not is_loopback(config.bind_address):
+                logger.warning(
+                    "the broker listens on %s with aclEnable=false: anyone who can reach it may "
+                    "send, consume, delete topics and reset offsets; set aclEnable=true",
+                    config.bind_address,
+                )
+            return
+        if self.acl is None:
+            self.acl = BrokerAcl(
+                config.rocketmq_home, self.clock, watch_interval_ms=config.acl_watch_interval_ms
+            )
+            self.acl.load()
+            self.remoting.register_hook(self.acl.hook)
 
     def _pull_again(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
         return self.pull_processor.pull_again(ctx, request)
@@ -227,6 +262,7 @@ class BrokerController:
             StoreError: the store cannot be loaded (in use, recovery failed).
             OSError: the port cannot be bound.
         """
+        self._start_acl()
         await self.load()
         try:
             port = await self.remoting.start()
@@ -242,6 +278,8 @@ class BrokerController:
         self._every(_CLIENT_SCAN_S, self.clients.scan_expired)
         self._every(_STATS_TICK_S, self.stats.tick)
         self._every(_RPC_PRUNE_S, self.rpc_metrics.prune)
+        if self.acl is not None:
+            self.acl.start()
         try:
             self.start_metrics()
         except OSError:
@@ -298,6 +336,7 @@ class BrokerController:
         host = _resolve(self.config.advertised_host)
         self.broker_addr = f"{host}:{port}"
         self.store_host = HostPort(ipaddress.ip_address(host).packed, port)
+        self._start_acl()
         self._register_processors()
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
@@ -316,6 +355,7 @@ class BrokerController:
             AdminConsumerProcessor(self),
             StatsProcessor(self),
             EndTransactionProcessor(self),
+            AclAdminProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -341,6 +381,8 @@ class BrokerController:
         await self.hold.stop()
         await self.remoting.stop()
         await self.stop_metrics()
+        if self.acl is not None:
+            await self.acl.stop()
         await self.tx_check.stop()
         await asyncio.to_thread(self.schedule.stop)
         for task in self._tasks:

@@ -13,6 +13,9 @@ modules ``_instance`` and ``_api``; see ``docs/client.md``.
 
 from __future__ import annotations
 
+from ariane.acl.credentials import SessionCredentials
+from ariane.acl.plain import AclConfig, PlainAccessConfig
+from ariane.client._acl_api import AclVersionInfo
 from ariane.client._allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -49,11 +52,14 @@ from ariane.client.consumer_types import (
     MessageSelector,
 )
 from ariane.client.errors import (
+    AccessDeniedError,
     BrokerNotFoundError,
     BrokerResponseError,
     ClientStateError,
+    NoPermissionError,
     NoRouteError,
     SendError,
+    TopicNotWritableError,
     error_for,
 )
 from ariane.client.message import (
@@ -72,6 +78,9 @@ from ariane.client.sync_consumer import SyncPullConsumer, SyncPushConsumer
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
+    "AccessDeniedError",
+    "AclConfig",
+    "AclVersionInfo",
     "Admin",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
@@ -99,8 +108,10 @@ __all__ = [
     "MessageQueue",
     "MessageQueueSelector",
     "MessageSelector",
+    "NoPermissionError",
     "NoRouteError",
     "OffsetStore",
+    "PlainAccessConfig",
     "Producer",
     "ProducerMember",
     "PullConsumer",
@@ -114,11 +125,13 @@ __all__ = [
     "SendError",
     "SendResult",
     "SendStatus",
+    "SessionCredentials",
     "SyncAdmin",
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
     "SyncTransactionProducer",
+    "TopicNotWritableError",
     "TransactionChecker",
     "TransactionProducer",
     "TransactionSendResult",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 
+from ariane.client._acl_api import AclRequests
 from ariane.client._admin_api import AdminRequests
 from ariane.client.errors import error_for
 from ariane.client.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
@@ -87,7 +88,7 @@ def parse_send_response(response: RemotingCommand, mq: MessageQueue, msg_id: str
     )
 
 
-class ClientAPI(AdminRequests):
+class ClientAPI(AclRequests, AdminRequests):
     """The request layer shared by everything in one ``ClientInstance``: the plumbing of
     ``RpcBase``, the administrative requests of ``AdminRequests`` and the data path below.
     """

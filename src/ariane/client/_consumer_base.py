@@ -18,6 +18,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from ariane.client._instance import ClientInstance
 from ariane.client._offset_store import (
@@ -99,6 +100,7 @@ class ConsumerBase:
         allocate_strategy: AllocateStrategy | None,
         offset_store_dir: str | Path | None,
         client_config: ClientConfig | None,
+        credentials: SessionCredentials | None = None,
         enable_trace: bool = False,
         trace_topic: str | None = None,
     ) -> None:
@@ -109,7 +111,10 @@ class ConsumerBase:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr is required")
             client_config = ClientConfig(
-                namesrv_addr=namesrv_addr, instance_name=instance_name, client_ip=client_ip
+                namesrv_addr=namesrv_addr,
+                instance_name=instance_name,
+                client_ip=client_ip,
+                credentials=credentials,
             )
         self._group = group
         self.client_config = client_config

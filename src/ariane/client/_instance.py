@@ -33,6 +33,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Protocol
 
+from ariane.acl.credentials import request_signer
 from ariane.client._api import ClientAPI
 from ariane.client._route import (
     TopicPublishInfo,
@@ -169,7 +170,7 @@ class ConsumerMember(Protocol):
         ...
 
 
-_Key = tuple[str, tuple[str, ...]]
+_Key = tuple[str, tuple[str, ...], object]
 #: event loop -> (client id, NameServers) -> instance; a finished loop drops its instances.
 _INSTANCES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_Key, ClientInstance]] = (
     weakref.WeakKeyDictionary()
@@ -208,7 +209,8 @@ class ClientInstance:
         self.config = config
         self.client_id = config.build_client_id()
         self.remoting = RemotingClient(
-            RemotingClientConfig(connect_timeout_ms=config.connect_timeout_ms)
+            RemotingClientConfig(connect_timeout_ms=config.connect_timeout_ms),
+            signer=request_signer(config.credentials) if config.credentials else None,
         )
         self.api = ClientAPI(self.remoting, config.namesrv_addrs, timeout_ms=config.api_timeout_ms)
         self.topic_route_table: dict[str, TopicRouteData] = {}
@@ -246,7 +248,9 @@ class ClientInstance:
             RuntimeError: no event loop is running.
         """
         table = _INSTANCES.setdefault(asyncio.get_running_loop(), {})
-        key: _Key = (config.build_client_id(), config.namesrv_addrs)
+        # clients with other credentials never share an instance (Java's MQClientManager
+        # would silently sign with the first client's hook)
+        key: _Key = (config.build_client_id(), config.namesrv_addrs, config.credentials)
         instance = table.get(key)
         if instance is None or instance._closed:
             instance = cls(config)

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._allocate import AllocateStrategy
 from ariane.client._consume import reset_retry_topic
 from ariane.client._consumer_base import (
@@ -95,6 +96,7 @@ class PullConsumer(ConsumerBase):
         consumer_pull_timeout_ms: pull request timeout (30000).
         offset_store_dir: broadcasting offsets root.
         client_config: full client settings.
+        credentials: ACL account that signs every request (``SessionCredentials``).
         enable_trace: record SubBefore/SubAfter traces of every listener call
             (``enableMsgTrace``; see docs/trace.md).
         trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
@@ -126,6 +128,7 @@ class PullConsumer(ConsumerBase):
         consumer_pull_timeout_ms: int = 30_000,
         offset_store_dir: str | Path | None = None,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
         enable_trace: bool = False,
         trace_topic: str | None = None,
     ) -> None:
@@ -140,6 +143,7 @@ class PullConsumer(ConsumerBase):
             allocate_strategy=allocate_strategy,
             offset_store_dir=offset_store_dir,
             client_config=client_config,
+            credentials=credentials,
             enable_trace=enable_trace,
             trace_topic=trace_topic,
         )

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
@@ -47,10 +48,12 @@ from ariane.client._trace_dispatch import AsyncTraceDispatcher
 from ariane.client._trace_hooks import SendTracer, batch_sources
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.errors import (
+    AccessDeniedError,
     BrokerNotFoundError,
     ClientStateError,
     NoRouteError,
     SendError,
+    TopicNotWritableError,
 )
 from ariane.client.message import MessageExt, MessageQueue, SendResult, SendStatus
 from ariane.common.clock import monotonic_ms
@@ -67,6 +70,7 @@ from ariane.errors import (
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.protocol.route import MASTER_ID
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
@@ -123,6 +127,7 @@ class Producer:
         create_topic_key: the auto-create template topic (``TBW102``).
         default_topic_queue_nums: queues per broker of auto-created topics.
         client_config: full client settings (overrides the NameServer/instance arguments).
+        credentials: ACL account that signs every request (``SessionCredentials``).
         enable_trace: record a Pub trace of every answered send (``enableMsgTrace``; see
             docs/trace.md).
         trace_topic: the trace topic (``customizedTraceTopic``; default
@@ -151,6 +156,7 @@ class Producer:
         create_topic_key: str = AUTO_CREATE_TOPIC,
         default_topic_queue_nums: int = 4,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
         enable_trace: bool = False,
         trace_topic: str | None = None,
     ) -> None:
@@ -159,7 +165,10 @@ class Producer:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr is required")
             client_config = ClientConfig(
-                namesrv_addr=namesrv_addr, instance_name=instance_name, client_ip=client_ip
+                namesrv_addr=namesrv_addr,
+                instance_name=instance_name,
+                client_ip=client_ip,
+                credentials=credentials,
             )
         if send_timeout_ms <= 0 or retry_times < 0 or retry_times_async < 0:
             raise InvalidArgumentError("timeouts must be positive and retry counts >= 0")
@@ -321,7 +330,7 @@ class Producer:
         info = self._publish[topic]
         if info.have_route or info.ok:
             if not info.ok:
-                raise NoRouteError(topic, "the route has no writable queue")
+                raise TopicNotWritableError(topic)
             return info
         await instance.update_topic_route(
             topic,
@@ -330,6 +339,8 @@ class Producer:
         )
         info = self._publish[topic]
         if not info.ok:
+            if info.route is not None and info.route.queue_datas:
+                raise TopicNotWritableError(topic)  # the auto-create template is read-only
             raise NoRouteError(topic)
         return info
 
@@ -465,9 +476,33 @@ class Producer:
         assert target.selector is not None
         return apply_selector(target.selector, info.message_queues, source, target.arg)
 
+    async def _ask_read_only_broker(
+        self, prepared: PreparedSend, not_writable: TopicNotWritableError, timeout_ms: int
+    ) -> SendResult:
+        """The route allows no write: send to one of its (read-only) queues anyway, so the
+        broker's own reason (topic or broker permission) reaches the caller rather than a
+        bare "no route" (RocketMQ clients stop at the latter)."""
+        info = self._publish.get(prepared.topic)
+        route = info.route if info is not None else None
+        if route is None:
+            raise not_writable
+        masters = {bd.broker_name for bd in route.broker_datas if MASTER_ID in bd.broker_addrs}
+        names = sorted(qd.broker_name for qd in route.queue_datas if qd.broker_name in masters)
+        if not names:
+            raise not_writable
+        try:
+            return await self._attempt(
+                prepared, MessageQueue(prepared.topic, names[0], 0), timeout_ms
+            )
+        except _TRANSPORT_ERRORS as exc:
+            raise not_writable from exc
+
     async def _send_with_retries(self, prepared: PreparedSend, timeout_ms: int) -> SendResult:
         started = self.now_ms()
-        info = await self.find_publish_info(prepared.topic)
+        try:
+            info = await self.find_publish_info(prepared.topic)
+        except TopicNotWritableError as exc:
+            return await self._ask_read_only_broker(prepared, exc, timeout_ms)
         attempts = 1 + self.retry_times
         last_broker: str | None = None
         last_error: BaseException | None = None
@@ -490,7 +525,7 @@ class Producer:
                 result = await self._attempt(prepared, mq, left)
             except BrokerResponseError as exc:
                 self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
-                if exc.code not in self.retry_response_codes:
+                if exc.code not in self.retry_response_codes or isinstance(exc, AccessDeniedError):
                     if result is not None:
                         return result
                     raise

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._allocate import AllocateStrategy
 from ariane.client._consume import ConcurrentConsumeService, OrderlyConsumeService
 from ariane.client._consumer_base import (
@@ -113,6 +114,7 @@ class PushConsumer(ConsumerBase):
         lock_interval_ms: orderly lock renewal period (20000).
         offset_store_dir: broadcasting offsets root (default ``~/.rocketmq_offsets``).
         client_config: full client settings (overrides the NameServer/instance arguments).
+        credentials: ACL account that signs every request (``SessionCredentials``).
         enable_trace: record SubBefore/SubAfter traces of every listener call
             (``enableMsgTrace``; see docs/trace.md).
         trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
@@ -150,6 +152,7 @@ class PushConsumer(ConsumerBase):
         lock_interval_ms: int = 20_000,
         offset_store_dir: str | Path | None = None,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
         enable_trace: bool = False,
         trace_topic: str | None = None,
     ) -> None:
@@ -164,6 +167,7 @@ class PushConsumer(ConsumerBase):
             allocate_strategy=allocate_strategy,
             offset_store_dir=offset_store_dir,
             client_config=client_config,
+            credentials=credentials,
             enable_trace=enable_trace,
             trace_topic=trace_topic,
         )

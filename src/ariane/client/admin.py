@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from ariane.acl.credentials import SessionCredentials
+from ariane.acl.plain import AclConfig, PlainAccessConfig
+from ariane.client._acl_api import AclVersionInfo
 from ariane.client._admin_ops import AdminOps
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
@@ -57,6 +60,7 @@ class Admin(AdminOps):
         instance_name: client instance name (``"DEFAULT"`` = process id).
         timeout_ms: timeout of each request.
         client_config: full client settings (overrides the two above).
+        credentials: ACL account that signs every request (``SessionCredentials``).
     """
 
     def __init__(
@@ -66,12 +70,16 @@ class Admin(AdminOps):
         instance_name: str = DEFAULT_INSTANCE_NAME,
         timeout_ms: int = 5000,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         if client_config is None:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr is required")
             client_config = ClientConfig(
-                namesrv_addr=namesrv_addr, instance_name=instance_name, api_timeout_ms=timeout_ms
+                namesrv_addr=namesrv_addr,
+                instance_name=instance_name,
+                api_timeout_ms=timeout_ms,
+                credentials=credentials,
             )
         self.client_config = client_config
         self.timeout_ms = timeout_ms
@@ -143,6 +151,34 @@ class Admin(AdminOps):
     async def update_broker_config(self, broker_addr: str, properties: Mapping[str, str]) -> None:
         """Change a broker's settings at run time (``updateBrokerConfig``)."""
         await self.api.update_broker_config(broker_addr, dict(properties), self.timeout_ms)
+
+    # -- ACL (plain_acl.yml; issue 11) -------------------------------------------------------
+
+    async def acl_version(self, broker_addr: str) -> AclVersionInfo:
+        """A broker's ACL file versions (``clusterAclConfigVersion``)."""
+        return await self.api.get_acl_version(broker_addr, self.timeout_ms)
+
+    async def acl_config(self, broker_addr: str) -> AclConfig:
+        """A broker's accounts, secrets included, and global white rules (``getAclConfig``;
+        admin accounts only when ACL is on)."""
+        return await self.api.get_acl_config(broker_addr, self.timeout_ms)
+
+    async def update_acl_account(self, broker_addr: str, config: PlainAccessConfig) -> None:
+        """Create or update an account in a broker's ACL files (``updateAclConfig``)."""
+        await self.api.update_acl_config(broker_addr, config, self.timeout_ms)
+
+    async def delete_acl_account(self, broker_addr: str, access_key: str) -> None:
+        """Delete an account from a broker's ACL files (``deleteAclConfig``)."""
+        await self.api.delete_acl_config(broker_addr, access_key, self.timeout_ms)
+
+    async def update_global_white_addrs(
+        self, broker_addr: str, addrs: Sequence[str], acl_file_full_path: str | None = None
+    ) -> None:
+        """Replace the global white rules of a broker's ACL file (``updateGlobalWhiteAddr``;
+        default file ``plain_acl.yml``)."""
+        await self.api.update_global_white_addrs(
+            broker_addr, list(addrs), acl_file_full_path, self.timeout_ms
+        )
 
     # -- topics ---------------------------------------------------------------------------------
 

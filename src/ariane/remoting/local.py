@@ -85,14 +85,13 @@ class LocalChannel(Channel):
         self.last_active = self._loop.time()
         try:
             self._handler.handle_request(self, request)
-            if timeout_s is None:
+            if future.done() or timeout_s is None:  # answered inline: the common case
                 return await future
+            timer = self._loop.call_later(timeout_s, _expire, future, request, timeout_s)
             try:
-                return await asyncio.wait_for(asyncio.shield(future), timeout_s)
-            except TimeoutError:
-                raise RequestTimeoutError(
-                    f"no response to {request.describe()} within {timeout_s:.1f} s"
-                ) from None
+                return await future
+            finally:
+                timer.cancel()
         finally:
             if self._calls.get(opaque) is future:
                 del self._calls[opaque]
@@ -159,3 +158,12 @@ class LocalChannel(Channel):
 
     def abort(self) -> None:
         self.close()
+
+
+def _expire(
+    future: asyncio.Future[RemotingCommand], request: RemotingCommand, timeout_s: float
+) -> None:
+    if not future.done():
+        future.set_exception(
+            RequestTimeoutError(f"no response to {request.describe()} within {timeout_s:.1f} s")
+        )

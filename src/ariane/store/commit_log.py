@@ -13,6 +13,7 @@ log; recovery parses the log instead (:mod:`ariane.store.recovery`).
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import struct
 import threading
@@ -50,7 +51,7 @@ from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.results import PutResult, PutStatus
 
-__all__ = ["FLUSH_LATENCY_BUCKETS_S", "CommitLog"]
+__all__ = ["FLUSH_LATENCY_BUCKETS_S", "CommitLog", "PreparedBatch", "PreparedOne"]
 
 #: Buckets of ``CommitLog.flush_latency`` (seconds).
 FLUSH_LATENCY_BUCKETS_S = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
@@ -89,6 +90,58 @@ class _Prepared:
         self.flag = flag
         self.props = props
         self.props_bytes = props_bytes
+        self.total = total
+
+
+class PreparedOne:
+    """One message validated and encoded outside the put lock (:meth:`CommitLog.prepare_one`):
+    the fixed-header struct, magic code, final sysFlag, stored size, body CRC, the bytes after
+    the body (topic and properties) and the tagsCode."""
+
+    __slots__ = ("crc", "header", "magic", "msg", "rest", "sys_flag", "tags_code", "total")
+
+    def __init__(
+        self,
+        msg: MessageInner,
+        header: struct.Struct,
+        magic: int,
+        sys_flag: int,
+        total: int,
+        crc: int,
+        rest: bytes,
+        tags_code: int,
+    ) -> None:
+        self.msg = msg
+        self.header = header
+        self.magic = magic
+        self.sys_flag = sys_flag
+        self.total = total
+        self.crc = crc
+        self.rest = rest
+        self.tags_code = tags_code
+
+
+class PreparedBatch:
+    """A batch validated and encoded outside the put lock (:meth:`CommitLog.prepare_batch`)."""
+
+    __slots__ = ("batch", "header", "magic", "records", "sys_flag", "topic_tail", "total")
+
+    def __init__(
+        self,
+        batch: MessageBatchInner,
+        header: struct.Struct,
+        magic: int,
+        topic_tail: bytes,
+        sys_flag: int,
+        records: list[_Prepared],
+        total: int,
+    ) -> None:
+        self.batch = batch
+        self.header = header
+        self.magic = magic
+        self.topic_tail = topic_tail
+        self.sys_flag = sys_flag
+        self.records = records
         self.total = total
 
 
@@ -246,12 +299,9 @@ class CommitLog:
         self._last_hosts = (born, store, *parts)
         return parts
 
-    def put_message(self, msg: MessageInner) -> PutResult:
-        """Append one message. Never raises for bad input: returns a status instead.
-
-        Raises:
-            OSError: a new CommitLog file could not be created (reported by the caller).
-        """
+    def prepare_one(self, msg: MessageInner) -> PreparedOne | PutResult:
+        """Validate and encode ``msg`` as far as possible without the put lock (the record
+        then goes to any place :meth:`write_one` is given). Never raises for bad input."""
         topic = msg.topic
         tail = self._topics.get(topic)
         if tail is None:
@@ -269,10 +319,9 @@ class CommitLog:
             if hosts is None:
                 return _illegal("born/store host address must be 4 or 16 bytes")
             header, host_bits = hosts
-        queue_id = msg.queue_id
         sys_flag = msg.sys_flag
         bad = _out_of_range(
-            queue_id, msg.flag, sys_flag, msg.reconsume_times, msg.born_timestamp_ms,
+            msg.queue_id, msg.flag, sys_flag, msg.reconsume_times, msg.born_timestamp_ms,
             msg.prepared_transaction_offset,
         )  # fmt: skip
         if bad is not None:
@@ -282,74 +331,101 @@ class CommitLog:
         if isinstance(props_bytes, PutResult):
             return props_bytes
         props_len = len(props_bytes)
-        body = msg.body
-        body_len = len(body)
-        total = header.size + len(topic_tail) + 2 + body_len + props_len
+        total = header.size + len(topic_tail) + 2 + len(msg.body) + props_len
         if total > self._max_size:
             return self._too_big("message", total)
-        crc = zlib.crc32(body) & CRC_MASK
-        sys_flag = with_host_flags(sys_flag, host_bits)
-        normal = enters_consume_queue(sys_flag)
-        rest = topic_tail + props_len.to_bytes(2, "big") + props_bytes
         tags = props.get(TAGS)
         tags_code = self._tag_codes.get(tags) if tags else 0
         if tags_code is None:
             tags_code = self._tags_code(topic, props, 0)
+        return PreparedOne(
+            msg, header, magic, with_host_flags(sys_flag, host_bits), total,
+            zlib.crc32(msg.body) & CRC_MASK,
+            topic_tail + props_len.to_bytes(2, "big") + props_bytes, tags_code,
+        )  # fmt: skip
+
+    def write_one(
+        self, one: PreparedOne, mm: bytearray | mmap.mmap, pos: int, phys: int, store_ts: int
+    ) -> PutResult:
+        """Under the put lock: give ``one`` its queue offset and write it at ``pos`` of ``mm``
+        as the record at physical offset ``phys``; queue it for dispatch."""
+        msg = one.msg
+        topic = msg.topic
+        queue_id = msg.queue_id
+        sys_flag = one.sys_flag
+        normal = enters_consume_queue(sys_flag)
         key = (topic, queue_id)
-        body_at = header.size
+        queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
+        body = msg.body
+        body_len = len(body)
+        born = msg.born_host
+        store = msg.store_host
+        total = one.total
+        header = one.header
+        header.pack_into(
+            mm, pos, total, one.magic, one.crc, queue_id, msg.flag, queue_offset, phys, sys_flag,
+            msg.born_timestamp_ms, born.addr, born.port, store_ts, store.addr, store.port,
+            msg.reconsume_times, msg.prepared_transaction_offset, body_len,
+        )  # fmt: skip
+        p = pos + header.size + body_len
+        mm[pos + header.size : p] = body
+        mm[p : pos + total] = one.rest
+        if normal:
+            self.topic_queue_table[key] = queue_offset + 1
+        props = msg.properties
+        tags_code = one.tags_code
+        if topic == SCHEDULE_TOPIC:  # tagsCode = delivery time
+            tags_code = self._tags_code(topic, props, store_ts)
+        self.pending.append(
+            _new_request(
+                DispatchRequest,
+                (
+                    topic, queue_id, phys, total, tags_code, store_ts, queue_offset,
+                    props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+                ),
+            )
+        )  # fmt: skip
+        self.put_times_total += 1
+        self.put_size_total += total
+        return PutResult(
+            _PUT_OK, phys, total, store_ts, queue_offset, 1, store.addr, store.port, (phys,)
+        )
+
+    def next_store_timestamp(self) -> int:
+        """Under the put lock: now, never before the last store time (kept monotonic)."""
+        now = self.clock.now_ms()
+        store_ts = now if now > self._last_store_ts else self._last_store_ts
+        self._last_store_ts = store_ts
+        return store_ts
+
+    def put_message(self, msg: MessageInner) -> PutResult:
+        """Append one message. Never raises for bad input: returns a status instead.
+
+        Raises:
+            OSError: a new CommitLog file could not be created (reported by the caller).
+        """
+        one = self.prepare_one(msg)
+        if type(one) is not PreparedOne:
+            return one  # type: ignore[return-value]
+        total = one.total
         with self.put_lock:
-            now = self.clock.now_ms()
-            store_ts = now if now > self._last_store_ts else self._last_store_ts
-            self._last_store_ts = store_ts
+            store_ts = self.next_store_timestamp()
             mf = self._current
             if mf is None or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
                 mf = self._file_for(total)
             pos = mf.wrote_position
-            phys = mf.file_from_offset + pos
-            queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
-            mm = mf.mm
-            header.pack_into(
-                mm, pos, total, magic, crc, queue_id, msg.flag, queue_offset, phys, sys_flag,
-                msg.born_timestamp_ms, born.addr, born.port, store_ts, store.addr, store.port,
-                msg.reconsume_times, msg.prepared_transaction_offset, body_len,
-            )  # fmt: skip
-            p = pos + body_at + body_len
-            mm[pos + body_at : p] = body
-            mm[p : pos + total] = rest
+            result = self.write_one(one, mf.mm, pos, mf.file_from_offset + pos, store_ts)
             mf.wrote_position = pos + total
             mf.store_timestamp = store_ts
-            if normal:
-                self.topic_queue_table[key] = queue_offset + 1
-            if topic == SCHEDULE_TOPIC:  # tagsCode = delivery time
-                tags_code = self._tags_code(topic, props, store_ts)
-            self.pending.append(
-                _new_request(
-                    DispatchRequest,
-                    (
-                        topic, queue_id, phys, total, tags_code, store_ts, queue_offset,
-                        props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
-                    ),
-                )
-            )  # fmt: skip
-            self.put_times_total += 1
-            self.put_size_total += total
-        return PutResult(
-            _PUT_OK, phys, total, store_ts, queue_offset, 1, store.addr, store.port,
-            (phys,),
-        )  # fmt: skip
+        return result
 
-    def put_messages(self, batch: MessageBatchInner) -> PutResult:
-        """Append a batch contiguously under one lock hold (all or nothing).
-
-        Raises:
-            OSError: a new CommitLog file could not be created.
-        """
+    def prepare_batch(self, batch: MessageBatchInner) -> PreparedBatch | PutResult:
+        """Validate and encode a batch as far as possible without the put lock."""
         tail = self._topic_tail(batch.topic)
         if isinstance(tail, str):
             return _illegal(tail)
         topic_tail, magic = tail
-        born, store = batch.born_host, batch.store_host
-        hosts = self._hosts(born, store)
+        hosts = self._hosts(batch.born_host, batch.store_host)
         if hosts is None:
             return _illegal("born/store host address must be 4 or 16 bytes")
         header, host_bits = hosts
@@ -378,49 +454,76 @@ class CommitLog:
             batch_total += total
         if batch_total > self._max_size:
             return self._too_big("batch", batch_total)
-        sys_flag = with_host_flags(sys_flag, host_bits)
-        topic, queue_id = batch.topic, batch.queue_id
-        key = (topic, queue_id)
+        return PreparedBatch(
+            batch, header, magic, topic_tail, with_host_flags(sys_flag, host_bits), preps,
+            batch_total,
+        )  # fmt: skip
+
+    def write_batch_record(
+        self,
+        prepared: PreparedBatch,
+        prep: _Prepared,
+        mm: bytearray | mmap.mmap,
+        pos: int,
+        phys: int,
+        queue_offset: int,
+        store_ts: int,
+    ) -> None:
+        """Under the put lock: write one record of a batch and queue it for dispatch (the
+        caller assigns the queue offsets and updates ``topic_queue_table``)."""
+        batch = prepared.batch
+        born, store = batch.born_host, batch.store_host
+        header = prepared.header
+        body = prep.body
+        header.pack_into(
+            mm, pos, prep.total, prepared.magic, prep.crc, batch.queue_id, prep.flag, queue_offset,
+            phys, prepared.sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
+            store.addr, store.port, batch.reconsume_times, 0, len(body),
+        )  # fmt: skip
+        p = pos + header.size
+        mm[p : p + len(body)] = body
+        p += len(body)
+        mm[p : pos + prep.total] = (
+            prepared.topic_tail + _I16.pack(len(prep.props_bytes)) + prep.props_bytes
+        )
+        request = self._request(
+            batch.topic, batch.queue_id, phys, prep.total, prep.props, store_ts, queue_offset,
+            prepared.sys_flag,
+        )  # fmt: skip
+        self.pending.append(request)
+        self.put_times_total += 1
+        self.put_size_total += prep.total
+
+    def put_messages(self, batch: MessageBatchInner) -> PutResult:
+        """Append a batch contiguously under one lock hold (all or nothing).
+
+        Raises:
+            OSError: a new CommitLog file could not be created.
+        """
+        prepared = self.prepare_batch(batch)
+        if isinstance(prepared, PutResult):
+            return prepared
+        key = (batch.topic, batch.queue_id)
         offsets: list[int] = []
         with self.put_lock:
-            now = self.clock.now_ms()
-            store_ts = now if now > self._last_store_ts else self._last_store_ts
-            self._last_store_ts = store_ts
-            mf = self._file_for(batch_total)
-            mm = mf.mm
+            store_ts = self.next_store_timestamp()
+            mf = self._file_for(prepared.total)
             pos = mf.wrote_position
             first_phys = mf.file_from_offset + pos
             first_qoff = queue_offset = self.topic_queue_table.get(key, 0)
-            for prep in preps:
+            for prep in prepared.records:
                 phys = mf.file_from_offset + pos
-                body = prep.body
-                header.pack_into(
-                    mm, pos, prep.total, magic, prep.crc, queue_id, prep.flag, queue_offset,
-                    phys, sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
-                    store.addr, store.port, batch.reconsume_times, 0, len(body),
-                )  # fmt: skip
-                p = pos + header.size
-                mm[p : p + len(body)] = body
-                p += len(body)
-                end = pos + prep.total
-                mm[p:end] = topic_tail + _I16.pack(len(prep.props_bytes)) + prep.props_bytes
-                props = prep.props
-                self.pending.append(
-                    self._request(
-                        topic, queue_id, phys, prep.total, props, store_ts, queue_offset, sys_flag
-                    )
-                )
+                self.write_batch_record(prepared, prep, mf.mm, pos, phys, queue_offset, store_ts)
                 offsets.append(phys)
                 queue_offset += 1
-                pos = end
+                pos += prep.total
             mf.wrote_position = pos
             mf.store_timestamp = store_ts
             self.topic_queue_table[key] = queue_offset
-            self.put_times_total += len(preps)
-            self.put_size_total += batch_total
+        store = batch.store_host
         return PutResult(
-            PutStatus.PUT_OK, first_phys, batch_total, store_ts, first_qoff, len(preps),
-            store.addr, store.port, tuple(offsets),
+            PutStatus.PUT_OK, first_phys, prepared.total, store_ts, first_qoff,
+            len(prepared.records), store.addr, store.port, tuple(offsets),
         )  # fmt: skip
 
     def _file_for(self, total: int) -> MappedFile:

@@ -38,6 +38,8 @@ def main() -> int:
     ap.add_argument("--delay-ms", type=int, default=0)
     ap.add_argument("--linger", type=float, default=0.0)
     ap.add_argument("--async-sends", action="store_true")
+    ap.add_argument("--big-every", type=int, default=0)
+    ap.add_argument("--text", action="store_true", help="printable bodies text-<i>-yyy...")
     args = ap.parse_args()
 
     from rocketmq import (
@@ -71,7 +73,9 @@ def main() -> int:
         for i in range(args.count):
             msg = Message()
             msg.topic = args.topic
-            msg.body = body_of(i, sizes[i % len(sizes)])
+            big = args.big_every and i % args.big_every == args.big_every - 1
+            size = 1024 * 1024 if big else sizes[i % len(sizes)]
+            msg.body = f"text-{i}-".encode() + b"y" * size if args.text else body_of(i, size)
             msg.tag = f"Tag{i % 3}"
             msg.keys = f"key-{i}"
             msg.add_property("i", str(i))
@@ -101,6 +105,7 @@ def main() -> int:
         while time.monotonic() < deadline:
             with lock:
                 if args.mode == "check" and len(checked) >= args.count:
+                    time.sleep(1.5)  # the answers (EndTransaction) go out after check()
                     break
             time.sleep(0.1)
     finally:
