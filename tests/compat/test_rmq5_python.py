@@ -4,6 +4,8 @@ byte (both protocols, one store)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ariane.common import properties as p
@@ -120,3 +122,54 @@ def test_python_transactions_commit_rollback_and_check_back(
     assert len(ids) == 6
     assert committed_by_check <= set(ids)
     assert not {check_ids[1], check_ids[3]} & set(ids)
+
+
+ACL_RULES = """
+globalWhiteRemoteAddresses: []
+accounts:
+  - accessKey: grpcadmin
+    secretKey: grpc-admin-secret
+    admin: true
+  - accessKey: grpcuser1
+    secretKey: grpc-user-secret
+    defaultTopicPerm: DENY
+    topicPerms: [AclGrpcOk=PUB, AclGrpcDenied=DENY]
+"""
+
+
+def test_python_producer_under_acl(tmp_path: Path, rmq5: ScriptClient) -> None:
+    """5.x clients sign with MQv2-HMAC-SHA1; the broker's plain ACL decides per topic."""
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "plain_acl.yml").write_text(ACL_RULES, encoding="utf-8")
+    cluster = Cluster(tmp_path / "cluster")
+    try:
+        cluster.start(grpcServerPort=0, aclEnable="true", rocketmqHome=home)
+        broker = cluster.broker_addr()
+        for topic in ("AclGrpcOk", "AclGrpcDenied"):
+            create_topic(broker, topic, "NORMAL", signed_by=("grpcadmin", "grpc-admin-secret"))
+        endpoint = cluster.brokers["broker-a"].ready["grpc"]
+        user = ["--ak", "grpcuser1", "--sk", "grpc-user-secret"]
+        ok = rmq5.run("producer.py", ["--endpoint", endpoint, "--topic", "AclGrpcOk",
+                                      "--count", "3", *user])  # fmt: skip
+        assert len(ok.of("sent")) == 3
+        for topic, creds, reason in (
+            (
+                "AclGrpcDenied",
+                user,
+                "40100, org.apache.rocketmq.acl.common.AclException: No "
+                "permission for topic:AclGrpcDenied",
+            ),
+            # the route is refused (UNAUTHORIZED): the client reports no route
+            ("AclGrpcOk", ["--ak", "grpcuser1", "--sk", "wrong-secret"], "failed to fetch topic"),
+            ("AclGrpcOk", [], "40100, org.apache.rocketmq.acl.common.AclException: No accessKey"),
+        ):
+            refused = rmq5.spawn("producer.py", ["--endpoint", endpoint, "--topic", topic,
+                                                 "--count", "1", *creds])  # fmt: skip
+            refused.wait(120)
+            assert refused.proc.returncode != 0, refused.tail()
+            assert reason in refused.tail()
+        got = pull_all(broker, "AclGrpcOk", 4, signed_by=("grpcadmin", "grpc-admin-secret"))
+        assert len(got) == 3
+    finally:
+        cluster.stop()

@@ -218,25 +218,33 @@ async def update_broker_config(
     ctx: AdminContext, broker_addr: str | None, cluster: str | None, key: str, value: str
 ) -> View:
     """Change setting KEY to VALUE on one broker (-b) or the masters of a cluster (-c). The
-    broker applies it at once (identity, network and store settings after a restart) and
-    saves it, so it survives restarts. brokerPermission 4 makes a broker read-only, 6
-    restores read and write."""
+    broker applies it at once (store tunables such as fileReservedTime after a restart, as the
+    output says) and saves it, so it survives restarts. Store geometry, paths, identity,
+    network, role and security settings are refused: they come from broker.conf only.
+    brokerPermission 4 makes a broker read-only, 6 restores read and write."""
     addrs = await _targets(ctx, broker_addr, cluster)
     before = await asyncio.gather(*(ctx.admin.broker_config(a) for a in addrs))
     for addr, config in zip(addrs, before, strict=True):
         if key not in config:
             raise CommandFailed(f"broker {addr} has no setting {key!r}")
-    await asyncio.gather(*(ctx.admin.update_broker_config(a, {key: value}) for a in addrs))
+    later = await asyncio.gather(*(ctx.admin.update_broker_config(a, {key: value}) for a in addrs))
     after = await asyncio.gather(*(ctx.admin.broker_config(a) for a in addrs))
-    changes = [
-        {"brokerAddr": a, "key": key, "oldValue": b.get(key), "newValue": c.get(key)}
-        for a, b, c in zip(addrs, before, after, strict=True)
-    ]
-    lines = [
-        f"update broker config success, {c['brokerAddr']}: {key} = {c['newValue']}"
-        f" (was {c['oldValue']})"
-        for c in changes
-    ]
+    changes = []
+    lines = []
+    for a, b, c, saved in zip(addrs, before, after, later, strict=True):
+        restart = key in saved
+        # a setting read at start keeps its running value until then: report what was stored
+        new = value if restart else c.get(key)
+        changes.append(
+            {"brokerAddr": a, "key": key, "oldValue": b.get(key), "newValue": new,
+             "appliesAfterRestart": restart}
+        )  # fmt: skip
+        note = (
+            f"saved, applies after a restart; running value {c.get(key)}"
+            if restart
+            else (f"was {b.get(key)}")
+        )
+        lines.append(f"update broker config success, {a}: {key} = {new} ({note})")
     return View({"changes": changes}, lines=lines)
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ariane.broker.config import LoadedConfig, load_properties
+from ariane.broker.runtime_config import safe_overrides
 from ariane.common.javaprops import parse_properties
 from ariane.common.process import (
     configure_logging,
@@ -80,8 +81,14 @@ def load_config(
     root = root or StoreConfig().store_path_root_dir
     from ariane.broker.controller import OVERRIDES_FILE
 
-    overrides = _read_properties(os.path.join(root, "config", OVERRIDES_FILE), "overrides")
-    overrides.pop("storePathRootDir", None)
+    overrides_path = os.path.join(root, "config", OVERRIDES_FILE)
+    overrides, dropped = safe_overrides(_read_properties(overrides_path, "overrides"))
+    if dropped:
+        # written by a version that stored any key from the wire: never let them reach the
+        # store (a changed file size would set every CommitLog file aside)
+        logger.warning(
+            "ignoring %s in %s: only broker.conf may set them", ", ".join(dropped), overrides_path
+        )
     merged = {**props, **overrides, **flags}
     return load_properties(merged)
 

@@ -123,6 +123,17 @@ class BrokerConfig:
         access_key: ``accessKey`` (Ariane's): the account the broker signs its requests to the
             NameServers with (registrations), when their ACL is on.
         secret_key: ``secretKey``: that account's secret (never shown by GET_BROKER_CONFIG).
+        server_max_connections: ``serverMaxConnections`` (Ariane's): open client connections
+            at most; more are closed at once and logged.
+        server_max_buffered_bytes_per_connection: ``serverMaxBufferedBytesPerConnection``:
+            answers queued for one connection at most; a client that stops reading past this
+            is disconnected.
+        auto_create_topic_limit: ``autoCreateTopicLimit``: sends stop auto-creating topics
+            once the broker holds this many (``updateTopic`` still creates).
+        auto_create_subscription_group_limit: ``autoCreateSubscriptionGroupLimit``: the
+            same for subscription groups.
+        max_clients_per_group: ``maxClientsPerGroup``: producer or consumer connections one
+            group may have; heartbeats of more are refused.
         grpc_server_port: ``grpcServerPort``: serve the 5.x gRPC protocol on this port (-1,
             Ariane's default, is off; 0 picks a free port; RocketMQ's proxy uses 8081).
         grpc_tls_cert_path / grpc_tls_key_path: ``grpcTlsCertPath``/``grpcTlsKeyPath``: PEM
@@ -134,6 +145,19 @@ class BrokerConfig:
             send its settings within this time.
         enable_topic_message_type_check: ``enableTopicMessageTypeCheck``: gRPC sends must
             match the topic's ``message.type``.
+        revive_queue_num: ``reviveQueueNum``: queues of the POP revive topic.
+        revive_interval_ms: ``reviveInterval``: period of the POP revive pass.
+        enable_retry_topic_v2: ``enableRetryTopicV2``: POP retry topics are named
+            ``%RETRY%<group>+<topic>`` instead of ``%RETRY%<group>_<topic>``.
+        retrieve_message_from_pop_retry_topic_v1: ``retrieveMessageFromPopRetryTopicV1``:
+            with v2 names, still read the v1 retry topic every other pop.
+        pop_from_retry_probability: ``popFromRetryProbability``: percent of pops that read
+            the retry topic first.
+        pop_polling_size: ``popPollingSize``: parked POPs per (topic, group, queue).
+        max_pop_polling_size: ``maxPopPollingSize``: parked POPs in all.
+        init_pop_offset_by_check_msg_in_mem: ``initPopOffsetByCheckMsgInMem``: a new POP
+            group (init mode MAX) starts at 0 when the queue's first message is in memory.
+        pop_response_return_actual_retry_topic: ``popResponseReturnActualRetryTopic``.
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -188,6 +212,14 @@ class BrokerConfig:
     acl_watch_interval_ms: int = _prop("aclWatchIntervalMs", 500)
     access_key: str = _prop("accessKey", "")
     secret_key: str = _prop("secretKey", "")
+    # -- limits of the closed admin plane (issue 11) --
+    server_max_connections: int = _prop("serverMaxConnections", 8192)
+    server_max_buffered_bytes_per_connection: int = _prop(
+        "serverMaxBufferedBytesPerConnection", 64 * 1024 * 1024
+    )
+    auto_create_topic_limit: int = _prop("autoCreateTopicLimit", 10_000)
+    auto_create_subscription_group_limit: int = _prop("autoCreateSubscriptionGroupLimit", 10_000)
+    max_clients_per_group: int = _prop("maxClientsPerGroup", 4096)
     # -- the gRPC 5.x protocol (ariane.proxy, issue 16): -1 = off, 0 = a free port ---------------
     grpc_server_port: int = _prop("grpcServerPort", -1)
     grpc_tls_cert_path: str = _prop("grpcTlsCertPath", "")
@@ -196,6 +228,18 @@ class BrokerConfig:
     grpc_max_inflight_receives: int = _prop("grpcMaxInflightReceives", 10_000)
     grpc_settings_timeout_ms: int = _prop("grpcSettingsTimeoutMillis", 30_000)
     enable_topic_message_type_check: bool = _prop("enableTopicMessageTypeCheck", True)
+    # -- POP consumption (issue 16) --
+    revive_queue_num: int = _prop("reviveQueueNum", 8)
+    revive_interval_ms: int = _prop("reviveInterval", 1000)
+    enable_retry_topic_v2: bool = _prop("enableRetryTopicV2", False)
+    retrieve_message_from_pop_retry_topic_v1: bool = _prop(
+        "retrieveMessageFromPopRetryTopicV1", True
+    )
+    pop_from_retry_probability: int = _prop("popFromRetryProbability", 20)
+    pop_polling_size: int = _prop("popPollingSize", 1024)
+    max_pop_polling_size: int = _prop("maxPopPollingSize", 100_000)
+    init_pop_offset_by_check_msg_in_mem: bool = _prop("initPopOffsetByCheckMsgInMem", True)
+    pop_response_return_actual_retry_topic: bool = _prop("popResponseReturnActualRetryTopic", False)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -269,7 +313,26 @@ def _check(c: BrokerConfig) -> None:
         ("metricsOtelCardinalityLimit", c.metrics_cardinality_limit >= 1, "must be >= 1"),
         ("maxStatsKeys", c.max_stats_keys >= 1, "must be >= 1"),
         ("aclWatchIntervalMs", 10 <= c.acl_watch_interval_ms <= 60_000, "must be 10..60000"),
+        ("serverMaxConnections", c.server_max_connections >= 1, "must be >= 1"),
+        (
+            "serverMaxBufferedBytesPerConnection",
+            c.server_max_buffered_bytes_per_connection >= 1 << 20,
+            "must be at least 1 MiB",
+        ),
+        ("autoCreateTopicLimit", c.auto_create_topic_limit >= 0, "must be >= 0"),
+        (
+            "autoCreateSubscriptionGroupLimit",
+            c.auto_create_subscription_group_limit >= 0,
+            "must be >= 0",
+        ),
+        ("maxClientsPerGroup", c.max_clients_per_group >= 1, "must be >= 1"),
         ("grpcServerPort", -1 <= c.grpc_server_port <= 65535, "must be -1 (off) or 0..65535"),
+        # POP consumption (issue 16)
+        ("reviveQueueNum", 1 <= c.revive_queue_num <= 998, "must be 1..998"),
+        ("reviveInterval", c.revive_interval_ms > 0, "must be > 0"),
+        ("popFromRetryProbability", 0 <= c.pop_from_retry_probability <= 100, "0..100"),
+        ("popPollingSize", c.pop_polling_size >= 1, "must be >= 1"),
+        ("maxPopPollingSize", c.max_pop_polling_size >= 1, "must be >= 1"),
     ]
     for key, ok, problem in rules:
         if not ok:

@@ -37,18 +37,21 @@ from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
+from ariane.broker.pop import PopConsumption
 from ariane.broker.processors.acl import AclAdminProcessor
 from ariane.broker.processors.admin import AdminBrokerProcessor
 from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
 from ariane.broker.processors.client_manage import ClientManageProcessor
 from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
 from ariane.broker.processors.end_transaction import EndTransactionProcessor
+from ariane.broker.processors.pop import PopMessageProcessor
 from ariane.broker.processors.pull import PullMessageProcessor
 from ariane.broker.processors.query import QueryMessageProcessor
 from ariane.broker.processors.send import SendMessageProcessor
 from ariane.broker.processors.stats import StatsProcessor
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
+from ariane.broker.runtime_config import check_wire_update
 from ariane.broker.runtime_info import runtime_info
 from ariane.broker.schedule import DELAY_OFFSET_FILE, ScheduleMessageService
 from ariane.broker.stats import BrokerStats, StoreCounters
@@ -178,8 +181,11 @@ class BrokerController:
                 listen_port=config.listen_port,
                 channel_max_idle_seconds=float(config.server_channel_max_idle_time_seconds),
                 backlog=config.server_socket_backlog,
+                max_connections=config.server_max_connections,
+                max_write_buffer_bytes=config.server_max_buffered_bytes_per_connection,
             )
         )
+        self._apply_limits(config)
         # timing every request costs about a microsecond: only when metrics are exported
         self.rpc_metrics = BrokerRpcMetrics(self.stats, timing=config.metrics_port is not None)
         self.remoting.register_hook(self.rpc_metrics)
@@ -193,6 +199,8 @@ class BrokerController:
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self.pull_processor = PullMessageProcessor(self)
+        # POP consumption (issue 16)
+        self.pop: PopConsumption = PopConsumption(self, self.pull_processor.message_filter, cdir)
 
     def _start_acl(self) -> None:
         """Load the ACL files and put the ACL hook in front of every processor
@@ -248,6 +256,9 @@ class BrokerController:
         self.hold.arriving(
             topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
         )
+        self.pop.arriving(
+            topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -272,6 +283,8 @@ class BrokerController:
         self.serve(port)
         self.schedule.start()
         self.tx_check.start()
+        self.pop.revive.start()
+        self._every(self.config.flush_consumer_offset_interval_ms / 1000, self.pop.persist_if_dirty)
         self._every(
             self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
         )
@@ -302,6 +315,8 @@ class BrokerController:
         self.topics.load()
         self.groups.load()
         self.offsets.load()
+        self.pop.create_system_topics()
+        self.pop.load()
         if not await asyncio.to_thread(self.store.load):
             raise StoreError(
                 f"message store {self.store_config.store_path_root_dir} failed to load"
@@ -341,6 +356,8 @@ class BrokerController:
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
         self.hold.start()
+        self.pop.polling.start()
+        self.pop.notify_polling.start()
         self._started = True
 
     def _register_processors(self) -> None:
@@ -356,6 +373,7 @@ class BrokerController:
             StatsProcessor(self),
             EndTransactionProcessor(self),
             AclAdminProcessor(self),
+            PopMessageProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -385,6 +403,7 @@ class BrokerController:
             await self.acl.stop()
         await self.tx_check.stop()
         await asyncio.to_thread(self.schedule.stop)
+        await self.pop.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -434,21 +453,26 @@ class BrokerController:
     async def update_config(self, props: Mapping[str, str]) -> list[str]:
         """Apply UPDATE_BROKER_CONFIG properties and persist them.
 
-        Broker keys take effect at once, except the identity and network keys
-        (``RESTART_ONLY_FIELDS``) and the store keys, which are saved and apply after a restart.
+        Only the keys of ``runtime_config`` are accepted: ``LIVE_KEYS`` take effect at once,
+        ``RESTART_KEYS`` are saved and apply after a restart; anything else (store geometry,
+        paths, identity, network, security) raises before anything changes.
 
         Returns:
             Keys that are not known (ignored).
 
         Raises:
-            ConfigError: a value is invalid (nothing is changed).
+            ConfigError: a key may not change over the wire or a value is invalid (nothing is
+                changed).
             OSError: the overrides file cannot be written.
         """
+        plan = check_wire_update(props)  # the closed admin plane: only safe keys, in range
         loaded = load_properties(props, broker=self.config, store=self.store_config)
         old = self.config
-        # who and where the broker is cannot change under running clients: saved only
+        # only what is read on every use changes now; the rest is saved for the next start,
+        # so GET_BROKER_CONFIG keeps showing what runs
+        live = load_properties({k: props[k] for k in plan.live}, broker=old)
         keep = {name: getattr(old, name) for name in RESTART_ONLY_FIELDS}
-        self._apply(dataclasses.replace(loaded.broker, **keep))
+        self._apply(dataclasses.replace(live.broker, **keep))
         saved = self._read_overrides()
         saved.update({k: v for k, v in props.items() if k not in loaded.unknown})
         text = format_properties(saved).encode("utf-8")
@@ -460,7 +484,12 @@ class BrokerController:
             self.topics._changed()
         return loaded.unknown
 
+    def _apply_limits(self, config: BrokerConfig) -> None:
+        self.groups.auto_create_limit = config.auto_create_subscription_group_limit
+        self.clients.max_per_group = config.max_clients_per_group
+
     def _apply(self, config: BrokerConfig) -> None:
+        self._apply_limits(config)
         self.config = config
         self.topics.config = config
         self.groups.auto_create = config.auto_create_subscription_group

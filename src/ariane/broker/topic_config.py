@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 
 from ariane.broker.config import BrokerConfig
-from ariane.broker.metadata import MetadataFile
+from ariane.broker.metadata import MetadataFile, over_limit
 from ariane.common.clock import Clock
 from ariane.common.sysflag import PERM_INHERIT, PERM_READ, PERM_WRITE
 from ariane.common.topics import (
@@ -156,6 +156,9 @@ class TopicConfigManager:
         existing = self.table.get(topic)
         if existing is not None:
             return existing
+        limit = self.config.auto_create_topic_limit
+        if len(self.table) >= limit:
+            raise over_limit("topic", topic, len(self.table), limit)
         template = self.table.get(default_topic)
         if template is None:
             logger.warning("no template topic %s to create %s for %s", default_topic, topic, remote)

@@ -39,6 +39,7 @@ from ariane.client._selector import (
     SelectMessageQueueByHash,
     SelectMessageQueueByRandom,
 )
+from ariane.client._simple import SimpleConsumer
 from ariane.client._transaction import LocalTransaction, TransactionChecker, TransactionProducer
 from ariane.client.admin import Admin
 from ariane.client.config import ClientConfig
@@ -74,7 +75,7 @@ from ariane.client.message import (
     TransactionSendResult,
 )
 from ariane.client.sync import SyncAdmin, SyncProducer, SyncTransactionProducer
-from ariane.client.sync_consumer import SyncPullConsumer, SyncPushConsumer
+from ariane.client.sync_consumer import SyncPullConsumer, SyncPushConsumer, SyncSimpleConsumer
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
@@ -126,10 +127,12 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "SessionCredentials",
+    "SimpleConsumer",
     "SyncAdmin",
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "SyncSimpleConsumer",
     "SyncTransactionProducer",
     "TopicNotWritableError",
     "TransactionChecker",

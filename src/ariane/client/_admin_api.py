@@ -41,6 +41,9 @@ from ariane.remoting.protocol.stats_bodies import BrokerStatsData, ConsumeStatsL
 
 __all__ = ["AdminRequests"]
 
+#: How a broker's answer to UPDATE_BROKER_CONFIG names the keys that apply after a restart.
+_RESTART_REMARK = "saved, applies after a restart: "
+
 
 def _body(response: RemotingCommand, what: str) -> bytes:
     if not response.body:
@@ -446,10 +449,20 @@ class AdminRequests(RpcBase):
 
     async def update_broker_config(
         self, addr: str, properties: dict[str, str], timeout_ms: int | None = None
-    ) -> None:
-        """UPDATE_BROKER_CONFIG: change settings at run time."""
+    ) -> list[str]:
+        """UPDATE_BROKER_CONFIG: change settings at run time.
+
+        Returns:
+            The keys the broker saved but applies only after a restart (named in its answer).
+        """
         body = format_properties(properties).encode()
-        await self.call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body, timeout_ms=timeout_ms)
+        response = await self.call(
+            addr, RequestCode.UPDATE_BROKER_CONFIG, None, body, timeout_ms=timeout_ms
+        )
+        remark = response.remark or ""
+        if not remark.startswith(_RESTART_REMARK):
+            return []
+        return [k.strip() for k in remark[len(_RESTART_REMARK) :].split(",") if k.strip()]
 
     async def view_broker_stats_data(
         self, addr: str, stats_name: str, stats_key: str, timeout_ms: int | None = None

@@ -20,6 +20,7 @@ import logging
 
 from ariane.client._acl_api import AclRequests
 from ariane.client._admin_api import AdminRequests
+from ariane.client._pop_api import PopRequests
 from ariane.client.errors import error_for
 from ariane.client.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
 from ariane.common.message import MessageExt
@@ -88,7 +89,7 @@ def parse_send_response(response: RemotingCommand, mq: MessageQueue, msg_id: str
     )
 
 
-class ClientAPI(AclRequests, AdminRequests):
+class ClientAPI(AclRequests, AdminRequests, PopRequests):
     """The request layer shared by everything in one ``ClientInstance``: the plumbing of
     ``RpcBase``, the administrative requests of ``AdminRequests`` and the data path below.
     """

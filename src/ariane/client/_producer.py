@@ -70,7 +70,6 @@ from ariane.errors import (
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
-from ariane.remoting.protocol.route import MASTER_ID
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
@@ -330,7 +329,7 @@ class Producer:
         info = self._publish[topic]
         if info.have_route or info.ok:
             if not info.ok:
-                raise TopicNotWritableError(topic)
+                raise TopicNotWritableError(topic, info.route)
             return info
         await instance.update_topic_route(
             topic,
@@ -340,7 +339,8 @@ class Producer:
         info = self._publish[topic]
         if not info.ok:
             if info.route is not None and info.route.queue_datas:
-                raise TopicNotWritableError(topic)  # the auto-create template is read-only
+                # no route of its own, and the auto-create template is read-only
+                raise TopicNotWritableError(topic, info.route, self.settings.create_topic_key)
             raise NoRouteError(topic)
         return info
 
@@ -476,33 +476,9 @@ class Producer:
         assert target.selector is not None
         return apply_selector(target.selector, info.message_queues, source, target.arg)
 
-    async def _ask_read_only_broker(
-        self, prepared: PreparedSend, not_writable: TopicNotWritableError, timeout_ms: int
-    ) -> SendResult:
-        """The route allows no write: send to one of its (read-only) queues anyway, so the
-        broker's own reason (topic or broker permission) reaches the caller rather than a
-        bare "no route" (RocketMQ clients stop at the latter)."""
-        info = self._publish.get(prepared.topic)
-        route = info.route if info is not None else None
-        if route is None:
-            raise not_writable
-        masters = {bd.broker_name for bd in route.broker_datas if MASTER_ID in bd.broker_addrs}
-        names = sorted(qd.broker_name for qd in route.queue_datas if qd.broker_name in masters)
-        if not names:
-            raise not_writable
-        try:
-            return await self._attempt(
-                prepared, MessageQueue(prepared.topic, names[0], 0), timeout_ms
-            )
-        except _TRANSPORT_ERRORS as exc:
-            raise not_writable from exc
-
     async def _send_with_retries(self, prepared: PreparedSend, timeout_ms: int) -> SendResult:
         started = self.now_ms()
-        try:
-            info = await self.find_publish_info(prepared.topic)
-        except TopicNotWritableError as exc:
-            return await self._ask_read_only_broker(prepared, exc, timeout_ms)
+        info = await self.find_publish_info(prepared.topic)
         attempts = 1 + self.retry_times
         last_broker: str | None = None
         last_error: BaseException | None = None

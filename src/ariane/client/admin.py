@@ -148,9 +148,20 @@ class Admin(AdminOps):
         config: dict[str, str] = await self.api.get_broker_config(broker_addr, self.timeout_ms)
         return config
 
-    async def update_broker_config(self, broker_addr: str, properties: Mapping[str, str]) -> None:
-        """Change a broker's settings at run time (``updateBrokerConfig``)."""
-        await self.api.update_broker_config(broker_addr, dict(properties), self.timeout_ms)
+    async def update_broker_config(
+        self, broker_addr: str, properties: Mapping[str, str]
+    ) -> list[str]:
+        """Change a broker's settings at run time (``updateBrokerConfig``).
+
+        Returns:
+            The keys saved that apply only after the broker restarts (store tunables).
+
+        Raises:
+            NoPermissionError: a key may not change over the wire (store geometry, paths,
+                identity, network, security: ``broker.conf`` only).
+            InvalidParameterError: a value is out of its range.
+        """
+        return await self.api.update_broker_config(broker_addr, dict(properties), self.timeout_ms)
 
     # -- ACL (plain_acl.yml; issue 11) -------------------------------------------------------
 

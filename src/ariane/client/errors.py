@@ -287,18 +287,35 @@ class NoRouteError(ArianeError):
 
 
 class TopicNotWritableError(NoRouteError):
-    """The topic has a route, but no queue of it may be written: the topic's permission or
-    its brokers' ``brokerPermission`` forbids sends. ``send`` asks a broker once to report
-    its own reason instead (a ``NoPermissionError``).
+    """The topic has a route, but no queue of it may be written: the topic's permission, its
+    brokers' ``brokerPermission`` or a ``wipeWritePerm`` forbids sends (RocketMQ clients say
+    only "No route info of this topic").
+
+    Args:
+        topic: the topic.
+        route: the route that grants no write (for the message).
+        template: the auto-create template whose route it is, when the topic has none.
     """
 
     retriable = False
 
-    def __init__(self, topic: str) -> None:
-        super().__init__(
-            topic,
-            "the route has no writable queue (the topic or its brokers do not accept sends)",
+    def __init__(self, topic: str, route: object = None, template: str | None = None) -> None:
+        perms = sorted(
+            {f"{qd.broker_name}:perm={qd.perm}" for qd in getattr(route, "queue_datas", [])}
         )
+        where = f" ({', '.join(perms)})" if perms else ""
+        if template is not None:
+            detail = (
+                f"it has no route yet and the auto-create template {template} is read-only"
+                f"{where}: a broker's brokerPermission or wipeWritePerm forbids writes"
+            )
+        else:
+            detail = (
+                f"every queue of its route is read-only{where}: the topic's perm, its brokers' "
+                "brokerPermission or wipeWritePerm forbids writes"
+            )
+        ArianeError.__init__(self, f"topic {topic!r} is not writable: {detail}")
+        self.topic = topic
 
 
 class BrokerNotFoundError(ArianeError):

@@ -411,9 +411,9 @@ class SyncAdmin(_Blocking):
         """See ``Admin.update_global_white_addrs``."""
         self._run(self.admin.update_global_white_addrs(broker_addr, addrs, acl_file_full_path))
 
-    def update_broker_config(self, broker_addr: str, properties: Mapping[str, str]) -> None:
+    def update_broker_config(self, broker_addr: str, properties: Mapping[str, str]) -> list[str]:
         """``Admin.update_broker_config``."""
-        self._run(self.admin.update_broker_config(broker_addr, properties))
+        return self._run(self.admin.update_broker_config(broker_addr, properties))
 
     def create_topic(
         self,

@@ -93,6 +93,11 @@ class NamesrvConfig:
             (broker registration, KV and config updates, write-permission changes) against the
             ACL files; they then need an admin account. Reads stay open.
         acl_watch_interval_ms: ``aclWatchIntervalMs``: how often the ACL files are re-read.
+        kv_config_max_entries: ``kvConfigMaxEntries`` (Ariane's): KV entries at most; a
+            PUT_KV_CONFIG of a new key past it is refused.
+        server_max_connections: ``serverMaxConnections``: open connections at most.
+        server_max_buffered_bytes_per_connection: ``serverMaxBufferedBytesPerConnection``:
+            answers queued for one connection at most before it is closed.
     """
 
     listen_port: int = _prop("listenPort", 9876)
@@ -124,6 +129,12 @@ class NamesrvConfig:
     # -- ACL (issue 11) --
     acl_enable: bool = _prop("aclEnable", False)
     acl_watch_interval_ms: int = _prop("aclWatchIntervalMs", 500)
+    # -- limits (issue 11) --
+    kv_config_max_entries: int = _prop("kvConfigMaxEntries", 100_000)
+    server_max_connections: int = _prop("serverMaxConnections", 8192)
+    server_max_buffered_bytes_per_connection: int = _prop(
+        "serverMaxBufferedBytesPerConnection", 64 * 1024 * 1024
+    )
 
     def __post_init__(self) -> None:
         if not 0 <= self.listen_port <= 65535:
@@ -152,6 +163,8 @@ class NamesrvConfig:
             raise ConfigError("metricsPromExporterPort", "must be 0..65535")
         if not 10 <= self.acl_watch_interval_ms <= 60_000:
             raise ConfigError("aclWatchIntervalMs", "must be 10..60000")
+        if self.kv_config_max_entries < 1:
+            raise ConfigError("kvConfigMaxEntries", "must be >= 1")
 
     def with_properties(self, props: Mapping[str, str]) -> tuple[NamesrvConfig, list[str]]:
         """A copy with RocketMQ properties applied.

@@ -98,7 +98,18 @@ class NamesrvProcessor:
     async def put_kv_config(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
         """PUT_KV_CONFIG: set a value and persist before answering."""
         header = h.PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
-        self.namesrv.kv_config.put(header.namespace, header.key, header.value)
+        kv = self.namesrv.kv_config
+        limit = self.namesrv.config.kv_config_max_entries
+        if not kv.has(header.namespace, header.key) and kv.count() >= limit:
+            logger.warning(
+                "kv put %s/%s from %s refused: %d entries (kvConfigMaxEntries)",
+                header.namespace, header.key, ctx.remote_addr, limit,
+            )  # fmt: skip
+            return _response(
+                ResponseCode.SYSTEM_ERROR,
+                f"the KV config holds {limit} entries (kvConfigMaxEntries): delete some first",
+            )
+        kv.put(header.namespace, header.key, header.value)
         logger.info(
             "kv put %s/%s=%s from %s", header.namespace, header.key, header.value, ctx.remote_addr
         )

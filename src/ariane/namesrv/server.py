@@ -57,6 +57,8 @@ class NameServer:
                 listen_port=config.listen_port,
                 channel_max_idle_seconds=float(config.server_channel_max_idle_time_seconds),
                 backlog=config.server_socket_backlog,
+                max_connections=config.server_max_connections,
+                max_write_buffer_bytes=config.server_max_buffered_bytes_per_connection,
             )
         )
         NamesrvProcessor(self).register(self.remoting)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ariane.acl.plain import AclRules
 from ariane.common.clock import Clock
 from ariane.common.record import decode_record
 from ariane.proxy.convert import incoming, make_transaction_id
@@ -73,6 +74,16 @@ class _Remoting(Protocol):
     ) -> LocalChannel: ...
 
 
+class _AclHook(Protocol):
+    @property
+    def rules(self) -> AclRules: ...
+
+
+class _Acl(Protocol):
+    @property
+    def hook(self) -> _AclHook: ...
+
+
 class BrokerAccess(Protocol):
     """What the proxy needs of the broker it runs in (``BrokerController`` fits it)."""
 
@@ -86,6 +97,8 @@ class BrokerAccess(Protocol):
     def remoting(self) -> _Remoting: ...
     @property
     def clock(self) -> Clock: ...
+    @property
+    def acl(self) -> _Acl | None: ...
 
 
 class TelemetryStream:

@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
+from ariane.client._pop_api import decode_pop_response, receipt_handle_of
 from ariane.common.message import MessageExt
+from ariane.common.pop import ReceiptHandle
 from ariane.common.record import iter_records
 from ariane.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
-from ariane.errors import CorruptionError
+from ariane.errors import ArianeError, CorruptionError, InvalidArgumentError
 from ariane.proxy.convert import (
     duration_ms,
     incoming,
@@ -47,11 +48,10 @@ from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
-__all__ = ["ConsumerService", "ReceiptHandle"]
+__all__ = ["ConsumerService", "decode_handle"]
 
 logger = logging.getLogger(__name__)
 
-_ORDER_REVIVE_QID = 999
 _NOT_FOUND_CODES = (
     ResponseCode.PULL_NOT_FOUND,
     ResponseCode.POLLING_TIMEOUT,
@@ -60,72 +60,12 @@ _NOT_FOUND_CODES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ReceiptHandle:
-    """A decoded receipt handle (RocketMQ ``ReceiptHandle``)."""
-
-    start_offset: int
-    pop_time: int
-    invisible_time: int
-    revive_qid: int
-    topic_type: str
-    broker_name: str
-    queue_id: int
-    offset: int
-    commit_log_offset: int
-
-    @classmethod
-    def decode(cls, text: str) -> ReceiptHandle:
-        """Parse a handle; INVALID_RECEIPT_HANDLE when it is not one of ours."""
-        parts = text.split(" ")
-        if len(parts) < 8:
-            raise ProxyError(pb.INVALID_RECEIPT_HANDLE, f"receipt handle {text[:80]!r} is invalid")
-        try:
-            return cls(
-                int(parts[0]), int(parts[1]), int(parts[2]), int(parts[3]), parts[4], parts[5],
-                int(parts[6]), int(parts[7]), int(parts[8]) if len(parts) > 8 else -1,
-            )  # fmt: skip
-        except ValueError:
-            raise ProxyError(
-                pb.INVALID_RECEIPT_HANDLE, f"receipt handle {text[:80]!r} is invalid"
-            ) from None
-
-    def encode(self) -> str:
-        """The handle as clients carry it."""
-        return (
-            f"{self.start_offset} {self.pop_time} {self.invisible_time} {self.revive_qid} "
-            f"{self.topic_type} {self.broker_name} {self.queue_id} {self.offset} "
-            f"{self.commit_log_offset}"
-        )
-
-    def real_topic(self, topic: str, group: str) -> str:
-        """The topic the message was popped from (the group's pop retry topic for 1 and 2)."""
-        if self.topic_type == "1":
-            return f"%RETRY%{group}_{topic}"
-        if self.topic_type == "2":
-            return f"%RETRY%{group}+{topic}"
-        return topic
-
-    def expired(self, now_ms: int) -> bool:
-        """Whether the message is already visible again."""
-        return self.pop_time + self.invisible_time <= now_ms
-
-
-def _offset_info(text: str | None) -> dict[tuple[str, str], str]:
-    out: dict[tuple[str, str], str] = {}
-    for entry in (text or "").split(";"):
-        parts = entry.strip().split(" ")
-        if len(parts) >= 3:
-            out[(parts[0], parts[1])] = parts[2]
-    return out
-
-
-def _retry_flag(record_topic: str, topic: str, group: str) -> str:
-    if record_topic == f"%RETRY%{group}_{topic}":
-        return "1"
-    if record_topic == f"%RETRY%{group}+{topic}":
-        return "2"
-    return "0"
+def decode_handle(text: str) -> ReceiptHandle:
+    """A client's receipt handle; INVALID_RECEIPT_HANDLE when it is not one of ours."""
+    try:
+        return ReceiptHandle.decode(text)
+    except InvalidArgumentError as exc:
+        raise ProxyError(pb.INVALID_RECEIPT_HANDLE, f"receipt handle is invalid: {exc}") from None
 
 
 class ConsumerService:
@@ -249,54 +189,28 @@ class ConsumerService:
             return [spb.ReceiveMessageResponse(status=status(pb.TOO_MANY_REQUESTS, "polling full"))]
         if response.code != ResponseCode.SUCCESS:
             raise from_remoting(response.code, response.remark)
-        answer = h.PopMessageResponseHeader.from_ext_fields(response.ext_fields)
+        try:
+            popped = decode_pop_response(response, self.core.broker_name, fifo).messages
+            handles = [
+                receipt_handle_of(m).with_commit_log_offset(m.commit_log_offset) for m in popped
+            ]
+        except (ArianeError, CorruptionError) as exc:
+            raise ProxyError(
+                pb.INTERNAL_SERVER_ERROR, f"broker answer does not decode: {exc}"
+            ) from None
         delivered = []
-        for ext, handle in self._handles(response, answer, topic, group):
+        now = self.core.now_ms()
+        for ext, handle in zip(popped, handles, strict=True):
             if ext.reconsume_times >= max_attempts and not fifo:
                 await self._to_dlq(ctx, topic, group, ext, handle)
                 continue
-            delivered.append(
-                spb.ReceiveMessageResponse(
-                    message=incoming(
-                        ext, topic=topic, receipt_handle=handle.encode(), now_ms=self.core.now_ms()
-                    )
-                )
-            )
+            message = incoming(ext, topic=topic, receipt_handle=handle.encode(), now_ms=now)
+            delivered.append(spb.ReceiveMessageResponse(message=message))
         if not delivered:
             return [
                 spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no match message"))
             ]
         return [spb.ReceiveMessageResponse(status=status()), *delivered]
-
-    def _handles(
-        self,
-        response: RemotingCommand,
-        answer: h.PopMessageResponseHeader,
-        topic: str,
-        group: str,
-    ) -> list[tuple[MessageExt, ReceiptHandle]]:
-        starts = _offset_info(answer.start_offset_info)
-        counts = _offset_info(answer.order_count_info)
-        out = []
-        try:
-            records = list(iter_records(response.body or b"", decompress=True))
-        except CorruptionError as exc:
-            raise ProxyError(
-                pb.INTERNAL_SERVER_ERROR, f"broker answer does not decode: {exc}"
-            ) from None
-        for ext in records:
-            flag = _retry_flag(ext.topic, topic, group)
-            qid = str(ext.queue_id)
-            start = int(starts.get((flag, qid), ext.queue_offset))
-            count = counts.get((flag, f"qo{qid}%{ext.queue_offset}")) or counts.get((flag, qid))
-            if count is not None and count.isdigit():
-                ext.reconsume_times = max(ext.reconsume_times, int(count))
-            handle = ReceiptHandle(
-                start, answer.pop_time, answer.invisible_time, answer.revive_qid, flag,
-                self.core.broker_name, ext.queue_id, ext.queue_offset, ext.commit_log_offset,
-            )  # fmt: skip
-            out.append((ext, handle))
-        return out
 
     # -- ack, change, dead letters -----------------------------------------------------------------
 
@@ -308,7 +222,7 @@ class ConsumerService:
             topic=handle.real_topic(topic, group),
             queue_id=handle.queue_id,
             extra_info=handle.encode(),
-            offset=handle.offset,
+            offset=handle.queue_offset,
         )
         command = RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_ext_fields())
         return await self.core.invoke(ctx, command)
@@ -320,8 +234,8 @@ class ConsumerService:
             message_id=entry.message_id, receipt_handle=entry.receipt_handle
         )
         try:
-            handle = ReceiptHandle.decode(entry.receipt_handle)
-            if handle.expired(self.core.now_ms()):
+            handle = decode_handle(entry.receipt_handle)
+            if handle.is_expired(self.core.now_ms()):
                 raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
             response = await self._ack(ctx, topic, group, handle)
             if response.code == ResponseCode.SUCCESS:
@@ -366,15 +280,15 @@ class ConsumerService:
                 pb.ILLEGAL_INVISIBLE_TIME,
                 f"the invisibleTime must be within [0, {self.core.cfg.max_invisible_time_ms}] ms",
             )
-        handle = ReceiptHandle.decode(request.receipt_handle)
-        if handle.expired(self.core.now_ms()):
+        handle = decode_handle(request.receipt_handle)
+        if handle.is_expired(self.core.now_ms()):
             raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
         header = h.ChangeInvisibleTimeRequestHeader(
             consumer_group=group,
             topic=handle.real_topic(topic, group),
             queue_id=handle.queue_id,
             extra_info=handle.encode(),
-            offset=handle.offset,
+            offset=handle.queue_offset,
             invisible_time=ms,
         )
         command = RemotingCommand.request(
@@ -388,8 +302,8 @@ class ConsumerService:
             raise ProxyError(error.code, f"changeInvisibleDuration failed: {error.message}")
         answer = h.ChangeInvisibleTimeResponseHeader.from_ext_fields(response.ext_fields)
         new = ReceiptHandle(
-            handle.offset, answer.pop_time, answer.invisible_time, answer.revive_qid,
-            handle.topic_type, handle.broker_name, handle.queue_id, handle.offset,
+            handle.queue_offset, answer.pop_time, answer.invisible_time, answer.revive_qid,
+            handle.retry_flag, handle.broker_name, handle.queue_id, handle.queue_offset,
             handle.commit_log_offset,
         )  # fmt: skip
         return spb.ChangeInvisibleDurationResponse(status=status(), receipt_handle=new.encode())
@@ -419,7 +333,7 @@ class ConsumerService:
     ) -> spb.ForwardMessageToDeadLetterQueueResponse:
         topic = validate_topic(request.topic)
         group = validate_group(request.group)
-        handle = ReceiptHandle.decode(request.receipt_handle)
+        handle = decode_handle(request.receipt_handle)
         if handle.commit_log_offset < 0:
             raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
         header = h.ConsumerSendMsgBackRequestHeader(

@@ -7,7 +7,8 @@ required on every call, as upstream), finds the client's session, runs the handl
 ``ProxyError`` (or any other failure) into the response type's ``status``, so every answer
 carries a status and the gRPC call itself ends OK. ``ProxyCore.invoke`` dispatches one remoting
 request on the client's local channel and returns the broker's response: every operation runs
-the same processor a 4.x client reaches.
+the same processor a 4.x client reaches; with ACL on, signed with the caller's account
+(:mod:`ariane.proxy.auth`) so the broker's hook authorizes it as it would a 4.x client.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.message import Message
 
+from ariane.acl.credentials import SessionCredentials, sign_fields
 from ariane.errors import ArianeError, ConnectionClosedError, RequestTimeoutError
+from ariane.proxy.auth import authenticate
 from ariane.proxy.clients import BrokerAccess, ClientRegistry, ClientSession
 from ariane.proxy.config import ProxyConfig
 from ariane.proxy.status import ProxyError, from_remoting, status
@@ -101,6 +104,7 @@ class CallContext:
     metadata: dict[str, str]
     session: ClientSession
     grpc: grpc.aio.ServicerContext[Any, Any]
+    credentials: SessionCredentials | None = None
 
     def remaining_ms(self) -> int | None:
         """Milliseconds left before the call's deadline (None: no deadline)."""
@@ -138,10 +142,12 @@ class ProxyCore:
         if not client_id:
             raise ProxyError(pb.CLIENT_ID_REQUIRED, "client id cannot be empty")
         peer = peer_address(context)
+        acl = self.broker.acl
+        credentials = authenticate(acl.hook.rules if acl is not None else None, md, peer)
         session = self.clients.session(
             client_id, peer, md.get("x-mq-language", ""), md.get("x-mq-client-version", "")
         )
-        return CallContext(client_id, peer, md, session, context)
+        return CallContext(client_id, peer, md, session, context, credentials)
 
     async def invoke(
         self, ctx: CallContext, request: RemotingCommand, timeout_ms: int | None = None
@@ -152,6 +158,8 @@ class ProxyCore:
             ProxyError: the broker cannot be reached in time (PROXY_TIMEOUT, INTERNAL...).
         """
         channel = self.clients.channel(ctx.session)
+        if ctx.credentials is not None:
+            sign_fields(request.ext_fields, request.body, ctx.credentials)
         timeout = (timeout_ms or self.cfg.broker_call_timeout_ms) / 1000
         try:
             return await channel.call(request, timeout)

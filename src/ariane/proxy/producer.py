@@ -142,7 +142,7 @@ class ProducerService:
         self, request: spb.QueryRouteRequest, ctx: CallContext
     ) -> spb.QueryRouteResponse:
         topic = validate_topic(request.topic)
-        tc = self.topic_config(topic, ctx.peer, create=True)
+        tc = self.topic_config(topic, ctx.peer, create=self.core.broker.acl is None)
         broker = self._broker(request.endpoints)
         accepted = ACCEPTED_TYPES.get(topic_type(tc), (pb.MESSAGE_TYPE_UNSPECIFIED,))
         perm = tc.perm & self.core.broker.config.broker_permission
@@ -288,7 +288,9 @@ class ProducerService:
                 f"'mqadmin updateTopic -t {msg.topic} -a +message.type={actual}'",
             )
 
-    def _queue_id(self, tc: TopicConfig, msg: OutgoingMessage, single: bool) -> int:
+    def _queue_id(self, tc: TopicConfig | None, msg: OutgoingMessage, single: bool) -> int:
+        if tc is None:
+            return -1  # the broker creates the topic (if allowed) and picks a queue
         n = tc.write_queue_nums
         if n <= 0 or not tc.perm & PERM_WRITE:
             raise ProxyError(pb.FORBIDDEN, "no writable queue")
@@ -298,7 +300,7 @@ class ProducerService:
         return next(self._round_robin) % n
 
     async def _send_one(
-        self, ctx: CallContext, msg: OutgoingMessage, tc: TopicConfig, single: bool
+        self, ctx: CallContext, msg: OutgoingMessage, tc: TopicConfig | None, single: bool
     ) -> spb.SendResultEntry:
         uniq = msg.properties[p.UNIQ_KEY]
         header = h.SendMessageRequestHeaderV2(
@@ -346,9 +348,8 @@ class ProducerService:
             if message.topic.name != topic:
                 raise ProxyError(pb.MESSAGE_CORRUPTED, "topic in message is not same")
             converted.append(outgoing(message, self.core.cfg, now, ctx.peer))
-        existing = self.core.broker.topics.get(topic)
-        self._check_type(existing, converted[0])
-        tc = self.topic_config(topic, ctx.peer, create=True)
+        tc = self.core.broker.topics.get(topic)
+        self._check_type(tc, converted[0])
         single = len(converted) == 1
         entries = [await self._send_one(ctx, m, tc, single) for m in converted]
         return spb.SendMessageResponse(status=_overall(entries), entries=entries)

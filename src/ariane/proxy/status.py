@@ -11,6 +11,7 @@ the broker's remark, so the client sees why.
 
 from __future__ import annotations
 
+from ariane.acl.hook import ACL_EXCEPTION
 from ariane.errors import ArianeError
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.remoting.protocol.codes import ResponseCode
@@ -71,7 +72,9 @@ def from_remoting(code: int, remark: str | None) -> ProxyError:
 
     NO_PERMISSION is FORBIDDEN here (the Java proxy says INTERNAL_SERVER_ERROR): the broker uses
     it for a topic or broker that may not be written or read, which is what FORBIDDEN means to
-    the clients; ACL denials become UNAUTHORIZED before reaching the broker.
+    the clients; ACL refusals (the AclException remark) are UNAUTHORIZED, as upstream.
     """
+    if remark and remark.startswith(ACL_EXCEPTION):
+        return ProxyError(pb.UNAUTHORIZED, remark)
     mapped = _REMOTING.get(code, pb.INTERNAL_SERVER_ERROR)
     return ProxyError(mapped, remark or f"broker answered code {code}")

@@ -58,7 +58,12 @@ class TelemetryService:
         try:
             ctx = self.core.context(context)
         except ProxyError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
+            code = (
+                grpc.StatusCode.UNAUTHENTICATED
+                if exc.code == pb.UNAUTHORIZED
+                else grpc.StatusCode.INVALID_ARGUMENT
+            )
+            await context.abort(code, exc.message)
         stream = TelemetryStream()
         failure: list[_StreamError] = []
         reader = asyncio.create_task(self._read(request_iterator, ctx, stream, failure))
@@ -146,11 +151,12 @@ class TelemetryService:
             ctx.session.settings = reply
             await self.producer.register(ctx, reply)
         except ProxyError as exc:
-            code = (
-                grpc.StatusCode.INVALID_ARGUMENT
-                if 40000 <= exc.code < 50000
-                else grpc.StatusCode.INTERNAL
-            )
+            if exc.code == pb.UNAUTHORIZED:
+                code = grpc.StatusCode.PERMISSION_DENIED
+            elif 40000 <= exc.code < 50000:
+                code = grpc.StatusCode.INVALID_ARGUMENT
+            else:
+                code = grpc.StatusCode.INTERNAL
             raise _StreamError(
                 code,
                 f"process client telemetryCommand failed: {code_name(exc.code)}: {exc.message}",

@@ -40,6 +40,8 @@ def main() -> int:
     ap.add_argument("--async-sends", action="store_true")
     ap.add_argument("--big-every", type=int, default=0)
     ap.add_argument("--text", action="store_true", help="printable bodies text-<i>-yyy...")
+    ap.add_argument("--ak", default="")
+    ap.add_argument("--sk", default="")
     args = ap.parse_args()
 
     from rocketmq import (
@@ -62,7 +64,7 @@ def main() -> int:
             emit(event="checked", i=i, id=message.message_id, topic=message.topic)
             return TransactionResolution.COMMIT if i % 2 == 0 else TransactionResolution.ROLLBACK
 
-    config = ClientConfiguration(args.endpoint, Credentials())
+    config = ClientConfiguration(args.endpoint, Credentials(args.ak, args.sk))
     checker = Checker() if args.mode in ("commit", "rollback", "check") else None
     producer = Producer(config, (args.topic,), checker)
     producer.startup()

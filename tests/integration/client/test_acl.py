@@ -17,11 +17,11 @@ from ariane.client import (
     Admin,
     ClientConfig,
     Message,
-    NoPermissionError,
     PlainAccessConfig,
     Producer,
     PushConsumer,
     SessionCredentials,
+    TopicNotWritableError,
 )
 from tests.integration.client.conftest import run, wait_for_route
 from tests.integration.client.consumer_support import Collector
@@ -245,10 +245,8 @@ def test_hand_edits_reload_and_a_broken_file_keeps_the_old_rules(
     assert "team.yml: not valid YAML" in log
 
 
-def test_sends_refused_by_permission_report_the_brokers_reason(
-    acl_cluster: tuple[Cluster, Path],
-) -> None:
-    """Issue 20 item 6: never a bare "no route info" when the broker forbids the send."""
+def test_sends_refused_by_permission_say_why(acl_cluster: tuple[Cluster, Path]) -> None:
+    """Issue 20 item 6: never a bare "no route info" when a permission forbids the send."""
     cluster, _ = acl_cluster
 
     async def go() -> None:
@@ -256,8 +254,13 @@ def test_sends_refused_by_permission_report_the_brokers_reason(
             await admin.create_topic("AclReadOnly", read_queue_nums=2, write_queue_nums=2, perm=4)
             await wait_for_route(admin, "AclReadOnly")
         async with Producer("acl_pg", client_config=_config(cluster, "ro", ADMIN)) as producer:
-            with pytest.raises(NoPermissionError) as info:
+            with pytest.raises(TopicNotWritableError) as info:
                 await producer.send(Message("AclReadOnly", b"x"))
-        assert info.value.remark == "the topic[AclReadOnly] sending message is forbidden"
+        assert str(info.value) == (
+            "topic 'AclReadOnly' is not writable: every queue of its route is read-only "
+            "(broker-a:perm=4): the topic's perm, its brokers' brokerPermission or "
+            "wipeWritePerm forbids writes"
+        )
+        assert "no route info" not in str(info.value).lower()
 
     run(go())

@@ -26,6 +26,7 @@ def test_client_exports() -> None:
             "MessageSelector", "SyncPullConsumer", "SyncPushConsumer",
             "AccessDeniedError", "AclConfig", "AclVersionInfo", "PlainAccessConfig",
             "SessionCredentials", "TopicNotWritableError", "NoPermissionError",
+            "SimpleConsumer", "SyncSimpleConsumer",
         ]
     )  # fmt: skip
     for name in ariane.client.__all__:

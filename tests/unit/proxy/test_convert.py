@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from ariane.common import properties as p
 from ariane.common.message import HostPort, MessageExt
+from ariane.common.pop import ReceiptHandle
 from ariane.proxy.config import ProxyConfig
-from ariane.proxy.consumer import ReceiptHandle
+from ariane.proxy.consumer import decode_handle
 from ariane.proxy.convert import (
     incoming,
     make_transaction_id,
@@ -239,11 +240,11 @@ def test_receipt_handles_round_trip_and_refuse_garbage() -> None:
     assert ReceiptHandle.decode(h.encode()) == h
     assert h.real_topic("T", "G") == "%RETRY%G_T"
     assert ReceiptHandle(5, NOW, 1, 3, "2", "b", 2, 7, 1).real_topic("T", "G") == "%RETRY%G+T"
-    assert h.expired(NOW + 30_000)
-    assert not h.expired(NOW + 29_999)
+    assert h.is_expired(NOW + 30_000)
+    assert not h.is_expired(NOW + 29_999)
     for bad in ("", "1 2 3", "a b c d e f g h i"):
         with pytest.raises(ProxyError) as info:
-            ReceiptHandle.decode(bad)
+            decode_handle(bad)
         assert info.value.code == pb.INVALID_RECEIPT_HANDLE
 
 

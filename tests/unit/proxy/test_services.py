@@ -12,9 +12,9 @@ import grpc
 import pytest
 
 from ariane.common import properties as p
+from ariane.common.pop import ReceiptHandle
 from ariane.common.record import decode_records
 from ariane.proxy.config import ProxyConfig
-from ariane.proxy.consumer import ReceiptHandle
 from ariane.proxy.convert import to_timestamp
 from ariane.proxy.server import GrpcProxy
 from ariane.proxy.v2 import definition_pb2 as pb
