@@ -273,9 +273,15 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 @pytest.fixture
 def grpc_cluster(tmp_path: Path) -> Iterator[Cluster]:
     """A NameServer and a broker serving gRPC on a free port (``ready["grpc"]``), with quick
-    transaction checks."""
+    transaction checks and short long polls."""
     c = Cluster(tmp_path / "cluster")
     try:
-        yield c.start(grpcServerPort=0, transactionTimeOut=500, transactionCheckInterval=500)
+        yield c.start(
+            grpcServerPort=0,
+            transactionTimeOut=500,
+            transactionCheckInterval=500,
+            # push consumers wait for their long polls when they shut down
+            grpcClientConsumerMaxLongPollingTimeoutMillis=3000,
+        )
     finally:
         c.stop()

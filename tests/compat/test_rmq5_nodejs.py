@@ -5,6 +5,8 @@ Telemetry exchange; what it sends is read back through the remoting protocol byt
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from ariane.common import properties as p
@@ -74,3 +76,33 @@ def test_node_transactions_commit_and_check_back(
     assert len(visible) == 3 + 2
     assert {ids[0], ids[2]} <= visible
     assert not {ids[1], ids[3]} & visible
+
+
+def test_node_simple_and_push_consumers(grpc_cluster: Cluster, nodejs: ScriptClient) -> None:
+    broker = grpc_cluster.broker_addr()
+    create_topic(broker, "NodeConsume", "NORMAL")
+    endpoint = _endpoint(grpc_cluster)
+    sizes = [20, 4000, 1024 * 1024]
+    sent = nodejs.run(
+        "producer.js",
+        ["--endpoint", endpoint, "--topic", "NodeConsume", "--count", "30",
+         "--sizes", ",".join(map(str, sizes))],
+    )  # fmt: skip
+    ids = {e["id"]: e["i"] for e in sent.of("sent")}
+    for kind, group in (("simple", "CG_NODE_SIMPLE"), ("push", "CG_NODE_PUSH")):
+        run = nodejs.run(
+            "consumer.js",
+            ["--endpoint", endpoint, "--group", group, "--topic", "NodeConsume", "--kind", kind,
+             "--expect", "30", "--fail-times", "1", "--timeout", "60"],
+            timeout_s=120,
+        )  # fmt: skip
+        attempts: dict[str, list[int]] = {}
+        for e in run.of("msg"):
+            attempts.setdefault(e["id"], []).append(e["attempt"])
+            i = ids[e["id"]]
+            assert e["sha"] == hashlib.sha256(body_of(i, sizes[i % 3])).hexdigest()
+            assert e["tag"] == f"Tag{i % 3}"
+            assert e["props"]["i"] == str(i)
+            assert not e["corrupted"]
+        assert sorted(attempts) == sorted(ids), kind
+        assert all(a == [1, 2] for a in attempts.values()), (kind, attempts)

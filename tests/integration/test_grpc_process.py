@@ -95,7 +95,7 @@ def test_bench_grpc_runs_both_protocols_on_one_broker() -> None:
     result = json.loads(out.stdout.strip().splitlines()[-1])
     phases = {row["phase"]: row for row in result["phases"]}
     for name in ("produce remoting", "produce gRPC", "consume remoting PULL",
-                 "consume gRPC PullMessage"):  # fmt: skip
+                 "consume gRPC PullMessage", "receive+ack gRPC (POP)"):  # fmt: skip
         assert phases[name]["msgs"] == 300, phases[name]
         assert phases[name]["failed"] == 0
         assert phases[name]["msgs_per_s"] > 0

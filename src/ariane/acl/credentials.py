@@ -29,6 +29,7 @@ __all__ = [
     "SIGNATURE",
     "SessionCredentials",
     "canonical_content",
+    "credentials_from_tools_yml",
     "request_signer",
     "sign",
     "sign_fields",
@@ -99,3 +100,19 @@ def request_signer(credentials: SessionCredentials) -> Callable[[RemotingCommand
         sign_fields(request.ext_fields, request.body, credentials)
 
     return signer
+
+
+def credentials_from_tools_yml(text: str | bytes, path: str) -> SessionCredentials | None:
+    """The account of RocketMQ's ``conf/tools.yml`` (``accessKey``/``secretKey`` at the top
+    level, as ``AclUtils.getAclRPCHook`` reads it); None when either is blank.
+
+    Raises:
+        AclError: the text is not a YAML mapping.
+    """
+    from ariane.acl.plain import load_yaml_mapping
+
+    data = load_yaml_mapping(text, path)
+    ak, sk = data.get("accessKey"), data.get("secretKey")
+    if ak is None or sk is None or not str(ak).strip() or not str(sk).strip():
+        return None
+    return SessionCredentials(str(ak).strip(), str(sk).strip())

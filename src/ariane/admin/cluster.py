@@ -22,6 +22,7 @@ __all__ = [
     "cluster_list",
     "delete_expired_commit_log",
     "get_broker_config",
+    "targets",
     "update_broker_config",
     "wipe_write_perm",
 ]
@@ -162,7 +163,8 @@ async def cluster_list(ctx: AdminContext, more: bool, interval: int | None) -> V
     return view
 
 
-async def _targets(ctx: AdminContext, broker_addr: str | None, cluster: str | None) -> list[str]:
+async def targets(ctx: AdminContext, broker_addr: str | None, cluster: str | None) -> list[str]:
+    """The broker (-b) or the masters of a cluster (-c) a command acts on."""
     one_of(ctx.click_ctx, b=broker_addr, c=cluster)
     from ariane.errors import InvalidArgumentError
 
@@ -184,7 +186,7 @@ async def _per_broker_tables(
     fetch: Callable[[str], Awaitable[dict[str, str]]],
 ) -> View:
     """One key/value table per target broker: ``{"brokers": {addr: {key: value}}}``."""
-    addrs = await _targets(ctx, broker_addr, cluster)
+    addrs = await targets(ctx, broker_addr, cluster)
     tables = await asyncio.gather(*(fetch(a) for a in addrs))
     by_addr = dict(zip(addrs, tables, strict=True))
     return View({"brokers": by_addr}, [kv_table(t, title=a) for a, t in by_addr.items()])
@@ -222,7 +224,7 @@ async def update_broker_config(
     output says) and saves it, so it survives restarts. Store geometry, paths, identity,
     network, role and security settings are refused: they come from broker.conf only.
     brokerPermission 4 makes a broker read-only, 6 restores read and write."""
-    addrs = await _targets(ctx, broker_addr, cluster)
+    addrs = await targets(ctx, broker_addr, cluster)
     before = await asyncio.gather(*(ctx.admin.broker_config(a) for a in addrs))
     for addr, config in zip(addrs, before, strict=True):
         if key not in config:

@@ -40,6 +40,7 @@ from typing import Any
 import click
 import numpy as np
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -179,6 +180,7 @@ class _Plan:
     interval_s: float
     as_json: bool
     threads: bool
+    credentials: SessionCredentials | None = None
 
 
 async def _bench(plan: _Plan) -> dict[str, Any]:
@@ -204,7 +206,9 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
 
     lock = threading.Lock()
 
-    async with Producer(f"{plan.group}_producer", namesrv_addr=plan.namesrv) as producer:
+    async with Producer(
+        f"{plan.group}_producer", namesrv_addr=plan.namesrv, credentials=plan.credentials
+    ) as producer:
         await producer.send(Message(plan.topic, _WARM_UP))
         for _ in range(200):  # an auto-created topic reaches the NameServer a moment later
             if await producer.instance.api.get_topic_route(plan.topic) is not None:
@@ -222,6 +226,7 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
             consume_thread_nums=plan.concurrency,
             consume_message_batch_max_size=plan.batch_max,
             pull_batch_size=plan.pull_batch,
+            credentials=plan.credentials,
         )
         consumer.subscribe(plan.topic)
         consumer.register_message_listener(threaded_listener if plan.threads else listener)
@@ -306,6 +311,8 @@ def _store_split(stats: _Stats) -> dict[str, float]:
 @click.option("--threads", is_flag=True, help="A plain-function listener (runs in worker threads).")
 @click.option("--report-interval", default=5.0, show_default=True, help="Seconds between lines.")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
+@click.option("--access-key", default=None, help="ACL account that signs every request.")
+@click.option("--secret-key", default=None, help="That account's secret.")
 def consumer_bench(
     namesrv: str,
     topic: str,
@@ -321,10 +328,14 @@ def consumer_bench(
     threads: bool,
     report_interval: float,
     as_json: bool,
+    access_key: str | None,
+    secret_key: str | None,
 ) -> None:
     """Consume messages with a PushConsumer; print TPS and end-to-end RT."""
     if size < _STAMP.size or concurrency <= 0 or report_interval <= 0 or preload < 0:
         raise click.BadParameter(f"size must be >= {_STAMP.size}; counts and intervals > 0")
+    if bool(access_key) != bool(secret_key):
+        raise click.BadParameter("give both --access-key and --secret-key")
     plan = _Plan(
         namesrv,
         topic,
@@ -340,6 +351,7 @@ def consumer_bench(
         report_interval,
         as_json,
         threads,
+        SessionCredentials(access_key, secret_key) if access_key and secret_key else None,
     )
     result = run(_bench(plan))
     if as_json:

@@ -256,7 +256,7 @@ async def _receive_phase(g: _Grpc, messages: int, concurrency: int) -> list[dict
     received = acked = 0
     started = time.perf_counter()
     try:
-        _, _, supported = await g.receive_ack(group, "BenchGrpc", 5.0)
+        received, acked, supported = await g.receive_ack(group, "BenchGrpc", 5.0)
         if not supported:
             click.echo("receive+ack gRPC             skipped: the broker has no POP consumption")
             return []

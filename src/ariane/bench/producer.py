@@ -28,6 +28,7 @@ from typing import Any
 import click
 import numpy as np
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client import Message, Producer
 from ariane.errors import ArianeError
 from ariane.remoting.eventloop import run
@@ -209,10 +210,15 @@ async def _bench(
     interval_s: float,
     as_json: bool,
     fault: bool,
+    credentials: SessionCredentials | None = None,
 ) -> dict[str, Any]:
     stats = _Stats()
     async with Producer(
-        group, namesrv_addr=namesrv, send_latency_fault_enable=fault, send_timeout_ms=10_000
+        group,
+        namesrv_addr=namesrv,
+        send_latency_fault_enable=fault,
+        send_timeout_ms=10_000,
+        credentials=credentials,
     ) as producer:
         # route and connection first, so the measurement starts warm
         try:
@@ -279,6 +285,8 @@ async def _bench(
 @click.option("--latency-fault", is_flag=True, help="sendLatencyFaultEnable.")
 @click.option("--report-interval", default=5.0, show_default=True, help="Seconds between lines.")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
+@click.option("--access-key", default=None, help="ACL account that signs every send.")
+@click.option("--secret-key", default=None, help="That account's secret.")
 def producer_bench(
     namesrv: str,
     topic: str,
@@ -295,12 +303,19 @@ def producer_bench(
     latency_fault: bool,
     report_interval: float,
     as_json: bool,
+    access_key: str | None,
+    secret_key: str | None,
 ) -> None:
     """Send messages as fast as the cluster takes them; print TPS and RT."""
     if size <= 0 or batch <= 0 or concurrency <= 0 or report_interval <= 0:
         raise click.BadParameter("size, batch, concurrency and report interval must be > 0")
+    if bool(access_key) != bool(secret_key):
+        raise click.BadParameter("give both --access-key and --secret-key")
+    creds = SessionCredentials(access_key, secret_key) if access_key and secret_key else None
     plan = _Plan(topic, size, batch, keys, tags, delay_level, messages, duration, concurrency)
-    result = run(_bench(namesrv, plan, use_async, group, report_interval, as_json, latency_fault))
+    result = run(
+        _bench(namesrv, plan, use_async, group, report_interval, as_json, latency_fault, creds)
+    )
     if as_json:
         click.echo(json.dumps(result))
         return

@@ -145,6 +145,8 @@ class BrokerConfig:
             send its settings within this time.
         enable_topic_message_type_check: ``enableTopicMessageTypeCheck``: gRPC sends must
             match the topic's ``message.type``.
+        grpc_max_long_polling_ms: ``grpcClientConsumerMaxLongPollingTimeoutMillis``: longest
+            long polling of a gRPC receive (also what consumers are told in their settings).
         revive_queue_num: ``reviveQueueNum``: queues of the POP revive topic.
         revive_interval_ms: ``reviveInterval``: period of the POP revive pass.
         enable_retry_topic_v2: ``enableRetryTopicV2``: POP retry topics are named
@@ -228,6 +230,7 @@ class BrokerConfig:
     grpc_max_inflight_receives: int = _prop("grpcMaxInflightReceives", 10_000)
     grpc_settings_timeout_ms: int = _prop("grpcSettingsTimeoutMillis", 30_000)
     enable_topic_message_type_check: bool = _prop("enableTopicMessageTypeCheck", True)
+    grpc_max_long_polling_ms: int = _prop("grpcClientConsumerMaxLongPollingTimeoutMillis", 20_000)
     # -- POP consumption (issue 16) --
     revive_queue_num: int = _prop("reviveQueueNum", 8)
     revive_interval_ms: int = _prop("reviveInterval", 1000)
@@ -327,6 +330,11 @@ def _check(c: BrokerConfig) -> None:
         ),
         ("maxClientsPerGroup", c.max_clients_per_group >= 1, "must be >= 1"),
         ("grpcServerPort", -1 <= c.grpc_server_port <= 65535, "must be -1 (off) or 0..65535"),
+        (
+            "grpcClientConsumerMaxLongPollingTimeoutMillis",
+            c.grpc_max_long_polling_ms >= 1000,
+            "must be >= 1000",
+        ),
         # POP consumption (issue 16)
         ("reviveQueueNum", 1 <= c.revive_queue_num <= 998, "must be 1..998"),
         ("reviveInterval", c.revive_interval_ms > 0, "must be > 0"),

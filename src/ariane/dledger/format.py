@@ -44,6 +44,7 @@ This module only describes, encodes and parses; it does no I/O and logs nothing.
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ from ariane.errors import ConfigError, CorruptionError
 
 __all__ = [
     "BLANK_MAGIC",
+    "CRC_MASK",
     "ENTRY_HEADER",
     "ENTRY_HEADER_SIZE",
     "INDEX_UNIT",
@@ -63,6 +65,7 @@ __all__ = [
     "MIN_BLANK_LEN",
     "EntryHeader",
     "Peer",
+    "body_crc_ok",
     "decode_checkpoint",
     "decode_currterm",
     "decode_header",
@@ -109,7 +112,7 @@ def encode_entry(index: int, term: int, pos: int, body: bytes, *, noop: bool = F
     return head + body
 
 
-def decode_header(buf: bytes | bytearray | memoryview, at: int = 0) -> EntryHeader:
+def decode_header(buf: bytes | bytearray | memoryview | mmap.mmap, at: int = 0) -> EntryHeader:
     """Parse and check the header at ``at`` (sizes consistent, magic known).
 
     Raises:
@@ -127,7 +130,7 @@ def decode_header(buf: bytes | bytearray | memoryview, at: int = 0) -> EntryHead
     return EntryHeader(magic, size, index, term, pos, crc, body_size)
 
 
-def body_crc_ok(header: EntryHeader, body: bytes | bytearray | memoryview) -> bool:
+def body_crc_ok(header: EntryHeader, body: bytes | bytearray | memoryview | mmap.mmap) -> bool:
     """True when ``body`` has the CRC the header records."""
     if not header.body_size:
         return True

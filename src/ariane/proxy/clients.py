@@ -27,10 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.acl.plain import AclRules
 from ariane.common.clock import Clock
 from ariane.common.record import decode_record
 from ariane.proxy.convert import incoming, make_transaction_id
+from ariane.proxy.renew import LeaseTable
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
 from ariane.remoting.local import LocalChannel, LocalRequestCallback
@@ -141,6 +143,9 @@ class ClientSession:
     channel: LocalChannel | None = None
     last_seen: float = 0.0
     relays: dict[str, _Relay] = field(default_factory=dict)
+    #: auto-renewed messages (push consumers), and the credentials to renew them with
+    leases: LeaseTable = field(default_factory=LeaseTable)
+    credentials: SessionCredentials | None = None
 
     @property
     def client_type(self) -> int:

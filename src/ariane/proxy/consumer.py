@@ -26,12 +26,14 @@ from typing import Any
 
 import grpc
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._pop_api import decode_pop_response, receipt_handle_of
 from ariane.common.message import MessageExt
 from ariane.common.pop import ReceiptHandle
 from ariane.common.record import iter_records
 from ariane.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
 from ariane.errors import ArianeError, CorruptionError, InvalidArgumentError
+from ariane.proxy.clients import ClientSession
 from ariane.proxy.convert import (
     duration_ms,
     incoming,
@@ -41,6 +43,7 @@ from ariane.proxy.convert import (
     validate_topic,
 )
 from ariane.proxy.core import CallContext, ProxyCore, check_request, rpc
+from ariane.proxy.renew import Lease
 from ariane.proxy.status import ProxyError, from_remoting, status
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
@@ -206,6 +209,9 @@ class ConsumerService:
                 continue
             message = incoming(ext, topic=topic, receipt_handle=handle.encode(), now_ms=now)
             delivered.append(spb.ReceiveMessageResponse(message=message))
+            if request.auto_renew:
+                ctx.session.credentials = ctx.credentials
+                ctx.session.leases.add(handle.encode(), Lease(group, topic, handle, now))
         if not delivered:
             return [
                 spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no match message"))
@@ -234,7 +240,8 @@ class ConsumerService:
             message_id=entry.message_id, receipt_handle=entry.receipt_handle
         )
         try:
-            handle = decode_handle(entry.receipt_handle)
+            handle = decode_handle(ctx.session.leases.latest(entry.receipt_handle))
+            ctx.session.leases.settle(entry.receipt_handle)
             if handle.is_expired(self.core.now_ms()):
                 raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
             response = await self._ack(ctx, topic, group, handle)
@@ -280,9 +287,23 @@ class ConsumerService:
                 pb.ILLEGAL_INVISIBLE_TIME,
                 f"the invisibleTime must be within [0, {self.core.cfg.max_invisible_time_ms}] ms",
             )
-        handle = decode_handle(request.receipt_handle)
+        handle = decode_handle(ctx.session.leases.latest(request.receipt_handle))
+        ctx.session.leases.settle(request.receipt_handle)
         if handle.is_expired(self.core.now_ms()):
             raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
+        new = await self._change(ctx.session, ctx.credentials, group, topic, handle, ms)
+        return spb.ChangeInvisibleDurationResponse(status=status(), receipt_handle=new.encode())
+
+    async def _change(
+        self,
+        session: ClientSession,
+        credentials: SessionCredentials | None,
+        group: str,
+        topic: str,
+        handle: ReceiptHandle,
+        ms: int,
+    ) -> ReceiptHandle:
+        """CHANGE_MESSAGE_INVISIBLETIME; the new handle."""
         header = h.ChangeInvisibleTimeRequestHeader(
             consumer_group=group,
             topic=handle.real_topic(topic, group),
@@ -294,19 +315,38 @@ class ConsumerService:
         command = RemotingCommand.request(
             RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext_fields()
         )
-        response = await self.core.invoke(ctx, command)
+        response = await self.core.invoke_for(session, credentials, command)
         if response.code == ResponseCode.NO_MESSAGE:
             raise ProxyError(pb.INVALID_RECEIPT_HANDLE, response.remark or "message already acked")
         if response.code != ResponseCode.SUCCESS:
             error = from_remoting(response.code, response.remark)
             raise ProxyError(error.code, f"changeInvisibleDuration failed: {error.message}")
         answer = h.ChangeInvisibleTimeResponseHeader.from_ext_fields(response.ext_fields)
-        new = ReceiptHandle(
+        return ReceiptHandle(
             handle.queue_offset, answer.pop_time, answer.invisible_time, answer.revive_qid,
             handle.retry_flag, handle.broker_name, handle.queue_id, handle.queue_offset,
             handle.commit_log_offset,
         )  # fmt: skip
-        return spb.ChangeInvisibleDurationResponse(status=status(), receipt_handle=new.encode())
+
+    async def renew(self) -> int:
+        """Renew the auto-renewed leases that end soon (called every few seconds); how many."""
+        now = self.core.now_ms()
+        renewed = 0
+        for session in list(self.core.clients.sessions.values()):
+            for key, lease in session.leases.due(now):
+                try:
+                    handle = await self._change(
+                        session, session.credentials, lease.group, lease.topic, lease.handle,
+                        lease.next_invisible_ms(),
+                    )  # fmt: skip
+                except ProxyError as exc:
+                    logger.info("renewal of %s failed: %s", key, exc.message)
+                    if exc.code == pb.INVALID_RECEIPT_HANDLE:
+                        session.leases.settle(key)
+                    continue
+                session.leases.renewed(key, handle)
+                renewed += 1
+        return renewed
 
     async def _to_dlq(
         self, ctx: CallContext, topic: str, group: str, ext: MessageExt, handle: ReceiptHandle
@@ -333,7 +373,8 @@ class ConsumerService:
     ) -> spb.ForwardMessageToDeadLetterQueueResponse:
         topic = validate_topic(request.topic)
         group = validate_group(request.group)
-        handle = decode_handle(request.receipt_handle)
+        handle = decode_handle(ctx.session.leases.latest(request.receipt_handle))
+        ctx.session.leases.settle(request.receipt_handle)
         if handle.commit_log_offset < 0:
             raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
         header = h.ConsumerSendMsgBackRequestHeader(

@@ -7,13 +7,15 @@ refused answers the code the Java proxy answers, with a message that says what t
 ``incoming`` turns a stored message (``MessageExt``) into the ``Message`` a client receives,
 with the body digest the clients verify. Pure functions: time comes in as an argument.
 
-Client quirk kept here: PyPI ``rocketmq-python-client`` 5.1.2 puts a delivery time given in
+Client quirks kept here: bodies carry an MD5 digest (as the Java proxy sends; the SDKs write
+CRC32 differently: Python upper-case hex, Node.js decimal). PyPI ``rocketmq-python-client`` 5.1.2 puts a delivery time given in
 epoch milliseconds into ``Timestamp.seconds`` unchanged, so a ``seconds`` value only plausible
 as milliseconds (past the year 5138) is read as milliseconds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 import zlib
 from dataclasses import dataclass
@@ -321,8 +323,10 @@ def incoming(
         sysp.tag = tag
     sysp.keys.extend(k for k in props.get(p.KEYS, "").split(p.KEY_SEPARATOR) if k)
     body = bytes(ext.body)
-    sysp.body_digest.type = pb.CRC32
-    sysp.body_digest.checksum = f"{zlib.crc32(body) & 0xFFFFFFFF:08X}"
+    # MD5 as the Java proxy sends: the SDKs disagree on how CRC32 is written (Python upper-case
+    # hex, Node.js decimal) but all read MD5 as upper-case hex
+    sysp.body_digest.type = pb.MD5
+    sysp.body_digest.checksum = hashlib.md5(body, usedforsecurity=False).hexdigest().upper()
     sysp.born_timestamp.CopyFrom(to_timestamp(ext.born_timestamp_ms))
     sysp.store_timestamp.CopyFrom(to_timestamp(ext.store_timestamp_ms))
     if p.TIMER_DELAY_SEC in props:

@@ -157,9 +157,20 @@ class ProxyCore:
         Raises:
             ProxyError: the broker cannot be reached in time (PROXY_TIMEOUT, INTERNAL...).
         """
-        channel = self.clients.channel(ctx.session)
-        if ctx.credentials is not None:
-            sign_fields(request.ext_fields, request.body, ctx.credentials)
+        return await self.invoke_for(ctx.session, ctx.credentials, request, timeout_ms)
+
+    async def invoke_for(
+        self,
+        session: ClientSession,
+        credentials: SessionCredentials | None,
+        request: RemotingCommand,
+        timeout_ms: int | None = None,
+    ) -> RemotingCommand:
+        """``invoke`` outside a call (renewals): on ``session``'s channel, signed with
+        ``credentials``."""
+        channel = self.clients.channel(session)
+        if credentials is not None:
+            sign_fields(request.ext_fields, request.body, credentials)
         timeout = (timeout_ms or self.cfg.broker_call_timeout_ms) / 1000
         try:
             return await channel.call(request, timeout)

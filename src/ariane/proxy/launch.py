@@ -31,6 +31,8 @@ def proxy_config(broker: BrokerController) -> ProxyConfig:
         max_inflight_receives=c.grpc_max_inflight_receives,
         settings_timeout_ms=c.grpc_settings_timeout_ms,
         enable_topic_message_type_check=c.enable_topic_message_type_check,
+        max_long_polling_ms=c.grpc_max_long_polling_ms,
+        min_long_polling_ms=min(5_000, c.grpc_max_long_polling_ms),
     )
 
 

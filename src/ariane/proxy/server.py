@@ -137,6 +137,7 @@ class GrpcProxy:
             await asyncio.sleep(_SWEEP_S)
             try:
                 self.clients.expire()
+                await self.consumer.renew()
             except Exception:
                 logger.exception("gRPC client sweep failed")
 

@@ -303,10 +303,13 @@ class Elector(NodeBase):
     def on_heartbeat_response(self, resp: HeartBeatResponse, now_ms: int) -> None:
         rnd = self.hb_round
         if rnd is None or resp.seq != rnd.seq or resp.local_id in rnd.answered:
+            # a late answer (the round closed at a quorum)
             if resp.code is Code.EXPIRED_TERM:
-                # a late answer from a peer in a higher term (e.g. a candidate whose log is
-                # too old to win): step down so that a new election brings it back
+                # from a peer in a higher term (e.g. a candidate whose log is too old to
+                # win): step down so that a new election brings it back
                 self.step_down_for(resp.term, now_ms)
+            elif resp.code is Code.SUCCESS and resp.term == self.term:
+                self.on_peer_alive(resp.local_id, now_ms)
             return
         rnd.answered.add(resp.local_id)
         rnd.all_num += 1

@@ -99,7 +99,12 @@ class Replicator(NodeBase):
         if progress is None:
             return
         progress.last_ack_ms = now_ms
-        if progress.state is not PushType.APPEND and not progress.ctl_seq:
+        if progress.state is PushType.APPEND:
+            return
+        # the peer follows us: send the COMPARE/TRUNCATE again if it was refused, or lost
+        # (unanswered for a push timeout)
+        lost = now_ms - progress.ctl_sent_ms >= self.config.max_push_time_out_ms
+        if not progress.ctl_seq or lost:
             progress.ctl_seq = None
             self._drive_peer(progress, now_ms)
 
@@ -173,6 +178,10 @@ class Replicator(NodeBase):
     def _send_control(self, p: PeerProgress, now_ms: int) -> None:
         log = self.log
         if p.state is PushType.COMPARE and log.end < log.begin:
+            if log.begin == 0:  # nothing anywhere is committed: appends sort the peer out
+                self._to_append(p, -1, now_ms)
+                self._drive_peer(p, now_ms)
+                return
             self._to_truncate(p, log.begin, wipe=True)
         if p.state is PushType.COMPARE:
             if p.compare_index == -1 or not log.begin <= p.compare_index <= log.end:
@@ -223,6 +232,14 @@ class Replicator(NodeBase):
             return
         p.last_ack_ms = now_ms
         kind = resp.kind
+        if (
+            p.state is PushType.APPEND
+            and resp.code is Code.SUCCESS
+            and resp.end_index < p.watermark
+        ):
+            self.to_compare(p)  # the follower lost entries it had stored (restored files...)
+            self._drive_peer(p, now_ms)
+            return
         if kind is PushType.APPEND:
             self._on_append_response(p, resp, now_ms)
         elif kind is PushType.COMPARE:
@@ -267,6 +284,9 @@ class Replicator(NodeBase):
             return
         if resp.code is not Code.INCONSISTENT_STATE:
             p.ctl_seq = 0  # not following us yet: resent on its next heartbeat answer
+            return
+        if resp.end_index < 0 and resp.begin_index == 0 and log.begin == 0:
+            self._to_append(p, -1, now_ms)  # an empty follower: nothing to compare or cut
             return
         if resp.end_index < log.begin or c < resp.begin_index:
             self._to_truncate(p, log.begin, wipe=True)

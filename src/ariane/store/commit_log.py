@@ -192,6 +192,9 @@ class CommitLog:
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         #: dispatch requests in physical order, consumed by the reput thread.
         self.pending: deque[DispatchRequest] = deque()
+        #: where the writer queues the dispatch requests of new records: ``pending`` itself
+        #: here; a log whose records become visible later (DLedger) stages them apart
+        self.staged = self.pending
         self.put_lock = threading.Lock()
         self.on_appended: Callable[[], None] | None = None
         self._last_store_ts = 0
@@ -376,7 +379,7 @@ class CommitLog:
         tags_code = one.tags_code
         if topic == SCHEDULE_TOPIC:  # tagsCode = delivery time
             tags_code = self._tags_code(topic, props, store_ts)
-        self.pending.append(
+        self.staged.append(
             _new_request(
                 DispatchRequest,
                 (
@@ -490,7 +493,7 @@ class CommitLog:
             batch.topic, batch.queue_id, phys, prep.total, prep.props, store_ts, queue_offset,
             prepared.sys_flag,
         )  # fmt: skip
-        self.pending.append(request)
+        self.staged.append(request)
         self.put_times_total += 1
         self.put_size_total += prep.total
 
@@ -525,6 +528,14 @@ class CommitLog:
             PutStatus.PUT_OK, first_phys, prepared.total, store_ts, first_qoff,
             len(prepared.records), store.addr, store.port, tuple(offsets),
         )  # fmt: skip
+
+    def drop_pending_topics(self, topics: set[str]) -> None:
+        """Under the put lock: forget records of deleted ``topics`` not dispatched yet."""
+        pending = self.pending
+        if any(r.topic in topics for r in pending):
+            kept = [r for r in pending if r.topic not in topics]
+            pending.clear()
+            pending.extend(kept)
 
     def _file_for(self, total: int) -> MappedFile:
         """The file to write ``total`` bytes into, writing a BLANK record when needed."""
@@ -620,6 +631,25 @@ class CommitLog:
         """Unmap every file."""
         self._current = None
         self.queue.shutdown()
+
+    def delete_expired_files(self, now_ms: int, reserved_ms: int, force: bool, limit: int) -> int:
+        """Delete files from the oldest on, never the last one, stopping at the first that
+        is not older than ``reserved_ms`` (unless ``force``); at most ``limit``. Returns how
+        many were deleted."""
+        doomed: list[MappedFile] = []
+        for mf in self.queue.files[:-1]:
+            if not (now_ms >= mf.last_modified_ms() + reserved_ms or force):
+                break
+            mf.shutdown_mark(now_ms)
+            if not mf.destroy():
+                break
+            doomed.append(mf)
+            if len(doomed) >= limit:
+                break
+        if doomed:
+            self.queue.remove_files(doomed)
+            logger.info("deleted %d expired CommitLog file(s)", len(doomed))
+        return len(doomed)
 
     def set_aside(self, mf: MappedFile) -> None:
         """Rename a file cut off by recovery to ``<name>.tr<N>`` instead of deleting it

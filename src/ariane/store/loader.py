@@ -28,7 +28,7 @@ from ariane.store.recovery import (
     walk,
 )
 
-__all__ = ["LoadTarget", "load_store"]
+__all__ = ["LoadTarget", "finish_load", "load_consume_queues", "load_store"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def _set_aside_paths(paths: list[str]) -> None:
         logger.error("set aside unloadable CommitLog file %s as %s", path, target)
 
 
-def _load_consume_queues(store: LoadTarget) -> int | None:
+def load_consume_queues(store: LoadTarget) -> int | None:
     """Map every ConsumeQueue; return the earliest physical offset needing a rebuild."""
     root = store.config.consume_queue_dir
     rebuild: int | None = None
@@ -104,7 +104,7 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
     report = commit_log.queue.load()
     if report.damaged:
         _set_aside_paths([p for p in [report.bad_file, *report.set_aside] if p])
-    rebuild_from = _load_consume_queues(store)
+    rebuild_from = load_consume_queues(store)
     checkpoint = StoreCheckpoint(cfg.checkpoint_path)
     index = store.index
     if index is not None:
@@ -165,17 +165,22 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
         start = min(starts)
         count = redispatch(commit_log, store.dispatcher.dispatch, start, end, levels)
         logger.info("re-dispatched %d records from %d to %d", count, start, end)
-    if index is not None:
-        index.ensure_file()
+    finish_load(store, max(result.last_store_timestamp_ms, checkpoint.physic_msg_timestamp))
+    commit_log.queue.flushed_where = commit_log.max_offset
+    return checkpoint
+
+
+def finish_load(store: LoadTarget, last_store_timestamp_ms: int) -> None:
+    """The last steps of loading: an index file to write to, each queue's next offset and
+    minimum, the store clock, and dispatch resuming at the end of the log."""
+    commit_log = store.commit_log
+    if store.index is not None:
+        store.index.ensure_file()
     min_phy = commit_log.min_offset
     table: dict[tuple[str, int], int] = {}
     for cq in store.all_consume_queues():
         table[(cq.topic, cq.queue_id)] = cq.max_offset_in_queue
         cq.correct_min_offset(min_phy)
     commit_log.topic_queue_table = table
-    commit_log.set_last_store_timestamp(
-        max(result.last_store_timestamp_ms, checkpoint.physic_msg_timestamp)
-    )
+    commit_log.set_last_store_timestamp(last_store_timestamp_ms)
     store.reput.reput_from_offset = commit_log.max_offset
-    commit_log.queue.flushed_where = commit_log.max_offset
-    return checkpoint

@@ -20,7 +20,6 @@ import logging
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from types import TracebackType
@@ -138,12 +137,16 @@ class MessageStore(StoreReads):
         self._take_lock()
         self.last_exit_ok = not os.path.exists(self.config.abort_path)
         try:
-            self.checkpoint = load_store(self)
+            self.checkpoint = self._recover()
         except Exception:
             logger.exception("loading the message store failed")
             return False
         self._loaded = True
         return True
+
+    def _recover(self) -> StoreCheckpoint:
+        """Map the files and recover (``load_store``); returns the checkpoint."""
+        return load_store(self)
 
     def _take_lock(self) -> None:
         fd = os.open(self.config.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -165,19 +168,7 @@ class MessageStore(StoreReads):
         self.allocator.start()
         cfg = self.config
         cp = self.checkpoint
-        if self._sync:
-            self.group_commit = GroupCommitService(
-                self.commit_log, cp, timeout_ms=cfg.sync_flush_timeout_ms,
-                on_flushed=self.reput.wakeup,
-            )  # fmt: skip
-            self.group_commit.start()
-        else:
-            self.flush_commit_log = FlushCommitLogService(
-                self.commit_log, cp, interval_ms=cfg.flush_interval_commit_log_ms,
-                least_pages=cfg.flush_commit_log_least_pages,
-                thorough_interval_ms=cfg.flush_commit_log_thorough_interval_ms, clock=self.clock,
-            )  # fmt: skip
-            self.flush_commit_log.start()
+        self._start_commit_log_flush(cp)
         self.reput.start()
         self.flush_consume_queue = FlushConsumeQueueService(
             self.all_consume_queues, self.index, cp,
@@ -194,6 +185,23 @@ class MessageStore(StoreReads):
         self.cleaner._space_check()
         self.cleaner.start()
         self._running = True
+
+    def _start_commit_log_flush(self, cp: StoreCheckpoint) -> None:
+        """Start the CommitLog flush: group commit under SYNC_FLUSH, else periodic."""
+        cfg = self.config
+        if self._sync:
+            self.group_commit = GroupCommitService(
+                self.commit_log, cp, timeout_ms=cfg.sync_flush_timeout_ms,
+                on_flushed=self.reput.wakeup,
+            )  # fmt: skip
+            self.group_commit.start()
+        else:
+            self.flush_commit_log = FlushCommitLogService(
+                self.commit_log, cp, interval_ms=cfg.flush_interval_commit_log_ms,
+                least_pages=cfg.flush_commit_log_least_pages,
+                thorough_interval_ms=cfg.flush_commit_log_thorough_interval_ms, clock=self.clock,
+            )  # fmt: skip
+            self.flush_commit_log.start()
 
     def shutdown(self) -> None:
         """Stop the services, flush everything, write the checkpoint, release the files.
@@ -484,9 +492,7 @@ class MessageStore(StoreReads):
         deleted = 0
         doomed = set(topics)
         with self.dispatcher.lock, self._cq_lock, self.commit_log.put_lock:
-            pending = self.commit_log.pending
-            if any(r[0] in doomed for r in pending):
-                self.commit_log.pending = deque(r for r in pending if r[0] not in doomed)
+            self.commit_log.drop_pending_topics(doomed)
             for topic in doomed:
                 queues = self.consume_queue_table.pop(topic, None)
                 self.dispatcher.forget(topic)

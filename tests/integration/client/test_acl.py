@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from ariane.admin.cli import admin as admin_cli
 from ariane.client import (
     AccessDeniedError,
     Admin,
@@ -264,3 +267,82 @@ def test_sends_refused_by_permission_say_why(acl_cluster: tuple[Cluster, Path]) 
         assert "no route info" not in str(info.value).lower()
 
     run(go())
+
+
+def _mqadmin(home: Path | None, *args: str) -> tuple[int, str, str]:
+    env = {"ROCKETMQ_HOME": str(home)} if home is not None else {"ROCKETMQ_HOME": ""}
+    result = CliRunner().invoke(admin_cli, list(args), prog_name="mqadmin", env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_mqadmin_acl_commands_with_flags_and_tools_yml(
+    acl_cluster: tuple[Cluster, Path], tmp_path: Path
+) -> None:
+    cluster, home = acl_cluster
+    ns = ["-n", cluster.namesrv_addr]
+    flags = ["--ak", "adminuser", "--sk", "admin-secret"]
+    code, out, err = _mqadmin(None, "clusterAclConfigVersion", "-c", "DefaultCluster", *ns)
+    assert code == 1
+    assert err.strip().endswith("No accessKey is configured")
+    assert len(err.strip().splitlines()) == 1
+    code, out, err = _mqadmin(
+        None, "updateAclConfig", "-c", "DefaultCluster", "-a", "cliaccount", "-s", "cli-secret-1",
+        "-t", "AclOrders=PUB,AclAudit=DENY", "-u", "SUB", "-m", "false", *ns, *flags,
+    )  # fmt: skip
+    assert code == 0, err
+    assert f"create or update plain access config to {cluster.broker_addr()} success." in out
+    assert "cli-secret-1" not in out
+    # tools.yml holds the admin account: no flags needed
+    tools_home = tmp_path / "tools-home"
+    (tools_home / "conf").mkdir(parents=True)
+    (tools_home / "conf" / "tools.yml").write_text(
+        "accessKey: adminuser\nsecretKey: admin-secret\n"
+    )
+    code, out, err = _mqadmin(
+        tools_home, "getAclConfig", "-b", cluster.broker_addr(), "--json", *ns
+    )
+    assert code == 0, err
+    accounts = {
+        a["accessKey"]: a for a in json.loads(out)["brokers"][cluster.broker_addr()]["accounts"]
+    }
+    assert accounts["cliaccount"]["topicPerms"] == ["AclOrders=PUB", "AclAudit=DENY"]
+    assert accounts["cliaccount"]["defaultGroupPerm"] == "SUB"
+    code, out, err = _mqadmin(
+        tools_home, "clusterAclConfigVersion", "-c", "DefaultCluster", "--json", *ns
+    )
+    assert code == 0, err
+    versions = json.loads(out)["versions"]
+    assert {v["aclFilePath"] for v in versions} >= {str(home / "conf" / "plain_acl.yml")}
+    code, out, err = _mqadmin(
+        tools_home, "updateGlobalWhiteAddr", "-b", cluster.broker_addr(), "-g", "10.1.1.*,fe80::*", *ns
+    )  # fmt: skip
+    assert code == 0, err
+    code, out, err = _mqadmin(
+        tools_home, "updateGlobalWhiteAddr", "-b", cluster.broker_addr(), "-g", "", "-p", "/etc/x.yml", *ns
+    )  # fmt: skip
+    assert code == 1
+    assert "is not an ACL file of this broker" in err
+    code, out, err = _mqadmin(
+        tools_home, "updateGlobalWhiteAddr", "-b", cluster.broker_addr(), "-g", "", *ns
+    )
+    assert code == 0, err
+    code, out, err = _mqadmin(
+        tools_home, "deleteAclConfig", "-c", "DefaultCluster", "-a", "cliaccount", *ns
+    )
+    assert code == 0, err
+    assert "account's accesskey is:cliaccount" in out
+    code, out, err = _mqadmin(
+        tools_home, "deleteAclConfig", "-c", "DefaultCluster", "-a", "cliaccount", *ns
+    )
+    assert code == 1
+    assert "no ACL file defines accessKey 'cliaccount'" in err
+    code, out, err = _mqadmin(None, "getAclConfig", "-b", cluster.broker_addr(), "--ak", "x", *ns)
+    assert code == 2
+    assert "give both --ak and --sk" in err
+    # a plain account is refused the admin requests
+    code, out, err = _mqadmin(
+        None, "getAclConfig", "-b", cluster.broker_addr(), "--aclAccessKey", "producer1",
+        "--aclSecretKey", "producer-secret", *ns,
+    )  # fmt: skip
+    assert code == 1
+    assert "Need admin permission for request code=54" in err

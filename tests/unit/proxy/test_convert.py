@@ -4,7 +4,7 @@ reply, status mapping, receipt handles, the queue hash."""
 from __future__ import annotations
 
 import gzip
-import zlib
+import hashlib
 
 import pytest
 from hypothesis import given
@@ -187,8 +187,8 @@ def test_incoming_message_has_what_clients_check() -> None:
     assert s.tag == "TagA"
     assert list(s.keys) == ["k1", "k2"]
     assert s.body_encoding == pb.IDENTITY
-    assert s.body_digest.type == pb.CRC32
-    assert s.body_digest.checksum == f"{zlib.crc32(b'payload'):08X}"
+    assert s.body_digest.type == pb.MD5
+    assert s.body_digest.checksum == hashlib.md5(b"payload").hexdigest().upper()
     assert s.message_type == pb.DELAY
     assert timestamp_ms(s.delivery_timestamp) == NOW + 5
     assert timestamp_ms(s.born_timestamp) == NOW - 10

@@ -195,3 +195,43 @@ def test_dead_letter_after_max_attempts_and_forward(tmp_path: Path) -> None:
         await e.b.stop()
 
     run(go())
+
+
+def test_auto_renew_keeps_a_slow_push_consumers_message_invisible(tmp_path: Path) -> None:
+    async def go() -> None:
+        e = await env(tmp_path, min_long_polling_ms=0)
+        _, task, _ = await settings(e, consumer_settings("G", "T"))
+        await e.p.SendMessage(
+            spb.SendMessageRequest(messages=[message("T", b"slow", "S1")]), Ctx("producer")
+        )
+        request = spb.ReceiveMessageRequest(
+            group=pb.Resource(name="G"),
+            message_queue=pb.MessageQueue(topic=pb.Resource(name="T")),
+            batch_size=8,
+            auto_renew=True,
+        )
+        e.b.c.store.wait_dispatched()
+        (got,) = messages_of([f async for f in e.c.ReceiveMessage(request, Ctx())])  # type: ignore[attr-defined]
+        original = got.system_properties.receipt_handle
+        e.b.clock.advance(45_000)
+        assert await e.c.renew() == 0  # not due yet (60 s lease, renewed 10 s ahead)
+        e.b.clock.advance(6_000)
+        assert await e.c.renew() == 1
+        e.b.clock.advance(30_000)  # past the first lease: still invisible
+        assert await revive(e) == 0
+        assert (await receive(e, "G", "T"))[0].status.code == pb.MESSAGE_NOT_FOUND
+        ack = await e.c.AckMessage(
+            spb.AckMessageRequest(
+                group=pb.Resource(name="G"), topic=pb.Resource(name="T"),
+                entries=[spb.AckMessageEntry(message_id="S1", receipt_handle=original)],
+            ),
+            Ctx(),
+        )  # fmt: skip
+        assert ack.status.code == pb.OK, ack  # the client's first handle, mapped to the newest
+        e.b.clock.advance(600_000)
+        assert await revive(e) == 0
+        assert await e.c.renew() == 0
+        task.cancel()
+        await e.b.stop()
+
+    run(go())
