@@ -25,6 +25,7 @@ import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -193,16 +194,19 @@ def _line(
     return row
 
 
-async def _bench(
-    broker: str,
-    target: str,
-    messages: int,
-    size: int,
-    concurrency: int,
-    timers: int,
-    timer_rate: int,
-    timer_delay_ms: int,
-) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class _Plan:
+    messages: int
+    size: int
+    concurrency: int
+    timers: int
+    timer_rate: int
+    timer_delay_ms: int
+
+
+async def _bench(broker: str, target: str, plan: _Plan) -> list[dict[str, Any]]:
+    messages, size, concurrency = plan.messages, plan.size, plan.concurrency
+    timers, timer_rate, timer_delay_ms = plan.timers, plan.timer_rate, plan.timer_delay_ms
     rows: list[dict[str, Any]] = []
     body = b"x" * size
     client = RemotingClient()
@@ -365,27 +369,13 @@ def grpc_bench(
         "autoCreateTopicEnable=true",
         "enableTopicMessageTypeCheck=false",
     ]
+    plan = _Plan(messages, size, concurrency, timers, timer_rate, timer_delay_ms)
     if broker is not None and grpc_addr is not None:
-        rows = run(
-            _bench(
-                broker, grpc_addr, messages, size, concurrency, timers, timer_rate, timer_delay_ms
-            )
-        )
+        rows = run(_bench(broker, grpc_addr, plan))
     else:
         with broker_child_ready("ariane-bench-grpc-", overrides) as ready:
             if "grpc" not in ready:
                 raise click.ClickException("the broker did not start its gRPC server")
-            rows = run(
-                _bench(
-                    ready["broker"],
-                    ready["grpc"],
-                    messages,
-                    size,
-                    concurrency,
-                    timers,
-                    timer_rate,
-                    timer_delay_ms,
-                )
-            )
+            rows = run(_bench(ready["broker"], ready["grpc"], plan))
     if as_json:
         click.echo(json.dumps({"size": size, "concurrency": concurrency, "phases": rows}))

@@ -247,6 +247,22 @@ class ScheduleMessageService(ServiceThread):
         self.file.write_now()
         self._last_persist_ms = self.clock.now_ms()
 
+    def replace_offsets(self, wrapper: DelayOffsetSerializeWrapper) -> None:
+        """Take a master's progress per level (a slave's copy, ``SlaveSynchronize``) and write
+        it to ``delayOffset.json`` if it changed."""
+        offsets = {
+            level: max(0, off)
+            for level, off in wrapper.offset_table.items()
+            if 1 <= level <= self.max_level
+        }
+        with self._lock:
+            if offsets == self.offset_table:
+                return
+            self.offset_table = offsets
+            self.wrapper = wrapper
+            self._dirty = True
+        self._persist_if_due(force=True)
+
     def _persist_if_due(self, force: bool = False) -> None:
         if not self._dirty:
             return

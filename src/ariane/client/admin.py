@@ -18,12 +18,17 @@ from typing import Any, TypeVar
 from ariane.acl.credentials import SessionCredentials
 from ariane.acl.plain import AclConfig, PlainAccessConfig
 from ariane.client._acl_api import AclVersionInfo
-from ariane.client._admin_ops import AdminOps
+from ariane.client._admin_bulk import TOOLS_CONSUMER_GROUP, AdminBulk, BrokerAnswers
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
 from ariane.client._trace_dispatch import trace_topic_name
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
-from ariane.client.errors import ClientStateError, QueryNotFoundError, TopicNotExistError
+from ariane.client.errors import (
+    ClientStateError,
+    ConsumerNotOnlineError,
+    QueryNotFoundError,
+    TopicNotExistError,
+)
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
 from ariane.client.trace import MessageTrace, build_message_trace
 from ariane.common import properties as props
@@ -43,16 +48,14 @@ from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
 
-__all__ = ["TOOLS_CONSUMER_GROUP", "Admin"]
+__all__ = ["TOOLS_CONSUMER_GROUP", "Admin", "BrokerAnswers"]
 
 logger = logging.getLogger(__name__)
 
-#: The group admin tools pull with (``MixAll.TOOLS_CONSUMER_GROUP``).
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 T = TypeVar("T")
 
 
-class Admin(AdminOps):
+class Admin(AdminBulk):
     """Cluster administration (asyncio); ``async with Admin(namesrv_addr=...) as admin:``.
 
     Args:
@@ -488,6 +491,28 @@ class Admin(AdminOps):
         for table in per_broker.values():
             merged.update(table)
         return merged
+
+    async def reset_group_offset(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> tuple[str, dict[MessageQueue, int]]:
+        """Reset ``group``'s offsets of ``topic`` to a time (-1 = the end): through the
+        broker, which tells online consumers (``"broker"``), or, when no consumer is online,
+        by committing the offsets directly (``"direct"``, RocketMQ's
+        ``resetOffsetByTimeOld`` fallback).
+
+        Raises:
+            TopicNotExistError: unknown topic.
+            InvalidArgumentError: an offline group with no offsets on the topic.
+        """
+        try:
+            return "broker", await self.reset_offset_by_time(
+                group, topic, timestamp_ms, force=force
+            )
+        except ConsumerNotOnlineError:
+            pass
+        return "direct", await self.reset_offset_by_time_offline(
+            group, topic, timestamp_ms, force=force
+        )
 
     # -- messages -------------------------------------------------------------------------------
 

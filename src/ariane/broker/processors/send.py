@@ -8,7 +8,9 @@ random writable queue) and the topic's write permission; decode the properties o
 ``UNIQ_KEY`` when the client did not and ``CLUSTER``, appending them to the client's encoded
 string instead of re-encoding it; run the *send interceptors*; append to the store. Under
 ASYNC_FLUSH the store's future is already done and the answer goes out at once; under
-SYNC_FLUSH it is answered from the future's callback (hopped to the event loop).
+SYNC_FLUSH it is answered from the future's callback (hopped to the event loop). Then the
+replication service is told (:meth:`BrokerReplication.after_put`): a SYNC_MASTER answers once
+enough slaves hold the message, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE.
 ``header.batch`` (not the request code) selects the batch path.
 
 Two seams rewrite messages before the store: *send interceptors* see each client send with
@@ -45,6 +47,7 @@ from ariane.common.properties import (
     RETRY_TOPIC,
     TRANSACTION_PREPARED,
     UNIQ_KEY,
+    WAIT_STORE_MSG_OK,
     decode_properties,
 )
 from ariane.common.record import decode_record
@@ -191,6 +194,8 @@ class SendMessageProcessor:
             DelayLevelRewriter(len(broker.store_config.delay_levels_ms))
         ]
         self._store_host = broker.store_host
+        # replication: wakes the transfer to slaves; a SYNC_MASTER waits for them
+        self._after_put = broker.replication.after_put
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_flush = broker.store_config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
@@ -269,10 +274,15 @@ class SendMessageProcessor:
             if refused is not None:
                 return refused
         topic = header.topic
+        wait = inner.properties.get(WAIT_STORE_MSG_OK) != "false"
         if self._async_flush:  # stored when put returns: no future, no thread hop
-            return self.put_response(self.store.put_message(inner), topic, queue_id, uniq)
+            result = self.store.put_message(inner)
+            replicated = self._after_put(result, wait)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, uniq)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
         future = self.store.submit_message(inner)
-        return self._answer(ctx, future, topic, queue_id, uniq)
+        return self._answer(ctx, future, topic, queue_id, uniq, wait)
 
     # -- checks --------------------------------------------------------------------------------
 
@@ -378,9 +388,13 @@ class SendMessageProcessor:
             header.reconsume_times or 0,
         )  # fmt: skip
         if self._async_flush:
-            return self.put_response(self.store.put_messages(batch), topic, queue_id, None)
+            result = self.store.put_messages(batch)
+            replicated = self._after_put(result, True)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, None)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, None)
         future = self.store.submit_messages(batch)
-        return self._answer(ctx, future, topic, queue_id, None)
+        return self._answer(ctx, future, topic, queue_id, None, True)
 
     # -- answers -------------------------------------------------------------------------------
 
@@ -391,9 +405,14 @@ class SendMessageProcessor:
         topic: str,
         queue_id: int,
         uniq: str | None,
+        wait: bool,
     ) -> RemotingCommand | None:
         if future.done():
-            return self.put_response(future.result(), topic, queue_id, uniq)
+            result = future.result()
+            replicated = self._after_put(result, wait)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, uniq)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
         loop = self._loop
         assert loop is not None
 
@@ -402,12 +421,42 @@ class SendMessageProcessor:
                 result = f.result()
             except Exception as exc:  # the store resolves futures with results only
                 logger.exception("store put failed")
-                response = error(ResponseCode.SYSTEM_ERROR, f"store put failed: {exc}")
-            else:
-                response = self.put_response(result, topic, queue_id, uniq)
-            ctx.send_response(response)
+                ctx.send_response(error(ResponseCode.SYSTEM_ERROR, f"store put failed: {exc}"))
+                return
+            replicated = self._after_put(result, wait)
+            if replicated is None:
+                ctx.send_response(self.put_response(result, topic, queue_id, uniq))
+                return
+            response = self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
+            if response is not None:
+                ctx.send_response(response)
 
         future.add_done_callback(partial(_on_loop, loop, finish))
+        return None
+
+    def _answer_replicated(
+        self,
+        ctx: RequestContext,
+        result: PutResult,
+        replicated: PutStatus | asyncio.Future[PutStatus],
+        topic: str,
+        queue_id: int,
+        uniq: str | None,
+    ) -> RemotingCommand | None:
+        """The answer of a SYNC_MASTER send: once slaves hold the message, or with
+        FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE (the message is stored either way)."""
+        if isinstance(replicated, PutStatus):
+            if replicated is not _PUT_OK and result.status is _PUT_OK:
+                result.status = replicated
+            return self.put_response(result, topic, queue_id, uniq)
+
+        def done(f: asyncio.Future[PutStatus]) -> None:
+            status = f.result() if not f.cancelled() else PutStatus.FLUSH_SLAVE_TIMEOUT
+            if status is not _PUT_OK and result.status is _PUT_OK:
+                result.status = status
+            ctx.send_response(self.put_response(result, topic, queue_id, uniq))
+
+        replicated.add_done_callback(done)
         return None
 
     def put_response(
@@ -511,7 +560,9 @@ class SendMessageProcessor:
                 return refused
         future = self.store.submit_message(inner)
         if future.done():
-            return self._send_back_response(future.result())
+            result = future.result()
+            self._after_put(result, False)  # wake the transfer to slaves, no waiting
+            return self._send_back_response(result)
         loop = self._loop
         assert loop is not None
 
