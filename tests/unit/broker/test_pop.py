@@ -301,7 +301,7 @@ def test_bad_requests_get_clear_errors(tmp_path: Path) -> None:
         r = await b.answer(RequestCode.ACK_MESSAGE, header)
         assert r.code == ResponseCode.MESSAGE_ILLEGAL
         missing = await b.answer(RequestCode.POP_MESSAGE, {"topic": "T"})
-        assert missing.code == ResponseCode.SYSTEM_ERROR
+        assert missing.code == ResponseCode.INVALID_PARAMETER
         assert "consumerGroup" in (missing.remark or "")
         r = await b.answer(RequestCode.BATCH_ACK_MESSAGE, None, b"{not json")
         assert r.code == ResponseCode.MESSAGE_ILLEGAL
