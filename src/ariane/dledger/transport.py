@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import cast
 
 from ariane.dledger.config import DLedgerConfig
 from ariane.dledger.format import Peer
@@ -52,8 +53,7 @@ class _Inbound(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -118,11 +118,10 @@ class _Link(asyncio.Protocol):
         self.closed: asyncio.Event = asyncio.Event()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         owner = self.owner
         hello = Hello(PROTOCOL_VERSION, owner.config.group, owner.config.self_id, owner.peers_text)
-        transport.write(encode_frame(hello))
+        self.transport.write(encode_frame(hello))
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
