@@ -276,6 +276,7 @@ class BrokerConfig:
     dleger_vote_wait_ms: int = _prop("dLegerVoteWaitMs", 3000)
     dleger_max_wait_ack_time_ms: int = _prop("dLegerMaxWaitAckTimeMs", 2500)
     dleger_max_pending_requests_num: int = _prop("dLegerMaxPendingRequestsNum", 10_000)
+    dleger_listen_port: int = _prop("dLegerListenPort", -1)
 
     def __post_init__(self) -> None:
         try:  # normalise the spelling ("slave" -> "SLAVE")
@@ -322,6 +323,7 @@ class BrokerConfig:
             vote_wait_ms=self.dleger_vote_wait_ms,
             max_wait_ack_time_ms=self.dleger_max_wait_ack_time_ms,
             max_pending_requests_num=self.dleger_max_pending_requests_num,
+            listen_port=self.dleger_listen_port,
             preferred_leader_ids=tuple(p.strip() for p in preferred if p.strip()),
         )
 

@@ -149,7 +149,10 @@ class _Link(asyncio.Protocol):
         self.transport = None
         self.ready = False
         if self.hello_done is not None and not self.hello_done.done():
-            self.hello_done.set_result("connection closed before the Hello was answered")
+            # not a refusal: the peer (or something in between) went away; try again
+            self.hello_done.set_exception(
+                ConnectionResetError("connection closed before the Hello was answered")
+            )
         self.closed.set()
 
 
@@ -205,7 +208,7 @@ class RaftTransport:
         self._loop = loop
         me = self.config.self_peer
         self._server = await loop.create_server(
-            lambda: self._new_inbound(), me.host, me.port, reuse_address=True
+            lambda: self._new_inbound(), me.host, self.config.bind_port, reuse_address=True
         )
         first: list[asyncio.Future[str | None]] = []
         for peer in self.config.peers:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ariane.client import Admin
+from tests.integration.dledger.raft_proxy import RaftProxies
 from tests.support.cluster import start_broker, start_namesrv
 from tests.support.processes import ServerProcess, free_port
 
@@ -30,9 +32,12 @@ class DLedgerCluster:
     root: Path
     n: int = 3
     conf: dict[str, object] = field(default_factory=dict)
+    proxied: bool = False
     namesrv: ServerProcess | None = None
     nodes: dict[str, ServerProcess] = field(default_factory=dict)
     peers: str = ""
+    proxies: RaftProxies | None = None
+    listen_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def namesrv_addr(self) -> str:
@@ -43,6 +48,9 @@ class DLedgerCluster:
         self.namesrv = start_namesrv(self.root / "namesrv")
         ports = [free_port() for _ in range(self.n)]
         self.peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+        if self.proxied:  # nodes listen behind proxies that can cut links
+            self.listen_ports = {f"n{i}": free_port() for i in range(self.n)}
+            self.proxies = RaftProxies({f"n{i}": p for i, p in enumerate(ports)}, self.listen_ports)
         for i in range(self.n):
             self.start_node(f"n{i}")
         return self
@@ -55,6 +63,8 @@ class DLedgerCluster:
             "dLegerSelfId": node,
             **FAST_RAFT,
         }
+        if node in self.listen_ports:
+            conf["dLegerListenPort"] = self.listen_ports[node]
         conf.update(self.conf)
         return conf
 
@@ -73,6 +83,9 @@ class DLedgerCluster:
         if self.namesrv is not None:
             self.namesrv.stop()
             self.namesrv = None
+        if self.proxies is not None:
+            self.proxies.close()
+            self.proxies = None
 
     def node_at(self, addr: str) -> str | None:
         for node, proc in self.nodes.items():
@@ -94,6 +107,4 @@ class DLedgerCluster:
                 return addr
             if time.monotonic() > deadline:
                 raise AssertionError(f"no master for broker-a (not {not_addr}) in {timeout_s} s")
-            import asyncio
-
             await asyncio.sleep(0.02)
