@@ -7,8 +7,13 @@ Each sub-command lives next to the code it drives and is registered here by dott
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from ariane.broker.controller import BrokerController
+    from ariane.broker.services import BrokerService
 
 __all__ = ["LazyGroup", "main"]
 
@@ -46,8 +51,11 @@ COMMANDS: dict[str, str] = {
     "namesrv": "ariane.namesrv.cli:namesrv",
     "broker": "ariane.broker.cli:broker",
     "standalone": "ariane.standalone:standalone",
+    "cluster": "ariane.cluster:cluster",
     "admin": "ariane.admin.cli:admin",
     "pipeline": "ariane.spark.cli:pipeline",
+    # the web dashboard (issue 17)
+    "dashboard": "ariane.dashboard.cli:dashboard",
 }
 
 
@@ -57,3 +65,15 @@ COMMANDS: dict[str, str] = {
 @click.version_option(package_name="ariane")
 def main() -> None:
     """Ariane: a RocketMQ-compatible message broker in Python."""
+    from ariane.broker import services
+
+    services.register(_grpc_service)
+
+
+def _grpc_service(broker: BrokerController) -> BrokerService | None:
+    """The gRPC proxy (issue 16) when the broker has ``grpcServerPort``; imported on use."""
+    if broker.config.grpc_server_port < 0:
+        return None
+    from ariane.proxy.launch import grpc_service
+
+    return grpc_service(broker)

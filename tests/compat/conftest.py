@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -57,6 +58,16 @@ def _venv_python(name: str, requirement: str, probe: str) -> Path:
 def cpp_client_python() -> Path:
     """Python with PyPI ``rocketmq==0.4.4`` (the C++ client 1.2.4 via ctypes)."""
     return _venv_python("rocketmq-0.4.4", "rocketmq==0.4.4", "import rocketmq.client")
+
+
+@pytest.fixture(scope="session")
+def rmq5_python() -> Path:
+    """Python with PyPI ``rocketmq-python-client==5.1.2`` (the 5.x gRPC client, issue 16)."""
+    return _venv_python(
+        "rocketmq-python-client-5.1.2",
+        "rocketmq-python-client==5.1.2",
+        "from rocketmq import Producer, SimpleConsumer, PushConsumer",
+    )
 
 
 @dataclass
@@ -154,6 +165,95 @@ class CppClient:
         return run
 
 
+class ScriptClient:
+    """Runs scripts of a client in its own environment (a venv's Python, Node.js...)."""
+
+    def __init__(
+        self, argv: Sequence[str], scripts: Path, home: Path, env: dict[str, str] | None = None
+    ) -> None:
+        self.argv = list(argv)
+        self.scripts = scripts
+        self.home = home
+        self.env = dict(env or {})
+
+    def spawn(self, script: str, args: Sequence[str]) -> ScriptRun:
+        env = dict(os.environ)
+        env.update(self.env)
+        env["HOME"] = str(self.home)
+        env["PYTHONUNBUFFERED"] = "1"
+        env.pop("PYTHONPATH", None)
+        proc = subprocess.Popen(
+            [*self.argv, str(self.scripts / script), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=self.home,
+            start_new_session=True,
+        )
+        run = ScriptRun(proc)
+        threading.Thread(target=run.pump, daemon=True).start()
+        return run
+
+    def run(self, script: str, args: Sequence[str], timeout_s: float = 180.0) -> ScriptRun:
+        run = self.spawn(script, args)
+        run.wait(timeout_s)
+        assert run.proc.returncode == 0, f"{script} exited {run.proc.returncode}:\n{run.tail()}"
+        return run
+
+
+@pytest.fixture
+def rmq5(rmq5_python: Path, tmp_path: Path) -> ScriptClient:
+    """The 5.x Python client's scripts (``tests/compat/rmq5_scripts``)."""
+    home = tmp_path / "rmq5-home"
+    home.mkdir()
+    return ScriptClient([str(rmq5_python)], Path(__file__).parent / "rmq5_scripts", home)
+
+
+NODE_CLIENT = "rocketmq-client-nodejs@1.0.8"
+
+
+@pytest.fixture(scope="session")
+def node_modules() -> Path:
+    """``node_modules`` with npm ``rocketmq-client-nodejs`` 1.0.8, for the machine's Node.js
+    (built once per machine under ``.compat-venvs``; skipped if npm cannot install it)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("Node.js and npm are needed for the rocketmq-client-nodejs tests")
+    folder = VENVS / "node-rocketmq-client-nodejs-1.0.8"
+    ok = folder / ".ok"
+    VENVS.mkdir(exist_ok=True)
+    with open(VENVS / "node-rocketmq-client-nodejs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ok.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            (folder / "package.json").write_text('{"private": true}\n')
+            try:
+                for command in (
+                    [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", NODE_CLIENT],
+                    [node, "-e", "require('rocketmq-client-nodejs')"],
+                ):
+                    subprocess.run(
+                        command, check=True, capture_output=True, timeout=600, cwd=folder
+                    )
+            except (subprocess.SubprocessError, OSError) as exc:
+                pytest.skip(f"cannot install {NODE_CLIENT} from npm: {exc}")
+            ok.touch()
+    return folder / "node_modules"
+
+
+@pytest.fixture
+def nodejs(node_modules: Path, tmp_path: Path) -> ScriptClient:
+    """The Node.js client's scripts (``tests/compat/node_scripts``)."""
+    home = tmp_path / "node-home"
+    home.mkdir()
+    node = shutil.which("node")
+    assert node is not None
+    scripts = Path(__file__).parent / "node_scripts"
+    return ScriptClient([node], scripts, home, {"NODE_PATH": str(node_modules)})
+
+
 @pytest.fixture
 def cpp(cpp_client_python: Path, tmp_path: Path) -> CppClient:
     home = tmp_path / "cpp-home"
@@ -166,5 +266,22 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(tmp_path / "cluster")
     try:
         yield c.start()
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def grpc_cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A NameServer and a broker serving gRPC on a free port (``ready["grpc"]``), with quick
+    transaction checks and short long polls."""
+    c = Cluster(tmp_path / "cluster")
+    try:
+        yield c.start(
+            grpcServerPort=0,
+            transactionTimeOut=500,
+            transactionCheckInterval=500,
+            # push consumers wait for their long polls when they shut down
+            grpcClientConsumerMaxLongPollingTimeoutMillis=3000,
+        )
     finally:
         c.stop()

@@ -15,7 +15,13 @@ clock and holds no socket. The servers feed it (they read ``plain_acl.yml`` and
 """
 
 from ariane.acl.address import IpRule, client_ip, parse_ip_rule
-from ariane.acl.credentials import SessionCredentials, canonical_content, sign, sign_fields
+from ariane.acl.credentials import (
+    SessionCredentials,
+    canonical_content,
+    request_signer,
+    sign,
+    sign_fields,
+)
 from ariane.acl.hook import ACL_EXCEPTION, AclHook, refusal_remark
 from ariane.acl.permission import (
     ADMIN_CODES,
@@ -70,6 +76,7 @@ __all__ = [
     "parse_request",
     "perm_name",
     "refusal_remark",
+    "request_signer",
     "retry_topic",
     "set_global_white",
     "sign",

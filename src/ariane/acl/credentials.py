@@ -18,8 +18,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = [
     "ACCESS_KEY",
@@ -27,6 +29,8 @@ __all__ = [
     "SIGNATURE",
     "SessionCredentials",
     "canonical_content",
+    "credentials_from_tools_yml",
+    "request_signer",
     "sign",
     "sign_fields",
 ]
@@ -87,3 +91,28 @@ def sign_fields(
         ext_fields[SECURITY_TOKEN] = credentials.security_token
     ext_fields.pop(SIGNATURE, None)
     ext_fields[SIGNATURE] = sign(canonical_content(ext_fields, body), credentials.secret_key)
+
+
+def request_signer(credentials: SessionCredentials) -> Callable[[RemotingCommand], None]:
+    """A ``RemotingClient`` signer that signs every request with ``credentials``."""
+
+    def signer(request: RemotingCommand) -> None:
+        sign_fields(request.ext_fields, request.body, credentials)
+
+    return signer
+
+
+def credentials_from_tools_yml(text: str | bytes, path: str) -> SessionCredentials | None:
+    """The account of RocketMQ's ``conf/tools.yml`` (``accessKey``/``secretKey`` at the top
+    level, as ``AclUtils.getAclRPCHook`` reads it); None when either is blank.
+
+    Raises:
+        AclError: the text is not a YAML mapping.
+    """
+    from ariane.acl.plain import load_yaml_mapping
+
+    data = load_yaml_mapping(text, path)
+    ak, sk = data.get("accessKey"), data.get("secretKey")
+    if ak is None or sk is None or not str(ak).strip() or not str(sk).strip():
+        return None
+    return SessionCredentials(str(ak).strip(), str(sk).strip())

@@ -24,7 +24,7 @@ from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand, make_response_for
 
-__all__ = ["ACL_EXCEPTION", "AclHook", "refusal_remark"]
+__all__ = ["ACL_EXCEPTION", "AclHook", "RefusalThrottle", "refusal_remark"]
 
 #: The Java exception name RocketMQ puts in front of an ACL refusal's remark.
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
@@ -84,3 +84,31 @@ class AclHook:
         self, channel: Channel, request: RemotingCommand, response: RemotingCommand | None
     ) -> None:
         """Nothing to do after a response."""
+
+
+class RefusalThrottle:
+    """Decides which refusals a server logs: the first of each (client IP, reason) at once,
+    then at most one line per ``period_ms`` carrying how many were refused meanwhile, so a
+    misconfigured client cannot flood the log. Time comes in as an argument.
+
+    Args:
+        period_ms: the quiet period per (IP, reason).
+        max_keys: most (IP, reason) pairs remembered; the table is cleared when full.
+    """
+
+    def __init__(self, period_ms: int = 60_000, max_keys: int = 10_000) -> None:
+        self.period_ms = period_ms
+        self.max_keys = max_keys
+        self._last: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def note(self, ip: str, reason: str, now_ms: int) -> int | None:
+        """Count one refusal; return how many to report now (None: stay quiet)."""
+        key = (ip, reason)
+        last = self._last.get(key)
+        if last is None or now_ms - last[0] >= self.period_ms:
+            if len(self._last) >= self.max_keys:
+                self._last.clear()
+            self._last[key] = (now_ms, 0)
+            return 1 + (last[1] if last is not None else 0)
+        self._last[key] = (last[0], last[1] + 1)
+        return None

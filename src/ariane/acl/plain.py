@@ -31,12 +31,15 @@ import yaml
 from ariane.acl.address import IpRule, parse_ip_rule
 from ariane.acl.permission import DENY, is_valid_perm_word, parse_perm
 from ariane.common.topics import RETRY_PREFIX
-from ariane.errors import AclError
+from ariane.errors import AclError, RemoteProtocolError
+from ariane.remoting.protocol import fastjson
+from ariane.remoting.protocol._jsonfields import parse_object
 from ariane.remoting.protocol.bodies import DataVersion
 
 __all__ = [
     "KEY_MIN_LENGTH",
     "Account",
+    "AclConfig",
     "AclDocument",
     "AclRules",
     "PlainAccessConfig",
@@ -519,3 +522,55 @@ def dump_document(mapping: Mapping[str, Any]) -> str:
     ordered = {k: mapping[k] for k in order if k in mapping}
     ordered.update({k: v for k, v in mapping.items() if k not in ordered})
     return yaml.safe_dump(ordered, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+# -- wire bodies ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AclConfig:
+    """Every account and global white address a server holds (``AclConfig``, the body of
+    GET_BROKER_CLUSTER_ACL_CONFIG).
+
+    Attributes:
+        global_white_addrs: the global white rules as written.
+        accounts: the accounts as written (secrets included: admin only).
+    """
+
+    global_white_addrs: tuple[str, ...] = ()
+    accounts: tuple[PlainAccessConfig, ...] = ()
+
+    @classmethod
+    def of(cls, rules: AclRules) -> AclConfig:
+        """What ``rules`` hold."""
+        white, configs = rules.all_configs()
+        return cls(tuple(white), tuple(configs))
+
+    def encode(self) -> bytes:
+        """The JSON body (``GetBrokerClusterAclConfigResponseBody``)."""
+        return fastjson.dumps(
+            {
+                "globalWhiteAddrs": list(self.global_white_addrs),
+                "plainAccessConfigs": [a.to_json() for a in self.accounts],
+            }
+        )
+
+    @classmethod
+    def decode(cls, body: bytes) -> AclConfig:
+        """Parse the JSON body.
+
+        Raises:
+            RemoteProtocolError: the body is not such an object.
+        """
+        obj = parse_object(body, "AclConfig")
+        try:
+            white = _texts(obj.get("globalWhiteAddrs"), "AclConfig", "globalWhiteAddrs")
+            raw = obj.get("plainAccessConfigs") or []
+            if not isinstance(raw, list):
+                raise AclError("plainAccessConfigs must be a list")
+            accounts = tuple(
+                PlainAccessConfig.from_json(a, "AclConfig") for a in raw if isinstance(a, dict)
+            )
+        except AclError as exc:
+            raise RemoteProtocolError(f"AclConfig: {exc}") from None
+        return cls(white, accounts)

@@ -99,10 +99,10 @@ def _send(req: AccessRequest, topic: str | None, group: str | None) -> None:
 
 def _group_and_topic(req: AccessRequest, ext: Mapping[str, str]) -> None:
     group = ext.get("consumerGroup")
-    req.need(retry_topic(group) if group else None, SUB)
     topic = ext.get("topic")
     if topic and not (group and topic == retry_topic(group)):
-        req.need(topic, SUB)
+        req.need(topic, SUB)  # the topic first: a refusal names it before the group
+    req.need(retry_topic(group) if group else None, SUB)
 
 
 def _heartbeat(req: AccessRequest, body: bytes | None) -> None:

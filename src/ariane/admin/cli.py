@@ -24,6 +24,7 @@ _M = "ariane.admin.messages"
 _N = "ariane.admin.namesrv"
 _S = "ariane.admin.stats"
 _TR = "ariane.admin.trace"
+_A = "ariane.admin.acl"
 
 #: command name -> (module, attribute, one-line summary)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -73,6 +74,20 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "updateNamesrvConfig": (_N, "update_namesrv_config", "Change NameServer settings."),
     "updateKvConfig": (_N, "update_kv_config", "Create or update a KV config entry."),
     "deleteKvConfig": (_N, "delete_kv_config", "Delete a KV config entry."),
+    # ACL (issue 11)
+    "updateAclConfig": (_A, "update_acl_config", "Create or update an ACL account on brokers."),
+    "deleteAclConfig": (_A, "delete_acl_config", "Delete an ACL account from brokers."),
+    "updateGlobalWhiteAddr": (
+        _A,
+        "update_global_white_addr",
+        "Replace the global white addresses of brokers.",
+    ),
+    "clusterAclConfigVersion": (
+        _A,
+        "cluster_acl_config_version",
+        "The ACL file versions of brokers.",
+    ),
+    "getAclConfig": (_A, "get_acl_config", "The ACL accounts and white addresses of brokers."),
 }
 
 _BY_LOWER = {name.lower(): name for name in COMMANDS}

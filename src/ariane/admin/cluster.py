@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import click
 
 from ariane.admin.command import AdminContext, CommandFailed, admin_command, one_of
 from ariane.admin.output import Table, View, kv_table
+from ariane.client.broker_status import broker_row
 
 __all__ = [
     "add_write_perm",
@@ -22,60 +22,13 @@ __all__ = [
     "cluster_list",
     "delete_expired_commit_log",
     "get_broker_config",
+    "targets",
     "update_broker_config",
     "wipe_write_perm",
 ]
 
 _BROKER = click.option("-b", "--brokerAddr", "broker_addr", help="Broker address (host:port).")
 _CLUSTER = click.option("-c", "--clusterName", "cluster", help="Cluster name.")
-
-
-def _first_float(text: str | None) -> float:
-    """The first number of a ``"1.0 2.0 3.0"`` TPS string (0 when absent or bad)."""
-    try:
-        return float((text or "0").split()[0])
-    except (ValueError, IndexError):
-        return 0.0
-
-
-def _int(text: str | None) -> int:
-    try:
-        return int(text or "0")
-    except ValueError:
-        return 0
-
-
-def broker_row(
-    cluster: str, name: str, bid: int, addr: str, rt: dict[str, str] | None, now_ms: int
-) -> dict[str, Any]:
-    """One ``clusterList`` row from a broker's GET_BROKER_RUNTIME_INFO table (``None``: the
-    broker did not answer)."""
-    row: dict[str, Any] = {"cluster": cluster, "brokerName": name, "brokerId": bid, "addr": addr}
-    if rt is None:
-        row["reachable"] = False
-        return row
-    earliest = _int(rt.get("earliestMessageTimeStamp"))
-    row.update(
-        reachable=True,
-        version=rt.get("brokerVersionDesc", ""),
-        inTps=_first_float(rt.get("putTps")),
-        outTps=_first_float(rt.get("getTransferredTps") or rt.get("getTransferedTps")),
-        sendQueueSize=_int(rt.get("sendThreadPoolQueueSize")),
-        sendQueueHeadWaitMs=_int(rt.get("sendThreadPoolQueueHeadWaitTimeMills")),
-        pullQueueSize=_int(rt.get("pullThreadPoolQueueSize")),
-        pageCacheLockTimeMs=_int(rt.get("pageCacheLockTimeMills")),
-        hoursOfData=round((now_ms - earliest) / 3_600_000, 2) if earliest > 0 else 0.0,
-        commitLogDiskRatio=_first_float(rt.get("commitLogDiskRatio")),
-        activated=rt.get("brokerActive", "true") == "true",
-        brokerPermission=_int(rt.get("brokerPermission")),
-        inTotalYesterday=_int(rt.get("msgPutTotalTodayMorning"))
-        - _int(rt.get("msgPutTotalYesterdayMorning")),
-        outTotalYesterday=_int(rt.get("msgGetTotalTodayMorning"))
-        - _int(rt.get("msgGetTotalYesterdayMorning")),
-        inTotalToday=_int(rt.get("msgPutTotalTodayNow")) - _int(rt.get("msgPutTotalTodayMorning")),
-        outTotalToday=_int(rt.get("msgGetTotalTodayNow")) - _int(rt.get("msgGetTotalTodayMorning")),
-    )
-    return row
 
 
 async def _runtime(ctx: AdminContext, addr: str) -> dict[str, str] | None:
@@ -162,7 +115,8 @@ async def cluster_list(ctx: AdminContext, more: bool, interval: int | None) -> V
     return view
 
 
-async def _targets(ctx: AdminContext, broker_addr: str | None, cluster: str | None) -> list[str]:
+async def targets(ctx: AdminContext, broker_addr: str | None, cluster: str | None) -> list[str]:
+    """The broker (-b) or the masters of a cluster (-c) a command acts on."""
     one_of(ctx.click_ctx, b=broker_addr, c=cluster)
     from ariane.errors import InvalidArgumentError
 
@@ -184,7 +138,7 @@ async def _per_broker_tables(
     fetch: Callable[[str], Awaitable[dict[str, str]]],
 ) -> View:
     """One key/value table per target broker: ``{"brokers": {addr: {key: value}}}``."""
-    addrs = await _targets(ctx, broker_addr, cluster)
+    addrs = await targets(ctx, broker_addr, cluster)
     tables = await asyncio.gather(*(fetch(a) for a in addrs))
     by_addr = dict(zip(addrs, tables, strict=True))
     return View({"brokers": by_addr}, [kv_table(t, title=a) for a, t in by_addr.items()])
@@ -218,25 +172,33 @@ async def update_broker_config(
     ctx: AdminContext, broker_addr: str | None, cluster: str | None, key: str, value: str
 ) -> View:
     """Change setting KEY to VALUE on one broker (-b) or the masters of a cluster (-c). The
-    broker applies it at once (identity, network and store settings after a restart) and
-    saves it, so it survives restarts. brokerPermission 4 makes a broker read-only, 6
-    restores read and write."""
-    addrs = await _targets(ctx, broker_addr, cluster)
+    broker applies it at once (store tunables such as fileReservedTime after a restart, as the
+    output says) and saves it, so it survives restarts. Store geometry, paths, identity,
+    network, role and security settings are refused: they come from broker.conf only.
+    brokerPermission 4 makes a broker read-only, 6 restores read and write."""
+    addrs = await targets(ctx, broker_addr, cluster)
     before = await asyncio.gather(*(ctx.admin.broker_config(a) for a in addrs))
     for addr, config in zip(addrs, before, strict=True):
         if key not in config:
             raise CommandFailed(f"broker {addr} has no setting {key!r}")
-    await asyncio.gather(*(ctx.admin.update_broker_config(a, {key: value}) for a in addrs))
+    later = await asyncio.gather(*(ctx.admin.update_broker_config(a, {key: value}) for a in addrs))
     after = await asyncio.gather(*(ctx.admin.broker_config(a) for a in addrs))
-    changes = [
-        {"brokerAddr": a, "key": key, "oldValue": b.get(key), "newValue": c.get(key)}
-        for a, b, c in zip(addrs, before, after, strict=True)
-    ]
-    lines = [
-        f"update broker config success, {c['brokerAddr']}: {key} = {c['newValue']}"
-        f" (was {c['oldValue']})"
-        for c in changes
-    ]
+    changes = []
+    lines = []
+    for a, b, c, saved in zip(addrs, before, after, later, strict=True):
+        restart = key in saved
+        # a setting read at start keeps its running value until then: report what was stored
+        new = value if restart else c.get(key)
+        changes.append(
+            {"brokerAddr": a, "key": key, "oldValue": b.get(key), "newValue": new,
+             "appliesAfterRestart": restart}
+        )  # fmt: skip
+        note = (
+            f"saved, applies after a restart; running value {c.get(key)}"
+            if restart
+            else (f"was {b.get(key)}")
+        )
+        lines.append(f"update broker config success, {a}: {key} = {new} ({note})")
     return View({"changes": changes}, lines=lines)
 
 

@@ -8,7 +8,9 @@ one line on stderr and a non-zero exit status: 1 when the operation failed (unre
 NameServer, unknown topic, a broker's refusal), 2 for bad command-line input (click's usage
 errors are shortened to one line too). ``ARIANE_DEBUG=1`` adds the traceback of unexpected
 errors. Like RocketMQ's ``ServerUtil``, the NameServer address comes from ``-n``, then the
-``NAMESRV_ADDR`` environment variable, then ``127.0.0.1:9876``.
+``NAMESRV_ADDR`` environment variable, then ``127.0.0.1:9876``. Requests are signed (ACL) with
+``--ak``/``--sk`` (``--aclAccessKey``/``--aclSecretKey``) when given, else with the account of
+``$ROCKETMQ_HOME/conf/tools.yml`` as RocketMQ's tools do.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ariane.admin.output import View, render_json, render_text
 from ariane.admin.timefmt import parse_timestamp
 
 if TYPE_CHECKING:
+    from ariane.acl.credentials import SessionCredentials
     from ariane.client.admin import Admin
 
 __all__ = [
@@ -40,6 +43,7 @@ __all__ = [
     "admin_command",
     "describe_error",
     "one_of",
+    "resolve_credentials",
     "resolve_namesrv_addr",
 ]
 
@@ -124,6 +128,39 @@ def resolve_namesrv_addr(option: str | None, environ: dict[str, str] | None = No
     return ";".join(items)
 
 
+def resolve_credentials(
+    access_key: str | None, secret_key: str | None, environ: dict[str, str] | None = None
+) -> SessionCredentials | None:
+    """``--ak``/``--sk``, else ``$ROCKETMQ_HOME/conf/tools.yml``, else none.
+
+    Raises:
+        click.BadParameter: only one of the two flags, or an unreadable tools.yml.
+    """
+    from ariane.acl.credentials import SessionCredentials, credentials_from_tools_yml
+    from ariane.errors import AclError
+
+    if access_key or secret_key:
+        if not (access_key and secret_key):
+            raise click.BadParameter("give both --ak and --sk", param_hint="'--ak'")
+        return SessionCredentials(access_key, secret_key)
+    env = os.environ if environ is None else environ
+    home = env.get("ROCKETMQ_HOME")
+    if not home:
+        return None
+    path = os.path.join(home, "conf", "tools.yml")
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return credentials_from_tools_yml(text, path)
+    except AclError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def one_of(ctx: click.Context, **options: object) -> None:
     """Require exactly one of ``options`` to be given (RocketMQ's ``-b``/``-c`` groups).
 
@@ -197,14 +234,22 @@ def _execute(
     kwargs: dict[str, Any],
 ) -> None:
     name = click_ctx.command_path
+    access_key = kwargs.pop("acl_access_key", None)
+    secret_key = kwargs.pop("acl_secret_key", None)
     try:
         addr = resolve_namesrv_addr(namesrv_addr)
+        credentials = resolve_credentials(access_key, secret_key)
     except click.BadParameter as exc:
         raise OneLineUsageError(exc.format_message(), click_ctx) from None
     from ariane.client.admin import Admin
     from ariane.errors import ArianeError
 
-    admin = Admin(namesrv_addr=addr, instance_name=f"mqadmin-{os.getpid()}", timeout_ms=timeout_ms)
+    admin = Admin(
+        namesrv_addr=addr,
+        instance_name=f"mqadmin-{os.getpid()}",
+        timeout_ms=timeout_ms,
+        credentials=credentials,
+    )
     ctx = AdminContext(admin, addr, timeout_ms, click_ctx)
     try:
         view = asyncio.run(_run(handler, ctx, kwargs))
@@ -247,6 +292,23 @@ _GLOBAL_OPTIONS: Sequence[Callable[[Any], Any]] = (
         default=5000,
         show_default=True,
         help="Timeout of each request.",
+    ),
+    click.option(
+        "--ak",
+        "--aclAccessKey",
+        "acl_access_key",
+        metavar="AK",
+        default=None,
+        help="ACL account to sign requests with (default: accessKey of "
+        "$ROCKETMQ_HOME/conf/tools.yml).",
+    ),
+    click.option(
+        "--sk",
+        "--aclSecretKey",
+        "acl_secret_key",
+        metavar="SK",
+        default=None,
+        help="That account's secret (default: secretKey of tools.yml).",
     ),
 )
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 
 import click
 
-__all__ = ["broker_child"]
+__all__ = ["broker_child", "broker_child_ready"]
 
 
 @contextlib.contextmanager
@@ -25,6 +25,17 @@ def broker_child(addr: str | None, prefix: str, overrides: Sequence[str] = ()) -
     if addr is not None:
         yield addr
         return
+    with broker_child_ready(prefix, overrides) as ready:
+        yield ready["broker"]
+
+
+@contextlib.contextmanager
+def broker_child_ready(prefix: str, overrides: Sequence[str] = ()) -> Iterator[dict[str, str]]:
+    """``broker_child`` yielding the whole ready line as a dict (``broker``, ``grpc``...).
+
+    Raises:
+        click.ClickException: the child broker did not start.
+    """
     tmp = tempfile.TemporaryDirectory(prefix=prefix)
     args = [sys.executable, "-m", "ariane", "broker", "-p", "0", "--store-dir", tmp.name,
             "--log-level", "WARNING"]  # fmt: skip
@@ -33,10 +44,11 @@ def broker_child(addr: str | None, prefix: str, overrides: Sequence[str] = ()) -
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        started = None
+        started: dict[str, str] | None = None
         for line in proc.stdout:
             if line.startswith("ready broker="):
-                started = line.strip().split("=", 1)[1]
+                fields = line.split()[1:]
+                started = dict(f.split("=", 1) for f in fields if "=" in f)
                 break
         if started is None:
             raise click.ClickException("the broker did not start")

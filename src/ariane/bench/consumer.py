@@ -39,6 +39,7 @@ from typing import Any
 import click
 import numpy as np
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.bench._trace_modes import TRACE_OPTIONS, echo_results, run_trace_modes, trace_fields
 from ariane.client import (
     ConsumeConcurrentlyContext,
@@ -179,6 +180,7 @@ class _Plan:
     interval_s: float
     as_json: bool
     threads: bool
+    credentials: SessionCredentials | None = None
     trace: bool = False
     trace_topic: str | None = None
 
@@ -206,7 +208,9 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
 
     lock = threading.Lock()
 
-    async with Producer(f"{plan.group}_producer", namesrv_addr=plan.namesrv) as producer:
+    async with Producer(
+        f"{plan.group}_producer", namesrv_addr=plan.namesrv, credentials=plan.credentials
+    ) as producer:
         await producer.send(Message(plan.topic, _WARM_UP))
         for _ in range(200):  # an auto-created topic reaches the NameServer a moment later
             if await producer.instance.api.get_topic_route(plan.topic) is not None:
@@ -224,6 +228,7 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
             consume_thread_nums=plan.concurrency,
             consume_message_batch_max_size=plan.batch_max,
             pull_batch_size=plan.pull_batch,
+            credentials=plan.credentials,
             enable_trace=plan.trace,
             trace_topic=plan.trace_topic,
         )
@@ -314,6 +319,8 @@ def _store_split(stats: _Stats) -> dict[str, float]:
 @click.option("--threads", is_flag=True, help="A plain-function listener (runs in worker threads).")
 @click.option("--report-interval", default=5.0, show_default=True, help="Seconds between lines.")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
+@click.option("--access-key", default=None, help="ACL account that signs every request.")
+@click.option("--secret-key", default=None, help="That account's secret.")
 @TRACE_OPTIONS[0]
 @TRACE_OPTIONS[1]
 @TRACE_OPTIONS[2]
@@ -332,6 +339,8 @@ def consumer_bench(
     threads: bool,
     report_interval: float,
     as_json: bool,
+    access_key: str | None,
+    secret_key: str | None,
     trace: str,
     trace_rounds: int,
     trace_topic: str | None,
@@ -340,6 +349,9 @@ def consumer_bench(
     untraced and traced runs, each with a new group, and their throughput ratio)."""
     if size < _STAMP.size or concurrency <= 0 or report_interval <= 0 or preload < 0:
         raise click.BadParameter(f"size must be >= {_STAMP.size}; counts and intervals > 0")
+    if bool(access_key) != bool(secret_key):
+        raise click.BadParameter("give both --access-key and --secret-key")
+    credentials = SessionCredentials(access_key, secret_key) if access_key and secret_key else None
     base_group = group or f"benchmark_consumer_{os.getpid()}_{int(time.time())}"
 
     def one(traced: bool, index: int) -> dict[str, Any]:
@@ -358,6 +370,7 @@ def consumer_bench(
             report_interval,
             as_json,
             threads,
+            credentials,
             traced,
             trace_topic,
         )

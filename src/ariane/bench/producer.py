@@ -29,6 +29,7 @@ from typing import Any
 import click
 import numpy as np
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.bench._trace_modes import TRACE_OPTIONS, echo_results, run_trace_modes, trace_fields
 from ariane.client import Message, Producer
 from ariane.errors import ArianeError
@@ -211,6 +212,7 @@ async def _bench(
     interval_s: float,
     as_json: bool,
     fault: bool,
+    credentials: SessionCredentials | None = None,
     trace: bool = False,
     trace_topic: str | None = None,
 ) -> dict[str, Any]:
@@ -220,6 +222,7 @@ async def _bench(
         namesrv_addr=namesrv,
         send_latency_fault_enable=fault,
         send_timeout_ms=10_000,
+        credentials=credentials,
         enable_trace=trace,
         trace_topic=trace_topic,
     )
@@ -293,6 +296,8 @@ async def _bench(
 @click.option("--latency-fault", is_flag=True, help="sendLatencyFaultEnable.")
 @click.option("--report-interval", default=5.0, show_default=True, help="Seconds between lines.")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
+@click.option("--access-key", default=None, help="ACL account that signs every send.")
+@click.option("--secret-key", default=None, help="That account's secret.")
 @TRACE_OPTIONS[0]
 @TRACE_OPTIONS[1]
 @TRACE_OPTIONS[2]
@@ -312,6 +317,8 @@ def producer_bench(
     latency_fault: bool,
     report_interval: float,
     as_json: bool,
+    access_key: str | None,
+    secret_key: str | None,
     trace: str,
     trace_rounds: int,
     trace_topic: str | None,
@@ -320,6 +327,9 @@ def producer_bench(
     untraced and traced runs and their throughput ratio)."""
     if size <= 0 or batch <= 0 or concurrency <= 0 or report_interval <= 0:
         raise click.BadParameter("size, batch, concurrency and report interval must be > 0")
+    if bool(access_key) != bool(secret_key):
+        raise click.BadParameter("give both --access-key and --secret-key")
+    creds = SessionCredentials(access_key, secret_key) if access_key and secret_key else None
     plan = _Plan(topic, size, batch, keys, tags, delay_level, messages, duration, concurrency)
 
     def one(traced: bool, index: int) -> dict[str, Any]:
@@ -332,6 +342,7 @@ def producer_bench(
                 report_interval,
                 as_json,
                 latency_fault,
+                creds,
                 traced,
                 trace_topic,
             )

@@ -6,7 +6,7 @@ BrokerConfig/MessageStoreConfig/NettyServerConfig property names), the environme
 UPDATE_BROKER_CONFIG (``<storePathRootDir>/config/broker.properties``), then the command-line
 flags. A bad value prints one line naming the key and exits with status 2; a busy port or an
 unusable store exits with status 1. Once the broker accepts connections and has registered
-with its NameServers it prints ``ready broker=HOST:PORT``. SIGTERM and SIGINT stop it
+with its NameServers it prints ``ready broker=HOST:PORT ha=HOST:HAPORT`` (the replication port). SIGTERM and SIGINT stop it
 gracefully (unregister, finish requests, flush, remove the abort file) with exit status 0.
 """
 
@@ -17,10 +17,12 @@ import logging
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from ariane.broker.config import LoadedConfig, load_properties
+from ariane.broker.runtime_config import safe_overrides
 from ariane.common.javaprops import parse_properties
 from ariane.common.process import (
     configure_logging,
@@ -32,6 +34,10 @@ from ariane.errors import ConfigError, StoreError
 from ariane.observability.exporter import MetricsBindError
 from ariane.remoting.eventloop import run
 from ariane.store import StoreConfig
+
+if TYPE_CHECKING:
+    from ariane.broker.controller import BrokerController
+    from ariane.broker.services import BrokerService
 
 __all__ = ["broker", "load_config"]
 
@@ -69,12 +75,20 @@ def load_config(
     props = _read_properties(config_file, "config") if config_file else {}
     if "namesrvAddr" not in props and env.get("NAMESRV_ADDR"):
         props["namesrvAddr"] = env["NAMESRV_ADDR"]
+    if "rocketmqHome" not in props and env.get("ROCKETMQ_HOME"):
+        props["rocketmqHome"] = env["ROCKETMQ_HOME"]
     root = flags.get("storePathRootDir") or props.get("storePathRootDir")
     root = root or StoreConfig().store_path_root_dir
     from ariane.broker.controller import OVERRIDES_FILE
 
-    overrides = _read_properties(os.path.join(root, "config", OVERRIDES_FILE), "overrides")
-    overrides.pop("storePathRootDir", None)
+    overrides_path = os.path.join(root, "config", OVERRIDES_FILE)
+    overrides, dropped = safe_overrides(_read_properties(overrides_path, "overrides"))
+    if dropped:
+        # written by a version that stored any key from the wire: never let them reach the
+        # store (a changed file size would set every CommitLog file aside)
+        logger.warning(
+            "ignoring %s in %s: only broker.conf may set them", ", ".join(dropped), overrides_path
+        )
     merged = {**props, **overrides, **flags}
     return load_properties(merged)
 
@@ -102,6 +116,10 @@ async def _serve(loaded: LoadedConfig) -> int:
             err=True,
         )
         return 1
+    services = await _start_services(controller)
+    if services is None:
+        await controller.shutdown()
+        return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -114,13 +132,38 @@ async def _serve(loaded: LoadedConfig) -> int:
     )
     metrics = controller.metrics_server
     suffix = f" metrics={metrics.address}" if metrics is not None else ""
-    click.echo(f"ready broker={controller.broker_addr}{suffix}")
+    suffix += "".join(f" {service.ready_field}" for service in services)
+    ha = controller.replication.ha_server_addr(controller.broker_addr)
+    click.echo(f"ready broker={controller.broker_addr} ha={ha}{suffix}")
     sys.stdout.flush()
     await stop.wait()
     logger.info("shutdown signal received")
+    for service in reversed(services):
+        await service.stop()
     await controller.shutdown()
     click.echo(f"The broker[{name}, {controller.broker_addr}] shut down.")
     return 0
+
+
+async def _start_services(controller: BrokerController) -> list[BrokerService] | None:
+    """Start the services registered in :mod:`ariane.broker.services` (the gRPC proxy);
+    ``None`` after printing why one could not start (those started are stopped)."""
+    from ariane.broker.services import factories
+
+    started: list[BrokerService] = []
+    for factory in factories():
+        try:
+            service = factory(controller)
+            if service is None:
+                continue
+            await service.start()
+        except (OSError, ConfigError) as exc:
+            click.echo(f"ariane broker: cannot start a service: {exc}", err=True)
+            for running in reversed(started):
+                await running.stop()
+            return None
+        started.append(service)
+    return started
 
 
 def _option_pairs(values: tuple[str, ...]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ariane.common.clock import Clock
+from ariane.errors import RequestError
 from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.client_bodies import (
     ConsumeFromWhere,
@@ -25,6 +26,7 @@ from ariane.remoting.protocol.client_bodies import (
     MessageModel,
     SubscriptionData,
 )
+from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import LanguageCode
 
 __all__ = ["ClientChannelInfo", "ClientManager", "ConsumerGroupInfo"]
@@ -104,6 +106,8 @@ class ClientManager:
         self.clock = clock
         self.notify = notify
         self.expired_s = expired_s
+        #: connections one group may have (``maxClientsPerGroup``)
+        self.max_per_group = 4096
         self.producers: dict[str, dict[int, ClientChannelInfo]] = {}
         self.consumers: dict[str, ConsumerGroupInfo] = {}
         self._groups_of_channel: dict[int, tuple[set[str], set[str]]] = {}
@@ -120,6 +124,20 @@ class ClientManager:
             groups = self._groups_of_channel[channel.id] = (set(), set())
         return groups
 
+    def _check_room(self, kind: str, group: str, count: int) -> None:
+        """Refuse one more connection in a group that has ``max_per_group`` (a client or an
+        attacker opening connections without end)."""
+        if count >= self.max_per_group:
+            logger.warning(
+                "%s group %s refused a new client: it has %d (maxClientsPerGroup)",
+                kind, group, count,
+            )  # fmt: skip
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"the {kind} group {group} already has {count} clients (maxClientsPerGroup="
+                f"{self.max_per_group}): close unused clients or raise the limit",
+            )
+
     # -- producers ---------------------------------------------------------------------------
 
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
@@ -128,6 +146,7 @@ class ClientManager:
         if table is None:
             table = self.producers[group] = {}
         if info.channel.id not in table:
+            self._check_room("producer", group, len(table))
             logger.info("new producer of %s: %s %r", group, info.client_id, info.channel)
         table[info.channel.id] = info
         self._index(info.channel)[0].add(group)
@@ -160,6 +179,8 @@ class ClientManager:
         group_info = self.consumers.get(group)
         if group_info is None:
             group_info = self.consumers[group] = ConsumerGroupInfo(group)
+        if info.channel.id not in group_info.channels:
+            self._check_room("consumer", group, len(group_info.channels))
         group_info.consume_type = consume_type
         group_info.message_model = message_model
         group_info.consume_from_where = consume_from_where

@@ -4,7 +4,7 @@ matter here) and the mapping of RocketMQ's ``MessageStoreConfig`` property names
 
 ``broker.conf`` is a Java properties file with RocketMQ's names; ``load_properties`` splits
 one property map into a ``BrokerConfig`` and a ``StoreConfig`` and reports the names it does
-not know. Thread-pool, Netty and HA tuning keys are accepted and ignored. Every bad value raises
+not know. Thread-pool and Netty tuning keys are accepted and ignored. Every bad value raises
 ``ConfigError`` naming the RocketMQ key. No I/O here: the launcher reads files and flags.
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ariane.common.javaprops import PROPERTY, config_from_properties, config_to_properties
+from ariane.common.roles import BrokerRole, parse_role
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import validate_topic
 from ariane.errors import ConfigError, InvalidArgumentError
@@ -56,8 +57,7 @@ class BrokerConfig:
     Attributes:
         broker_cluster_name: ``brokerClusterName``.
         broker_name: ``brokerName`` (default: the host name).
-        broker_id: ``brokerId``; must be 0 (the master): slaves need replication, which
-            Ariane does not have.
+        broker_id: ``brokerId``: 0 for the master of the group, > 0 for a slave.
         namesrv_addr: ``namesrvAddr``: ``host:port`` list separated by ``;``.
         listen_port: ``listenPort``; 0 picks a free port.
         bind_address: ``bindAddress``: the interface to listen on.
@@ -114,6 +114,52 @@ class BrokerConfig:
         rebalance_lock_max_live_time_ms: ``rebalanceLockMaxLiveTime`` (RocketMQ's system
             property ``rocketmq.broker.rebalance.lockMaxLiveTime``): a queue lock not
             refreshed for this long may be taken over.
+        acl_enable: ``aclEnable``: check every request against the ACL files.
+        rocketmq_home: ``rocketmqHome`` (default: the ``ROCKETMQ_HOME`` environment variable,
+            set by the launcher): the ACL files are ``{rocketmqHome}/conf/plain_acl.yml`` and
+            ``{rocketmqHome}/conf/acl/**/*.yml``.
+        acl_watch_interval_ms: ``aclWatchIntervalMs`` (Ariane's): how often the ACL files are
+            checked for changes.
+        access_key: ``accessKey`` (Ariane's): the account the broker signs its requests to the
+            NameServers with (registrations), when their ACL is on.
+        secret_key: ``secretKey``: that account's secret (never shown by GET_BROKER_CONFIG).
+        server_max_connections: ``serverMaxConnections`` (Ariane's): open client connections
+            at most; more are closed at once and logged.
+        server_max_buffered_bytes_per_connection: ``serverMaxBufferedBytesPerConnection``:
+            answers queued for one connection at most; a client that stops reading past this
+            is disconnected.
+        auto_create_topic_limit: ``autoCreateTopicLimit``: sends stop auto-creating topics
+            once the broker holds this many (``updateTopic`` still creates).
+        auto_create_subscription_group_limit: ``autoCreateSubscriptionGroupLimit``: the
+            same for subscription groups.
+        max_clients_per_group: ``maxClientsPerGroup``: producer or consumer connections one
+            group may have; heartbeats of more are refused.
+        grpc_server_port: ``grpcServerPort``: serve the 5.x gRPC protocol on this port (-1,
+            Ariane's default, is off; 0 picks a free port; RocketMQ's proxy uses 8081).
+        grpc_tls_cert_path / grpc_tls_key_path: ``grpcTlsCertPath``/``grpcTlsKeyPath``: PEM
+            files turning TLS on for gRPC.
+        grpc_max_streams_per_connection: ``grpcMaxStreamsPerConnection``.
+        grpc_max_inflight_receives: ``grpcMaxInflightReceives``: receive/pull streams open
+            at once.
+        grpc_settings_timeout_ms: ``grpcSettingsTimeoutMillis``: a Telemetry stream must
+            send its settings within this time.
+        enable_topic_message_type_check: ``enableTopicMessageTypeCheck``: gRPC sends must
+            match the topic's ``message.type``.
+        grpc_max_long_polling_ms: ``grpcClientConsumerMaxLongPollingTimeoutMillis``: longest
+            long polling of a gRPC receive (also what consumers are told in their settings).
+        revive_queue_num: ``reviveQueueNum``: queues of the POP revive topic.
+        revive_interval_ms: ``reviveInterval``: period of the POP revive pass.
+        enable_retry_topic_v2: ``enableRetryTopicV2``: POP retry topics are named
+            ``%RETRY%<group>+<topic>`` instead of ``%RETRY%<group>_<topic>``.
+        retrieve_message_from_pop_retry_topic_v1: ``retrieveMessageFromPopRetryTopicV1``:
+            with v2 names, still read the v1 retry topic every other pop.
+        pop_from_retry_probability: ``popFromRetryProbability``: percent of pops that read
+            the retry topic first.
+        pop_polling_size: ``popPollingSize``: parked POPs per (topic, group, queue).
+        max_pop_polling_size: ``maxPopPollingSize``: parked POPs in all.
+        init_pop_offset_by_check_msg_in_mem: ``initPopOffsetByCheckMsgInMem``: a new POP
+            group (init mode MAX) starts at 0 when the queue's first message is in memory.
+        pop_response_return_actual_retry_topic: ``popResponseReturnActualRetryTopic``.
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -162,9 +208,78 @@ class BrokerConfig:
     transaction_check_interval_ms: int = _prop("transactionCheckInterval", 30_000)
     transaction_check_max: int = _prop("transactionCheckMax", 15)
     rebalance_lock_max_live_time_ms: int = _prop("rebalanceLockMaxLiveTime", 60_000)
+    # -- replication (issue 13; docs/ha.md) -------------------------------------------------
+    broker_role: str = _prop("brokerRole", "ASYNC_MASTER")
+    ha_listen_port: int = _prop("haListenPort", -1)
+    ha_master_address: str = _prop("haMasterAddress", "")
+    ha_send_heartbeat_interval_ms: int = _prop("haSendHeartbeatInterval", 5000)
+    ha_housekeeping_interval_ms: int = _prop("haHousekeepingInterval", 20_000)
+    ha_transfer_batch_size: int = _prop("haTransferBatchSize", 32 * 1024)
+    ha_slave_fallbehind_max: int = _prop("haSlaveFallbehindMax", 256 * 1024 * 1024)
+    ha_max_gap_not_in_sync: int = _prop("haMaxGapNotInSync", 256 * 1024 * 1024)
+    in_sync_replicas: int = _prop("inSyncReplicas", 2)
+    min_in_sync_replicas: int = _prop("minInSyncReplicas", 1)
+    enable_auto_in_sync_replicas: bool = _prop("enableAutoInSyncReplicas", False)
+    all_ack_in_sync_state_set: bool = _prop("allAckInSyncStateSet", False)
+    slave_read_enable: bool = _prop("slaveReadEnable", False)
+    offset_check_in_slave: bool = _prop("offsetCheckInSlave", False)
+    slave_synchronize_interval_ms: int = _prop("slaveSynchronizeInterval", 10_000)
+    sync_from_last_file: bool = _prop("syncFromLastFile", False)
+    # -- ACL (issue 11) --
+    acl_enable: bool = _prop("aclEnable", False)
+    rocketmq_home: str = _prop("rocketmqHome", "")
+    acl_watch_interval_ms: int = _prop("aclWatchIntervalMs", 500)
+    access_key: str = _prop("accessKey", "")
+    secret_key: str = _prop("secretKey", "")
+    # -- limits of the closed admin plane (issue 11) --
+    server_max_connections: int = _prop("serverMaxConnections", 8192)
+    server_max_buffered_bytes_per_connection: int = _prop(
+        "serverMaxBufferedBytesPerConnection", 64 * 1024 * 1024
+    )
+    auto_create_topic_limit: int = _prop("autoCreateTopicLimit", 10_000)
+    auto_create_subscription_group_limit: int = _prop("autoCreateSubscriptionGroupLimit", 10_000)
+    max_clients_per_group: int = _prop("maxClientsPerGroup", 4096)
+    # -- the gRPC 5.x protocol (ariane.proxy, issue 16): -1 = off, 0 = a free port ---------------
+    grpc_server_port: int = _prop("grpcServerPort", -1)
+    grpc_tls_cert_path: str = _prop("grpcTlsCertPath", "")
+    grpc_tls_key_path: str = _prop("grpcTlsKeyPath", "")
+    grpc_max_streams_per_connection: int = _prop("grpcMaxStreamsPerConnection", 256)
+    grpc_max_inflight_receives: int = _prop("grpcMaxInflightReceives", 10_000)
+    grpc_settings_timeout_ms: int = _prop("grpcSettingsTimeoutMillis", 30_000)
+    enable_topic_message_type_check: bool = _prop("enableTopicMessageTypeCheck", True)
+    grpc_max_long_polling_ms: int = _prop("grpcClientConsumerMaxLongPollingTimeoutMillis", 20_000)
+    # -- POP consumption (issue 16) --
+    revive_queue_num: int = _prop("reviveQueueNum", 8)
+    revive_interval_ms: int = _prop("reviveInterval", 1000)
+    enable_retry_topic_v2: bool = _prop("enableRetryTopicV2", False)
+    retrieve_message_from_pop_retry_topic_v1: bool = _prop(
+        "retrieveMessageFromPopRetryTopicV1", True
+    )
+    pop_from_retry_probability: int = _prop("popFromRetryProbability", 20)
+    pop_polling_size: int = _prop("popPollingSize", 1024)
+    max_pop_polling_size: int = _prop("maxPopPollingSize", 100_000)
+    init_pop_offset_by_check_msg_in_mem: bool = _prop("initPopOffsetByCheckMsgInMem", True)
+    pop_response_return_actual_retry_topic: bool = _prop("popResponseReturnActualRetryTopic", False)
 
     def __post_init__(self) -> None:
+        try:  # normalise the spelling ("slave" -> "SLAVE")
+            object.__setattr__(self, "broker_role", parse_role(self.broker_role).value)
+        except ValueError as exc:
+            raise ConfigError("brokerRole", str(exc)) from None
         _check(self)
+
+    @property
+    def role(self) -> BrokerRole:
+        """``brokerRole`` as an enum."""
+        return parse_role(self.broker_role)
+
+    @property
+    def effective_ha_listen_port(self) -> int:
+        """The HA port to bind: ``haListenPort``, else ``listenPort + 1`` (0 with a free
+        ``listenPort``, which then picks a free port too)."""
+        if self.ha_listen_port >= 0:
+            return self.ha_listen_port
+        return self.listen_port + 1 if self.listen_port else 0
 
     @property
     def advertised_host(self) -> str:
@@ -198,13 +313,17 @@ class BrokerConfig:
         return frozenset(fixed | {k.strip() for k in self.config_black_list.split(";") if k})
 
     def to_properties(self) -> dict[str, str]:
-        """The config as RocketMQ properties."""
-        return config_to_properties(self)
+        """The config as RocketMQ properties (``secretKey`` masked: this is what
+        GET_BROKER_CONFIG shows)."""
+        props = config_to_properties(self)
+        if props.get("secretKey"):
+            props["secretKey"] = "******"
+        return props
 
 
 def _check(c: BrokerConfig) -> None:
     rules: list[tuple[str, bool, str]] = [
-        ("brokerId", c.broker_id == 0, "must be 0: only masters are supported (no replication)"),
+        ("brokerId", c.broker_id >= 0, "must be >= 0"),
         ("listenPort", 0 <= c.listen_port <= 65535, "must be 0..65535"),
         ("bindAddress", bool(c.bind_address), "must not be empty"),
         ("brokerPermission", 0 <= c.broker_permission <= 15, "must be PermName bits 0..15"),
@@ -230,10 +349,39 @@ def _check(c: BrokerConfig) -> None:
         ),
         ("metricsOtelCardinalityLimit", c.metrics_cardinality_limit >= 1, "must be >= 1"),
         ("maxStatsKeys", c.max_stats_keys >= 1, "must be >= 1"),
+        ("aclWatchIntervalMs", 10 <= c.acl_watch_interval_ms <= 60_000, "must be 10..60000"),
+        ("serverMaxConnections", c.server_max_connections >= 1, "must be >= 1"),
+        (
+            "serverMaxBufferedBytesPerConnection",
+            c.server_max_buffered_bytes_per_connection >= 1 << 20,
+            "must be at least 1 MiB",
+        ),
+        ("autoCreateTopicLimit", c.auto_create_topic_limit >= 0, "must be >= 0"),
+        (
+            "autoCreateSubscriptionGroupLimit",
+            c.auto_create_subscription_group_limit >= 0,
+            "must be >= 0",
+        ),
+        ("maxClientsPerGroup", c.max_clients_per_group >= 1, "must be >= 1"),
+        ("grpcServerPort", -1 <= c.grpc_server_port <= 65535, "must be -1 (off) or 0..65535"),
+        (
+            "grpcClientConsumerMaxLongPollingTimeoutMillis",
+            c.grpc_max_long_polling_ms >= 1000,
+            "must be >= 1000",
+        ),
+        # POP consumption (issue 16)
+        ("reviveQueueNum", 1 <= c.revive_queue_num <= 998, "must be 1..998"),
+        ("reviveInterval", c.revive_interval_ms > 0, "must be > 0"),
+        ("popFromRetryProbability", 0 <= c.pop_from_retry_probability <= 100, "0..100"),
+        ("popPollingSize", c.pop_polling_size >= 1, "must be >= 1"),
+        ("maxPopPollingSize", c.max_pop_polling_size >= 1, "must be >= 1"),
     ]
     for key, ok, problem in rules:
         if not ok:
             raise ConfigError(key, f"{problem}, got {getattr(c, _field_of(key))!r}")
+    _check_replication(c)
+    if bool(c.secret_key) != bool(c.access_key):
+        raise ConfigError("accessKey", "accessKey and secretKey must be set together")
     for key, value in (("brokerName", c.broker_name), ("brokerClusterName", c.broker_cluster_name)):
         try:
             validate_topic(value)
@@ -244,6 +392,41 @@ def _check(c: BrokerConfig) -> None:
             parse_address(addr)
         except (ValueError, InvalidArgumentError) as exc:
             raise ConfigError("namesrvAddr", f"bad address {addr!r}: {exc}") from None
+
+
+def _check_replication(c: BrokerConfig) -> None:
+    """The replication block (issue 13)."""
+    role = c.role
+    if role.is_slave and c.broker_id <= 0:
+        raise ConfigError("brokerId", f"a SLAVE needs a brokerId > 0, got {c.broker_id}")
+    if role.is_master and c.broker_id != 0:
+        raise ConfigError(
+            "brokerId",
+            f"{c.broker_id} is a slave's id: set brokerRole=SLAVE, or brokerId=0 for the master",
+        )
+    rules: list[tuple[str, bool, str]] = [
+        (
+            "haListenPort",
+            -1 <= c.ha_listen_port <= 65535,
+            "must be -1 (listenPort + 1) or 0..65535",
+        ),
+        ("haSendHeartbeatInterval", c.ha_send_heartbeat_interval_ms > 0, "must be > 0"),
+        ("haHousekeepingInterval", c.ha_housekeeping_interval_ms > 0, "must be > 0"),
+        ("haTransferBatchSize", 1 <= c.ha_transfer_batch_size <= 64 << 20, "must be 1..64 MiB"),
+        ("haSlaveFallbehindMax", c.ha_slave_fallbehind_max > 0, "must be > 0"),
+        ("haMaxGapNotInSync", c.ha_max_gap_not_in_sync > 0, "must be > 0"),
+        ("inSyncReplicas", c.in_sync_replicas >= 1, "must be >= 1"),
+        ("minInSyncReplicas", c.min_in_sync_replicas >= 1, "must be >= 1"),
+        ("slaveSynchronizeInterval", c.slave_synchronize_interval_ms > 0, "must be > 0"),
+    ]
+    for key, ok, problem in rules:
+        if not ok:
+            raise ConfigError(key, f"{problem}, got {getattr(c, _field_of(key))!r}")
+    if c.ha_master_address:
+        try:
+            parse_address(c.ha_master_address)
+        except (ValueError, InvalidArgumentError) as exc:
+            raise ConfigError("haMasterAddress", f"bad address: {exc}") from None
 
 
 def _field_of(prop: str) -> str:
@@ -322,8 +505,7 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
 #: RocketMQ properties accepted for compatibility that have no effect here.
 IGNORED_PROPERTIES = frozenset(
     {
-        "brokerRole", "brokerIP2", "haListenPort", "haMasterAddress", "haSendHeartbeatInterval",
-        "haHousekeepingInterval", "haTransferBatchSize", "rocketmqHome", "brokerConfigPath",
+        "brokerIP2", "brokerConfigPath",
         "sendMessageThreadPoolNums", "putMessageFutureThreadPoolNums", "pullMessageThreadPoolNums",
         "litePullMessageThreadPoolNums", "ackMessageThreadPoolNums", "queryMessageThreadPoolNums",
         "adminBrokerThreadPoolNums", "clientManageThreadPoolNums", "consumerManageThreadPoolNums",
@@ -337,10 +519,10 @@ IGNORED_PROPERTIES = frozenset(
         "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverSocketSndBufSize",
         "serverSocketRcvBufSize", "serverPooledByteBufAllocatorEnable", "useEpollNativeSelector",
         "clientWorkerThreads", "clientCallbackExecutorThreads", "fetchNamesrvAddrByAddressServer",
-        "fetchNameSrvAddrByDnsLookup", "sendHeartbeatTimeoutMillis", "slaveReadEnable",
+        "fetchNameSrvAddrByDnsLookup", "sendHeartbeatTimeoutMillis",
         "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
         "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
-        "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "aclEnable",
+        "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
         "enableCalcFilterBitMap", "accountStatsEnable", "transferMsgByHeap",
         "metricsInDelta", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
         "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",

@@ -154,6 +154,11 @@ class ConsumerOffsetManager:
         self.commit(group, topic, queue_id, offset)
         self.reset_offset_table.setdefault(f"{topic}@{group}", {})[queue_id] = offset
 
+    def has_reset(self, group: str, topic: str, queue_id: int) -> bool:
+        """Whether a reset waits for the next pull (or pop) of the queue."""
+        queues = self.reset_offset_table.get(f"{topic}@{group}")
+        return queues is not None and queue_id in queues
+
     def take_reset(self, group: str, topic: str, queue_id: int) -> int | None:
         """A pending reset for the queue, removed as it is taken."""
         if not self.reset_offset_table:

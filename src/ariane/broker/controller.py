@@ -30,13 +30,31 @@ import socket
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ariane.acl.credentials import SessionCredentials, request_signer
+from ariane.broker.acl import BrokerAcl
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
+from ariane.broker.pop import PopConsumption
+from ariane.broker.processors.acl import AclAdminProcessor
+from ariane.broker.processors.admin import AdminBrokerProcessor
+from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
+from ariane.broker.processors.client_manage import ClientManageProcessor
+from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+from ariane.broker.processors.end_transaction import EndTransactionProcessor
+from ariane.broker.processors.ha import HAStatusProcessor
+from ariane.broker.processors.pop import PopMessageProcessor
+from ariane.broker.processors.pull import PullMessageProcessor
+from ariane.broker.processors.query import QueryMessageProcessor
+from ariane.broker.processors.send import SendMessageProcessor
+from ariane.broker.processors.stats import StatsProcessor
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
+from ariane.broker.replication import BrokerReplication
+from ariane.broker.runtime_config import check_wire_update
+from ariane.broker.runtime_info import runtime_info
 from ariane.broker.schedule import DELAY_OFFSET_FILE, ScheduleMessageService
 from ariane.broker.stats import BrokerStats, StoreCounters
 from ariane.broker.subscription_group import SubscriptionGroupManager
@@ -47,12 +65,15 @@ from ariane.common.clock import Clock, SystemClock
 from ariane.common.fileio import write_file_atomically
 from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.message import HostPort
+from ariane.common.netaddr import is_loopback
+from ariane.common.roles import BrokerRole
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.config import RemotingServerConfig
+from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode
@@ -80,6 +101,9 @@ RESTART_ONLY_FIELDS = (
     "broker_ip1",
     "server_socket_backlog",
     "server_channel_max_idle_time_seconds",
+    "broker_role",
+    "ha_listen_port",
+    "ha_master_address",
 )
 _CLIENT_SCAN_S = 10.0
 _STATS_TICK_S = 1.0
@@ -89,6 +113,13 @@ _RPC_PRUNE_S = 10.0
 def config_dir(store: StoreConfig) -> str:
     """``<storePathRootDir>/config``: where the metadata files live."""
     return os.path.join(store.store_path_root_dir, "config")
+
+
+def _signer(config: BrokerConfig) -> Callable[[RemotingCommand], None] | None:
+    """Signs the broker's requests to NameServers when it has an account (``accessKey``)."""
+    if not config.access_key:
+        return None
+    return request_signer(SessionCredentials(config.access_key, config.secret_key))
 
 
 def _resolve(host: str) -> str:
@@ -138,7 +169,7 @@ class BrokerController:
         )
         self.stats.live_topics = lambda: self.topics.table
         self.hold = PullRequestHoldService(
-            lambda ctx, request: self.pull_processor.pull_again(ctx, request),
+            self._pull_again,
             self._max_offset,
             long_polling=config.long_polling_enable,
             short_polling_ms=config.short_polling_time_ms,
@@ -156,22 +187,53 @@ class BrokerController:
                 listen_port=config.listen_port,
                 channel_max_idle_seconds=float(config.server_channel_max_idle_time_seconds),
                 backlog=config.server_socket_backlog,
+                max_connections=config.server_max_connections,
+                max_write_buffer_bytes=config.server_max_buffered_bytes_per_connection,
             )
         )
+        self._apply_limits(config)
         # timing every request costs about a microsecond: only when metrics are exported
         self.rpc_metrics = BrokerRpcMetrics(self.stats, timing=config.metrics_port is not None)
         self.remoting.register_hook(self.rpc_metrics)
         self.metrics_server: MetricsServer | None = None
-        self.namesrv_client = RemotingClient()
+        self.acl: BrokerAcl | None = None
+        self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
+        self.replication = BrokerReplication(self)
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
         self.store_host = HostPort(b"\x7f\x00\x00\x01", config.listen_port)
         self.boot_timestamp_ms = self.clock.now_ms()
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
-        from ariane.broker.processors.pull import PullMessageProcessor
-
         self.pull_processor = PullMessageProcessor(self)
+        # POP consumption (issue 16)
+        self.pop: PopConsumption = PopConsumption(self, self.pull_processor.message_filter, cdir)
+
+    def _start_acl(self) -> None:
+        """Load the ACL files and put the ACL hook in front of every processor
+        (``aclEnable``), or warn when a server reachable from other hosts has no ACL.
+
+        Raises:
+            ConfigError: ACL is on without a ``rocketmqHome``.
+        """
+        config = self.config
+        if not config.acl_enable:
+            if not is_loopback(config.bind_address):
+                logger.warning(
+                    "the broker listens on %s with aclEnable=false: anyone who can reach it may "
+                    "send, consume, delete topics and reset offsets; set aclEnable=true",
+                    config.bind_address,
+                )
+            return
+        if self.acl is None:
+            self.acl = BrokerAcl(
+                config.rocketmq_home, self.clock, watch_interval_ms=config.acl_watch_interval_ms
+            )
+            self.acl.load()
+            self.remoting.register_hook(self.acl.hook)
+
+    def _pull_again(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        return self.pull_processor.pull_again(ctx, request)
 
     def _max_offset(self, topic: str, queue_id: int) -> int:
         return self.store.get_max_offset_in_queue(topic, queue_id)
@@ -201,6 +263,9 @@ class BrokerController:
         self.hold.arriving(
             topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
         )
+        self.pop.arriving(
+            topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -215,6 +280,7 @@ class BrokerController:
             StoreError: the store cannot be loaded (in use, recovery failed).
             OSError: the port cannot be bound.
         """
+        self._start_acl()
         await self.load()
         try:
             port = await self.remoting.start()
@@ -222,14 +288,22 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.serve(port)
-        self.schedule.start()
-        self.tx_check.start()
+        try:
+            await self.replication.start()
+        except OSError:
+            await self.shutdown()
+            raise
+        if self.role.is_master:
+            self._start_master_services()
+        self._every(self.config.flush_consumer_offset_interval_ms / 1000, self.pop.persist_if_dirty)
         self._every(
             self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
         )
         self._every(_CLIENT_SCAN_S, self.clients.scan_expired)
         self._every(_STATS_TICK_S, self.stats.tick)
         self._every(_RPC_PRUNE_S, self.rpc_metrics.prune)
+        if self.acl is not None:
+            self.acl.start()
         try:
             self.start_metrics()
         except OSError:
@@ -252,6 +326,8 @@ class BrokerController:
         self.topics.load()
         self.groups.load()
         self.offsets.load()
+        self.pop.create_system_topics()
+        self.pop.load()
         if not await asyncio.to_thread(self.store.load):
             raise StoreError(
                 f"message store {self.store_config.store_path_root_dir} failed to load"
@@ -264,6 +340,8 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.store.start()
+        if self.config.role.is_slave:  # before any request can reach the store
+            self.store.set_replica_mode(True)
 
     def _restore_missing_topics(self) -> None:
         """Give topics that have stored messages but no configuration (the broker died
@@ -286,22 +364,16 @@ class BrokerController:
         host = _resolve(self.config.advertised_host)
         self.broker_addr = f"{host}:{port}"
         self.store_host = HostPort(ipaddress.ip_address(host).packed, port)
+        self._start_acl()
         self._register_processors()
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
         self.hold.start()
+        self.pop.polling.start()
+        self.pop.notify_polling.start()
         self._started = True
 
     def _register_processors(self) -> None:
-        from ariane.broker.processors.admin import AdminBrokerProcessor
-        from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
-        from ariane.broker.processors.client_manage import ClientManageProcessor
-        from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
-        from ariane.broker.processors.end_transaction import EndTransactionProcessor
-        from ariane.broker.processors.query import QueryMessageProcessor
-        from ariane.broker.processors.send import SendMessageProcessor
-        from ariane.broker.processors.stats import StatsProcessor
-
         self.send_processor = SendMessageProcessor(self)
         for processor in (
             self.send_processor,
@@ -313,6 +385,9 @@ class BrokerController:
             AdminConsumerProcessor(self),
             StatsProcessor(self),
             EndTransactionProcessor(self),
+            AclAdminProcessor(self),
+            PopMessageProcessor(self),
+            HAStatusProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -336,10 +411,13 @@ class BrokerController:
         await self.registration.stop()
         await self.registration.unregister_all()
         await self.hold.stop()
+        await self.replication.stop()
         await self.remoting.stop()
         await self.stop_metrics()
-        await self.tx_check.stop()
-        await asyncio.to_thread(self.schedule.stop)
+        if self.acl is not None:
+            await self.acl.stop()
+        await self._stop_master_services()
+        await self.pop.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -354,6 +432,56 @@ class BrokerController:
         await asyncio.to_thread(self.store.shutdown)
         await self.namesrv_client.close()
         logger.info("broker %s stopped", self.config.broker_name)
+
+    # -- roles (issue 13; DLedger reuses change_role) -----------------------------------------
+
+    @property
+    def role(self) -> BrokerRole:
+        """The broker's current role (``brokerRole`` at start; may change at run time)."""
+        return self.replication.role
+
+    def _start_master_services(self) -> None:
+        """What only a master runs: delay delivery, the transaction check, POP revive."""
+        self.schedule.start()
+        self.tx_check.start()
+        self.pop.revive.start()
+
+    async def _stop_master_services(self) -> None:
+        await self.pop.revive.stop()
+        await self.tx_check.stop()
+        await asyncio.to_thread(self.schedule.stop)
+
+    async def change_role(self, role: BrokerRole, broker_id: int | None = None) -> None:
+        """Become ``role`` while running (RocketMQ ``changeToSlave`` / ``changeToMaster``).
+
+        A new slave stops the master-only services, puts the store in replica mode and
+        starts replicating from the master the NameServers name (or ``haMasterAddress``); a
+        new master stops replicating, reloads the delay progress and the pending transactions
+        the slave copied, and starts the master-only services. Either way the broker then
+        registers again under its new id (default: 0 for a master, the configured id or 1
+        for a slave).
+
+        Raises:
+            ConfigError: ``broker_id`` does not suit ``role``.
+        """
+        old = self.role
+        if broker_id is None:
+            broker_id = 0 if role.is_master else (self.config.broker_id or 1)
+        new_config = dataclasses.replace(self.config, broker_role=role.value, broker_id=broker_id)
+        if old is role and new_config == self.config:
+            return
+        logger.info("broker role %s[%d] -> %s[%d]", old.value, self.config.broker_id,
+                    role.value, broker_id)  # fmt: skip
+        if old.is_master and role.is_slave:
+            await self._stop_master_services()
+        self.config = new_config
+        self.topics.config = new_config
+        await self.replication.set_role(role)
+        if old.is_slave and role.is_master:
+            self.schedule.load()
+            self.transactions.load()
+            self._start_master_services()
+        await self.registration.register_all(force=True)
 
     # -- events ------------------------------------------------------------------------------
 
@@ -389,21 +517,26 @@ class BrokerController:
     async def update_config(self, props: Mapping[str, str]) -> list[str]:
         """Apply UPDATE_BROKER_CONFIG properties and persist them.
 
-        Broker keys take effect at once, except the identity and network keys
-        (``RESTART_ONLY_FIELDS``) and the store keys, which are saved and apply after a restart.
+        Only the keys of ``runtime_config`` are accepted: ``LIVE_KEYS`` take effect at once,
+        ``RESTART_KEYS`` are saved and apply after a restart; anything else (store geometry,
+        paths, identity, network, security) raises before anything changes.
 
         Returns:
             Keys that are not known (ignored).
 
         Raises:
-            ConfigError: a value is invalid (nothing is changed).
+            ConfigError: a key may not change over the wire or a value is invalid (nothing is
+                changed).
             OSError: the overrides file cannot be written.
         """
+        plan = check_wire_update(props)  # the closed admin plane: only safe keys, in range
         loaded = load_properties(props, broker=self.config, store=self.store_config)
         old = self.config
-        # who and where the broker is cannot change under running clients: saved only
+        # only what is read on every use changes now; the rest is saved for the next start,
+        # so GET_BROKER_CONFIG keeps showing what runs
+        live = load_properties({k: props[k] for k in plan.live}, broker=old)
         keep = {name: getattr(old, name) for name in RESTART_ONLY_FIELDS}
-        self._apply(dataclasses.replace(loaded.broker, **keep))
+        self._apply(dataclasses.replace(live.broker, **keep))
         saved = self._read_overrides()
         saved.update({k: v for k, v in props.items() if k not in loaded.unknown})
         text = format_properties(saved).encode("utf-8")
@@ -415,7 +548,12 @@ class BrokerController:
             self.topics._changed()
         return loaded.unknown
 
+    def _apply_limits(self, config: BrokerConfig) -> None:
+        self.groups.auto_create_limit = config.auto_create_subscription_group_limit
+        self.clients.max_per_group = config.max_clients_per_group
+
     def _apply(self, config: BrokerConfig) -> None:
+        self._apply_limits(config)
         self.config = config
         self.topics.config = config
         self.groups.auto_create = config.auto_create_subscription_group
@@ -437,8 +575,6 @@ class BrokerController:
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO table (all values strings)."""
-        from ariane.broker.runtime_info import runtime_info
-
         return runtime_info(self)
 
     def earliest_message_time(self) -> int:

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ariane.common.fileio import write_file_atomically
-from ariane.errors import ConfigError, RemoteProtocolError
+from ariane.errors import ConfigError, RemoteProtocolError, RequestError
+from ariane.remoting.protocol.codes import ResponseCode
 
-__all__ = ["MetadataFile"]
+__all__ = ["MetadataFile", "over_limit"]
 
 logger = logging.getLogger(__name__)
 
@@ -132,3 +133,29 @@ class MetadataFile:
             else:
                 self.last_error = None
                 self.writes += 1
+
+
+_over_limit_counts: dict[str, int] = {}
+
+
+def over_limit(kind: str, name: str, count: int, limit: int) -> RequestError:
+    """The refusal of auto-creating one more ``kind`` past its limit (``autoCreateTopicLimit``,
+    ``autoCreateSubscriptionGroupLimit``); logged the first time and every 1000th after."""
+    seen = _over_limit_counts[kind] = _over_limit_counts.get(kind, 0) + 1
+    if seen % 1000 == 1:
+        logger.warning(
+            "refused to auto-create %s %s (%d refused so far): the broker holds %d, the limit",
+            kind, name, seen, count,
+        )  # fmt: skip
+    code = (
+        ResponseCode.TOPIC_NOT_EXIST
+        if kind == "topic"
+        else ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+    )
+    key = "autoCreateTopicLimit" if kind == "topic" else "autoCreateSubscriptionGroupLimit"
+    return RequestError(
+        code,
+        f"the {kind} {name} does not exist and is not auto-created: the broker already holds "
+        f"{count} ({key}={limit}); create it explicitly (mqadmin update"
+        f"{'Topic' if kind == 'topic' else 'SubGroup'}) or raise the limit",
+    )

@@ -41,7 +41,7 @@ from ariane.remoting.protocol.client_bodies import ConsumeType
 from ariane.remoting.protocol.command import LanguageCode, MQVersion
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["BrokerMetrics", "message_type_of"]
 
@@ -120,7 +120,7 @@ class BrokerMetrics:
         broker: the broker observed.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def common_labels(self) -> dict[str, str]:

@@ -10,7 +10,7 @@ it was taken or last refreshed on; when that connection closes (the client crash
 stopped) its locks are released at once instead of after ``max_live_ms`` (Ariane's addition;
 RocketMQ waits for the expiry). The table lives in memory only, as in RocketMQ: a broker
 restart releases every lock. While a group holds unexpired locks, its retry messages go
-straight to the DLQ (``RetryToDlqInterceptor``).
+straight to the DLQ (``broker.retry.RetryToDlqInterceptor``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import shutil
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["human_readable_bytes", "runtime_info"]
 
@@ -24,7 +24,7 @@ def human_readable_bytes(n: int) -> str:
     return f"{n / 1024**exp:.1f} {'KMGTPE'[exp - 1]}iB"
 
 
-def runtime_info(broker: BrokerController) -> dict[str, str]:
+def runtime_info(broker: BrokerContext) -> dict[str, str]:
     """Everything GET_BROKER_RUNTIME_INFO answers for ``broker``."""
     store = broker.store
     stats = broker.stats
@@ -79,4 +79,5 @@ def runtime_info(broker: BrokerController) -> dict[str, str]:
             f"Free : {human_readable_bytes(usage.free)}."
         )
     info.update(broker.schedule.running_stats())
+    info.update(broker.replication.runtime_info())
     return info

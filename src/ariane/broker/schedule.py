@@ -55,7 +55,11 @@ from ariane.common.properties import (
     UNIQ_KEY,
 )
 from ariane.common.record import decode_record
-from ariane.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE
+from ariane.common.sysflag import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    transaction_value,
+)
 from ariane.common.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from ariane.errors import CorruptionError
 from ariane.remoting.protocol.admin_bodies import DelayOffsetSerializeWrapper
@@ -105,7 +109,7 @@ class DelayLevelRewriter:
 
     def rewrite(self, inner: MessageInner) -> RemotingCommand | None:
         """Move a delayed message to its level's schedule queue; refuse timer messages."""
-        tx = inner.sys_flag & 0xC
+        tx = transaction_value(inner.sys_flag)
         if tx not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
             return None
         props = inner.properties
@@ -242,6 +246,22 @@ class ScheduleMessageService(ServiceThread):
             self.wrapper.data_version = self.wrapper.data_version.next_version(self.clock.now_ms())
         self.file.write_now()
         self._last_persist_ms = self.clock.now_ms()
+
+    def replace_offsets(self, wrapper: DelayOffsetSerializeWrapper) -> None:
+        """Take a master's progress per level (a slave's copy, ``SlaveSynchronize``) and write
+        it to ``delayOffset.json`` if it changed."""
+        offsets = {
+            level: max(0, off)
+            for level, off in wrapper.offset_table.items()
+            if 1 <= level <= self.max_level
+        }
+        with self._lock:
+            if offsets == self.offset_table:
+                return
+            self.offset_table = offsets
+            self.wrapper = wrapper
+            self._dirty = True
+        self._persist_if_due(force=True)
 
     def _persist_if_due(self, force: bool = False) -> None:
         if not self._dirty:

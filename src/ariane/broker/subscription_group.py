@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ariane.broker.metadata import MetadataFile
+from ariane.broker.metadata import MetadataFile, over_limit
 from ariane.common.clock import Clock
 from ariane.remoting.protocol.admin_bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from ariane.remoting.protocol.bodies import DataVersion
@@ -46,6 +46,8 @@ class SubscriptionGroupManager:
     def __init__(self, path: str, clock: Clock, auto_create: bool = True) -> None:
         self.clock = clock
         self.auto_create = auto_create
+        #: auto-creation stops once this many groups exist (``autoCreateSubscriptionGroupLimit``)
+        self.auto_create_limit = 10_000
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.forbidden_table: dict[str, dict[str, int]] = {}
         self.data_version = DataVersion(0, clock.now_ms(), 0)
@@ -77,6 +79,13 @@ class SubscriptionGroupManager:
         self.forbidden_table.update(wrapper.forbidden_table)
         self.data_version = wrapper.data_version
 
+    def replace_all(self, wrapper: SubscriptionGroupWrapper) -> None:
+        """Take a master's whole table and DataVersion (a slave's copy, ``SlaveSynchronize``)."""
+        self.table = dict(wrapper.subscription_group_table)
+        self.forbidden_table = dict(wrapper.forbidden_table)
+        self.data_version = wrapper.data_version
+        self.on_change()
+
     def _changed(self) -> None:
         self.data_version = self.data_version.next_version(self.clock.now_ms())
         self.on_change()
@@ -89,6 +98,8 @@ class SubscriptionGroupManager:
             return cfg
         if not (self.auto_create if create is None else create):
             return None
+        if len(self.table) >= self.auto_create_limit:
+            raise over_limit("subscription group", group, len(self.table), self.auto_create_limit)
         cfg = SubscriptionGroupConfig(group)
         self.table[group] = cfg
         logger.info("auto-created subscription group %s", group)

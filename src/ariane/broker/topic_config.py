@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 
 from ariane.broker.config import BrokerConfig
-from ariane.broker.metadata import MetadataFile
+from ariane.broker.metadata import MetadataFile, over_limit
 from ariane.common.clock import Clock
 from ariane.common.sysflag import PERM_INHERIT, PERM_READ, PERM_WRITE
 from ariane.common.topics import (
@@ -156,6 +156,9 @@ class TopicConfigManager:
         existing = self.table.get(topic)
         if existing is not None:
             return existing
+        limit = self.config.auto_create_topic_limit
+        if len(self.table) >= limit:
+            raise over_limit("topic", topic, len(self.table), limit)
         template = self.table.get(default_topic)
         if template is None:
             logger.warning("no template topic %s to create %s for %s", default_topic, topic, remote)
@@ -192,6 +195,12 @@ class TopicConfigManager:
         self.table[topic] = tc
         self._changed()
         return tc
+
+    def replace_all(self, table: dict[str, TopicConfig], version: DataVersion) -> None:
+        """Take a master's whole table and DataVersion (a slave's copy, ``SlaveSynchronize``)."""
+        self.table = dict(table)
+        self.data_version = DataVersion(version.state_version, version.timestamp, version.counter)
+        self.on_change()
 
     def update_order_topics(self, order_topics: dict[str, str]) -> None:
         """Mark the topics the NameServer lists in ORDER_TOPIC_CONFIG as ordered."""

@@ -37,8 +37,9 @@ import enum
 import logging
 from collections.abc import Iterator
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ariane.broker.context import BrokerContext
 from ariane.broker.processors import error, ok
 from ariane.common.message import MessageExt
 from ariane.common.properties import (
@@ -65,6 +66,8 @@ from ariane.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
+    reset_transaction_value,
+    transaction_value,
 )
 from ariane.common.topics import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from ariane.errors import CorruptionError
@@ -74,15 +77,13 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.store import MessageInner, PutResult, PutStatus
 from ariane.store.format import CQ_UNIT
 
-if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
-
 __all__ = [
     "END_TYPE",
     "REMOVE_TAG",
     "TRANS_SYS_GROUP",
     "Resolution",
     "ResolutionTable",
+    "TransactionBrokerContext",
     "TransactionalMessageService",
 ]
 
@@ -211,7 +212,7 @@ class TransactionalMessageService:
         broker: the broker (store, config, clock).
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.store = broker.store
         self.table = ResolutionTable()
@@ -281,7 +282,7 @@ class TransactionalMessageService:
         props[REAL_TOPIC] = inner.topic
         props[REAL_QUEUE_ID] = str(inner.queue_id)
         inner.properties_string = None
-        inner.sys_flag &= ~0xC
+        inner.sys_flag = reset_transaction_value(inner.sys_flag, TRANSACTION_NOT_TYPE)
         inner.topic = TRANS_HALF_TOPIC
         inner.queue_id = 0
 
@@ -319,7 +320,7 @@ class TransactionalMessageService:
             except CorruptionError:
                 continue
             if (
-                final.sys_flag & 0xC == TRANSACTION_COMMIT_TYPE
+                transaction_value(final.sys_flag) == TRANSACTION_COMMIT_TYPE
                 and final.properties.get(UNIQ_KEY) == uniq
                 and final.properties.get(PRODUCER_GROUP) == group
             ):
@@ -490,7 +491,8 @@ def committed_message(msg: MessageExt, half_offset: int) -> MessageInner:
     props.pop(WAIT_STORE_MSG_OK, None)
     return MessageInner(
         topic, max(0, queue_id), msg.body, msg.flag, props,
-        (msg.sys_flag & ~0xC) | TRANSACTION_COMMIT_TYPE, msg.born_timestamp_ms, msg.born_host,
+        reset_transaction_value(msg.sys_flag, TRANSACTION_COMMIT_TYPE), msg.born_timestamp_ms,
+        msg.born_host,
         msg.store_host, msg.reconsume_times, half_offset,
     )  # fmt: skip
 
@@ -505,3 +507,10 @@ def _put_error(result: PutResult) -> RemotingCommand:
             ResponseCode.SERVICE_NOT_AVAILABLE, result.remark or "Service not available now."
         )
     return error(ResponseCode.SYSTEM_ERROR, result.remark or status.value)
+
+
+class TransactionBrokerContext(BrokerContext, Protocol):
+    """A broker with a transaction service (what the send and END_TRANSACTION processors
+    need)."""
+
+    transactions: TransactionalMessageService

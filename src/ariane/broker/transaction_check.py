@@ -61,7 +61,7 @@ from ariane.store import MessageInner
 
 if TYPE_CHECKING:
     from ariane.broker.consumer_offset import ConsumerOffsetManager
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["CheckStats", "TransactionalMessageCheckService"]
 
@@ -90,7 +90,7 @@ class TransactionalMessageCheckService:
         service: the transaction service holding the outcomes.
     """
 
-    def __init__(self, broker: BrokerController, service: TransactionalMessageService) -> None:
+    def __init__(self, broker: BrokerContext, service: TransactionalMessageService) -> None:
         self.broker = broker
         self.service = service
         self.store = broker.store

@@ -13,6 +13,9 @@ modules ``_instance`` and ``_api``; see ``docs/client.md``.
 
 from __future__ import annotations
 
+from ariane.acl.credentials import SessionCredentials
+from ariane.acl.plain import AclConfig, PlainAccessConfig
+from ariane.client._acl_api import AclVersionInfo
 from ariane.client._allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -36,6 +39,7 @@ from ariane.client._selector import (
     SelectMessageQueueByHash,
     SelectMessageQueueByRandom,
 )
+from ariane.client._simple import SimpleConsumer
 from ariane.client._transaction import LocalTransaction, TransactionChecker, TransactionProducer
 from ariane.client.admin import Admin
 from ariane.client.config import ClientConfig
@@ -49,11 +53,14 @@ from ariane.client.consumer_types import (
     MessageSelector,
 )
 from ariane.client.errors import (
+    AccessDeniedError,
     BrokerNotFoundError,
     BrokerResponseError,
     ClientStateError,
+    NoPermissionError,
     NoRouteError,
     SendError,
+    TopicNotWritableError,
     error_for,
 )
 from ariane.client.message import (
@@ -68,10 +75,13 @@ from ariane.client.message import (
     TransactionSendResult,
 )
 from ariane.client.sync import SyncAdmin, SyncProducer, SyncTransactionProducer
-from ariane.client.sync_consumer import SyncPullConsumer, SyncPushConsumer
+from ariane.client.sync_consumer import SyncPullConsumer, SyncPushConsumer, SyncSimpleConsumer
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
+    "AccessDeniedError",
+    "AclConfig",
+    "AclVersionInfo",
     "Admin",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
@@ -99,8 +109,10 @@ __all__ = [
     "MessageQueue",
     "MessageQueueSelector",
     "MessageSelector",
+    "NoPermissionError",
     "NoRouteError",
     "OffsetStore",
+    "PlainAccessConfig",
     "Producer",
     "ProducerMember",
     "PullConsumer",
@@ -114,11 +126,15 @@ __all__ = [
     "SendError",
     "SendResult",
     "SendStatus",
+    "SessionCredentials",
+    "SimpleConsumer",
     "SyncAdmin",
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "SyncSimpleConsumer",
     "SyncTransactionProducer",
+    "TopicNotWritableError",
     "TransactionChecker",
     "TransactionProducer",
     "TransactionSendResult",

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import logging
 
+from ariane.client._acl_api import AclRequests
 from ariane.client._admin_api import AdminRequests
+from ariane.client._pop_api import PopRequests
 from ariane.client.errors import error_for
 from ariane.client.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
 from ariane.common.message import MessageExt
 from ariane.common.msgid import decode_offset_msg_id
 from ariane.common.record import decode_record, decode_records
+from ariane.common.sysflag import PULL_LITE
 from ariane.errors import CorruptionError, RemoteProtocolError
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.client_bodies import (
@@ -86,7 +89,7 @@ def parse_send_response(response: RemotingCommand, mq: MessageQueue, msg_id: str
     )
 
 
-class ClientAPI(AdminRequests):
+class ClientAPI(AclRequests, AdminRequests, PopRequests):
     """The request layer shared by everything in one ``ClientInstance``: the plumbing of
     ``RpcBase``, the administrative requests of ``AdminRequests`` and the data path below.
     """
@@ -156,7 +159,11 @@ class ClientAPI(AdminRequests):
             BrokerResponseError: any code but SUCCESS/19/20/21.
             CorruptionError: the body does not decode.
         """
-        code = RequestCode.LITE_PULL_MESSAGE if header.sys_flag & 0x10 else RequestCode.PULL_MESSAGE
+        code = (
+            RequestCode.LITE_PULL_MESSAGE
+            if header.sys_flag & PULL_LITE
+            else RequestCode.PULL_MESSAGE
+        )
         request = RemotingCommand.request(code, header.to_ext_fields())
         response = await self.invoke(addr, request, timeout_ms)
         return decode_pull_response(response)

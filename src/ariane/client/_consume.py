@@ -29,13 +29,15 @@ import inspect
 import logging
 import queue
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ariane.client._offset_store import OffsetStore
 from ariane.client._process_queue import ProcessQueue
-from ariane.client._trace_hooks import TraceBefore, consume_outcome
+from ariane.client._rebalance import RebalanceImpl
+from ariane.client._stats import ConsumeStats
+from ariane.client._trace_hooks import ConsumeTracer, TraceBefore, consume_outcome
 from ariane.client.consumer_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -44,18 +46,47 @@ from ariane.client.consumer_types import (
     MessageModel,
 )
 from ariane.common import properties as props
+from ariane.common.clock import Clock, monotonic_ms
 from ariane.common.message import MessageExt
 from ariane.common.trace import ConsumeReturnType
 from ariane.remoting.protocol.client_bodies import MessageQueue
-
-if TYPE_CHECKING:
-    from ariane.client._push import PushConsumer
 
 __all__ = ["ConcurrentConsumeService", "OrderlyConsumeService", "is_coroutine_listener"]
 
 logger = logging.getLogger(__name__)
 
 _SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+class ConsumeHost(Protocol):
+    """What the consume services need of their push consumer (``PushConsumer``)."""
+
+    @property
+    def group(self) -> str: ...
+    @property
+    def offset_store(self) -> OffsetStore: ...
+    @property
+    def rebalance(self) -> RebalanceImpl: ...
+
+    retry_topic: str
+    message_model: MessageModel
+    clock: Clock
+    tracer: ConsumeTracer | None
+    stats: ConsumeStats
+    consume_message_batch_max_size: int
+    consume_timeout_ms: int
+    suspend_current_queue_time_ms: int
+    max_reconsume_times: int
+
+    async def send_message_back(
+        self, msg: MessageExt, delay_level: int = 0, broker_name: str | None = None
+    ) -> bool: ...
+
+    async def send_to_retry_topic(
+        self, msg: MessageExt, reconsume_times: int, max_times: int
+    ) -> bool: ...
+
+
 #: Resubmit delay of messages whose send-back failed (Java 5 s).
 RESUBMIT_DELAY_S = 5.0
 #: ``rocketmq.client.maxTimeConsumeContinuously``.
@@ -69,14 +100,10 @@ def is_coroutine_listener(listener: Callable[..., Any]) -> bool:
     )
 
 
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
-
 class _ServiceBase:
     """Listener invocation shared by both services."""
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: Callable[..., Any], workers: int) -> None:
         self.consumer = consumer
         self.listener = listener
         self.workers = workers
@@ -165,7 +192,7 @@ def reset_retry_topic(msgs: list[MessageExt], retry_topic: str) -> None:
 class ConcurrentConsumeService(_ServiceBase):
     """``ConsumeMessageConcurrentlyService``: see the module docstring."""
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: Callable[..., Any], workers: int) -> None:
         super().__init__(consumer, listener, workers)
         self.batch_max = consumer.consume_message_batch_max_size
         self._work: deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = deque()
@@ -257,7 +284,7 @@ class ConcurrentConsumeService(_ServiceBase):
 
     def _prepare(self, msgs: list[MessageExt], mq: MessageQueue) -> ConsumeConcurrentlyContext:
         reset_retry_topic(msgs, self.consumer.retry_topic)
-        start = str(int(time.time() * 1000))
+        start = str(self.consumer.clock.now_ms())
         for msg in msgs:
             msg.properties[props.CONSUME_START_TIMESTAMP] = start
         return ConsumeConcurrentlyContext(mq)
@@ -266,9 +293,10 @@ class ConcurrentConsumeService(_ServiceBase):
         if pq.dropped:
             return
         ctx = self._prepare(msgs, mq)
+        clock = self.consumer.clock
         tracer = self.consumer.tracer
         before = tracer.before(msgs) if tracer is not None else None
-        begin = time.monotonic()
+        begin = clock.monotonic()
         raised = False
         try:
             status = await self.call_listener(msgs, ctx)
@@ -277,7 +305,7 @@ class ConcurrentConsumeService(_ServiceBase):
                 "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
             )
             status, raised = None, True
-        seconds = time.monotonic() - begin
+        seconds = clock.monotonic() - begin
         if before is not None:
             self.trace_after(before, len(msgs), status, raised, seconds)
         pending = self._apply(msgs, pq, mq, ctx, status, seconds)
@@ -320,6 +348,7 @@ class ConcurrentConsumeService(_ServiceBase):
         loop = self._loop
         assert loop is not None
         tq, done, listener = self._tq, self._done, self.listener
+        clock = self.consumer.clock
         tracer = self.consumer.tracer
         while True:
             job = tq.get()
@@ -329,7 +358,7 @@ class ConcurrentConsumeService(_ServiceBase):
             before = None
             if tracer is not None and not pq.dropped:
                 before = tracer.before(msgs)
-            begin = time.monotonic()
+            begin = clock.monotonic()
             status: Any = None
             raised = False
             try:
@@ -342,7 +371,7 @@ class ConcurrentConsumeService(_ServiceBase):
                     "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
                 )
                 status, raised = None, True
-            seconds = time.monotonic() - begin
+            seconds = clock.monotonic() - begin
             if before is not None:
                 self.trace_after(before, len(msgs), status, raised, seconds)
             done.append((job, status, seconds))
@@ -437,7 +466,7 @@ class ConcurrentConsumeService(_ServiceBase):
         """``cleanExpiredMsg``: send back messages stuck in a listener longer than
         ``consume_timeout_ms`` (delay level 3) and drop them from the queue."""
         consumer = self.consumer
-        expired = pq.expired_messages(consumer.consume_timeout_ms, int(time.time() * 1000))
+        expired = pq.expired_messages(consumer.consume_timeout_ms, consumer.clock.now_ms())
         if not expired:
             return
 
@@ -455,7 +484,7 @@ class ConcurrentConsumeService(_ServiceBase):
 class OrderlyConsumeService(_ServiceBase):
     """``ConsumeMessageOrderlyService``: see the module docstring."""
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], workers: int) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: Callable[..., Any], workers: int) -> None:
         super().__init__(consumer, listener, workers)
         self._slots = asyncio.Semaphore(workers)
         self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
@@ -502,12 +531,12 @@ class OrderlyConsumeService(_ServiceBase):
             if not self._lock_ok(pq):
                 self.try_lock_later(pq, mq, 100)
                 return
-            begin = _now_ms()
+            begin = monotonic_ms(self.consumer.clock)
             while not pq.dropped and not self.stopped:
                 if not self._lock_ok(pq):
                     self.try_lock_later(pq, mq, 10)
                     return
-                if _now_ms() - begin > MAX_TIME_CONSUME_CONTINUOUSLY_MS:
+                if monotonic_ms(self.consumer.clock) - begin > MAX_TIME_CONSUME_CONTINUOUSLY_MS:
                     self.submit_later(pq, mq, 10)
                     return
                 msgs = pq.take_messages(self.consumer.consume_message_batch_max_size)
@@ -527,14 +556,14 @@ class OrderlyConsumeService(_ServiceBase):
                 return False
             tracer = consumer.tracer
             before = tracer.before(msgs) if tracer is not None else None
-            begin = _now_ms()
+            begin = monotonic_ms(consumer.clock)
             raised = False
             try:
                 status = await self.call_listener(msgs, ctx)
             except Exception:
                 logger.warning("orderly listener of %s raised", consumer.group, exc_info=True)
                 status, raised = None, True
-            elapsed = _now_ms() - begin
+            elapsed = monotonic_ms(consumer.clock) - begin
             if before is not None:
                 self.trace_after(before, len(msgs), status, raised, elapsed / 1000)
             consumer.stats.record_consume(len(msgs), elapsed)

@@ -18,6 +18,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from ariane.client._instance import ClientInstance
 from ariane.client._offset_store import (
@@ -35,6 +36,7 @@ from ariane.client.consumer_types import MessageSelector
 from ariane.client.errors import BrokerNotFoundError, ClientStateError
 from ariane.client.message import PullResult
 from ariane.common import properties as props
+from ariane.common.clock import Clock, SystemClock
 from ariane.common.message import MessageExt
 from ariane.common.topics import retry_topic, validate_group, validate_topic
 from ariane.errors import ArianeError, InvalidArgumentError
@@ -64,9 +66,10 @@ FLAG_LITE_PULL = 0x10
 DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
 
 
-def default_consume_timestamp() -> str:
+def default_consume_timestamp(clock: Clock | None = None) -> str:
     """``consumeTimestamp``'s default: half an hour ago, ``yyyyMMddHHmmss`` local time."""
-    return time.strftime("%Y%m%d%H%M%S", time.localtime(time.time() - 1800))
+    now_s = (clock or SystemClock()).now_ms() / 1000
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(now_s - 1800))
 
 
 def _selector(expression: str | MessageSelector | None) -> MessageSelector:
@@ -97,6 +100,7 @@ class ConsumerBase:
         allocate_strategy: AllocateStrategy | None,
         offset_store_dir: str | Path | None,
         client_config: ClientConfig | None,
+        credentials: SessionCredentials | None = None,
         enable_trace: bool = False,
         trace_topic: str | None = None,
     ) -> None:
@@ -107,13 +111,17 @@ class ConsumerBase:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr is required")
             client_config = ClientConfig(
-                namesrv_addr=namesrv_addr, instance_name=instance_name, client_ip=client_ip
+                namesrv_addr=namesrv_addr,
+                instance_name=instance_name,
+                client_ip=client_ip,
+                credentials=credentials,
             )
         self._group = group
         self.client_config = client_config
         self.message_model = MessageModel(message_model)
         self.consume_from_where = ConsumeFromWhere(consume_from_where)
-        self.consume_timestamp = consume_timestamp or default_consume_timestamp()
+        self.clock = client_config.clock
+        self.consume_timestamp = consume_timestamp or default_consume_timestamp(self.clock)
         try:
             parse_consume_timestamp(self.consume_timestamp)
         except ValueError:
@@ -193,7 +201,7 @@ class ConsumerBase:
         validate_topic(topic)
         selector = _selector(expression)
         sd = SubscriptionData.build(
-            topic, selector.expression, selector.type, sub_version=time.time_ns() // 1_000_000
+            topic, selector.expression, selector.type, sub_version=self.clock.now_ms()
         )
         self._subscriptions[topic] = sd
         if self._rebalance is not None:
@@ -237,6 +245,7 @@ class ConsumerBase:
             consume_from_where=self.consume_from_where,
             consume_timestamp=self.consume_timestamp,
             orderly=self.orderly,
+            clock=self.clock,
         )
 
     def _configure_rebalance(self, rebalance: RebalanceImpl) -> None:
@@ -252,7 +261,7 @@ class ConsumerBase:
             and self.consume_type is ConsumeType.CONSUME_PASSIVELY
         ):
             self._subscriptions[self.retry_topic] = SubscriptionData.build(
-                self.retry_topic, SUB_ALL, sub_version=time.time_ns() // 1_000_000
+                self.retry_topic, SUB_ALL, sub_version=self.clock.now_ms()
             )
         instance = ClientInstance.acquire(self.client_config)
         store = self._make_offset_store(instance)

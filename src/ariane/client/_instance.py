@@ -31,8 +31,9 @@ import contextlib
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from ariane.acl.credentials import request_signer
 from ariane.client._api import ClientAPI
 from ariane.client._route import (
     TopicPublishInfo,
@@ -42,6 +43,7 @@ from ariane.client._route import (
 )
 from ariane.client.config import ClientConfig
 from ariane.client.errors import ClientStateError
+from ariane.client.message import Message, SendResult
 from ariane.common import properties as props
 from ariane.common.message import MessageExt
 from ariane.common.record import decode_record
@@ -62,15 +64,32 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand, make_response_for
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
 
-if TYPE_CHECKING:
-    from ariane.client._producer import Producer
-
-__all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerMember", "ProducerMember"]
+__all__ = [
+    "CLIENT_INNER_PRODUCER_GROUP",
+    "ClientInstance",
+    "ConsumerMember",
+    "InnerProducer",
+    "ProducerMember",
+]
 
 #: ``MixAll.CLIENT_INNER_PRODUCER_GROUP``.
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
 logger = logging.getLogger(__name__)
+
+
+class InnerProducer(Protocol):
+    """What a ``ClientInstance`` needs of its own producer (a ``Producer``)."""
+
+    @property
+    def group(self) -> str: ...
+    @property
+    def instance(self) -> ClientInstance: ...
+
+    async def start(self) -> None: ...
+    async def close(self) -> None: ...
+    def detach(self) -> None: ...
+    async def send(self, msg: Message) -> SendResult: ...
 
 
 class ProducerMember(Protocol):
@@ -151,7 +170,7 @@ class ConsumerMember(Protocol):
         ...
 
 
-_Key = tuple[str, tuple[str, ...]]
+_Key = tuple[str, tuple[str, ...], object]
 #: event loop -> (client id, NameServers) -> instance; a finished loop drops its instances.
 _INSTANCES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_Key, ClientInstance]] = (
     weakref.WeakKeyDictionary()
@@ -190,7 +209,8 @@ class ClientInstance:
         self.config = config
         self.client_id = config.build_client_id()
         self.remoting = RemotingClient(
-            RemotingClientConfig(connect_timeout_ms=config.connect_timeout_ms)
+            RemotingClientConfig(connect_timeout_ms=config.connect_timeout_ms),
+            signer=request_signer(config.credentials) if config.credentials else None,
         )
         self.api = ClientAPI(self.remoting, config.namesrv_addrs, timeout_ms=config.api_timeout_ms)
         self.topic_route_table: dict[str, TopicRouteData] = {}
@@ -207,7 +227,7 @@ class ClientInstance:
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._rebalance_wakeup = asyncio.Event()
-        self._inner: Producer | None = None
+        self._inner: InnerProducer | None = None
         for code, handler in (
             (RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state),
             (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed),
@@ -228,7 +248,9 @@ class ClientInstance:
             RuntimeError: no event loop is running.
         """
         table = _INSTANCES.setdefault(asyncio.get_running_loop(), {})
-        key: _Key = (config.build_client_id(), config.namesrv_addrs)
+        # clients with other credentials never share an instance (Java's MQClientManager
+        # would silently sign with the first client's hook)
+        key: _Key = (config.build_client_id(), config.namesrv_addrs, config.credentials)
         instance = table.get(key)
         if instance is None or instance._closed:
             instance = cls(config)
@@ -292,16 +314,17 @@ class ClientInstance:
         await self.remoting.close()
         logger.info("client instance %s closed", self.client_id)
 
-    async def inner_producer(self) -> Producer:
+    async def inner_producer(
+        self, create: Callable[[str, ClientConfig], InnerProducer]
+    ) -> InnerProducer:
         """The instance's own producer (group ``CLIENT_INNER_PRODUCER``, RocketMQ's
-        ``MQClientInstance.defaultMQProducer``), started on first use; consumers send failed
-        messages to retry topics with it when CONSUMER_SEND_MSG_BACK fails. It lives as long
-        as the instance and holds no reference to it.
+        ``MQClientInstance.defaultMQProducer``), made by ``create(group, config)`` and started
+        on first use (``ariane.client._producer.new_producer`` makes a ``Producer``);
+        consumers send failed messages to retry topics with it when CONSUMER_SEND_MSG_BACK
+        fails. It lives as long as the instance and holds no reference to it.
         """
         if self._inner is None:
-            from ariane.client._producer import Producer  # _producer imports this module
-
-            producer = Producer(CLIENT_INNER_PRODUCER_GROUP, client_config=self.config)
+            producer = create(CLIENT_INNER_PRODUCER_GROUP, self.config)
             await producer.start()
             if producer.instance is not self:  # pragma: no cover - acquire() returns self
                 await producer.close()

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._allocate import AllocateStrategy
 from ariane.client._consume import reset_retry_topic
 from ariane.client._consumer_base import (
@@ -44,6 +45,7 @@ from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.consumer_types import ConsumeFromWhere, MessageModel, MessageSelector
 from ariane.client.errors import ClientStateError
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
+from ariane.common.clock import monotonic_ms
 from ariane.common.trace import ConsumeReturnType
 from ariane.errors import ArianeError, InvalidArgumentError
 from ariane.remoting.protocol.client_bodies import ConsumeType, SubscriptionData
@@ -94,6 +96,7 @@ class PullConsumer(ConsumerBase):
         consumer_pull_timeout_ms: pull request timeout (30000).
         offset_store_dir: broadcasting offsets root.
         client_config: full client settings.
+        credentials: ACL account that signs every request (``SessionCredentials``).
         enable_trace: record SubBefore/SubAfter traces of every listener call
             (``enableMsgTrace``; see docs/trace.md).
         trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
@@ -125,6 +128,7 @@ class PullConsumer(ConsumerBase):
         consumer_pull_timeout_ms: int = 30_000,
         offset_store_dir: str | Path | None = None,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
         enable_trace: bool = False,
         trace_topic: str | None = None,
     ) -> None:
@@ -139,6 +143,7 @@ class PullConsumer(ConsumerBase):
             allocate_strategy=allocate_strategy,
             offset_store_dir=offset_store_dir,
             client_config=client_config,
+            credentials=credentials,
             enable_trace=enable_trace,
             trace_topic=trace_topic,
         )
@@ -206,7 +211,7 @@ class PullConsumer(ConsumerBase):
             if mq.topic not in self._subscriptions:
                 self._subscriptions[mq.topic] = SubscriptionData.build(mq.topic, "*")
             if mq not in self._assigned:
-                self._assigned[mq] = _Assigned(mq, ProcessQueue())
+                self._assigned[mq] = _Assigned(mq, ProcessQueue(self.clock))
                 if self.started:
                     self._start_task(self._assigned[mq])
 
@@ -235,7 +240,7 @@ class PullConsumer(ConsumerBase):
         if self._assign_mode is None:
             raise ClientStateError("subscribe() or assign() before start()")
         await self._join()
-        self._last_commit_ms = _now_ms()
+        self._last_commit_ms = monotonic_ms(self.clock)
         if self._assign_mode:
             for state in self._assigned.values():
                 self._start_task(state)
@@ -315,7 +320,7 @@ class PullConsumer(ConsumerBase):
 
     async def _pull_once(self, state: _Assigned) -> float:
         pq, mq = state.pq, state.mq
-        pq.last_pull_ms = _now_ms()
+        pq.last_pull_ms = monotonic_ms(self.clock)
         if state.paused:
             return PULL_DELAY_WHEN_PAUSED_S
         if self._buffered > self.pull_threshold_for_all:
@@ -417,9 +422,12 @@ class PullConsumer(ConsumerBase):
         return None
 
     async def _maybe_auto_commit(self) -> None:
-        if self.auto_commit and _now_ms() - self._last_commit_ms >= self.auto_commit_interval_ms:
+        if (
+            self.auto_commit
+            and monotonic_ms(self.clock) - self._last_commit_ms >= self.auto_commit_interval_ms
+        ):
             self._commit_to_store()
-            self._last_commit_ms = _now_ms()
+            self._last_commit_ms = monotonic_ms(self.clock)
 
     def _commit_to_store(self) -> dict[MessageQueue, int]:
         store = self.offset_store
@@ -443,7 +451,7 @@ class PullConsumer(ConsumerBase):
         store = self.offset_store
         if offsets is None:
             done = self._commit_to_store()
-            self._last_commit_ms = _now_ms()
+            self._last_commit_ms = monotonic_ms(self.clock)
         else:
             done = dict(offsets)
             for mq, offset in done.items():
@@ -541,7 +549,3 @@ class PullConsumer(ConsumerBase):
         """Commit the store's offsets of the assigned queues."""
         if self._offset_store is not None:
             await self._offset_store.persist_all(set(self._assigned))
-
-
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000

@@ -21,11 +21,11 @@ runs (Java ``lockConsume``). Pure data structure apart from that lock.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 
 from ariane.common import properties as props
+from ariane.common.clock import Clock, SystemClock, monotonic_ms
 from ariane.common.message import MessageExt
 
 __all__ = ["PULL_MAX_IDLE_MS", "REBALANCE_LOCK_MAX_LIVE_MS", "ProcessQueue"]
@@ -34,10 +34,6 @@ __all__ = ["PULL_MAX_IDLE_MS", "REBALANCE_LOCK_MAX_LIVE_MS", "ProcessQueue"]
 REBALANCE_LOCK_MAX_LIVE_MS = 30_000
 #: ``rocketmq.client.pull.pullMaxIdleTime``: a queue not pulled this long is re-created.
 PULL_MAX_IDLE_MS = 120_000
-
-
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 class ProcessQueue:
@@ -56,7 +52,12 @@ class ProcessQueue:
         msg_acc_cnt: backlog behind the last pulled message (from its ``MAX_OFFSET``).
     """
 
-    def __init__(self) -> None:
+    def now_ms(self) -> int:
+        """Monotonic milliseconds of the queue's clock."""
+        return monotonic_ms(self._clock)
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock: Clock = clock or SystemClock()
         self._msgs: dict[int, MessageExt] = {}
         self._order: deque[int] = deque()
         self._consuming: dict[int, MessageExt] = {}
@@ -64,7 +65,7 @@ class ProcessQueue:
         self.queue_offset_max = 0
         self.dropped = False
         self.locked = False
-        now = _now_ms()
+        now = self.now_ms()
         self.last_lock_ms = now
         self.last_pull_ms = now
         self.last_consume_ms = now
@@ -84,11 +85,11 @@ class ProcessQueue:
 
     def is_lock_expired(self, now_ms: int | None = None) -> bool:
         """Whether the orderly lock was not refreshed for ``REBALANCE_LOCK_MAX_LIVE_MS``."""
-        return (now_ms or _now_ms()) - self.last_lock_ms > REBALANCE_LOCK_MAX_LIVE_MS
+        return (now_ms or self.now_ms()) - self.last_lock_ms > REBALANCE_LOCK_MAX_LIVE_MS
 
     def is_pull_expired(self, now_ms: int | None = None) -> bool:
         """Whether no pull started for ``PULL_MAX_IDLE_MS``."""
-        return (now_ms or _now_ms()) - self.last_pull_ms > PULL_MAX_IDLE_MS
+        return (now_ms or self.now_ms()) - self.last_pull_ms > PULL_MAX_IDLE_MS
 
     def _trim(self) -> None:
         order, msgs = self._order, self._msgs
@@ -164,7 +165,7 @@ class ProcessQueue:
     def remove_messages(self, msgs: Iterable[MessageExt]) -> int:
         """Drop consumed messages; the offset to commit: the smallest one still buffered,
         else ``queue_offset_max + 1``; -1 if nothing was buffered."""
-        self.last_consume_ms = _now_ms()
+        self.last_consume_ms = self.now_ms()
         table = self._msgs
         if not table:
             return -1
@@ -203,7 +204,7 @@ class ProcessQueue:
     def take_messages(self, n: int) -> list[MessageExt]:
         """Move the lowest ``n`` buffered messages into the consuming map (none: the drain
         ends and ``consuming`` becomes false)."""
-        self.last_consume_ms = _now_ms()
+        self.last_consume_ms = self.now_ms()
         out: list[MessageExt] = []
         order, table = self._order, self._msgs
         while order and len(out) < n:

@@ -27,10 +27,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
@@ -48,12 +48,15 @@ from ariane.client._trace_dispatch import AsyncTraceDispatcher
 from ariane.client._trace_hooks import SendTracer, batch_sources
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from ariane.client.errors import (
+    AccessDeniedError,
     BrokerNotFoundError,
     ClientStateError,
     NoRouteError,
     SendError,
+    TopicNotWritableError,
 )
 from ariane.client.message import MessageExt, MessageQueue, SendResult, SendStatus
+from ariane.common.clock import monotonic_ms
 from ariane.common.message import Message
 from ariane.common.msgid import UniqueIdGenerator, host_to_bytes
 from ariane.common.topics import AUTO_CREATE_TOPIC, validate_group
@@ -72,6 +75,7 @@ __all__ = [
     "DEFAULT_PRODUCER_GROUP",
     "DEFAULT_RETRY_RESPONSE_CODES",
     "Producer",
+    "new_producer",
     "trace_sender",
 ]
 
@@ -93,8 +97,9 @@ DEFAULT_RETRY_RESPONSE_CODES = frozenset(
 _TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
 
 
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
+def new_producer(group: str, config: ClientConfig) -> Producer:
+    """A producer of ``group`` with ``config`` (what ``ClientInstance.inner_producer`` makes)."""
+    return Producer(group, client_config=config)
 
 
 class Producer:
@@ -121,6 +126,7 @@ class Producer:
         create_topic_key: the auto-create template topic (``TBW102``).
         default_topic_queue_nums: queues per broker of auto-created topics.
         client_config: full client settings (overrides the NameServer/instance arguments).
+        credentials: ACL account that signs every request (``SessionCredentials``).
         enable_trace: record a Pub trace of every answered send (``enableMsgTrace``; see
             docs/trace.md).
         trace_topic: the trace topic (``customizedTraceTopic``; default
@@ -149,6 +155,7 @@ class Producer:
         create_topic_key: str = AUTO_CREATE_TOPIC,
         default_topic_queue_nums: int = 4,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
         enable_trace: bool = False,
         trace_topic: str | None = None,
     ) -> None:
@@ -157,7 +164,10 @@ class Producer:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr is required")
             client_config = ClientConfig(
-                namesrv_addr=namesrv_addr, instance_name=instance_name, client_ip=client_ip
+                namesrv_addr=namesrv_addr,
+                instance_name=instance_name,
+                client_ip=client_ip,
+                credentials=credentials,
             )
         if send_timeout_ms <= 0 or retry_times < 0 or retry_times_async < 0:
             raise InvalidArgumentError("timeouts must be positive and retry counts >= 0")
@@ -179,7 +189,7 @@ class Producer:
             max_message_bytes=max_message_bytes,
         )
         self._header_base = header_base(self.settings)
-        self.fault = MQFaultStrategy(enabled=send_latency_fault_enable, now_ms=_now_ms)
+        self.fault = MQFaultStrategy(enabled=send_latency_fault_enable, now_ms=self.now_ms)
         self._publish: dict[str, TopicPublishInfo] = {}
         self._instance: ClientInstance | None = None
         self._ids = UniqueIdGenerator()
@@ -261,6 +271,10 @@ class Producer:
             await instance.unregister_producer(self._group)
             await instance.release()
 
+    def now_ms(self) -> int:
+        """Monotonic milliseconds from the client config's clock."""
+        return monotonic_ms(self.client_config.clock)
+
     def detach(self) -> None:
         """Mark closed without talking to anyone (its client instance is closing)."""
         self._closed = True
@@ -315,7 +329,7 @@ class Producer:
         info = self._publish[topic]
         if info.have_route or info.ok:
             if not info.ok:
-                raise NoRouteError(topic, "the route has no writable queue")
+                raise TopicNotWritableError(topic, info.route)
             return info
         await instance.update_topic_route(
             topic,
@@ -324,6 +338,9 @@ class Producer:
         )
         info = self._publish[topic]
         if not info.ok:
+            if info.route is not None and info.route.queue_datas:
+                # no route of its own, and the auto-create template is read-only
+                raise TopicNotWritableError(topic, info.route, self.settings.create_topic_key)
             raise NoRouteError(topic)
         return info
 
@@ -435,9 +452,9 @@ class Producer:
         timeout = timeout_ms or self.send_timeout_ms
         if target is None:
             return await self._send_with_retries(prepared, timeout)
-        started = _now_ms()
+        started = self.now_ms()
         mq = await self._chosen_queue(prepared, source, target)
-        left = timeout - (_now_ms() - started)
+        left = timeout - (self.now_ms() - started)
         if left <= 0:
             raise RequestTimeoutError(f"send timed out after {timeout} ms choosing a queue")
         return await self._attempt(prepared, mq, left)
@@ -460,7 +477,7 @@ class Producer:
         return apply_selector(target.selector, info.message_queues, source, target.arg)
 
     async def _send_with_retries(self, prepared: PreparedSend, timeout_ms: int) -> SendResult:
-        started = _now_ms()
+        started = self.now_ms()
         info = await self.find_publish_info(prepared.topic)
         attempts = 1 + self.retry_times
         last_broker: str | None = None
@@ -474,17 +491,17 @@ class Producer:
                 break
             mq = self.fault.select_one_message_queue(info, last_broker)
             last_broker = mq.broker_name
-            left = timeout_ms - (_now_ms() - started)
+            left = timeout_ms - (self.now_ms() - started)
             if left <= 0:
                 timed_out = True
                 break
             made += 1
-            begin = _now_ms()
+            begin = self.now_ms()
             try:
                 result = await self._attempt(prepared, mq, left)
             except BrokerResponseError as exc:
-                self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
-                if exc.code not in self.retry_response_codes:
+                self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
+                if exc.code not in self.retry_response_codes or isinstance(exc, AccessDeniedError):
                     if result is not None:
                         return result
                     raise
@@ -492,11 +509,11 @@ class Producer:
                 logger.info("send to %s failed (%s), retrying", mq, exc)
                 continue
             except _TRANSPORT_ERRORS as exc:
-                self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
+                self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
                 last_error = exc
                 logger.info("send to %s failed (%s), retrying", mq, exc)
                 continue
-            self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, False)
+            self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, False)
             if (
                 result.status is not SendStatus.SEND_OK
                 and self.retry_another_broker_when_not_store_ok
@@ -607,7 +624,7 @@ class Producer:
             return loop.create_task(sending)
         info = self._publish.get(prepared.topic)
         future: asyncio.Future[SendResult] = loop.create_future()
-        send = _AsyncSend(self, prepared, future, _now_ms() + timeout, self.retry_times_async)
+        send = _AsyncSend(self, prepared, future, self.now_ms() + timeout, self.retry_times_async)
         if tracer is not None:
             send.trace = (source, tracer.now_ms(), body_length)
         if info is not None and info.ok:
@@ -639,15 +656,15 @@ class Producer:
         else:
             mq = await self._chosen_queue(prepared, msg, target)
         addr = await self._broker_addr(mq.broker_name, mq.topic)
-        begin = _now_ms()
+        begin = self.now_ms()
         try:
             await self.instance.api.invoke_oneway(
                 addr, build_request(prepared, mq, self._header_base)
             )
         except ArianeError:
-            self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, True)
+            self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
             raise
-        self.fault.update_fault_item(mq.broker_name, _now_ms() - begin, False)
+        self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, False)
 
 
 def trace_sender(config: ClientConfig, group: str) -> Producer:
@@ -706,7 +723,7 @@ class _AsyncSend:
         future = self.future
         if future.done():
             return
-        left = self.deadline_ms - _now_ms()
+        left = self.deadline_ms - self.producer.now_ms()
         if left <= 0:
             future.set_exception(RequestTimeoutError("send_async ran out of its timeout"))
             return
@@ -718,7 +735,7 @@ class _AsyncSend:
             if addr is None:
                 raise BrokerNotFoundError(mq.broker_name)
             request = build_request(self.prepared, mq, producer._header_base)
-            self.begin_ms = _now_ms()
+            self.begin_ms = self.producer.now_ms()
             instance.api.invoke_callback(addr, request, left, self.on_response)
         except _TRANSPORT_ERRORS as exc:
             self._failed(exc)
@@ -743,11 +760,15 @@ class _AsyncSend:
         try:
             result = parse_send_response(response, mq, self.prepared.msg_id)
         except Exception as error:
-            producer.fault.update_fault_item(mq.broker_name, _now_ms() - self.begin_ms, True)
+            producer.fault.update_fault_item(
+                mq.broker_name, producer.now_ms() - self.begin_ms, True
+            )
             future.set_exception(error)
             return
         if producer.fault.enabled:
-            producer.fault.update_fault_item(mq.broker_name, _now_ms() - self.begin_ms, False)
+            producer.fault.update_fault_item(
+                mq.broker_name, producer.now_ms() - self.begin_ms, False
+            )
         if self.trace is not None and producer._tracer is not None:
             source, begin, length = self.trace
             store = producer._store_host(mq.broker_name)
@@ -758,9 +779,14 @@ class _AsyncSend:
         producer = self.producer
         last = self.mq.broker_name if self.mq is not None else None
         if last is not None:
-            producer.fault.update_fault_item(last, _now_ms() - self.begin_ms, True)
+            producer.fault.update_fault_item(last, producer.now_ms() - self.begin_ms, True)
         info = producer._publish.get(self.prepared.topic)
-        if self.retries > 0 and info is not None and info.ok and _now_ms() < self.deadline_ms:
+        if (
+            self.retries > 0
+            and info is not None
+            and info.ok
+            and producer.now_ms() < self.deadline_ms
+        ):
             self.retries -= 1
             logger.info("async send to %s failed (%s), retrying", self.mq, exc)
             self.attempt(info, last)

@@ -30,11 +30,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._allocate import AllocateStrategy
 from ariane.client._consume import ConcurrentConsumeService, OrderlyConsumeService
 from ariane.client._consumer_base import (
@@ -43,6 +43,7 @@ from ariane.client._consumer_base import (
     FLAG_SUSPEND,
     ConsumerBase,
 )
+from ariane.client._producer import new_producer
 from ariane.client._rebalance import PullTarget, RebalanceImpl
 from ariane.client._stats import ConsumeStats
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
@@ -60,6 +61,7 @@ from ariane.client.consumer_types import (
 from ariane.client.errors import ClientStateError
 from ariane.client.message import Message, MessageExt, MessageQueue, PullResult, PullStatus
 from ariane.common import properties as props
+from ariane.common.clock import monotonic_ms
 from ariane.errors import ArianeError, InvalidArgumentError
 from ariane.remoting.protocol.client_bodies import SubscriptionData
 
@@ -73,10 +75,6 @@ PULL_DELAY_WHEN_SUSPENDED_S = 1.0
 OFFSET_ILLEGAL_DELAY_S = 10.0
 SEND_BACK_TIMEOUT_MS = 5000
 _MIB = 1024 * 1024
-
-
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 class PushConsumer(ConsumerBase):
@@ -116,6 +114,7 @@ class PushConsumer(ConsumerBase):
         lock_interval_ms: orderly lock renewal period (20000).
         offset_store_dir: broadcasting offsets root (default ``~/.rocketmq_offsets``).
         client_config: full client settings (overrides the NameServer/instance arguments).
+        credentials: ACL account that signs every request (``SessionCredentials``).
         enable_trace: record SubBefore/SubAfter traces of every listener call
             (``enableMsgTrace``; see docs/trace.md).
         trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
@@ -153,6 +152,7 @@ class PushConsumer(ConsumerBase):
         lock_interval_ms: int = 20_000,
         offset_store_dir: str | Path | None = None,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
         enable_trace: bool = False,
         trace_topic: str | None = None,
     ) -> None:
@@ -167,6 +167,7 @@ class PushConsumer(ConsumerBase):
             allocate_strategy=allocate_strategy,
             offset_store_dir=offset_store_dir,
             client_config=client_config,
+            credentials=credentials,
             enable_trace=enable_trace,
             trace_topic=trace_topic,
         )
@@ -272,7 +273,7 @@ class PushConsumer(ConsumerBase):
         self._service = service_cls(self, self._listener, self.consume_thread_nums)
         self._service.start()
         self._running = True
-        self._start_ms = int(time.time() * 1000)
+        self._start_ms = self.clock.now_ms()
         try:
             instance = await self._join()
         except BaseException:
@@ -372,7 +373,7 @@ class PushConsumer(ConsumerBase):
                 del self._pull_tasks[mq]
         sd = self._subscriptions.get(topic)
         if sd is not None:
-            sd.sub_version = time.time_ns() // 1_000_000
+            sd.sub_version = self.clock.now_ms()
         owned = len(self.rebalance.process_queue_table) or 1
         if self.pull_threshold_for_topic != -1:
             self.pull_threshold_for_queue = max(1, self.pull_threshold_for_topic // owned)
@@ -412,7 +413,7 @@ class PushConsumer(ConsumerBase):
     async def _pull_once(self, target: PullTarget) -> float:
         """One pull of ``target``; returns the delay before the next one (seconds)."""
         pq, mq = target.pq, target.mq
-        pq.last_pull_ms = _now_ms()
+        pq.last_pull_ms = monotonic_ms(self.clock)
         if self._paused:
             return PULL_DELAY_WHEN_SUSPENDED_S
         if await self._flow_controlled(target):
@@ -542,7 +543,7 @@ class PushConsumer(ConsumerBase):
         p[props.MAX_RECONSUME_TIMES] = str(max_times)
         p[props.DELAY] = str(3 + msg.reconsume_times)
         try:
-            producer = await self.instance.inner_producer()
+            producer = await self.instance.inner_producer(new_producer)
             await producer.send(retry)
             return True
         except ArianeError as exc:
@@ -595,7 +596,7 @@ class PushConsumer(ConsumerBase):
         """CONSUME_MESSAGE_DIRECTLY: run the listener on one message."""
         mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
         service = self._service
-        begin = _now_ms()
+        begin = monotonic_ms(self.clock)
         ctx: ConsumeConcurrentlyContext | ConsumeOrderlyContext
         ctx = ConsumeOrderlyContext(mq) if self.orderly else ConsumeConcurrentlyContext(mq)
         try:
@@ -603,17 +604,18 @@ class PushConsumer(ConsumerBase):
                 raise ClientStateError("not started")
             status = await service.call_listener([msg], ctx)
         except Exception as exc:
-            return _direct_result(self.orderly, "CR_THROW_EXCEPTION", str(exc), begin)
+            spent = monotonic_ms(self.clock) - begin
+            return _direct_result(self.orderly, "CR_THROW_EXCEPTION", str(exc), spent)
         ok = status in (ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeOrderlyStatus.SUCCESS)
         result = "CR_SUCCESS" if ok else "CR_LATER" if status is not None else "CR_RETURN_NULL"
-        return _direct_result(self.orderly, result, "", begin)
+        return _direct_result(self.orderly, result, "", monotonic_ms(self.clock) - begin)
 
 
-def _direct_result(orderly: bool, result: str, remark: str, begin_ms: int) -> dict[str, Any]:
+def _direct_result(orderly: bool, result: str, remark: str, spent_ms: int) -> dict[str, Any]:
     return {
         "order": orderly,
         "autoCommit": True,
         "consumeResult": result,
         "remark": remark,
-        "spentTimeMills": _now_ms() - begin_ms,
+        "spentTimeMills": spent_ms,
     }

@@ -31,6 +31,7 @@ from ariane.client._allocate import AllocateStrategy, mq_sort_key
 from ariane.client._instance import ClientInstance
 from ariane.client._offset_store import NOT_FOUND, OffsetStore, ReadOffsetType
 from ariane.client._process_queue import ProcessQueue
+from ariane.common.clock import Clock, SystemClock, monotonic_ms
 from ariane.common.topics import RETRY_PREFIX
 from ariane.errors import ArianeError
 from ariane.remoting.protocol.client_bodies import (
@@ -99,6 +100,7 @@ class RebalanceImpl:
         subscription_inner: topic -> subscription (retry topic included).
         topic_subscribe_info: topic -> readable queues (from routes).
         process_queue_table: owned queue -> process queue.
+        clock: time of lock confirmations (the client config's clock).
     """
 
     group: str
@@ -117,6 +119,7 @@ class RebalanceImpl:
     subscription_inner: dict[str, SubscriptionData] = field(default_factory=dict)
     topic_subscribe_info: dict[str, set[MessageQueue]] = field(default_factory=dict)
     process_queue_table: dict[MessageQueue, ProcessQueue] = field(default_factory=dict)
+    clock: Clock = field(default_factory=SystemClock)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
     @property
@@ -232,10 +235,10 @@ class RebalanceImpl:
             return None
         if mq in self.process_queue_table:
             return None
-        pq = ProcessQueue()
+        pq = ProcessQueue(self.clock)
         if self.orderly:
             pq.locked = True
-            pq.last_lock_ms = time.monotonic_ns() // 1_000_000
+            pq.last_lock_ms = monotonic_ms(self.clock)
         self.process_queue_table[mq] = pq
         logger.info("%s: new queue %s from offset %d", self.group, mq, offset)
         return PullTarget(mq, pq, offset, locked_first=self.orderly)
@@ -335,7 +338,7 @@ class RebalanceImpl:
         except ArianeError as exc:
             logger.info("locking %s failed: %s", mq, exc)
             return False
-        now = time.monotonic_ns() // 1_000_000
+        now = monotonic_ms(self.clock)
         for held in locked:
             pq = self.process_queue_table.get(held)
             if pq is not None:
@@ -364,7 +367,7 @@ class RebalanceImpl:
             except ArianeError as exc:
                 logger.info("renewing locks at %s failed: %s", broker, exc)
                 return
-            now = time.monotonic_ns() // 1_000_000
+            now = monotonic_ms(self.clock)
             for mq in mqs:
                 pq = self.process_queue_table.get(mq)
                 if pq is None:

@@ -74,8 +74,11 @@ class RpcBase:
     ) -> asyncio.Future[RemotingCommand]:
         """Like ``invoke`` but returns the response future at once (no task when the
         connection is already open and no hooks are registered)."""
-        channel = self.remoting.active_channel(addr)
-        if channel is not None and not self.remoting.dispatcher.hooks:
+        remoting = self.remoting
+        channel = remoting.active_channel(addr)
+        if channel is not None and not remoting.dispatcher.hooks:
+            if remoting.signer is not None:
+                remoting.signer(request)
             return channel.invoke_future(request, timeout_ms)
         return asyncio.ensure_future(self.remoting.invoke(addr, request, timeout_ms))
 
@@ -84,8 +87,11 @@ class RpcBase:
     ) -> None:
         """Send ``request`` and call ``callback(response, error)`` once with the outcome; the
         cheapest way to pipeline (no future and no task when the connection is open)."""
-        channel = self.remoting.active_channel(addr)
-        if channel is not None and not self.remoting.dispatcher.hooks:
+        remoting = self.remoting
+        channel = remoting.active_channel(addr)
+        if channel is not None and not remoting.dispatcher.hooks:
+            if remoting.signer is not None:
+                remoting.signer(request)
             channel.invoke_callback(request, timeout_ms, callback)
             return
 

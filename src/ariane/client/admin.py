@@ -12,15 +12,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from ariane.client._admin_ops import AdminOps
+from ariane.acl.credentials import SessionCredentials
+from ariane.acl.plain import AclConfig, PlainAccessConfig
+from ariane.client._acl_api import AclVersionInfo
+from ariane.client._admin_bulk import TOOLS_CONSUMER_GROUP, AdminBulk, BrokerAnswers
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
 from ariane.client._trace_dispatch import trace_topic_name
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
-from ariane.client.errors import ClientStateError, QueryNotFoundError, TopicNotExistError
+from ariane.client.errors import (
+    ClientStateError,
+    ConsumerNotOnlineError,
+    QueryNotFoundError,
+    TopicNotExistError,
+)
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
 from ariane.client.trace import MessageTrace, build_message_trace
 from ariane.common import properties as props
@@ -40,16 +48,14 @@ from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
 
-__all__ = ["TOOLS_CONSUMER_GROUP", "Admin"]
+__all__ = ["TOOLS_CONSUMER_GROUP", "Admin", "BrokerAnswers"]
 
 logger = logging.getLogger(__name__)
 
-#: The group admin tools pull with (``MixAll.TOOLS_CONSUMER_GROUP``).
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 T = TypeVar("T")
 
 
-class Admin(AdminOps):
+class Admin(AdminBulk):
     """Cluster administration (asyncio); ``async with Admin(namesrv_addr=...) as admin:``.
 
     Args:
@@ -57,6 +63,7 @@ class Admin(AdminOps):
         instance_name: client instance name (``"DEFAULT"`` = process id).
         timeout_ms: timeout of each request.
         client_config: full client settings (overrides the two above).
+        credentials: ACL account that signs every request (``SessionCredentials``).
     """
 
     def __init__(
@@ -66,12 +73,16 @@ class Admin(AdminOps):
         instance_name: str = DEFAULT_INSTANCE_NAME,
         timeout_ms: int = 5000,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         if client_config is None:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr is required")
             client_config = ClientConfig(
-                namesrv_addr=namesrv_addr, instance_name=instance_name, api_timeout_ms=timeout_ms
+                namesrv_addr=namesrv_addr,
+                instance_name=instance_name,
+                api_timeout_ms=timeout_ms,
+                credentials=credentials,
             )
         self.client_config = client_config
         self.timeout_ms = timeout_ms
@@ -140,9 +151,48 @@ class Admin(AdminOps):
         config: dict[str, str] = await self.api.get_broker_config(broker_addr, self.timeout_ms)
         return config
 
-    async def update_broker_config(self, broker_addr: str, properties: Mapping[str, str]) -> None:
-        """Change a broker's settings at run time (``updateBrokerConfig``)."""
-        await self.api.update_broker_config(broker_addr, dict(properties), self.timeout_ms)
+    async def update_broker_config(
+        self, broker_addr: str, properties: Mapping[str, str]
+    ) -> list[str]:
+        """Change a broker's settings at run time (``updateBrokerConfig``).
+
+        Returns:
+            The keys saved that apply only after the broker restarts (store tunables).
+
+        Raises:
+            NoPermissionError: a key may not change over the wire (store geometry, paths,
+                identity, network, security: ``broker.conf`` only).
+            InvalidParameterError: a value is out of its range.
+        """
+        return await self.api.update_broker_config(broker_addr, dict(properties), self.timeout_ms)
+
+    # -- ACL (plain_acl.yml; issue 11) -------------------------------------------------------
+
+    async def acl_version(self, broker_addr: str) -> AclVersionInfo:
+        """A broker's ACL file versions (``clusterAclConfigVersion``)."""
+        return await self.api.get_acl_version(broker_addr, self.timeout_ms)
+
+    async def acl_config(self, broker_addr: str) -> AclConfig:
+        """A broker's accounts, secrets included, and global white rules (``getAclConfig``;
+        admin accounts only when ACL is on)."""
+        return await self.api.get_acl_config(broker_addr, self.timeout_ms)
+
+    async def update_acl_account(self, broker_addr: str, config: PlainAccessConfig) -> None:
+        """Create or update an account in a broker's ACL files (``updateAclConfig``)."""
+        await self.api.update_acl_config(broker_addr, config, self.timeout_ms)
+
+    async def delete_acl_account(self, broker_addr: str, access_key: str) -> None:
+        """Delete an account from a broker's ACL files (``deleteAclConfig``)."""
+        await self.api.delete_acl_config(broker_addr, access_key, self.timeout_ms)
+
+    async def update_global_white_addrs(
+        self, broker_addr: str, addrs: Sequence[str], acl_file_full_path: str | None = None
+    ) -> None:
+        """Replace the global white rules of a broker's ACL file (``updateGlobalWhiteAddr``;
+        default file ``plain_acl.yml``)."""
+        await self.api.update_global_white_addrs(
+            broker_addr, list(addrs), acl_file_full_path, self.timeout_ms
+        )
 
     # -- topics ---------------------------------------------------------------------------------
 
@@ -441,6 +491,28 @@ class Admin(AdminOps):
         for table in per_broker.values():
             merged.update(table)
         return merged
+
+    async def reset_group_offset(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> tuple[str, dict[MessageQueue, int]]:
+        """Reset ``group``'s offsets of ``topic`` to a time (-1 = the end): through the
+        broker, which tells online consumers (``"broker"``), or, when no consumer is online,
+        by committing the offsets directly (``"direct"``, RocketMQ's
+        ``resetOffsetByTimeOld`` fallback).
+
+        Raises:
+            TopicNotExistError: unknown topic.
+            InvalidArgumentError: an offline group with no offsets on the topic.
+        """
+        try:
+            return "broker", await self.reset_offset_by_time(
+                group, topic, timestamp_ms, force=force
+            )
+        except ConsumerNotOnlineError:
+            pass
+        return "direct", await self.reset_offset_by_time_offline(
+            group, topic, timestamp_ms, force=force
+        )
 
     # -- messages -------------------------------------------------------------------------------
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypedDict
 
+from ariane.acl.credentials import SessionCredentials
+from ariane.common.clock import Clock, SystemClock
 from ariane.errors import ConfigError
 
 __all__ = [
@@ -74,6 +76,11 @@ class ClientConfig:
             waitInterval``).
         api_timeout_ms: timeout of route, heartbeat and admin requests (``mqClientApiTimeout``).
         connect_timeout_ms: time allowed to open a connection.
+        credentials: ACL account that signs every request (``AclClientRPCHook``); None
+            sends requests unsigned.
+        clock: where the clients of the instance read time (send deadlines, broker fault
+            isolation, queue lock and pull expiry, consume timeouts); tests pass a
+            ``ManualClock``. Not part of the instance's identity.
     """
 
     namesrv_addr: str
@@ -86,6 +93,9 @@ class ClientConfig:
     rebalance_interval_ms: int = 20_000
     api_timeout_ms: int = 3_000
     connect_timeout_ms: int = 3_000
+    # ACL (issue 11)
+    credentials: SessionCredentials | None = None
+    clock: Clock = field(default_factory=SystemClock, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         parse_namesrv_addr(self.namesrv_addr)
@@ -142,6 +152,7 @@ class ProducerOptions(TypedDict, total=False):
     create_topic_key: str
     default_topic_queue_nums: int
     client_config: ClientConfig | None
+    credentials: SessionCredentials | None
     # message trace (issue 15)
     enable_trace: bool
     trace_topic: str | None

@@ -8,6 +8,7 @@ retries sends on the codes RocketMQ's ``DefaultMQProducer.retryResponseCodes`` n
     ArianeError
     ├── BrokerResponseError (code, remark)        ariane.errors
     │   ├── BrokerSystemError            1  SYSTEM_ERROR           retriable
+    │   │   └── AccessDeniedError        1  an ACL refusal (AclException remark), not retried
     │   ├── BrokerBusyError              2  SYSTEM_BUSY            retriable
     │   ├── RequestCodeNotSupportedError 3
     │   ├── TransactionFailedError       4
@@ -30,6 +31,7 @@ retries sends on the codes RocketMQ's ``DefaultMQProducer.retryResponseCodes`` n
     │   ├── FlowControlError           215                         retriable
     │   └── IllegalOperationError      604
     ├── NoRouteError                   no route for a topic (MQClientException "No route info")
+    │   └── TopicNotWritableError      a route, but no writable queue (topic or broker perm)
     ├── BrokerNotFoundError            a broker name has no known master address
     ├── SendError                      every attempt of one send failed (cause chained)
     └── ClientStateError               not started, closed, or called from the wrong thread
@@ -45,6 +47,7 @@ from ariane.errors import ArianeError, BrokerResponseError
 from ariane.remoting.protocol.codes import ResponseCode
 
 __all__ = [
+    "AccessDeniedError",
     "BrokerBusyError",
     "BrokerNotFoundError",
     "BrokerResponseError",
@@ -70,6 +73,7 @@ __all__ = [
     "SubscriptionParseFailedError",
     "TopicExistAlreadyError",
     "TopicNotExistError",
+    "TopicNotWritableError",
     "TransactionFailedError",
     "VersionNotSupportedError",
     "error_for",
@@ -85,7 +89,7 @@ class _CodedError(BrokerResponseError):
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
-        if cls.CODE >= 0:
+        if "CODE" in cls.__dict__ and cls.CODE >= 0:  # refinements (AccessDeniedError) don't
             _REGISTRY[cls.CODE] = cls
 
     def __init__(self, code: int | None = None, remark: str | None = None) -> None:
@@ -97,6 +101,28 @@ class BrokerSystemError(_CodedError):
 
     CODE = ResponseCode.SYSTEM_ERROR
     retriable = True
+
+
+#: What a RocketMQ server puts in the remark of an ACL refusal.
+_ACL_MARK = "AclException:"
+
+
+class AccessDeniedError(BrokerSystemError):
+    """A server's ACL refused the request: SYSTEM_ERROR (1) with an ``AclException`` remark
+    that says what was missing (no account, a bad signature, no permission on a topic or
+    group, an admin-only request). Not retried: the same credentials get the same answer.
+
+    Attributes:
+        reason: the remark without the Java exception name.
+    """
+
+    retriable = False
+
+    @property
+    def reason(self) -> str:
+        """Why the request was refused."""
+        remark = self.remark or ""
+        return remark.split(_ACL_MARK, 1)[1].strip() if _ACL_MARK in remark else remark
 
 
 class BrokerBusyError(_CodedError):
@@ -240,6 +266,8 @@ def error_for(code: int, remark: str | None = None) -> BrokerResponseError:
         code: the response code.
         remark: the response's remark.
     """
+    if code == ResponseCode.SYSTEM_ERROR and remark and _ACL_MARK in remark:
+        return AccessDeniedError(code, remark)
     cls = _REGISTRY.get(code)
     return BrokerResponseError(code, remark) if cls is None else cls(code, remark)
 
@@ -255,6 +283,38 @@ class NoRouteError(ArianeError):
 
     def __init__(self, topic: str, detail: str = "") -> None:
         super().__init__(f"no route info of topic {topic!r}{': ' + detail if detail else ''}")
+        self.topic = topic
+
+
+class TopicNotWritableError(NoRouteError):
+    """The topic has a route, but no queue of it may be written: the topic's permission, its
+    brokers' ``brokerPermission`` or a ``wipeWritePerm`` forbids sends (RocketMQ clients say
+    only "No route info of this topic").
+
+    Args:
+        topic: the topic.
+        route: the route that grants no write (for the message).
+        template: the auto-create template whose route it is, when the topic has none.
+    """
+
+    retriable = False
+
+    def __init__(self, topic: str, route: object = None, template: str | None = None) -> None:
+        perms = sorted(
+            {f"{qd.broker_name}:perm={qd.perm}" for qd in getattr(route, "queue_datas", [])}
+        )
+        where = f" ({', '.join(perms)})" if perms else ""
+        if template is not None:
+            detail = (
+                f"it has no route yet and the auto-create template {template} is read-only"
+                f"{where}: a broker's brokerPermission or wipeWritePerm forbids writes"
+            )
+        else:
+            detail = (
+                f"every queue of its route is read-only{where}: the topic's perm, its brokers' "
+                "brokerPermission or wipeWritePerm forbids writes"
+            )
+        ArianeError.__init__(self, f"topic {topic!r} is not writable: {detail}")
         self.topic = topic
 
 

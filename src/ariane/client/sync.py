@@ -19,10 +19,13 @@ import asyncio
 import concurrent.futures
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
 
+from ariane.acl.credentials import SessionCredentials
+from ariane.acl.plain import AclConfig, PlainAccessConfig
+from ariane.client._acl_api import AclVersionInfo
 from ariane.client._producer import DEFAULT_PRODUCER_GROUP, Producer
 from ariane.client._selector import SelectorLike
 from ariane.client._transaction import (
@@ -357,6 +360,7 @@ class SyncAdmin(_Blocking):
         instance_name: str = DEFAULT_INSTANCE_NAME,
         timeout_ms: int = 5000,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         self._bg = background_loop()
         self.admin = Admin(
@@ -364,6 +368,7 @@ class SyncAdmin(_Blocking):
             instance_name=instance_name,
             timeout_ms=timeout_ms,
             client_config=client_config,
+            credentials=credentials,
         )
 
     def _start_coro(self) -> Awaitable[None]:
@@ -384,9 +389,31 @@ class SyncAdmin(_Blocking):
         """``Admin.broker_config``."""
         return self._run(self.admin.broker_config(broker_addr))
 
-    def update_broker_config(self, broker_addr: str, properties: Mapping[str, str]) -> None:
+    def acl_version(self, broker_addr: str) -> AclVersionInfo:
+        """See ``Admin.acl_version``."""
+        return self._run(self.admin.acl_version(broker_addr))
+
+    def acl_config(self, broker_addr: str) -> AclConfig:
+        """See ``Admin.acl_config``."""
+        return self._run(self.admin.acl_config(broker_addr))
+
+    def update_acl_account(self, broker_addr: str, config: PlainAccessConfig) -> None:
+        """See ``Admin.update_acl_account``."""
+        self._run(self.admin.update_acl_account(broker_addr, config))
+
+    def delete_acl_account(self, broker_addr: str, access_key: str) -> None:
+        """See ``Admin.delete_acl_account``."""
+        self._run(self.admin.delete_acl_account(broker_addr, access_key))
+
+    def update_global_white_addrs(
+        self, broker_addr: str, addrs: Sequence[str], acl_file_full_path: str | None = None
+    ) -> None:
+        """See ``Admin.update_global_white_addrs``."""
+        self._run(self.admin.update_global_white_addrs(broker_addr, addrs, acl_file_full_path))
+
+    def update_broker_config(self, broker_addr: str, properties: Mapping[str, str]) -> list[str]:
         """``Admin.update_broker_config``."""
-        self._run(self.admin.update_broker_config(broker_addr, properties))
+        return self._run(self.admin.update_broker_config(broker_addr, properties))
 
     def create_topic(
         self,

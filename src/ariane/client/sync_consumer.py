@@ -1,5 +1,5 @@
-"""Blocking consumers: ``SyncPushConsumer`` and ``SyncPullConsumer`` (see ``ariane.client.sync``
-for how the background loop works).
+"""Blocking consumers: ``SyncPushConsumer``, ``SyncPullConsumer`` and ``SyncSimpleConsumer``
+(see ``ariane.client.sync`` for how the background loop works).
 
 ``SyncPushConsumer`` runs a plain-function listener in the consumer's worker threads
 (``consume_thread_nums`` of them), never on the loop, so the listener may block; any thread
@@ -13,17 +13,18 @@ from typing import Any
 
 from ariane.client._lite_pull import PullConsumer
 from ariane.client._push import PushConsumer
+from ariane.client._simple import SimpleConsumer
 from ariane.client.consumer_types import ConcurrentListener, MessageSelector, OrderlyListener
 from ariane.client.message import MessageExt, MessageQueue
 from ariane.client.sync import _Blocking, background_loop
 
-__all__ = ["SyncPullConsumer", "SyncPushConsumer"]
+__all__ = ["SyncPullConsumer", "SyncPushConsumer", "SyncSimpleConsumer"]
 
 
 class _SyncConsumer(_Blocking):
     """Lifecycle and subscriptions shared by the blocking consumers."""
 
-    consumer: PushConsumer | PullConsumer
+    consumer: PushConsumer | PullConsumer | SimpleConsumer
 
     def _start_coro(self) -> Awaitable[None]:
         return self.consumer.start()
@@ -148,6 +149,43 @@ class SyncPullConsumer(_SyncConsumer):
     def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """``PullConsumer.offset_for_timestamp``."""
         return self._bg.run(self.consumer.offset_for_timestamp(mq, timestamp_ms))
+
+
+class SyncSimpleConsumer(_SyncConsumer):
+    """A blocking ``SimpleConsumer`` (RocketMQ 5 style): same arguments, methods block.
+
+    ``with SyncSimpleConsumer("group", {"Topic": "*"}, namesrv_addr=...) as c:`` then
+    ``for m in c.receive(16): ...; c.ack(m)``.
+    """
+
+    consumer: SimpleConsumer
+
+    def __init__(
+        self,
+        group: str,
+        subscriptions: Mapping[str, str | MessageSelector] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._bg = background_loop()
+        self.consumer = SimpleConsumer(group, subscriptions, **kwargs)
+
+    def __enter__(self) -> SyncSimpleConsumer:
+        self.start()
+        return self
+
+    def receive(
+        self, max_message_num: int = 16, invisible_duration_ms: int | None = None
+    ) -> list[MessageExt]:
+        """``SimpleConsumer.receive``: blocks up to the await duration when empty."""
+        return self._bg.run(self.consumer.receive(max_message_num, invisible_duration_ms))
+
+    def ack(self, message: MessageExt) -> None:
+        """``SimpleConsumer.ack``."""
+        self._bg.run(self.consumer.ack(message))
+
+    def change_invisible_duration(self, message: MessageExt, invisible_duration_ms: int) -> None:
+        """``SimpleConsumer.change_invisible_duration`` (updates the message's handle)."""
+        self._bg.run(self.consumer.change_invisible_duration(message, invisible_duration_ms))
 
 
 async def _call(fn: Any, *args: Any) -> Any:

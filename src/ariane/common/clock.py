@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-__all__ = ["Clock", "ManualClock", "SystemClock"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "monotonic_ms"]
 
 
 class Clock(Protocol):
@@ -18,6 +18,11 @@ class Clock(Protocol):
     def monotonic(self) -> float:
         """Seconds from an arbitrary origin, never going backwards."""
         ...
+
+
+def monotonic_ms(clock: Clock) -> int:
+    """The clock's monotonic reading in whole milliseconds."""
+    return int(clock.monotonic() * 1000)
 
 
 class SystemClock:

@@ -1,9 +1,10 @@
-"""Crash-safe small-file writes shared by the NameServer and the broker (RocketMQ
-``MixAll.string2File`` / ``ConfigManager.persist``).
+"""Small-file I/O shared by the NameServer and the broker (RocketMQ ``MixAll.string2File`` /
+``ConfigManager.persist``, and the reads of ``FileWatchService``).
 
-The one I/O helper in ``ariane.common``: metadata files (kvConfig.json, topics.json,
+The one I/O module in ``ariane.common``: metadata files (kvConfig.json, topics.json,
 consumerOffset.json...) are replaced atomically, so a crash leaves the old or the new content,
-never a torn file.
+never a torn file; ``read_file_tree`` reads a set of small configuration files (the ACL files)
+whole, for servers that watch them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-__all__ = ["write_file_atomically"]
+__all__ = ["read_file_tree", "write_file_atomically"]
 
 
 def write_file_atomically(path: str, data: bytes) -> None:
@@ -41,3 +42,35 @@ def write_file_atomically(path: str, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def read_file_tree(
+    files: list[str], dirs: list[str], suffixes: tuple[str, ...], max_bytes: int = 4 << 20
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Read ``files`` and every file under ``dirs`` (recursively) whose name ends with one of
+    ``suffixes``; missing files and directories are skipped.
+
+    Returns:
+        (path -> content, path -> why it could not be read); paths are absolute.
+    """
+    found: list[str] = [os.path.abspath(f) for f in files if os.path.isfile(f)]
+    for directory in dirs:
+        for root, subdirs, names in os.walk(directory):
+            subdirs.sort()
+            found.extend(
+                os.path.abspath(os.path.join(root, n))
+                for n in sorted(names)
+                if n.endswith(suffixes)
+            )
+    contents: dict[str, bytes] = {}
+    errors: dict[str, str] = {}
+    for path in dict.fromkeys(found):
+        try:
+            if os.path.getsize(path) > max_bytes:
+                errors[path] = f"larger than {max_bytes} bytes"
+                continue
+            with open(path, "rb") as f:
+                contents[path] = f.read()
+        except OSError as exc:
+            errors[path] = exc.strerror or str(exc)
+    return contents, errors

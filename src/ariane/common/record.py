@@ -25,11 +25,15 @@ from typing import Any
 from ariane.common.message import HostPort, MessageExt
 from ariane.common.properties import decode_properties, encode_properties
 from ariane.common.sysflag import (
-    BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
-    COMPRESSION_TYPE_MASK,
     COMPRESSION_ZLIB,
-    STOREHOSTADDRESS_V6_FLAG,
+    born_host_v6,
+    clear_compression,
+    compression_type,
+    host_flags,
+    host_record_size,
+    store_host_v6,
+    with_host_flags,
 )
 from ariane.errors import CorruptionError
 
@@ -106,12 +110,10 @@ def encode_record(msg: MessageExt, *, v2: bool | None = None) -> bytes:
         raise ValueError(f"topic too long: {len(topic)} bytes")
     if len(prop_bytes) > 32767:
         raise ValueError(f"properties too long: {len(prop_bytes)} bytes")
-    sys_flag = msg.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
     born, store = msg.born_host, msg.store_host
-    if len(born.addr) == 16:
-        sys_flag |= BORNHOST_V6_FLAG
-    if len(store.addr) == 16:
-        sys_flag |= STOREHOSTADDRESS_V6_FLAG
+    sys_flag = with_host_flags(
+        msg.sys_flag, host_flags(len(born.addr) == 16, len(store.addr) == 16)
+    )
     total = record_length(
         len(msg.body), len(topic), len(prop_bytes), v2=use_v2, born_v6=born.is_ipv6,
         store_v6=store.is_ipv6,
@@ -173,7 +175,7 @@ def decode_record(
 
 #: Everything up to BODYLENGTH when both hosts are IPv4 (the common case), in one unpack.
 _FIXED4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
-_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+_V6_FLAGS = host_flags(True, True)
 
 
 def _decode(
@@ -192,19 +194,36 @@ def _decode(
         raise CorruptionError(f"bad total size {total}", pos=pos)
     _need(buf, pos, total, "record")
     p = pos + _HEAD.size
-    host = _HOST6 if sys_flag & BORNHOST_V6_FLAG else _HOST4
+    host = _HOST6 if born_host_v6(sys_flag) else _HOST4
     _need(buf, p, host.size + 8, "born host")
     born = host.unpack_from(buf, p)
     p += host.size
     store_ts = _I64.unpack_from(buf, p)
     p += 8
-    host = _HOST6 if sys_flag & STOREHOSTADDRESS_V6_FLAG else _HOST4
+    host = _HOST6 if store_host_v6(sys_flag) else _HOST4
     _need(buf, p, host.size + _MIDDLE.size, "store host")
     store = host.unpack_from(buf, p)
     p += host.size
     middle = _MIDDLE.unpack_from(buf, p)
     p += _MIDDLE.size
     return _finish(buf, pos, head + born + store_ts + store + middle, p, check_crc, decompress)
+
+
+#: Largest body a compressed record may inflate to (a zlib bomb guard, as the broker bounds
+#: inflated registration bodies): 16 times RocketMQ's 4 MiB message limit.
+MAX_INFLATED_BODY_BYTES = 64 * 1024 * 1024
+
+
+def _inflate(body: bytes, pos: int) -> bytes:
+    inflater = zlib.decompressobj()
+    data = inflater.decompress(body, MAX_INFLATED_BODY_BYTES)
+    if inflater.unconsumed_tail:
+        raise CorruptionError(
+            f"compressed body inflates past {MAX_INFLATED_BODY_BYTES} bytes", pos=pos
+        )
+    if not inflater.eof:
+        raise CorruptionError("compressed body is truncated", pos=pos)
+    return data
 
 
 def _finish(
@@ -249,11 +268,10 @@ def _finish(
     properties = decode_properties(bytes(buf[p:end]).decode()) if props_len else {}
     if check_crc and (zlib.crc32(body) & CRC_MASK) != crc:
         raise CorruptionError("body CRC mismatch", pos=pos)
-    if decompress and sys_flag & COMPRESSED_FLAG:
-        ctype = (sys_flag & COMPRESSION_TYPE_MASK) >> 8
-        if ctype in (0, COMPRESSION_ZLIB):
-            body = zlib.decompress(body)
-            sys_flag &= ~(COMPRESSED_FLAG | COMPRESSION_TYPE_MASK)
+    compressed = sys_flag & COMPRESSED_FLAG
+    if decompress and compressed and compression_type(sys_flag) in (0, COMPRESSION_ZLIB):
+        body = _inflate(body, pos)
+        sys_flag = clear_compression(sys_flag)
     msg = MessageExt(
         topic,
         body,
@@ -310,8 +328,8 @@ def _properties_span(buf: bytes | bytearray | memoryview) -> tuple[int, int]:
     if total != end or magic not in (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2):
         raise CorruptionError(f"not one whole record (size {total}, {end} bytes given)")
     (sys_flag,) = _I32.unpack_from(buf, 36)
-    p = 48 + (20 if sys_flag & BORNHOST_V6_FLAG else 8) + 8
-    p += (20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8) + _MIDDLE.size
+    p = 48 + host_record_size(born_host_v6(sys_flag)) + 8
+    p += host_record_size(store_host_v6(sys_flag)) + _MIDDLE.size
     if p > end:
         raise CorruptionError("record truncated before its body")
     (body_len,) = _I32.unpack_from(buf, p - 4)

@@ -50,7 +50,8 @@ SYSTEM_TOPICS = frozenset(
 TOPIC_MAX_LENGTH = 127
 RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
 GROUP_MAX_LENGTH = 120
-_NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+#: the whole name (``fullmatch``: ``$`` alone would accept a trailing newline)
+_NAME_RE = re.compile(r"[%|a-zA-Z0-9_-]+")
 
 
 def retry_topic(group: str) -> str:
@@ -79,7 +80,7 @@ def validate_topic(topic: str) -> None:
     )
     if len(topic) > limit:
         raise InvalidArgumentError(f"topic name longer than {limit} characters: {topic[:40]!r}...")
-    if not _NAME_RE.match(topic):
+    if not _NAME_RE.fullmatch(topic):
         raise InvalidArgumentError(f"topic name has illegal characters: {topic!r}")
 
 
@@ -89,5 +90,5 @@ def validate_group(group: str) -> None:
         raise InvalidArgumentError("group name is empty")
     if len(group) > GROUP_MAX_LENGTH:
         raise InvalidArgumentError(f"group name longer than {GROUP_MAX_LENGTH} characters")
-    if not _NAME_RE.match(group):
+    if not _NAME_RE.fullmatch(group):
         raise InvalidArgumentError(f"group name has illegal characters: {group!r}")

@@ -60,7 +60,8 @@ class NamesrvConfig:
     Attributes:
         listen_port: TCP port (``listenPort``, 9876; 0 picks a free one).
         bind_address: interface to listen on (``bindAddress``; Ariane binds 127.0.0.1).
-        rocketmq_home: informational (``rocketmqHome``).
+        rocketmq_home: ``rocketmqHome``: with ``aclEnable`` the ACL files are
+            ``{rocketmqHome}/conf/plain_acl.yml`` and ``{rocketmqHome}/conf/acl/**/*.yml``.
         kv_config_path: the persisted KV config (``kvConfigPath``).
         config_store_path: where runtime config updates are saved (``configStorePath``).
         product_env_name: informational (``productEnvName``).
@@ -88,6 +89,15 @@ class NamesrvConfig:
             the broker's key; 0 = off).
         metrics_prom_exporter_host: its bind address (``metricsPromExporterHost``; default:
             ``bindAddress``).
+        acl_enable: ``aclEnable`` (Ariane's, as the broker's): check the write requests
+            (broker registration, KV and config updates, write-permission changes) against the
+            ACL files; they then need an admin account. Reads stay open.
+        acl_watch_interval_ms: ``aclWatchIntervalMs``: how often the ACL files are re-read.
+        kv_config_max_entries: ``kvConfigMaxEntries`` (Ariane's): KV entries at most; a
+            PUT_KV_CONFIG of a new key past it is refused.
+        server_max_connections: ``serverMaxConnections``: open connections at most.
+        server_max_buffered_bytes_per_connection: ``serverMaxBufferedBytesPerConnection``:
+            answers queued for one connection at most before it is closed.
     """
 
     listen_port: int = _prop("listenPort", 9876)
@@ -116,6 +126,15 @@ class NamesrvConfig:
     server_socket_backlog: int = _prop("serverSocketBacklog", 1024)
     metrics_prom_exporter_port: int = _prop("metricsPromExporterPort", 0)
     metrics_prom_exporter_host: str = _prop("metricsPromExporterHost", "")
+    # -- ACL (issue 11) --
+    acl_enable: bool = _prop("aclEnable", False)
+    acl_watch_interval_ms: int = _prop("aclWatchIntervalMs", 500)
+    # -- limits (issue 11) --
+    kv_config_max_entries: int = _prop("kvConfigMaxEntries", 100_000)
+    server_max_connections: int = _prop("serverMaxConnections", 8192)
+    server_max_buffered_bytes_per_connection: int = _prop(
+        "serverMaxBufferedBytesPerConnection", 64 * 1024 * 1024
+    )
 
     def __post_init__(self) -> None:
         if not 0 <= self.listen_port <= 65535:
@@ -142,6 +161,10 @@ class NamesrvConfig:
             raise ConfigError("serverSocketBacklog", "must be >= 1")
         if not 0 <= self.metrics_prom_exporter_port <= 65535:
             raise ConfigError("metricsPromExporterPort", "must be 0..65535")
+        if not 10 <= self.acl_watch_interval_ms <= 60_000:
+            raise ConfigError("aclWatchIntervalMs", "must be 10..60000")
+        if self.kv_config_max_entries < 1:
+            raise ConfigError("kvConfigMaxEntries", "must be >= 1")
 
     def with_properties(self, props: Mapping[str, str]) -> tuple[NamesrvConfig, list[str]]:
         """A copy with RocketMQ properties applied.
@@ -160,6 +183,6 @@ class NamesrvConfig:
 
     def black_listed(self) -> frozenset[str]:
         """Keys UPDATE_NAMESRV_CONFIG refuses (RocketMQ's fixed four plus the configured)."""
-        fixed = {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}
+        fixed = {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome", "aclEnable"}
         configured = {k.strip() for k in self.config_black_list.split(";") if k.strip()}
         return frozenset(fixed | configured)

@@ -31,6 +31,14 @@ class KVConfigManager:
         """Set a value (creating the namespace)."""
         self.config_table.setdefault(namespace, {})[key] = value
 
+    def count(self) -> int:
+        """Entries over every namespace."""
+        return sum(len(table) for table in self.config_table.values())
+
+    def has(self, namespace: str, key: str) -> bool:
+        """Whether ``namespace``/``key`` exists."""
+        return key in self.config_table.get(namespace, {})
+
     def get(self, namespace: str, key: str) -> str | None:
         """A value, or ``None``."""
         table = self.config_table.get(namespace)

@@ -13,7 +13,7 @@ from ariane.observability.rpc import add_rpc_families
 from ariane.remoting.metrics import RpcMetrics
 
 if TYPE_CHECKING:
-    from ariane.namesrv.server import NameServer
+    from ariane.namesrv.context import NamesrvContext
 
 __all__ = ["NamesrvMetrics"]
 
@@ -29,7 +29,7 @@ class NamesrvMetrics:
         rpc: its request hook.
     """
 
-    def __init__(self, namesrv: NameServer, rpc: RpcMetrics) -> None:
+    def __init__(self, namesrv: NamesrvContext, rpc: RpcMetrics) -> None:
         self.namesrv = namesrv
         self.rpc = rpc
 

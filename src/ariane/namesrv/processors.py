@@ -35,7 +35,7 @@ from ariane.remoting.protocol.route import TopicRouteData
 from ariane.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from ariane.namesrv.server import NameServer
+    from ariane.namesrv.context import NamesrvContext
 
 __all__ = ["NamesrvProcessor"]
 
@@ -60,7 +60,7 @@ class NamesrvProcessor:
         namesrv: the server whose tables, KV config and config the handlers use.
     """
 
-    def __init__(self, namesrv: NameServer) -> None:
+    def __init__(self, namesrv: NamesrvContext) -> None:
         self.namesrv = namesrv
 
     def register(self, server: RemotingServer) -> None:
@@ -98,7 +98,18 @@ class NamesrvProcessor:
     async def put_kv_config(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
         """PUT_KV_CONFIG: set a value and persist before answering."""
         header = h.PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
-        self.namesrv.kv_config.put(header.namespace, header.key, header.value)
+        kv = self.namesrv.kv_config
+        limit = self.namesrv.config.kv_config_max_entries
+        if not kv.has(header.namespace, header.key) and kv.count() >= limit:
+            logger.warning(
+                "kv put %s/%s from %s refused: %d entries (kvConfigMaxEntries)",
+                header.namespace, header.key, ctx.remote_addr, limit,
+            )  # fmt: skip
+            return _response(
+                ResponseCode.SYSTEM_ERROR,
+                f"the KV config holds {limit} entries (kvConfigMaxEntries): delete some first",
+            )
+        kv.put(header.namespace, header.key, header.value)
         logger.info(
             "kv put %s/%s=%s from %s", header.namespace, header.key, header.value, ctx.remote_addr
         )

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.javaprops import format_properties
+from ariane.common.netaddr import is_loopback
+from ariane.namesrv.acl import NamesrvAcl
 from ariane.namesrv.config import NamesrvConfig
 from ariane.namesrv.kvconfig import KVConfigManager, write_file_atomically
 from ariane.namesrv.processors import NamesrvProcessor
@@ -55,12 +57,15 @@ class NameServer:
                 listen_port=config.listen_port,
                 channel_max_idle_seconds=float(config.server_channel_max_idle_time_seconds),
                 backlog=config.server_socket_backlog,
+                max_connections=config.server_max_connections,
+                max_write_buffer_bytes=config.server_max_buffered_bytes_per_connection,
             )
         )
         NamesrvProcessor(self).register(self.remoting)
         self.rpc_metrics = RpcMetrics()
         self.remoting.register_hook(self.rpc_metrics)
         self.metrics_server: MetricsServer | None = None
+        self.acl: NamesrvAcl | None = None
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self._scan_task: asyncio.Task[None] | None = None
         self._persist_lock = asyncio.Lock()
@@ -86,6 +91,7 @@ class NameServer:
             OSError: the port cannot be bound.
         """
         self.kv_config = KVConfigManager.load(self.config.kv_config_path)
+        self._start_acl()
         port = await self.remoting.start()
         self._started_at = self.clock.monotonic()
         self._scan_task = asyncio.create_task(
@@ -108,6 +114,9 @@ class NameServer:
                 await self._scan_task
             self._scan_task = None
         await self.remoting.stop()
+        if self.acl is not None:
+            await self.acl.stop()
+            self.acl = None
         server, self.metrics_server = self.metrics_server, None
         if server is not None:
             await asyncio.to_thread(server.stop)
@@ -115,8 +124,23 @@ class NameServer:
             pass
         logger.info("name server stopped")
 
+    def _start_acl(self) -> None:
+        config = self.config
+        if not config.acl_enable:
+            if not is_loopback(config.bind_address):
+                logger.warning(
+                    "the name server listens on %s with aclEnable=false: anyone who can reach "
+                    "it may register brokers and change its KV config; set aclEnable=true",
+                    config.bind_address,
+                )
+            return
+        if self.acl is None:
+            self.acl = NamesrvAcl(config.rocketmq_home, self.clock, config.acl_watch_interval_ms)
+            self.acl.load()
+            self.remoting.register_hook(self.acl.hook)
+
     def _start_metrics(self) -> None:
-        from ariane.namesrv.metrics import NamesrvMetrics
+        from ariane.namesrv.metrics import NamesrvMetrics  # prometheus only when exported
         from ariane.observability.exporter import LoopCollector, MetricsServer, new_registry
 
         build = NamesrvMetrics(self, self.rpc_metrics).build

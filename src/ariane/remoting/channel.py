@@ -126,6 +126,7 @@ class Channel(asyncio.Protocol):
         max_frame_bytes: int = MAX_FRAME_BYTES,
         pause_reading_on_backpressure: bool = False,
         max_inflight: int = 10_000,
+        max_write_buffer_bytes: int = 0,
     ) -> None:
         self.id = next(_channel_ids)
         self.remote_addr = "?"
@@ -150,6 +151,7 @@ class Channel(asyncio.Protocol):
         self._reading_paused = False
         self._inflight = 0
         self._max_inflight = max_inflight
+        self._max_write_buffer = max_write_buffer_bytes
         self._backlog: collections.deque[RemotingCommand] = collections.deque()
 
     def __repr__(self) -> str:
@@ -231,6 +233,13 @@ class Channel(asyncio.Protocol):
         else:
             transport.writelines(out)
         self.last_active = self._loop.time()
+        limit = self._max_write_buffer
+        if limit and transport.get_write_buffer_size() > limit:
+            logger.warning(
+                "%r: closing, %d bytes wait to be sent (more than %d): the peer stopped reading",
+                self, transport.get_write_buffer_size(), limit,
+            )  # fmt: skip
+            self.abort()
 
     def invoke_future(
         self, request: RemotingCommand, timeout_ms: int
@@ -303,7 +312,7 @@ class Channel(asyncio.Protocol):
                     f"(opaque {opaque})"
                 )
             )
-        if pending and self._transport is not None:
+        if pending and self.is_active:
             self._arm_sweep()
 
     async def invoke(self, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:

@@ -6,12 +6,16 @@ address that is still connecting share the one connection attempt. Requests the 
 back on the connection (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE,
 GET_CONSUMER_RUNNING_INFO...) go to processors registered here, exactly as on a server; codes
 without a processor are answered with REQUEST_CODE_NOT_SUPPORTED.
+
+``signer``, when set, amends every outgoing request just before it is written (the ACL
+signature: ``AclClientRPCHook``); it runs on the fast paths too, unlike general hooks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from ariane.errors import ConnectError, InvalidArgumentError, RequestTimeoutError
 from ariane.remoting.channel import Channel
@@ -19,7 +23,10 @@ from ariane.remoting.config import RemotingClientConfig
 from ariane.remoting.dispatch import Dispatcher, DispatchingEndpoint
 from ariane.remoting.protocol.command import RemotingCommand
 
-__all__ = ["RemotingClient", "parse_address"]
+__all__ = ["RemotingClient", "RequestSigner", "parse_address"]
+
+#: Amends a request in place before it is sent (adds credentials and a signature).
+RequestSigner = Callable[[RemotingCommand], None]
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +56,14 @@ class RemotingClient(DispatchingEndpoint):
 
     Args:
         config: connect timeout and frame limit.
+        signer: signs every outgoing request (None: requests go out as they are).
     """
 
-    def __init__(self, config: RemotingClientConfig | None = None) -> None:
+    def __init__(
+        self, config: RemotingClientConfig | None = None, *, signer: RequestSigner | None = None
+    ) -> None:
         self.config = config or RemotingClientConfig()
+        self.signer = signer
         self.dispatcher = Dispatcher()
         self._channels: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Future[Channel]] = {}
@@ -151,6 +162,8 @@ class RemotingClient(DispatchingEndpoint):
         channel = self._channels.get(addr)
         if channel is None or not channel.is_active:
             channel = await self.get_channel(addr)
+        if self.signer is not None:
+            self.signer(request)
         hooks = self.dispatcher.hooks
         for hook in hooks:
             early = hook.before_request(channel, request)
@@ -177,6 +190,8 @@ class RemotingClient(DispatchingEndpoint):
         channel = self._channels.get(addr)
         if channel is None or not channel.is_active:
             channel = await self.get_channel(addr)
+        if self.signer is not None:
+            self.signer(request)
         for hook in self.dispatcher.hooks:
             if hook.before_request(channel, request) is not None:
                 return

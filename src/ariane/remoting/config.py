@@ -25,6 +25,10 @@ class RemotingServerConfig:
         max_inflight_per_channel: asynchronous requests one connection may have in progress
             before the server stops reading from it.
         shutdown_grace_seconds: how long ``stop()`` waits for in-progress requests.
+        max_connections: open connections at most; more are closed at once, logged
+            (``serverMaxConnections``).
+        max_write_buffer_bytes: bytes queued for one connection at most; a peer that stops
+            reading past this is disconnected, logged (``serverMaxBufferedBytesPerConnection``).
     """
 
     bind_address: str = "127.0.0.1"
@@ -34,8 +38,18 @@ class RemotingServerConfig:
     backlog: int = 1024
     max_inflight_per_channel: int = 10_000
     shutdown_grace_seconds: float = 5.0
+    # limits (issue 11)
+    max_connections: int = 8192
+    max_write_buffer_bytes: int = 64 * 1024 * 1024
 
     def __post_init__(self) -> None:
+        if self.max_connections < 1:
+            raise ConfigError("serverMaxConnections", f"must be >= 1, got {self.max_connections}")
+        if self.max_write_buffer_bytes < 1024 * 1024:
+            raise ConfigError(
+                "serverMaxBufferedBytesPerConnection",
+                f"must be at least 1 MiB, got {self.max_write_buffer_bytes}",
+            )
         if not 0 <= self.listen_port <= 65535:
             raise ConfigError("listenPort", f"must be 0..65535, got {self.listen_port}")
         if self.max_frame_bytes < 64:

@@ -16,10 +16,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from typing import cast
 
 from ariane.remoting.channel import Channel
 from ariane.remoting.config import RemotingServerConfig
 from ariane.remoting.dispatch import Dispatcher, DispatchingEndpoint
+from ariane.remoting.local import LocalChannel, LocalRequestCallback
 from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["RemotingServer"]
@@ -38,6 +40,8 @@ class RemotingServer(DispatchingEndpoint):
         self.config = config or RemotingServerConfig()
         self.dispatcher = Dispatcher()
         self._channels: dict[int, Channel] = {}
+        self._refused = 0
+        self._refused_logged = -1e9
         self._close_listeners: list[Callable[[Channel], None]] = []
         self._server: asyncio.Server | None = None
         self._sweeper: asyncio.Task[None] | None = None
@@ -143,14 +147,38 @@ class RemotingServer(DispatchingEndpoint):
         """
         channel.invoke_oneway(request)
 
+    def open_local_channel(
+        self, remote_addr: str, on_request: LocalRequestCallback | None = None
+    ) -> LocalChannel:
+        """A connection from a peer inside this process (the gRPC proxy acting for a client):
+        its requests reach this server's processors and hooks, and its ``close()`` runs the
+        close listeners like any lost connection."""
+        channel = LocalChannel(
+            self.dispatcher, remote_addr=remote_addr, local_addr=self.address, on_request=on_request
+        )
+        self._channels[channel.id] = channel
+        channel.add_close_listener(self._on_channel_closed)
+        return channel
+
     # -- internals ------------------------------------------------------------------------------
 
-    def _new_channel(self) -> Channel:
+    def _new_channel(self) -> asyncio.Protocol:
+        if len(self._channels) >= self.config.max_connections:
+            self._refused += 1
+            now = asyncio.get_running_loop().time()
+            if now - self._refused_logged >= 10.0:
+                logger.warning(
+                    "%s: %d connection(s) refused: %d open, serverMaxConnections=%d",
+                    self.address, self._refused, len(self._channels), self.config.max_connections,
+                )  # fmt: skip
+                self._refused, self._refused_logged = 0, now
+            return _Refused()
         channel = Channel(
             self.dispatcher,
             max_frame_bytes=self.config.max_frame_bytes,
             pause_reading_on_backpressure=True,
             max_inflight=self.config.max_inflight_per_channel,
+            max_write_buffer_bytes=self.config.max_write_buffer_bytes,
         )
         self._channels[channel.id] = channel
         channel.add_close_listener(self._on_channel_closed)
@@ -176,3 +204,10 @@ class RemotingServer(DispatchingEndpoint):
                 if channel.last_active < deadline and channel.is_active:
                     logger.info("closing %r: idle for more than %.0f s", channel, idle)
                     channel.close()
+
+
+class _Refused(asyncio.Protocol):
+    """A connection over ``max_connections``: closed as soon as it is made."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        cast(asyncio.Transport, transport).abort()

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client.admin import Admin
 from ariane.client.message import MessageExt, MessageQueue, PullResult, PullStatus
 from ariane.client.sync import background_loop
@@ -40,20 +41,23 @@ __all__ = ["ClusterOffsets", "QueueReader", "shared_admin"]
 
 logger = logging.getLogger(__name__)
 
-_admins: dict[tuple[int, str], Admin] = {}
+_admins: dict[tuple[int, str, SessionCredentials | None], Admin] = {}
 _admins_lock = threading.Lock()
 #: How often a pull that finds nothing below the planned end is retried before it counts
 #: as lost data (the queue's max offset can lag a moment behind after a broker restart).
 _EMPTY_PULL_RETRIES = 5
 
 
-def shared_admin(nameserver: str, timeout_ms: int = 10_000) -> Admin:
-    """The process's started ``Admin`` for ``nameserver`` (created on first use)."""
-    key = (os.getpid(), nameserver)
+def shared_admin(
+    nameserver: str, timeout_ms: int = 10_000, credentials: SessionCredentials | None = None
+) -> Admin:
+    """The process's started ``Admin`` for ``nameserver`` and ACL account (created on first
+    use)."""
+    key = (os.getpid(), nameserver, credentials)
     with _admins_lock:
         admin = _admins.get(key)
         if admin is None:
-            admin = Admin(namesrv_addr=nameserver, timeout_ms=timeout_ms)
+            admin = Admin(namesrv_addr=nameserver, timeout_ms=timeout_ms, credentials=credentials)
             background_loop().run(admin.start())
             _admins[key] = admin
         return admin
@@ -99,7 +103,7 @@ class ClusterOffsets:
 
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
-        self.admin = shared_admin(opts.nameserver, opts.timeout_ms)
+        self.admin = shared_admin(opts.nameserver, opts.timeout_ms, opts.credentials)
         self._bg = background_loop()
         self.addrs: dict[QueueKey, str] = {}
 
@@ -229,7 +233,7 @@ class QueueReader:
 
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
-        self.admin = shared_admin(opts.nameserver, opts.timeout_ms)
+        self.admin = shared_admin(opts.nameserver, opts.timeout_ms, opts.credentials)
         self._bg = background_loop()
         self._tags = opts.subscription.tags
 

@@ -25,6 +25,7 @@ import os
 import threading
 from collections import deque
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client._selector import SelectMessageQueueByHash
 from ariane.client.message import Message, MessageQueue, SendResult
 from ariane.client.sync import SyncProducer, background_loop
@@ -36,13 +37,13 @@ from ariane.spark.options import SinkOptions
 __all__ = ["RowSender", "shared_producer"]
 
 _BATCH_BYTES = 1024 * 1024
-_producers: dict[tuple[int, str, str], SyncProducer] = {}
+_producers: dict[tuple[int, str, str, SessionCredentials | None], SyncProducer] = {}
 _producers_lock = threading.Lock()
 
 
 def shared_producer(opts: SinkOptions) -> SyncProducer:
     """The process's started producer for (NameServer, group), created on first use."""
-    key = (os.getpid(), opts.nameserver, opts.producer_group)
+    key = (os.getpid(), opts.nameserver, opts.producer_group, opts.credentials)
     with _producers_lock:
         producer = _producers.get(key)
         if producer is None:
@@ -50,6 +51,7 @@ def shared_producer(opts: SinkOptions) -> SyncProducer:
                 opts.producer_group,
                 namesrv_addr=opts.nameserver,
                 send_timeout_ms=opts.send_timeout_ms,
+                credentials=opts.credentials,
             )
             producer.start()
             _producers[key] = producer

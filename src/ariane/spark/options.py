@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.common.topics import validate_topic as check_topic
 from ariane.common.trace import DEFAULT_TRACE_TOPIC
 from ariane.errors import InvalidArgumentError
@@ -80,6 +81,19 @@ def _int(opts: dict[str, str], name: str, default: int | None, minimum: int = 1)
     if value < minimum:
         raise InvalidArgumentError(f"option {name} must be at least {minimum}, not {value}")
     return value
+
+
+def parse_credentials(opts: dict[str, str]) -> SessionCredentials | None:
+    """The ``accessKey``/``secretKey`` options (an ACL account; both or neither).
+
+    Raises:
+        InvalidArgumentError: only one of them is given.
+    """
+    ak = opts.get("accesskey", "").strip()
+    sk = opts.get("secretkey", "").strip()
+    if bool(ak) != bool(sk):
+        raise InvalidArgumentError("give both options accessKey and secretKey (or neither)")
+    return SessionCredentials(ak, sk) if ak else None
 
 
 def parse_timestamp_ms(raw: str, name: str) -> int:
@@ -355,6 +369,7 @@ class SourceOptions:
     commit_offsets_to_group: str | None
     pull_batch_size: int
     timeout_ms: int
+    credentials: SessionCredentials | None = None
     #: ``decode=trace``: rows are the decoded message-trace records (issue 15)
     decode_trace: bool = False
 
@@ -416,6 +431,7 @@ class SourceOptions:
             commit_offsets_to_group=commit_group,
             pull_batch_size=_int(opts, "pullBatchSize", 256) or 256,
             timeout_ms=_int(opts, "timeoutMs", 10_000) or 10_000,
+            credentials=parse_credentials(opts),
             decode_trace=decode_trace,
         )
 
@@ -446,6 +462,7 @@ class SinkOptions:
     max_in_flight: int
     send_timeout_ms: int
     id_namespace: str | None
+    credentials: SessionCredentials | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -471,4 +488,5 @@ class SinkOptions:
             max_in_flight=_int(opts, "maxInFlight", 16) or 16,
             send_timeout_ms=_int(opts, "sendTimeoutMs", 10_000) or 10_000,
             id_namespace=opts.get("idnamespace", "").strip() or None,
+            credentials=parse_credentials(opts),
         )

@@ -22,7 +22,6 @@ from ariane.store.commit_log import CommitLog
 from ariane.store.config import StoreConfig
 from ariane.store.consume_queue import ConsumeQueue
 from ariane.store.index_file import IndexService
-from ariane.store.mapped_file import MappedFile
 from ariane.store.service import ServiceThread
 
 __all__ = ["CleanService", "DiskUsage", "disk_usage_ratio"]
@@ -143,22 +142,9 @@ class CleanService(ServiceThread):
     def delete_expired_commit_log_files(self, force: bool) -> int:
         """``deleteExpiredFileByTime``: oldest first, never the last file, at most 10."""
         reserved_ms = self.config.file_reserved_time_hours * 3_600_000
-        now = self.clock.now_ms()
-        files = self.commit_log.queue.files
-        doomed: list[MappedFile] = []
-        for mf in files[:-1]:
-            if not (now >= mf.last_modified_ms() + reserved_ms or force):
-                break
-            mf.shutdown_mark(now)
-            if not mf.destroy():
-                break
-            doomed.append(mf)
-            if len(doomed) >= DELETE_FILES_BATCH_MAX:
-                break
-        if doomed:
-            self.commit_log.queue.remove_files(doomed)
-            logger.info("deleted %d expired CommitLog file(s)", len(doomed))
-        return len(doomed)
+        return self.commit_log.delete_expired_files(
+            self.clock.now_ms(), reserved_ms, force, DELETE_FILES_BATCH_MAX
+        )
 
     # -- ConsumeQueue and index ----------------------------------------------------------
     def clean_consume_queues(self) -> int:

@@ -13,6 +13,7 @@ log; recovery parses the log instead (:mod:`ariane.store.recovery`).
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import struct
 import threading
@@ -28,10 +29,11 @@ from ariane.common.message import HostPort
 from ariane.common.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
 from ariane.common.record import CRC_MASK
 from ariane.common.sysflag import (
-    BORNHOST_V6_FLAG,
-    STOREHOSTADDRESS_V6_FLAG,
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
+    born_host_v6,
+    enters_consume_queue,
+    host_flags,
+    host_record_size,
+    with_host_flags,
 )
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.store.config import StoreConfig
@@ -49,17 +51,16 @@ from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.results import PutResult, PutStatus
 
-__all__ = ["FLUSH_LATENCY_BUCKETS_S", "CommitLog"]
+__all__ = ["FLUSH_LATENCY_BUCKETS_S", "CommitLog", "PreparedBatch", "PreparedOne"]
 
 #: Buckets of ``CommitLog.flush_latency`` (seconds).
 FLUSH_LATENCY_BUCKETS_S = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 
 logger = logging.getLogger(__name__)
 
-_INT32 = 1 << 31
-_INT64 = 1 << 63
-_TX_MASK = 0xC
-_HOST_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+#: Builds a DispatchRequest from a ready tuple in one C call (a NamedTuple's own
+#: constructor costs a Python-level call per record; hot path).
+_new_request = tuple.__new__
 # Fixed header up to and including BODYLENGTH, one struct per (born v6, store v6).
 _HEADERS = {
     (False, False): struct.Struct(">iiiiiqqiq4siq4siiqi"),
@@ -92,8 +93,74 @@ class _Prepared:
         self.total = total
 
 
+class PreparedOne:
+    """One message validated and encoded outside the put lock (:meth:`CommitLog.prepare_one`):
+    the fixed-header struct, magic code, final sysFlag, stored size, body CRC, the bytes after
+    the body (topic and properties) and the tagsCode."""
+
+    __slots__ = ("crc", "header", "magic", "msg", "rest", "sys_flag", "tags_code", "total")
+
+    def __init__(
+        self,
+        msg: MessageInner,
+        header: struct.Struct,
+        magic: int,
+        sys_flag: int,
+        total: int,
+        crc: int,
+        rest: bytes,
+        tags_code: int,
+    ) -> None:
+        self.msg = msg
+        self.header = header
+        self.magic = magic
+        self.sys_flag = sys_flag
+        self.total = total
+        self.crc = crc
+        self.rest = rest
+        self.tags_code = tags_code
+
+
+class PreparedBatch:
+    """A batch validated and encoded outside the put lock (:meth:`CommitLog.prepare_batch`)."""
+
+    __slots__ = ("batch", "header", "magic", "records", "sys_flag", "topic_tail", "total")
+
+    def __init__(
+        self,
+        batch: MessageBatchInner,
+        header: struct.Struct,
+        magic: int,
+        topic_tail: bytes,
+        sys_flag: int,
+        records: list[_Prepared],
+        total: int,
+    ) -> None:
+        self.batch = batch
+        self.header = header
+        self.magic = magic
+        self.topic_tail = topic_tail
+        self.sys_flag = sys_flag
+        self.records = records
+        self.total = total
+
+
 def _illegal(remark: str) -> PutResult:
     return PutResult(PutStatus.MESSAGE_ILLEGAL, remark=remark)
+
+
+def _out_of_range(
+    queue_id: int, flag: int, sys_flag: int, reconsume: int, born_ts: int, prepared: int
+) -> PutResult | None:
+    """MESSAGE_ILLEGAL when a field does not fit its place in the record (or the queue id is
+    negative); packing them is one C call that refuses what the record cannot hold."""
+    try:
+        _RANGES.pack(queue_id, flag, sys_flag, reconsume, born_ts, prepared)
+        if queue_id >= 0:
+            return None
+    except struct.error:  # out of range (or not an integer)
+        pass
+    return _illegal("queue id, flag, sysFlag, reconsumeTimes or an offset out of range")
 
 
 def _encode_props(props: dict[str, str]) -> str:
@@ -125,6 +192,9 @@ class CommitLog:
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         #: dispatch requests in physical order, consumed by the reput thread.
         self.pending: deque[DispatchRequest] = deque()
+        #: where the writer queues the dispatch requests of new records: ``pending`` itself
+        #: here; a log whose records become visible later (DLedger) stages them apart
+        self.staged = self.pending
         self.put_lock = threading.Lock()
         self.on_appended: Callable[[], None] | None = None
         self._last_store_ts = 0
@@ -168,52 +238,25 @@ class CommitLog:
             self._topics[topic] = result
         return result
 
-    def _check_common(
-        self,
-        queue_id: int,
-        sys_flag: int,
-        born_ts: int,
-        born: bytes,
-        store: bytes,
-        reconsume: int,
-    ) -> str | None:
-        if not 0 <= queue_id < _INT32:
-            return f"queue id {queue_id} out of range"
-        if not -_INT32 <= sys_flag < _INT32 or not -_INT32 <= reconsume < _INT32:
-            return "sysFlag or reconsumeTimes out of int32 range"
-        if not -_INT64 <= born_ts < _INT64:
-            return "born timestamp out of int64 range"
-        if len(born) not in (4, 16) or len(store) not in (4, 16):
-            return "born/store host address must be 4 or 16 bytes"
-        return None
-
-    def _prepare(
-        self,
-        body: bytes,
-        flag: int,
-        props: dict[str, str],
-        props_string: str | None,
-        fixed: int,
-    ) -> _Prepared | PutResult:
-        if not -_INT32 <= flag < _INT32:
-            return _illegal(f"flag {flag} out of int32 range")
-        text = props_string if props_string is not None else _encode_props(props)
+    def _props_bytes(self, props: dict[str, str], text: str | None) -> bytes | PutResult:
+        """The encoded properties of a message (``text`` when given), or why they cannot be
+        stored."""
+        if text is None:
+            text = _encode_props(props)
         try:
             props_bytes = text.encode()
         except UnicodeEncodeError:
             return _illegal("properties are not valid unicode")
-        if len(props_bytes) > self.config.max_properties_length:
+        if len(props_bytes) > self._max_props:
             return PutResult(
                 PutStatus.PROPERTIES_SIZE_EXCEEDED,
-                remark=f"properties are {len(props_bytes)} bytes, limit "
-                f"{self.config.max_properties_length}",
+                remark=f"properties are {len(props_bytes)} bytes, limit {self._max_props}",
             )
-        total = fixed + len(body) + len(props_bytes)
-        if total > self.config.max_message_size:
-            return _illegal(
-                f"message is {total} bytes stored, limit {self.config.max_message_size}"
-            )
-        return _Prepared(body, flag, props, props_bytes, total)
+        return props_bytes
+
+    def _too_big(self, what: str, total: int) -> PutResult:
+        """The answer to ``total`` stored bytes over ``max_message_size``."""
+        return _illegal(f"{what} is {total} bytes stored, limit {self._max_size}")
 
     def _tags_code(self, topic: str, props: dict[str, str], store_ts: int) -> int:
         if topic == SCHEDULE_TOPIC:
@@ -240,7 +283,7 @@ class CommitLog:
         sys_flag: int,
     ) -> DispatchRequest:
         """The dispatch request of a record just written."""
-        return (
+        return DispatchRequest(
             topic, queue_id, phys, size, self._tags_code(topic, props, store_ts), store_ts,
             queue_offset, props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
         )  # fmt: skip
@@ -255,17 +298,13 @@ class CommitLog:
         store6 = len(store.addr) == 16
         if (not born6 and len(born.addr) != 4) or (not store6 and len(store.addr) != 4):
             return None
-        bits = (BORNHOST_V6_FLAG if born6 else 0) | (STOREHOSTADDRESS_V6_FLAG if store6 else 0)
-        parts = (_HEADERS[(born6, store6)], bits)
+        parts = (_HEADERS[(born6, store6)], host_flags(born6, store6))
         self._last_hosts = (born, store, *parts)
         return parts
 
-    def put_message(self, msg: MessageInner) -> PutResult:
-        """Append one message. Never raises for bad input: returns a status instead.
-
-        Raises:
-            OSError: a new CommitLog file could not be created (reported by the caller).
-        """
+    def prepare_one(self, msg: MessageInner) -> PreparedOne | PutResult:
+        """Validate and encode ``msg`` as far as possible without the put lock (the record
+        then goes to any place :meth:`write_one` is given). Never raises for bad input."""
         topic = msg.topic
         tail = self._topics.get(topic)
         if tail is None:
@@ -283,86 +322,180 @@ class CommitLog:
             if hosts is None:
                 return _illegal("born/store host address must be 4 or 16 bytes")
             header, host_bits = hosts
-        queue_id = msg.queue_id
-        flag = msg.flag
         sys_flag = msg.sys_flag
-        reconsume = msg.reconsume_times
-        born_ts = msg.born_timestamp_ms
-        prepared = msg.prepared_transaction_offset
-        try:
-            _RANGES.pack(queue_id, flag, sys_flag, reconsume, born_ts, prepared)
-            in_range = queue_id >= 0
-        except struct.error:  # out of range (or not an integer)
-            in_range = False
-        if not in_range:
-            return _illegal("queue id, flag, sysFlag, reconsumeTimes or an offset out of range")
+        bad = _out_of_range(
+            msg.queue_id, msg.flag, sys_flag, msg.reconsume_times, msg.born_timestamp_ms,
+            msg.prepared_transaction_offset,
+        )  # fmt: skip
+        if bad is not None:
+            return bad
         props = msg.properties
-        text = msg.properties_string
-        if text is None:
-            text = _encode_props(props)
-        try:
-            props_bytes = text.encode()
-        except UnicodeEncodeError:
-            return _illegal("properties are not valid unicode")
+        props_bytes = self._props_bytes(props, msg.properties_string)
+        if isinstance(props_bytes, PutResult):
+            return props_bytes
         props_len = len(props_bytes)
-        if props_len > self._max_props:
-            return PutResult(
-                PutStatus.PROPERTIES_SIZE_EXCEEDED,
-                remark=f"properties are {props_len} bytes, limit {self._max_props}",
-            )
-        body = msg.body
-        body_len = len(body)
-        total = header.size + len(topic_tail) + 2 + body_len + props_len
+        total = header.size + len(topic_tail) + 2 + len(msg.body) + props_len
         if total > self._max_size:
-            return _illegal(f"message is {total} bytes stored, limit {self._max_size}")
-        crc = zlib.crc32(body) & CRC_MASK
-        sys_flag = (sys_flag & ~_HOST_FLAGS) | host_bits
-        tx = sys_flag & _TX_MASK
-        normal = tx != TRANSACTION_PREPARED_TYPE and tx != TRANSACTION_ROLLBACK_TYPE
-        rest = topic_tail + props_len.to_bytes(2, "big") + props_bytes
+            return self._too_big("message", total)
         tags = props.get(TAGS)
         tags_code = self._tag_codes.get(tags) if tags else 0
         if tags_code is None:
             tags_code = self._tags_code(topic, props, 0)
+        return PreparedOne(
+            msg, header, magic, with_host_flags(sys_flag, host_bits), total,
+            zlib.crc32(msg.body) & CRC_MASK,
+            topic_tail + props_len.to_bytes(2, "big") + props_bytes, tags_code,
+        )  # fmt: skip
+
+    def write_one(
+        self, one: PreparedOne, mm: bytearray | mmap.mmap, pos: int, phys: int, store_ts: int
+    ) -> PutResult:
+        """Under the put lock: give ``one`` its queue offset and write it at ``pos`` of ``mm``
+        as the record at physical offset ``phys``; queue it for dispatch."""
+        msg = one.msg
+        topic = msg.topic
+        queue_id = msg.queue_id
+        sys_flag = one.sys_flag
+        normal = enters_consume_queue(sys_flag)
         key = (topic, queue_id)
-        body_at = header.size
+        queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
+        body = msg.body
+        body_len = len(body)
+        born = msg.born_host
+        store = msg.store_host
+        total = one.total
+        header = one.header
+        header.pack_into(
+            mm, pos, total, one.magic, one.crc, queue_id, msg.flag, queue_offset, phys, sys_flag,
+            msg.born_timestamp_ms, born.addr, born.port, store_ts, store.addr, store.port,
+            msg.reconsume_times, msg.prepared_transaction_offset, body_len,
+        )  # fmt: skip
+        p = pos + header.size + body_len
+        mm[pos + header.size : p] = body
+        mm[p : pos + total] = one.rest
+        if normal:
+            self.topic_queue_table[key] = queue_offset + 1
+        props = msg.properties
+        tags_code = one.tags_code
+        if topic == SCHEDULE_TOPIC:  # tagsCode = delivery time
+            tags_code = self._tags_code(topic, props, store_ts)
+        self.staged.append(
+            _new_request(
+                DispatchRequest,
+                (
+                    topic, queue_id, phys, total, tags_code, store_ts, queue_offset,
+                    props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+                ),
+            )
+        )  # fmt: skip
+        self.put_times_total += 1
+        self.put_size_total += total
+        return PutResult(
+            _PUT_OK, phys, total, store_ts, queue_offset, 1, store.addr, store.port, (phys,)
+        )
+
+    def next_store_timestamp(self) -> int:
+        """Under the put lock: now, never before the last store time (kept monotonic)."""
+        now = self.clock.now_ms()
+        store_ts = now if now > self._last_store_ts else self._last_store_ts
+        self._last_store_ts = store_ts
+        return store_ts
+
+    def put_message(self, msg: MessageInner) -> PutResult:
+        """Append one message. Never raises for bad input: returns a status instead.
+
+        Raises:
+            OSError: a new CommitLog file could not be created (reported by the caller).
+        """
+        one = self.prepare_one(msg)
+        if type(one) is not PreparedOne:
+            return one  # type: ignore[return-value]
+        total = one.total
         with self.put_lock:
-            now = self.clock.now_ms()
-            store_ts = now if now > self._last_store_ts else self._last_store_ts
-            self._last_store_ts = store_ts
+            store_ts = self.next_store_timestamp()
             mf = self._current
             if mf is None or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
                 mf = self._file_for(total)
             pos = mf.wrote_position
-            phys = mf.file_from_offset + pos
-            queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
-            mm = mf.mm
-            header.pack_into(
-                mm, pos, total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag,
-                born_ts, born.addr, born.port, store_ts, store.addr, store.port, reconsume,
-                prepared, body_len,
-            )  # fmt: skip
-            p = pos + body_at + body_len
-            mm[pos + body_at : p] = body
-            mm[p : pos + total] = rest
+            result = self.write_one(one, mf.mm, pos, mf.file_from_offset + pos, store_ts)
             mf.wrote_position = pos + total
             mf.store_timestamp = store_ts
-            if normal:
-                self.topic_queue_table[key] = queue_offset + 1
-            if topic == SCHEDULE_TOPIC:  # tagsCode = delivery time
-                tags_code = self._tags_code(topic, props, store_ts)
-            self.pending.append(
-                (
-                    topic, queue_id, phys, total, tags_code, store_ts, queue_offset,
-                    props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
-                )
+        return result
+
+    def prepare_batch(self, batch: MessageBatchInner) -> PreparedBatch | PutResult:
+        """Validate and encode a batch as far as possible without the put lock."""
+        tail = self._topic_tail(batch.topic)
+        if isinstance(tail, str):
+            return _illegal(tail)
+        topic_tail, magic = tail
+        hosts = self._hosts(batch.born_host, batch.store_host)
+        if hosts is None:
+            return _illegal("born/store host address must be 4 or 16 bytes")
+        header, host_bits = hosts
+        if not batch.messages:
+            return _illegal("empty batch")
+        sys_flag = batch.sys_flag
+        if not enters_consume_queue(sys_flag):
+            return _illegal("transactional messages cannot be sent in a batch")
+        fixed = header.size + len(topic_tail) + 2
+        preps: list[_Prepared] = []
+        batch_total = 0
+        for item in batch.messages:
+            bad = _out_of_range(
+                batch.queue_id, item.flag, sys_flag, batch.reconsume_times,
+                batch.born_timestamp_ms, 0,
             )  # fmt: skip
-            self.put_times_total += 1
-            self.put_size_total += total
-        return PutResult(
-            _PUT_OK, phys, total, store_ts, queue_offset, 1, store.addr, store.port,
-            (phys,),
+            if bad is not None:
+                return bad
+            props_bytes = self._props_bytes(item.properties, item.properties_string)
+            if isinstance(props_bytes, PutResult):
+                return props_bytes
+            total = fixed + len(item.body) + len(props_bytes)
+            if total > self._max_size:
+                return self._too_big("message", total)
+            preps.append(_Prepared(item.body, item.flag, item.properties, props_bytes, total))
+            batch_total += total
+        if batch_total > self._max_size:
+            return self._too_big("batch", batch_total)
+        return PreparedBatch(
+            batch, header, magic, topic_tail, with_host_flags(sys_flag, host_bits), preps,
+            batch_total,
         )  # fmt: skip
+
+    def write_batch_record(
+        self,
+        prepared: PreparedBatch,
+        prep: _Prepared,
+        mm: bytearray | mmap.mmap,
+        pos: int,
+        phys: int,
+        queue_offset: int,
+        store_ts: int,
+    ) -> None:
+        """Under the put lock: write one record of a batch and queue it for dispatch (the
+        caller assigns the queue offsets and updates ``topic_queue_table``)."""
+        batch = prepared.batch
+        born, store = batch.born_host, batch.store_host
+        header = prepared.header
+        body = prep.body
+        header.pack_into(
+            mm, pos, prep.total, prepared.magic, prep.crc, batch.queue_id, prep.flag, queue_offset,
+            phys, prepared.sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
+            store.addr, store.port, batch.reconsume_times, 0, len(body),
+        )  # fmt: skip
+        p = pos + header.size
+        mm[p : p + len(body)] = body
+        p += len(body)
+        mm[p : pos + prep.total] = (
+            prepared.topic_tail + _I16.pack(len(prep.props_bytes)) + prep.props_bytes
+        )
+        request = self._request(
+            batch.topic, batch.queue_id, phys, prep.total, prep.props, store_ts, queue_offset,
+            prepared.sys_flag,
+        )  # fmt: skip
+        self.staged.append(request)
+        self.put_times_total += 1
+        self.put_size_total += prep.total
 
     def put_messages(self, batch: MessageBatchInner) -> PutResult:
         """Append a batch contiguously under one lock hold (all or nothing).
@@ -370,86 +503,39 @@ class CommitLog:
         Raises:
             OSError: a new CommitLog file could not be created.
         """
-        tail = self._topic_tail(batch.topic)
-        if isinstance(tail, str):
-            return _illegal(tail)
-        topic_tail, magic = tail
-        born, store = batch.born_host, batch.store_host
-        bad = self._check_common(
-            batch.queue_id, batch.sys_flag, batch.born_timestamp_ms, born.addr, store.addr,
-            batch.reconsume_times,
-        )  # fmt: skip
-        if bad is not None:
-            return _illegal(bad)
-        if not batch.messages:
-            return _illegal("empty batch")
-        tx = batch.sys_flag & _TX_MASK
-        if tx in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
-            return _illegal("transactional messages cannot be sent in a batch")
-        born6 = len(born.addr) == 16
-        store6 = len(store.addr) == 16
-        header = _HEADERS[(born6, store6)]
-        fixed = header.size + len(topic_tail) + 2
-        preps: list[_Prepared] = []
-        batch_total = 0
-        for item in batch.messages:
-            prep = self._prepare(
-                item.body, item.flag, item.properties, item.properties_string, fixed
-            )
-            if isinstance(prep, PutResult):
-                return prep
-            preps.append(prep)
-            batch_total += prep.total
-        if batch_total > self.config.max_message_size:
-            return _illegal(
-                f"batch is {batch_total} bytes stored, limit {self.config.max_message_size}"
-            )
-        sys_flag = (batch.sys_flag & ~_HOST_FLAGS) | (BORNHOST_V6_FLAG if born6 else 0)
-        if store6:
-            sys_flag |= STOREHOSTADDRESS_V6_FLAG
-        topic, queue_id = batch.topic, batch.queue_id
-        key = (topic, queue_id)
+        prepared = self.prepare_batch(batch)
+        if isinstance(prepared, PutResult):
+            return prepared
+        key = (batch.topic, batch.queue_id)
         offsets: list[int] = []
         with self.put_lock:
-            now = self.clock.now_ms()
-            store_ts = now if now > self._last_store_ts else self._last_store_ts
-            self._last_store_ts = store_ts
-            mf = self._file_for(batch_total)
-            mm = mf.mm
+            store_ts = self.next_store_timestamp()
+            mf = self._file_for(prepared.total)
             pos = mf.wrote_position
             first_phys = mf.file_from_offset + pos
             first_qoff = queue_offset = self.topic_queue_table.get(key, 0)
-            for prep in preps:
+            for prep in prepared.records:
                 phys = mf.file_from_offset + pos
-                body = prep.body
-                header.pack_into(
-                    mm, pos, prep.total, magic, prep.crc, queue_id, prep.flag, queue_offset,
-                    phys, sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
-                    store.addr, store.port, batch.reconsume_times, 0, len(body),
-                )  # fmt: skip
-                p = pos + header.size
-                mm[p : p + len(body)] = body
-                p += len(body)
-                end = pos + prep.total
-                mm[p:end] = topic_tail + _I16.pack(len(prep.props_bytes)) + prep.props_bytes
-                props = prep.props
-                self.pending.append(
-                    self._request(
-                        topic, queue_id, phys, prep.total, props, store_ts, queue_offset, sys_flag
-                    )
-                )
+                self.write_batch_record(prepared, prep, mf.mm, pos, phys, queue_offset, store_ts)
                 offsets.append(phys)
                 queue_offset += 1
-                pos = end
+                pos += prep.total
             mf.wrote_position = pos
             mf.store_timestamp = store_ts
             self.topic_queue_table[key] = queue_offset
-            self.put_times_total += len(preps)
-            self.put_size_total += batch_total
+        store = batch.store_host
         return PutResult(
-            PutStatus.PUT_OK, first_phys, batch_total, store_ts, first_qoff, len(preps),
-            store.addr, store.port, tuple(offsets),
+            PutStatus.PUT_OK, first_phys, prepared.total, store_ts, first_qoff,
+            len(prepared.records), store.addr, store.port, tuple(offsets),
         )  # fmt: skip
+
+    def drop_pending_topics(self, topics: set[str]) -> None:
+        """Under the put lock: forget records of deleted ``topics`` not dispatched yet."""
+        pending = self.pending
+        if any(r.topic in topics for r in pending):
+            kept = [r for r in pending if r.topic not in topics]
+            pending.clear()
+            pending.extend(kept)
 
     def _file_for(self, total: int) -> MappedFile:
         """The file to write ``total`` bytes into, writing a BLANK record when needed."""
@@ -525,7 +611,7 @@ class CommitLog:
         if head is None or len(head) < 76:
             return -1
         (sys_flag,) = _I32.unpack_from(head, 36)
-        pos = 48 + (20 if sys_flag & BORNHOST_V6_FLAG else 8)
+        pos = 48 + host_record_size(born_host_v6(sys_flag))
         return int(_I64.unpack_from(head, pos)[0])
 
     # -- maintenance ---------------------------------------------------------------------
@@ -545,6 +631,25 @@ class CommitLog:
         """Unmap every file."""
         self._current = None
         self.queue.shutdown()
+
+    def delete_expired_files(self, now_ms: int, reserved_ms: int, force: bool, limit: int) -> int:
+        """Delete files from the oldest on, never the last one, stopping at the first that
+        is not older than ``reserved_ms`` (unless ``force``); at most ``limit``. Returns how
+        many were deleted."""
+        doomed: list[MappedFile] = []
+        for mf in self.queue.files[:-1]:
+            if not (now_ms >= mf.last_modified_ms() + reserved_ms or force):
+                break
+            mf.shutdown_mark(now_ms)
+            if not mf.destroy():
+                break
+            doomed.append(mf)
+            if len(doomed) >= limit:
+                break
+        if doomed:
+            self.queue.remove_files(doomed)
+            logger.info("deleted %d expired CommitLog file(s)", len(doomed))
+        return len(doomed)
 
     def set_aside(self, mf: MappedFile) -> None:
         """Rename a file cut off by recovery to ``<name>.tr<N>`` instead of deleting it

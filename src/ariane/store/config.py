@@ -37,7 +37,7 @@ def parse_delay_levels(text: str) -> tuple[int, ...]:
     """
     out = []
     for part in text.split():
-        m = _DELAY_RE.match(part)
+        m = _DELAY_RE.fullmatch(part)
         if not m:
             raise ConfigError("messageDelayLevel", f"bad level {part!r}")
         out.append(int(m.group(1)) * _UNIT_MS[m.group(2)])

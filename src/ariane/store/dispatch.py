@@ -26,7 +26,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ariane.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from ariane.common.sysflag import (
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
+    enters_consume_queue,
+)
 from ariane.store.commit_log import CommitLog
 from ariane.store.consume_queue import ConsumeQueue
 from ariane.store.format import DispatchRequest
@@ -93,7 +98,7 @@ class Dispatcher:
             self._dispatch_columns(columns)
             if self.index is not None:
                 self.index.build_index_columns(columns)
-        self.last_store_timestamp = batch[-1][5]
+        self.last_store_timestamp = batch[-1].store_timestamp_ms
 
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         key = (topic, queue_id)
@@ -105,8 +110,7 @@ class Dispatcher:
     def _dispatch_each(self, batch: Sequence[DispatchRequest]) -> None:
         cqs = self._cqs
         for topic, queue_id, phys, size, tags, _ts, cq_offset, _k, _u, sys_flag, _p in batch:
-            tx = sys_flag & 0xC
-            if tx in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            if not enters_consume_queue(sys_flag):
                 continue
             cq = cqs.get((topic, queue_id))
             if cq is None:
@@ -119,7 +123,7 @@ class Dispatcher:
             columns[:10]
         )
         count = len(topics)
-        tx = np.array(flag_col, dtype=np.int64) & 0xC
+        tx = np.array(flag_col, dtype=np.int64) & TRANSACTION_TYPE_MASK
         keep = (tx != TRANSACTION_PREPARED_TYPE) & (tx != TRANSACTION_ROLLBACK_TYPE)
         if topics.count(topics[0]) == count:
             group = np.array(queue_ids, dtype=np.int64)
@@ -152,10 +156,9 @@ def _visible(pending: deque[DispatchRequest], count: int, limit: int) -> int:
     physical order, so a prefix)."""
     if not count:
         return 0
-    last = pending[count - 1]
-    if last[2] + last[3] <= limit:
+    if pending[count - 1].end_offset <= limit:
         return count
-    return bisect.bisect_right(range(count), limit, key=lambda i: pending[i][2] + pending[i][3])
+    return bisect.bisect_right(range(count), limit, key=lambda i: pending[i].end_offset)
 
 
 class ReputService(ServiceThread):
@@ -218,8 +221,7 @@ class ReputService(ServiceThread):
             if self._failing:
                 self._failing = False
                 self.on_error(None)
-            last = batch[-1]
-            self.reput_from_offset = last[2] + last[3]
+            self.reput_from_offset = batch[-1].end_offset
             done += len(batch)
             if self.listener is not None:
                 self._notify(batch)
@@ -251,15 +253,17 @@ class ReputService(ServiceThread):
         assert listener is not None
         groups: dict[tuple[str, int, int], tuple[DispatchRequest, int]] = {}
         for req in batch:
-            tx = req[9] & 0xC
-            if tx in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            if not enters_consume_queue(req.sys_flag):
                 continue
-            key = (req[0], req[1], req[4])
+            key = (req.topic, req.queue_id, req.tags_code)
             prev = groups.get(key)
             groups[key] = (req, 1 if prev is None else prev[1] + 1)
         for (topic, queue_id, tags), (req, count) in groups.items():
             try:
-                listener(topic, queue_id, req[6] + 1, tags, req[5], req[10] if count == 1 else None)
+                listener(
+                    topic, queue_id, req.consume_queue_offset + 1, tags, req.store_timestamp_ms,
+                    req.properties if count == 1 else None,
+                )  # fmt: skip
             except Exception:
                 logger.exception("arriving listener failed")
 

@@ -97,7 +97,7 @@ import mmap
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from ariane.common.hashing import tags_code as _tags_code
 from ariane.common.properties import DELAY, KEYS, TAGS, UNIQ_KEY, decode_properties
@@ -107,7 +107,7 @@ from ariane.common.record import (
     MESSAGE_MAGIC_CODE_V1,
     MESSAGE_MAGIC_CODE_V2,
 )
-from ariane.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from ariane.common.sysflag import born_host_v6, host_record_size, store_host_v6
 from ariane.common.topics import SCHEDULE_TOPIC
 
 __all__ = [
@@ -159,13 +159,28 @@ _I8 = struct.Struct(">b")
 #: Where the store timestamp of the first record sits in a file (IPv4 born host).
 STORE_TIMESTAMP_POS: Final = 56
 
-#: One dispatch unit, handed from the writer (or recovery) to the ConsumeQueue and index
-#: builders: (topic, queue_id, commit_log_offset, msg_size, tags_code, store_timestamp_ms,
-#: consume_queue_offset, keys, uniq_key, sys_flag, properties). ``properties`` may be None
-#: when the producer of the request did not keep them.
-DispatchRequest = tuple[
-    str, int, int, int, int, int, int, "str | None", "str | None", int, "dict[str, str] | None"
-]
+
+class DispatchRequest(NamedTuple):
+    """One dispatch unit, handed from the writer (or recovery) to the ConsumeQueue and index
+    builders (RocketMQ ``DispatchRequest``)."""
+
+    topic: str
+    queue_id: int
+    commit_log_offset: int
+    msg_size: int
+    tags_code: int
+    store_timestamp_ms: int
+    consume_queue_offset: int
+    keys: str | None
+    uniq_key: str | None
+    sys_flag: int
+    #: None when the producer of the request did not keep them.
+    properties: dict[str, str] | None
+
+    @property
+    def end_offset(self) -> int:
+        """Physical offset just past the record."""
+        return self.commit_log_offset + self.msg_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,9 +291,9 @@ def _check_message(
     _, _, crc, queue_id, _flag, queue_offset, phys, sys_flag, _born = RECORD_HEAD.unpack_from(
         buf, pos
     )
-    p = pos + 48 + (20 if sys_flag & BORNHOST_V6_FLAG else 8)
+    p = pos + 48 + host_record_size(born_host_v6(sys_flag))
     (store_ts,) = _I64.unpack_from(buf, p)
-    p += 8 + (20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8) + 12
+    p += 8 + host_record_size(store_host_v6(sys_flag)) + 12
     (body_len,) = _I32.unpack_from(buf, p)
     p += 4
     end = pos + total
@@ -312,7 +327,7 @@ def _check_message(
     topic = bytes(buf[topic_at : topic_at + topic_len]).decode()
     props = decode_properties(bytes(buf[p:end]).decode()) if props_len else {}
     tags = tags_code_of(topic, props, store_ts, levels_ms)
-    request: DispatchRequest = (
+    request = DispatchRequest(
         topic, queue_id, phys, total, tags, store_ts, queue_offset, props.get(KEYS),
         props.get(UNIQ_KEY), sys_flag, props,
     )  # fmt: skip

@@ -31,7 +31,7 @@ from ariane.common.hashing import (
     index_key_hash_with_prefix,
     unsigned_hash_and_units,
 )
-from ariane.common.sysflag import TRANSACTION_ROLLBACK_TYPE
+from ariane.common.sysflag import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK, is_rollback
 from ariane.errors import CorruptionError
 from ariane.store.format import (
     INDEX_ENTRY,
@@ -359,7 +359,7 @@ class IndexService:
         for topic, _q, phys, _size, _tags, ts, _qo, keys, uniq, sys_flag, _props in requests:
             if (not uniq and not keys) or phys < end_phy:
                 continue
-            if (sys_flag & 0xC) == TRANSACTION_ROLLBACK_TYPE:
+            if is_rollback(sys_flag):
                 continue
             prefix = topic + "#"
             if f is None:
@@ -382,7 +382,8 @@ class IndexService:
         phys_all = np.array(phys_col, dtype=np.int64)
         flags = np.array(flags_col, dtype=np.int64)
         end_phy = self._end_phy_offset()
-        wanted = (phys_all >= end_phy) & ((flags & 0xC) != TRANSACTION_ROLLBACK_TYPE)
+        tx = flags & TRANSACTION_TYPE_MASK
+        wanted = (phys_all >= end_phy) & (tx != TRANSACTION_ROLLBACK_TYPE)
         rows: list[int]
         keys: list[str]
         if keys_col.count(None) == len(keys_col):

@@ -11,27 +11,48 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ariane.common.sysflag import TRANSACTION_ROLLBACK_TYPE
+from ariane.common.sysflag import enters_consume_queue, is_rollback
 from ariane.store.checkpoint import StoreCheckpoint
-from ariane.store.commit_log import _free_tr_name
+from ariane.store.commit_log import CommitLog, _free_tr_name
+from ariane.store.config import StoreConfig
 from ariane.store.consume_queue import ConsumeQueue
+from ariane.store.dispatch import Dispatcher, ReputService
 from ariane.store.format import DispatchRequest
+from ariane.store.index_file import IndexService
 from ariane.store.recovery import (
     choose_abnormal_start,
-    is_consume_queue_record,
     redispatch,
     truncate_tail,
     walk,
 )
 
-if TYPE_CHECKING:
-    from ariane.store.message_store import MessageStore
-
-__all__ = ["load_store"]
+__all__ = ["LoadTarget", "finish_load", "load_consume_queues", "load_store"]
 
 logger = logging.getLogger(__name__)
+
+
+class LoadTarget(Protocol):
+    """What loading needs of the store (``MessageStore`` provides it)."""
+
+    @property
+    def config(self) -> StoreConfig: ...
+    @property
+    def commit_log(self) -> CommitLog: ...
+    @property
+    def index(self) -> IndexService | None: ...
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+    @property
+    def reput(self) -> ReputService: ...
+    @property
+    def last_exit_ok(self) -> bool: ...
+
+    consume_queue_table: dict[str, dict[int, ConsumeQueue]]
+
+    def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None: ...
+    def all_consume_queues(self) -> list[ConsumeQueue]: ...
 
 
 def _set_aside_paths(paths: list[str]) -> None:
@@ -41,7 +62,7 @@ def _set_aside_paths(paths: list[str]) -> None:
         logger.error("set aside unloadable CommitLog file %s as %s", path, target)
 
 
-def _load_consume_queues(store: MessageStore) -> int | None:
+def load_consume_queues(store: LoadTarget) -> int | None:
     """Map every ConsumeQueue; return the earliest physical offset needing a rebuild."""
     root = store.config.consume_queue_dir
     rebuild: int | None = None
@@ -72,7 +93,7 @@ def _load_consume_queues(store: MessageStore) -> int | None:
     return rebuild
 
 
-def load_store(store: MessageStore) -> StoreCheckpoint:
+def load_store(store: LoadTarget) -> StoreCheckpoint:
     """Load and recover ``store``; returns the checkpoint.
 
     Raises:
@@ -83,7 +104,7 @@ def load_store(store: MessageStore) -> StoreCheckpoint:
     report = commit_log.queue.load()
     if report.damaged:
         _set_aside_paths([p for p in [report.bad_file, *report.set_aside] if p])
-    rebuild_from = _load_consume_queues(store)
+    rebuild_from = load_consume_queues(store)
     checkpoint = StoreCheckpoint(cfg.checkpoint_path)
     index = store.index
     if index is not None:
@@ -114,17 +135,12 @@ def load_store(store: MessageStore) -> StoreCheckpoint:
         if missing:
             return
         topic, qid, phys, _s, _t, _ts, _qo, keys, uniq, sys_flag, _p = req
-        if is_consume_queue_record(sys_flag):
+        if enters_consume_queue(sys_flag):
             cq = store.get_consume_queue(topic, qid)
             if cq is None or cq.max_physic_offset < phys:
                 missing.append(phys)
                 return
-        if (
-            index is not None
-            and (keys or uniq)
-            and (sys_flag & 0xC) != TRANSACTION_ROLLBACK_TYPE
-            and index_end < phys
-        ):
+        if index is not None and (keys or uniq) and not is_rollback(sys_flag) and index_end < phys:
             missing.append(phys)
 
     if store.last_exit_ok:
@@ -149,17 +165,22 @@ def load_store(store: MessageStore) -> StoreCheckpoint:
         start = min(starts)
         count = redispatch(commit_log, store.dispatcher.dispatch, start, end, levels)
         logger.info("re-dispatched %d records from %d to %d", count, start, end)
-    if index is not None:
-        index.ensure_file()
+    finish_load(store, max(result.last_store_timestamp_ms, checkpoint.physic_msg_timestamp))
+    commit_log.queue.flushed_where = commit_log.max_offset
+    return checkpoint
+
+
+def finish_load(store: LoadTarget, last_store_timestamp_ms: int) -> None:
+    """The last steps of loading: an index file to write to, each queue's next offset and
+    minimum, the store clock, and dispatch resuming at the end of the log."""
+    commit_log = store.commit_log
+    if store.index is not None:
+        store.index.ensure_file()
     min_phy = commit_log.min_offset
     table: dict[tuple[str, int], int] = {}
     for cq in store.all_consume_queues():
         table[(cq.topic, cq.queue_id)] = cq.max_offset_in_queue
         cq.correct_min_offset(min_phy)
     commit_log.topic_queue_table = table
-    commit_log.set_last_store_timestamp(
-        max(result.last_store_timestamp_ms, checkpoint.physic_msg_timestamp)
-    )
+    commit_log.set_last_store_timestamp(last_store_timestamp_ms)
     store.reput.reput_from_offset = commit_log.max_offset
-    commit_log.queue.flushed_where = commit_log.max_offset
-    return checkpoint

@@ -20,7 +20,6 @@ import logging
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from types import TracebackType
@@ -46,6 +45,7 @@ from ariane.store.index_file import IndexService
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import load_store
 from ariane.store.reads import StoreReads
+from ariane.store.replica import ReplicaResult, ReplicaStatus, ReplicaWriter
 from ariane.store.results import GetResult, GetStatus, PutResult, PutStatus, QueryResult
 
 __all__ = ["MessageStore"]
@@ -111,6 +111,9 @@ class MessageStore(StoreReads):
         self.flush_consume_queue: FlushConsumeQueueService | None = None
         self.cleaner: CleanService | None = None
         self.allocator: AllocateMappedFileService | None = None
+        #: replication (a slave's store): replicated appends, and puts refused while on
+        self.replica_writer = ReplicaWriter(self.commit_log, config.delay_levels_ms)
+        self._replica_mode = False
 
     # -- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> MessageStore:
@@ -138,12 +141,16 @@ class MessageStore(StoreReads):
         self._take_lock()
         self.last_exit_ok = not os.path.exists(self.config.abort_path)
         try:
-            self.checkpoint = load_store(self)
+            self.checkpoint = self._recover()
         except Exception:
             logger.exception("loading the message store failed")
             return False
         self._loaded = True
         return True
+
+    def _recover(self) -> StoreCheckpoint:
+        """Map the files and recover (``load_store``); returns the checkpoint."""
+        return load_store(self)
 
     def _take_lock(self) -> None:
         fd = os.open(self.config.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -165,19 +172,7 @@ class MessageStore(StoreReads):
         self.allocator.start()
         cfg = self.config
         cp = self.checkpoint
-        if self._sync:
-            self.group_commit = GroupCommitService(
-                self.commit_log, cp, timeout_ms=cfg.sync_flush_timeout_ms,
-                on_flushed=self.reput.wakeup,
-            )  # fmt: skip
-            self.group_commit.start()
-        else:
-            self.flush_commit_log = FlushCommitLogService(
-                self.commit_log, cp, interval_ms=cfg.flush_interval_commit_log_ms,
-                least_pages=cfg.flush_commit_log_least_pages,
-                thorough_interval_ms=cfg.flush_commit_log_thorough_interval_ms, clock=self.clock,
-            )  # fmt: skip
-            self.flush_commit_log.start()
+        self._start_commit_log_flush(cp)
         self.reput.start()
         self.flush_consume_queue = FlushConsumeQueueService(
             self.all_consume_queues, self.index, cp,
@@ -194,6 +189,23 @@ class MessageStore(StoreReads):
         self.cleaner._space_check()
         self.cleaner.start()
         self._running = True
+
+    def _start_commit_log_flush(self, cp: StoreCheckpoint) -> None:
+        """Start the CommitLog flush: group commit under SYNC_FLUSH, else periodic."""
+        cfg = self.config
+        if self._sync:
+            self.group_commit = GroupCommitService(
+                self.commit_log, cp, timeout_ms=cfg.sync_flush_timeout_ms,
+                on_flushed=self.reput.wakeup,
+            )  # fmt: skip
+            self.group_commit.start()
+        else:
+            self.flush_commit_log = FlushCommitLogService(
+                self.commit_log, cp, interval_ms=cfg.flush_interval_commit_log_ms,
+                least_pages=cfg.flush_commit_log_least_pages,
+                thorough_interval_ms=cfg.flush_commit_log_thorough_interval_ms, clock=self.clock,
+            )  # fmt: skip
+            self.flush_commit_log.start()
 
     def shutdown(self) -> None:
         """Stop the services, flush everything, write the checkpoint, release the files.
@@ -322,9 +334,14 @@ class MessageStore(StoreReads):
 
     # -- put -----------------------------------------------------------------------------
     def _refusal(self) -> PutResult | None:
-        if self._running and not self._not_writeable:
+        if self._running and not self._not_writeable and not self._replica_mode:
             return None
         self.put_failed_times += 1
+        if self._replica_mode:
+            return PutResult(
+                PutStatus.SERVICE_NOT_AVAILABLE,
+                remark="message store is in slave mode, so putMessage is forbidden",
+            )
         if self._shutdown or not self._running:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="message store is not running")
         return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark=self.writeable_reason)
@@ -387,7 +404,7 @@ class MessageStore(StoreReads):
         if self._sync:
             result = self._append(lambda: self.commit_log.put_message(msg))
             return self._put_and_wait(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false")
-        if not self._running or self._not_writeable:
+        if not self._running or self._not_writeable or self._replica_mode:
             return self._append(lambda: self.commit_log.put_message(msg))
         try:
             result = self.commit_log.put_message(msg)
@@ -408,6 +425,50 @@ class MessageStore(StoreReads):
         """Append a batch atomically and block until durable per the flush policy."""
         result = self._append(lambda: self.commit_log.put_messages(batch))
         return self._put_and_wait(result, True) if self._sync else result
+
+    # -- replication (a slave's store; see ariane.store.replica) --------------------------
+    @property
+    def replica_mode(self) -> bool:
+        """True while the store takes replicated bytes and refuses puts (a slave)."""
+        return self._replica_mode
+
+    def set_replica_mode(self, on: bool) -> None:
+        """Become a replica (puts refused, :meth:`append_replica` accepted) or stop being one.
+
+        Leaving replica mode drops an incomplete record the master had not finished sending
+        (it never reached the files), so local puts continue after the last complete one.
+        """
+        if on == self._replica_mode:
+            return
+        self.replica_writer.reset()
+        self._replica_mode = on
+        if on:
+            logger.info("message store in replica mode from offset %d", self.max_phy_offset)
+        else:
+            logger.info("message store accepts puts again at offset %d", self.max_phy_offset)
+
+    def append_replica(self, offset: int, data: bytes) -> ReplicaResult:
+        """Append the master's CommitLog bytes ``data`` at ``offset`` (the end of the log)
+        and dispatch the records they complete (see :class:`ReplicaWriter`). Never raises."""
+        end = self.commit_log.max_offset
+        if not self._replica_mode or not self._running:
+            reason = "not a replica" if self._running else "message store is not running"
+            return ReplicaResult(ReplicaStatus.UNAVAILABLE, end, reason=reason)
+        try:
+            result = self.replica_writer.append(offset, data)
+        except OSError as exc:
+            logger.exception("replicated append at %d failed", offset)
+            return ReplicaResult(ReplicaStatus.UNAVAILABLE, end, reason=f"write failed: {exc}")
+        if result.records:
+            if self.group_commit is not None:
+                self.group_commit.wakeup()
+            elif self.reput.idle:
+                self.reput.wakeup()
+        return result
+
+    def confirm_replica(self, offset: int, data: bytes) -> bool:
+        """Whether the CommitLog holds exactly ``data`` at ``offset`` (history check)."""
+        return self.replica_writer.confirm(offset, data)
 
     # -- introspection -------------------------------------------------------------------
     def topic_queues(self) -> dict[str, list[int]]:
@@ -484,9 +545,7 @@ class MessageStore(StoreReads):
         deleted = 0
         doomed = set(topics)
         with self.dispatcher.lock, self._cq_lock, self.commit_log.put_lock:
-            pending = self.commit_log.pending
-            if any(r[0] in doomed for r in pending):
-                self.commit_log.pending = deque(r for r in pending if r[0] not in doomed)
+            self.commit_log.drop_pending_topics(doomed)
             for topic in doomed:
                 queues = self.consume_queue_table.pop(topic, None)
                 self.dispatcher.forget(topic)

@@ -298,10 +298,10 @@ class StoreReads:
                 if not isinstance(res, Decoded) or res.dispatch is None:
                     continue
                 req = res.dispatch
-                oldest = min(oldest, req[5])
-                if req[0] != topic or not begin_ms <= req[5] <= end_ms:
+                oldest = min(oldest, req.store_timestamp_ms)
+                if req.topic != topic or not begin_ms <= req.store_timestamp_ms <= end_ms:
                     continue
-                props = req[10] or decode_properties("")
+                props = req.properties or decode_properties("")
                 keys = props.get(KEYS, "")
                 if props.get(UNIQ_KEY) == key or key in keys.split(KEY_SEPARATOR):
                     found.append((off, record))

@@ -20,7 +20,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ariane.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.commit_log import CommitLog, _free_tr_name
 from ariane.store.format import (
@@ -102,7 +101,7 @@ def walk(
             if res.dispatch is not None:
                 assert observe is not None
                 observe(res.dispatch)
-                last_ts = res.dispatch[5]
+                last_ts = res.dispatch.store_timestamp_ms
             pos += res.size
             records += 1
             continue
@@ -176,7 +175,7 @@ def redispatch(
             )
             if isinstance(res, Decoded):
                 assert res.dispatch is not None
-                if res.dispatch[2] >= from_offset:
+                if res.dispatch.commit_log_offset >= from_offset:
                     batch.append(res.dispatch)
                     if len(batch) >= 4096:
                         dispatch(batch)
@@ -194,9 +193,3 @@ def redispatch(
         dispatch(batch)
         count += len(batch)
     return count
-
-
-def is_consume_queue_record(sys_flag: int) -> bool:
-    """True when a record with ``sys_flag`` gets a ConsumeQueue entry."""
-    tx = sys_flag & 0xC
-    return tx != TRANSACTION_PREPARED_TYPE and tx != TRANSACTION_ROLLBACK_TYPE

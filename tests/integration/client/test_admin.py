@@ -25,8 +25,11 @@ def test_cluster_and_broker_information(cluster: Cluster) -> None:
             assert "commitLogMaxOffset" in runtime
             config = await admin.broker_config(addr)
             assert config["brokerName"] == "broker-a"
-            await admin.update_broker_config(addr, {"flushConsumerOffsetInterval": "4000"})
-            assert (await admin.broker_config(addr))["flushConsumerOffsetInterval"] == "4000"
+            later = await admin.update_broker_config(addr, {"flushConsumerOffsetInterval": "4000"})
+            assert later == ["flushConsumerOffsetInterval"]  # read at start: saved for then
+            assert (await admin.broker_config(addr))["flushConsumerOffsetInterval"] == "5000"
+            assert await admin.update_broker_config(addr, {"shortPollingTimeMills": "1500"}) == []
+            assert (await admin.broker_config(addr))["shortPollingTimeMills"] == "1500"
 
     run(go())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ariane.client import Admin, ClientConfig, ClientInstance, Message, Producer
+from ariane.client._producer import new_producer
 from tests.integration.client.conftest import eventually, run, wait_for_route
 from tests.support.cluster import Cluster
 
@@ -38,8 +39,8 @@ def test_inner_producer_sends_with_the_instance_and_closes_with_it(cluster: Clus
         config = ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name="inner-test")
         async with Producer("pg_owner", client_config=config) as owner:
             instance = owner.instance
-            inner = await instance.inner_producer()
-            assert inner is await instance.inner_producer()
+            inner = await instance.inner_producer(new_producer)
+            assert inner is await instance.inner_producer(new_producer)
             assert inner.instance is instance
             assert "CLIENT_INNER_PRODUCER" in instance.producers
             result = await inner.send(Message("InstInner", b"from the inner producer"))

@@ -229,17 +229,18 @@ def test_broker_config_update_persists_and_applies_permission(tmp_path: Path) ->
         saved = parse_properties((tmp_path / "config" / "broker.properties").read_text())
         assert saved == {"brokerPermission": "4"}
         r = await b.answer(RequestCode.UPDATE_BROKER_CONFIG, None, b"brokerName=renamed\n")
-        assert r.code == ResponseCode.SUCCESS
-        assert b.c.config.broker_name == "broker-a"  # saved for the next start only
+        assert r.code == ResponseCode.NO_PERMISSION  # identity: broker.conf only (issue 11)
+        assert "brokerName" in (r.remark or "")
+        assert b.c.config.broker_name == "broker-a"
         saved = parse_properties((tmp_path / "config" / "broker.properties").read_text())
-        assert saved == {"brokerPermission": "4", "brokerName": "renamed"}
+        assert saved == {"brokerPermission": "4"}
         r = await b.answer(
             RequestCode.UPDATE_BROKER_CONFIG, None, b"brokerConfigPath=/etc/passwd\n"
         )
         assert r.code == ResponseCode.NO_PERMISSION
-        r = await b.answer(RequestCode.UPDATE_BROKER_CONFIG, None, b"defaultTopicQueueNums=x\n")
+        r = await b.answer(RequestCode.UPDATE_BROKER_CONFIG, None, b"shortPollingTimeMills=x\n")
         assert r.code == ResponseCode.INVALID_PARAMETER
-        assert "defaultTopicQueueNums" in (r.remark or "")
+        assert "shortPollingTimeMills" in (r.remark or "")
         r = await b.answer(RequestCode.GET_BROKER_RUNTIME_INFO)
         table = KVTable.decode(r.body or b"").table
         assert table["brokerPermission"] == "4"

@@ -9,6 +9,7 @@ from typing import Any
 
 from ariane.client._route import TopicPublishInfo
 from ariane.client.message import MessageQueue
+from ariane.common.clock import ManualClock
 from ariane.common.msgid import create_offset_msg_id
 from ariane.remoting.channel import ResponseCallback
 from ariane.remoting.protocol import headers as h
@@ -18,7 +19,7 @@ Outcome = BaseException | int  # an exception to raise, or a response code
 
 
 class FakeClock:
-    """Milliseconds that only move when told (patched over ``_producer._now_ms``)."""
+    """Milliseconds that only move when told (a ``now_ms`` callable)."""
 
     def __init__(self) -> None:
         self.now = 1_000_000
@@ -38,7 +39,7 @@ class Call:
 class FakeApi:
     """Answers sends from a per-address script; each attempt may advance the clock."""
 
-    clock: FakeClock
+    clock: ManualClock
     script: dict[str, list[Outcome]] = field(default_factory=dict)
     latency_ms: int = 1
     calls: list[Call] = field(default_factory=list)
@@ -48,7 +49,7 @@ class FakeApi:
 
     def _answer(self, addr: str, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
         self.calls.append(Call(addr, timeout_ms, request))
-        self.clock.now += self.latency_ms
+        self.clock.advance(self.latency_ms)
         outcomes = self.script.get(addr) or [0]
         outcome = outcomes.pop(0) if len(outcomes) > 1 else outcomes[0]
         if isinstance(outcome, BaseException):
@@ -113,7 +114,7 @@ class FakeInstance:
         return task
 
 
-def install(producer: Any, clock: FakeClock, brokers: dict[str, str], queues: int = 2) -> FakeApi:
+def install(producer: Any, clock: ManualClock, brokers: dict[str, str], queues: int = 2) -> FakeApi:
     """Give ``producer`` a fake instance and a route of ``queues`` queues per broker."""
     api = FakeApi(clock)
     producer._instance = FakeInstance(api, brokers)

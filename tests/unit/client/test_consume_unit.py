@@ -19,6 +19,7 @@ from ariane.client import (
 from ariane.client._consume import ConcurrentConsumeService, OrderlyConsumeService
 from ariane.client._process_queue import ProcessQueue
 from ariane.client._stats import ConsumeStats
+from ariane.common.clock import SystemClock
 from ariane.common.message import MessageExt
 
 MQ = MessageQueue("T", "b", 0)
@@ -42,6 +43,7 @@ class FakeConsumer:
     suspend_current_queue_time_ms: int = 10
     max_reconsume_times: int = -1
     consume_timeout_ms: int = 60_000
+    clock: SystemClock = field(default_factory=SystemClock)
     tracer: Any = None
     stats: ConsumeStats = field(default_factory=ConsumeStats)
     offset_store: FakeStore = field(default_factory=FakeStore)

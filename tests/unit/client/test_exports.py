@@ -24,6 +24,9 @@ def test_client_exports() -> None:
             "PushConsumer", "ConsumeConcurrentlyContext", "ConsumeConcurrentlyStatus",
             "ConsumeFromWhere", "ConsumeOrderlyContext", "ConsumeOrderlyStatus", "MessageModel",
             "MessageSelector", "SyncPullConsumer", "SyncPushConsumer",
+            "AccessDeniedError", "AclConfig", "AclVersionInfo", "PlainAccessConfig",
+            "SessionCredentials", "TopicNotWritableError", "NoPermissionError",
+            "SimpleConsumer", "SyncSimpleConsumer",
         ]
     )  # fmt: skip
     for name in ariane.client.__all__:

@@ -4,30 +4,30 @@ from __future__ import annotations
 
 import pytest
 
-from ariane.client import _producer
 from ariane.client._producer import Producer
+from ariane.client.config import ClientConfig
 from ariane.client.errors import ClientStateError, MessageIllegalError, SendError
 from ariane.client.message import Message, MessageQueue, SendStatus
+from ariane.common.clock import ManualClock
 from ariane.errors import ConnectError, InvalidArgumentError, RequestTimeoutError
-from tests.unit.client.fakes import FakeApi, FakeClock, bind_loop, install, run
+from tests.unit.client.fakes import FakeApi, bind_loop, install, run
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"
 BROKERS = {"a": A, "b": B}
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(_producer, "_now_ms", fake)
-    return fake
+def clock() -> ManualClock:
+    return ManualClock()
 
 
-def _producer_with(clock: FakeClock, **kwargs: object) -> tuple[Producer, FakeApi]:
-    producer = Producer("G", namesrv_addr="127.0.0.1:9876", **kwargs)  # type: ignore[arg-type]
+def _producer_with(clock: ManualClock, **kwargs: object) -> tuple[Producer, FakeApi]:
+    config = ClientConfig(namesrv_addr="127.0.0.1:9876", clock=clock)
+    producer = Producer("G", client_config=config, **kwargs)  # type: ignore[arg-type]
     return producer, install(producer, clock, BROKERS)
 
 
-def test_a_transport_failure_moves_the_retry_to_another_broker(clock: FakeClock) -> None:
+def test_a_transport_failure_moves_the_retry_to_another_broker(clock: ManualClock) -> None:
     producer, api = _producer_with(clock)
     api.script[A] = [ConnectError("down")]
     result = run(lambda: producer.send(Message("T", b"x")))
@@ -36,7 +36,7 @@ def test_a_transport_failure_moves_the_retry_to_another_broker(clock: FakeClock)
     assert result.message_queue.broker_name == "b"
 
 
-def test_all_attempts_failing_raises_send_error_with_the_last_cause(clock: FakeClock) -> None:
+def test_all_attempts_failing_raises_send_error_with_the_last_cause(clock: ManualClock) -> None:
     producer, api = _producer_with(clock)
     api.script[A] = [RequestTimeoutError("slow")]
     api.script[B] = [ConnectError("down")]
@@ -48,7 +48,7 @@ def test_all_attempts_failing_raises_send_error_with_the_last_cause(clock: FakeC
     assert len(api.calls) == 3
 
 
-def test_retry_times_zero_means_one_attempt(clock: FakeClock) -> None:
+def test_retry_times_zero_means_one_attempt(clock: ManualClock) -> None:
     producer, api = _producer_with(clock, retry_times=0)
     api.script[A] = [ConnectError("down")]
     with pytest.raises(SendError):
@@ -56,7 +56,7 @@ def test_retry_times_zero_means_one_attempt(clock: FakeClock) -> None:
     assert len(api.calls) == 1
 
 
-def test_a_non_retriable_answer_is_raised_at_once(clock: FakeClock) -> None:
+def test_a_non_retriable_answer_is_raised_at_once(clock: ManualClock) -> None:
     producer, api = _producer_with(clock)
     api.script[A] = [13]  # MESSAGE_ILLEGAL
     with pytest.raises(MessageIllegalError):
@@ -64,7 +64,7 @@ def test_a_non_retriable_answer_is_raised_at_once(clock: FakeClock) -> None:
     assert len(api.calls) == 1
 
 
-def test_a_retriable_answer_is_retried(clock: FakeClock) -> None:
+def test_a_retriable_answer_is_retried(clock: ManualClock) -> None:
     producer, api = _producer_with(clock)
     api.script[A] = [1]  # SYSTEM_ERROR
     result = run(lambda: producer.send(Message("T", b"x")))
@@ -72,7 +72,7 @@ def test_a_retriable_answer_is_retried(clock: FakeClock) -> None:
     assert result.ok
 
 
-def test_every_attempt_gets_what_is_left_of_one_budget(clock: FakeClock) -> None:
+def test_every_attempt_gets_what_is_left_of_one_budget(clock: ManualClock) -> None:
     producer, api = _producer_with(clock, send_timeout_ms=3000)
     api.latency_ms = 1200
     api.script[A] = [RequestTimeoutError("slow")]
@@ -82,7 +82,7 @@ def test_every_attempt_gets_what_is_left_of_one_budget(clock: FakeClock) -> None
     assert [c.timeout_ms for c in api.calls] == [3000, 1800, 600]
 
 
-def test_the_loop_stops_when_the_budget_is_spent(clock: FakeClock) -> None:
+def test_the_loop_stops_when_the_budget_is_spent(clock: ManualClock) -> None:
     producer, api = _producer_with(clock, send_timeout_ms=3000)
     api.latency_ms = 1600
     api.script[A] = [RequestTimeoutError("slow")]
@@ -95,7 +95,7 @@ def test_the_loop_stops_when_the_budget_is_spent(clock: FakeClock) -> None:
 
 
 @pytest.mark.parametrize("retry_not_ok", [False, True])
-def test_stored_but_not_ok(clock: FakeClock, retry_not_ok: bool) -> None:
+def test_stored_but_not_ok(clock: ManualClock, retry_not_ok: bool) -> None:
     producer, api = _producer_with(clock, retry_another_broker_when_not_store_ok=retry_not_ok)
     api.script[A] = [10]  # FLUSH_DISK_TIMEOUT
     result = run(lambda: producer.send(Message("T", b"x")))
@@ -107,7 +107,7 @@ def test_stored_but_not_ok(clock: FakeClock, retry_not_ok: bool) -> None:
         assert len(api.calls) == 1
 
 
-def test_a_chosen_queue_or_selector_gets_exactly_one_attempt(clock: FakeClock) -> None:
+def test_a_chosen_queue_or_selector_gets_exactly_one_attempt(clock: ManualClock) -> None:
     producer, api = _producer_with(clock)
     api.script[A] = [ConnectError("down")]
     with pytest.raises(ConnectError):
@@ -122,7 +122,7 @@ def test_a_chosen_queue_or_selector_gets_exactly_one_attempt(clock: FakeClock) -
 
 
 def test_with_latency_fault_tolerance_a_failed_broker_is_avoided_by_later_sends(
-    clock: FakeClock,
+    clock: ManualClock,
 ) -> None:
     producer, api = _producer_with(clock, send_latency_fault_enable=True)
     api.script[A] = [ConnectError("down"), 0]
@@ -131,7 +131,7 @@ def test_with_latency_fault_tolerance_a_failed_broker_is_avoided_by_later_sends(
     for _ in range(10):
         run(lambda: producer.send(Message("T", b"x")))
     assert {c.addr for c in api.calls} == {B}
-    clock.now += 600_000  # the isolation ends
+    clock.advance(600_000)  # the isolation ends
     api.calls.clear()
     for _ in range(10):
         run(lambda: producer.send(Message("T", b"x")))
@@ -139,7 +139,7 @@ def test_with_latency_fault_tolerance_a_failed_broker_is_avoided_by_later_sends(
 
 
 def test_without_latency_fault_tolerance_later_sends_go_back_to_the_broker(
-    clock: FakeClock,
+    clock: ManualClock,
 ) -> None:
     producer, api = _producer_with(clock)
     api.script[A] = [ConnectError("down"), 0]
@@ -148,7 +148,7 @@ def test_without_latency_fault_tolerance_later_sends_go_back_to_the_broker(
     assert A in {c.addr for c in api.calls[2:]}
 
 
-def test_send_async_retries_transport_failures_only(clock: FakeClock) -> None:
+def test_send_async_retries_transport_failures_only(clock: ManualClock) -> None:
     producer, api = _producer_with(clock)
     api.script[A] = [ConnectError("down")]
 
@@ -167,7 +167,7 @@ def test_send_async_retries_transport_failures_only(clock: FakeClock) -> None:
     assert result.ok
 
 
-def test_send_async_gives_up_after_its_retries(clock: FakeClock) -> None:
+def test_send_async_gives_up_after_its_retries(clock: ManualClock) -> None:
     producer, api = _producer_with(clock, retry_times_async=1)
     api.script[A] = [ConnectError("down")]
     api.script[B] = [ConnectError("down")]
@@ -181,14 +181,14 @@ def test_send_async_gives_up_after_its_retries(clock: FakeClock) -> None:
     assert len(api.calls) == 2
 
 
-def test_oneway_sends_one_request(clock: FakeClock) -> None:
+def test_oneway_sends_one_request(clock: ManualClock) -> None:
     producer, api = _producer_with(clock)
     run(lambda: producer.send_oneway(Message("T", b"x")))
     assert len(api.oneway) == 1
     assert not api.calls
 
 
-def test_queue_selector_and_sharding_key_exclude_each_other(clock: FakeClock) -> None:
+def test_queue_selector_and_sharding_key_exclude_each_other(clock: ManualClock) -> None:
     producer, _ = _producer_with(clock)
     with pytest.raises(InvalidArgumentError):
         run(
@@ -198,7 +198,7 @@ def test_queue_selector_and_sharding_key_exclude_each_other(clock: FakeClock) ->
         )
 
 
-def test_send_async_refuses_other_threads(clock: FakeClock) -> None:
+def test_send_async_refuses_other_threads(clock: ManualClock) -> None:
     producer, _ = _producer_with(clock)
 
     async def go() -> None:

@@ -44,7 +44,7 @@ class FakeInstance:
     def find_broker_addr_in_publish(self, name: str) -> str | None:
         return "10.0.0.1:10911" if name == "broker-a" else None
 
-    async def inner_producer(self) -> FakeProducer:
+    async def inner_producer(self, create: object) -> FakeProducer:
         return self.producer
 
 

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from ariane.client import _producer
 from ariane.client._transaction import TransactionProducer, call_user
+from ariane.client.config import ClientConfig
 from ariane.client.message import LocalTransactionState, Message, MessageExt
+from ariane.common.clock import ManualClock
 from ariane.common.msgid import decode_offset_msg_id
 from ariane.remoting.protocol import headers as h
-from tests.unit.client.fakes import FakeApi, FakeClock, install, run
+from tests.unit.client.fakes import FakeApi, install, run
 
 BROKERS = {"a": "127.0.0.1:1001"}
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
@@ -22,20 +23,21 @@ UNKNOW = LocalTransactionState.UNKNOW
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(_producer, "_now_ms", fake)
-    return fake
+def clock() -> ManualClock:
+    return ManualClock()
 
 
-def _tp(clock: FakeClock, checker: Any = lambda msg: COMMIT) -> tuple[TransactionProducer, FakeApi]:
-    producer = TransactionProducer("TXG", checker=checker, namesrv_addr="127.0.0.1:9876")
+def _tp(
+    clock: ManualClock, checker: Any = lambda msg: COMMIT
+) -> tuple[TransactionProducer, FakeApi]:
+    config = ClientConfig(namesrv_addr="127.0.0.1:9876", clock=clock)
+    producer = TransactionProducer("TXG", checker=checker, client_config=config)
     return producer, install(producer, clock, BROKERS)
 
 
 @pytest.mark.parametrize("state", [COMMIT, ROLLBACK, UNKNOW])
 def test_end_transaction_reports_the_local_outcome_for_the_half_message(
-    clock: FakeClock, state: LocalTransactionState
+    clock: ManualClock, state: LocalTransactionState
 ) -> None:
     producer, api = _tp(clock)
     seen: list[tuple[Message, object]] = []
@@ -67,7 +69,7 @@ def test_end_transaction_reports_the_local_outcome_for_the_half_message(
     assert not end.from_transaction_check
 
 
-def test_a_raising_local_transaction_is_unknown_with_a_remark(clock: FakeClock) -> None:
+def test_a_raising_local_transaction_is_unknown_with_a_remark(clock: ManualClock) -> None:
     producer, api = _tp(clock)
 
     def local(msg: Message, arg: object) -> LocalTransactionState:
@@ -82,7 +84,7 @@ def test_a_raising_local_transaction_is_unknown_with_a_remark(clock: FakeClock) 
 
 
 def test_a_half_message_not_stored_ok_is_rolled_back_without_running_anything(
-    clock: FakeClock,
+    clock: ManualClock,
 ) -> None:
     producer, api = _tp(clock)
     api.script["127.0.0.1:1001"] = [10]  # FLUSH_DISK_TIMEOUT
@@ -95,7 +97,7 @@ def test_a_half_message_not_stored_ok_is_rolled_back_without_running_anything(
     assert api.ends[0][1].commit_or_rollback == 12
 
 
-def test_async_local_transactions_and_none_results(clock: FakeClock) -> None:
+def test_async_local_transactions_and_none_results(clock: ManualClock) -> None:
     producer, _api = _tp(clock)
 
     async def local(msg: Message, arg: object) -> None:
@@ -122,7 +124,7 @@ def _half() -> MessageExt:
 
 @pytest.mark.parametrize("state", [COMMIT, ROLLBACK, UNKNOW])
 def test_a_check_back_answers_with_the_checker_s_state(
-    clock: FakeClock, state: LocalTransactionState
+    clock: ManualClock, state: LocalTransactionState
 ) -> None:
     threads: list[str] = []
 
@@ -156,7 +158,7 @@ def test_a_check_back_answers_with_the_checker_s_state(
     assert threads[0] != threading.main_thread().name
 
 
-def test_a_raising_checker_answers_unknown(clock: FakeClock) -> None:
+def test_a_raising_checker_answers_unknown(clock: ManualClock) -> None:
     def checker(msg: MessageExt) -> LocalTransactionState:
         raise ValueError("nope")
 

@@ -135,3 +135,17 @@ def test_crc_mismatch_and_decompression() -> None:
 def test_blank_record_is_not_a_message() -> None:
     with pytest.raises(CorruptionError, match="magic"):
         decode_record(bytes.fromhex("00000040CBD43194") + bytes(56))
+
+
+def test_a_zlib_bomb_is_refused_not_inflated() -> None:
+    import zlib
+
+    from ariane.common.record import MAX_INFLATED_BODY_BYTES, _inflate
+    from ariane.errors import CorruptionError
+
+    bomb = zlib.compress(b"\0" * (MAX_INFLATED_BODY_BYTES + 1024), 9)
+    with pytest.raises(CorruptionError, match="inflates past"):
+        _inflate(bomb, 0)
+    with pytest.raises(CorruptionError, match="truncated"):
+        _inflate(zlib.compress(b"abc" * 1000)[:-5], 0)
+    assert _inflate(zlib.compress(b"abc" * 1000), 0) == b"abc" * 1000

@@ -30,3 +30,11 @@ def test_legal_topics_and_groups() -> None:
     validate_group("GID_x")
     with pytest.raises(InvalidArgumentError):
         validate_group("g" * 121)
+
+
+@pytest.mark.parametrize("name", ["Evil\n", "Evil\r\n", "a\nb", "\nEvil", "Evil\x00", "Evil "])
+def test_names_are_validated_whole(name: str) -> None:
+    with pytest.raises(InvalidArgumentError):
+        validate_topic(name)
+    with pytest.raises(InvalidArgumentError):
+        validate_group(name)

@@ -20,6 +20,7 @@ def test_defaults_follow_rocketmq() -> None:
     assert config.server_channel_max_idle_time_seconds == 120
     assert config.kv_config_path.endswith("namesrv/kvConfig.json")
     assert config.black_listed() == {
+        "aclEnable",  # never from the wire (issue 11)
         "configBlackList",
         "configStorePath",
         "kvConfigPath",

@@ -75,7 +75,9 @@ def _requests(draw_items: list[tuple[int, int, int, int, int]]) -> list[Dispatch
         keys = {0: None, 1: None, 2: "k1 k2", 3: " odd  spaced ", 4: "字"}[keys_kind]
         ts = 1_700_000_000_000 + phys * 10
         out.append(
-            (topic, queue_id, phys, size, phys % 977, ts, offset, keys, uniq, sys_flag, None)
+            DispatchRequest(
+                topic, queue_id, phys, size, phys % 977, ts, offset, keys, uniq, sys_flag, None
+            )
         )
         phys += size
     return out

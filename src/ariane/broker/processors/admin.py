@@ -11,9 +11,11 @@ thread); topic changes are announced to the NameServers right after.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ariane.broker.processors import error, ok
+from ariane.broker.runtime_config import RESTART_REMARK, check_wire_update, is_wire_key
 from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.topics import is_system_topic, validate_topic
 from ariane.errors import ConfigError, InvalidArgumentError
@@ -29,9 +31,11 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["AdminBrokerProcessor", "parse_attributes"]
+
+logger = logging.getLogger(__name__)
 
 _MAX_QUEUE_NUMS = 65535
 _FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
@@ -69,7 +73,7 @@ class AdminBrokerProcessor:
         broker: the broker administered.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.config_version = DataVersion(0, broker.clock.now_ms(), 0)
 
@@ -251,20 +255,29 @@ class AdminBrokerProcessor:
         except UnicodeDecodeError:
             return error(ResponseCode.INVALID_PARAMETER, "config body is not UTF-8")
         black = self.broker.config.black_listed()
-        refused = sorted(k for k in props if k in black)
+        refused = sorted(k for k in props if k in black or not is_wire_key(k))
         if refused:
+            logger.warning(
+                "UPDATE_BROKER_CONFIG from %s refused for %s", ctx.remote_addr, ", ".join(refused)
+            )
             return error(
                 ResponseCode.NO_PERMISSION,
-                f"Can not update config in black list: {', '.join(refused)}",
+                f"Can not update config over the wire: {', '.join(refused)} (store geometry, "
+                "paths, identity, network, role and security settings are read from broker.conf "
+                "at start: edit it and restart)",
             )
         try:
-            unknown = await self.broker.update_config(props)
+            plan = check_wire_update(props)
+            await self.broker.update_config(props)
         except ConfigError as exc:
             return error(ResponseCode.INVALID_PARAMETER, f"bad config value: {exc}")
         except OSError as exc:
             return error(ResponseCode.SYSTEM_ERROR, f"cannot save the config: {exc}")
         self.config_version = self.config_version.next_version(self.broker.clock.now_ms())
-        remark = f"ignored unknown keys: {', '.join(unknown)}" if unknown else None
+        logger.info(
+            "UPDATE_BROKER_CONFIG from %s: %s", ctx.remote_addr, dict(sorted(props.items()))
+        )
+        remark = RESTART_REMARK + ", ".join(plan.after_restart) if plan.after_restart else None
         return ok(remark=remark)
 
     def get_broker_config(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:

@@ -54,7 +54,7 @@ from ariane.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
     from ariane.broker.client_manager import ClientChannelInfo
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["AdminConsumerProcessor"]
 
@@ -76,7 +76,7 @@ class AdminConsumerProcessor:
         broker: the broker administered.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, server: RemotingServer) -> None:

@@ -18,9 +18,11 @@ working; pulls of the bad subscription get the same error) and is answered with 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ariane.broker.context import BrokerContext
 from ariane.broker.processors import error, ok
+from ariane.broker.processors.pull import PullMessageProcessor
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import retry_topic
 from ariane.remoting.dispatch import RequestContext
@@ -34,10 +36,13 @@ from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 
-if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+__all__ = ["ClientManageBrokerContext", "ClientManageProcessor"]
 
-__all__ = ["ClientManageProcessor"]
+
+class ClientManageBrokerContext(BrokerContext, Protocol):
+    """A broker with a pull processor (whose filters check the subscriptions)."""
+
+    pull_processor: PullMessageProcessor
 
 
 class ClientManageProcessor:
@@ -47,7 +52,7 @@ class ClientManageProcessor:
         broker: the broker whose client registry, groups and topics are used.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: ClientManageBrokerContext) -> None:
         self.broker = broker
 
     def register(self, server: RemotingServer) -> None:

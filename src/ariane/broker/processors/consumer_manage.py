@@ -26,7 +26,7 @@ from ariane.remoting.server import RemotingServer
 from ariane.store.reads import total_physical_memory
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["ConsumerManageProcessor"]
 
@@ -38,7 +38,7 @@ class ConsumerManageProcessor:
         broker: the broker whose client registry, offsets and locks are used.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self._memory = total_physical_memory()
 

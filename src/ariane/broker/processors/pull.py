@@ -13,7 +13,13 @@ caught up -> PULL_NOT_FOUND; filtered out -> PULL_RETRY_IMMEDIATELY; out of rang
 PULL_OFFSET_MOVED with the offset to continue from). A PULL_NOT_FOUND for a request with the
 SUSPEND flag is held by the :class:`~ariane.broker.long_polling.PullRequestHoldService`
 instead of answered, and re-run later without the right to be held again. The offset the
-consumer piggy-backs (COMMIT_OFFSET flag) is committed on the first run only.
+consumer piggy-backs (COMMIT_OFFSET flag) is committed on the first run only, and never on a
+slave. Replication (book §19): with ``slaveReadEnable`` the answer's ``suggestWhichBrokerId``
+sends a consumer reading messages no longer in memory to the group's
+``whichBrokerWhenConsumeSlowly`` (else to its ``brokerId``); without it every answer, a
+slave's included, points back to the master. A slave without ``offsetCheckInSlave`` never
+moves a consumer's offset (it may just be behind): PULL_OFFSET_MOVED becomes
+PULL_RETRY_IMMEDIATELY at the same offset.
 """
 
 from __future__ import annotations
@@ -22,24 +28,26 @@ from typing import TYPE_CHECKING
 
 from ariane.broker.filters import FilterFactory, PullFilter, RetryPullFilter
 from ariane.broker.processors import error
+from ariane.common.roles import MASTER_ID
 from ariane.common.sysflag import (
     PERM_READ,
     PULL_COMMIT_OFFSET,
     PULL_SUBSCRIPTION,
     PULL_SUSPEND,
 )
-from ariane.common.topics import RETRY_PREFIX
+from ariane.common.topics import DLQ_PREFIX, RETRY_PREFIX
 from ariane.errors import InvalidArgumentError
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.admin_bodies import SubscriptionGroupConfig
 from ariane.remoting.protocol.client_bodies import MessageModel
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
-from ariane.store import GetStatus
+from ariane.store import GetResult, GetStatus
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["PullMessageProcessor"]
 
@@ -64,7 +72,7 @@ class PullMessageProcessor:
         broker: the broker whose store, topics, groups and offsets are used.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.store = broker.store
         self.filters = FilterFactory()
@@ -115,8 +123,63 @@ class PullMessageProcessor:
     def process(
         self, ctx: RequestContext, request: RemotingCommand, allow_suspend: bool
     ) -> RemotingCommand | None:
-        """``processRequest(channel, request, brokerAllowSuspend)``."""
+        """``processRequest(channel, request, brokerAllowSuspend)``: check access, build the
+        filter, honour a server-side reset, commit the piggy-backed offset, read, and answer
+        (or hold the request)."""
         header = h.PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        checked = self._check_access(ctx, header)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        flt = self._filter_of(header, checked)
+        if isinstance(flt, RemotingCommand):
+            return flt
+        group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
+        offsets = self.broker.offsets
+        if self.broker.config.use_server_side_reset_offset:
+            reset = offsets.take_reset(group, topic, queue_id)
+            if reset is not None and reset != header.queue_offset:
+                return self._moved(topic, queue_id, reset)
+        slave = self.broker.role.is_slave
+        if allow_suspend and header.sys_flag & PULL_COMMIT_OFFSET and not slave:
+            offsets.commit(group, topic, queue_id, header.commit_offset)
+        max_nums = min(max(header.max_msg_nums, 1), _MAX_MSG_NUMS)
+        res = self.store.get_message(group, topic, queue_id, header.queue_offset, max_nums, flt)
+        answer = self._code_and_body(header, res)
+        if isinstance(answer, RemotingCommand):
+            return answer
+        code, body = answer
+        next_begin = res.next_begin_offset
+        keep_offset = slave and not self.broker.config.offset_check_in_slave
+        if code == ResponseCode.PULL_OFFSET_MOVED and keep_offset:
+            # a slave behind its master must not move consumers: retry at the same offset
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+            next_begin = header.queue_offset
+        offsets.record_pull(group, topic, queue_id, next_begin)
+        if code == _NOT_FOUND and allow_suspend and self._hold(ctx, request, header, flt):
+            return None
+        ext = {
+            "suggestWhichBrokerId": str(self._suggest(checked, res)),
+            "nextBeginOffset": str(next_begin),
+            "minOffset": str(res.min_offset),
+            "maxOffset": str(res.max_offset),
+        }
+        return RemotingCommand.response(code, res.status.value, ext, body)
+
+    def _suggest(self, cfg: SubscriptionGroupConfig, res: GetResult) -> int:
+        """``suggestWhichBrokerId``: with ``slaveReadEnable``, the group's
+        ``whichBrokerWhenConsumeSlowly`` for reads of messages no longer in memory, else its
+        ``brokerId``; without it, always the master."""
+        if not self.broker.config.slave_read_enable:
+            return MASTER_ID
+        if res.suggest_pulling_from_slave:
+            return cfg.which_broker_when_consume_slowly
+        return cfg.broker_id
+
+    def _check_access(
+        self, ctx: RequestContext, header: h.PullMessageRequestHeader
+    ) -> SubscriptionGroupConfig | RemotingCommand:
+        """The group's configuration when the broker, the group, the topic and the queue id
+        allow this pull; else the error answer."""
         broker = self.broker
         if not broker.config.broker_permission & PERM_READ:
             return error(
@@ -138,7 +201,7 @@ class PullMessageProcessor:
             return error(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
             )
-        if not tc.perm & PERM_READ:
+        if not tc.perm & PERM_READ and not _admin_reads_dlq(header.consumer_group, topic):
             return error(
                 ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
             )
@@ -149,11 +212,18 @@ class PullMessageProcessor:
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] "
                 f"topicConfig.readQueueNums:[{tc.read_queue_nums}] consumer:[{ctx.remote_addr}]",
             )
-        sys_flag = header.sys_flag
-        if sys_flag & PULL_SUBSCRIPTION:
+        return cfg
+
+    def _filter_of(
+        self, header: h.PullMessageRequestHeader, cfg: SubscriptionGroupConfig
+    ) -> PullFilter | RemotingCommand:
+        """The filter of the pull: from the request (SUBSCRIPTION flag) or from the
+        subscription the group registered by heartbeat; wrapped for retry topics."""
+        group, topic = header.consumer_group, header.topic
+        if header.sys_flag & PULL_SUBSCRIPTION:
             flt = self.message_filter(header.subscription, header.expression_type)
         else:
-            group_info = broker.clients.consumer_group(group)
+            group_info = self.broker.clients.consumer_group(group)
             if group_info is None:
                 return error(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
@@ -180,48 +250,40 @@ class PullMessageProcessor:
             flt = self.message_filter(sub.sub_string, sub.expression_type)
         if isinstance(flt, RemotingCommand):
             return flt
-        if broker.config.filter_support_retry and topic.startswith(RETRY_PREFIX):
+        if self.broker.config.filter_support_retry and topic.startswith(RETRY_PREFIX):
             flt = self._retry_filter(group, flt)
-        offsets = broker.offsets
-        if broker.config.use_server_side_reset_offset:
-            reset = offsets.take_reset(group, topic, queue_id)
-            if reset is not None and reset != header.queue_offset:
-                return self._moved(topic, queue_id, reset)
-        if allow_suspend and sys_flag & PULL_COMMIT_OFFSET:
-            offsets.commit(group, topic, queue_id, header.commit_offset)
-        offset = header.queue_offset
-        max_nums = min(max(header.max_msg_nums, 1), _MAX_MSG_NUMS)
-        res = self.store.get_message(group, topic, queue_id, offset, max_nums, flt)
+        return flt
+
+    def _code_and_body(
+        self, header: h.PullMessageRequestHeader, res: GetResult
+    ) -> tuple[int, bytes | None] | RemotingCommand:
+        """The answer code and body for a store read (the records joined as stored)."""
         status = res.status
         if status is GetStatus.FOUND:
-            code: int = ResponseCode.SUCCESS
-            body: bytes | None = b"".join(res.messages)
-            broker.stats.on_get(group, topic, len(res.messages))
-        else:
-            body = None
-            code = _STATUS_CODE.get(status, -1)
-            if code == -1:
-                if status is GetStatus.SERVICE_NOT_AVAILABLE:
-                    return error(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
-                # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
-                code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else _NOT_FOUND
-        offsets.record_pull(group, topic, queue_id, res.next_begin_offset)
-        if (
-            code == _NOT_FOUND
-            and allow_suspend
-            and sys_flag & PULL_SUSPEND
-            and broker.hold.suspend(
-                ctx, request, topic, queue_id, offset, flt, header.suspend_timeout_millis
-            )
-        ):
-            return None
-        ext = {
-            "suggestWhichBrokerId": "0",
-            "nextBeginOffset": str(res.next_begin_offset),
-            "minOffset": str(res.min_offset),
-            "maxOffset": str(res.max_offset),
-        }
-        return RemotingCommand.response(code, status.value, ext, body)
+            self.broker.stats.on_get(header.consumer_group, header.topic, len(res.messages))
+            return ResponseCode.SUCCESS, b"".join(res.messages)
+        code = _STATUS_CODE.get(status, -1)
+        if code == -1:
+            if status is GetStatus.SERVICE_NOT_AVAILABLE:
+                return error(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
+            # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
+            code = ResponseCode.PULL_OFFSET_MOVED if header.queue_offset != 0 else _NOT_FOUND
+        return code, None
+
+    def _hold(
+        self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+        header: h.PullMessageRequestHeader,
+        flt: PullFilter,
+    ) -> bool:
+        """Hand a caught-up pull with the SUSPEND flag to the hold service; True if held."""
+        if not header.sys_flag & PULL_SUSPEND:
+            return False
+        return self.broker.hold.suspend(
+            ctx, request, header.topic, header.queue_id, header.queue_offset, flt,
+            header.suspend_timeout_millis,
+        )  # fmt: skip
 
     def _moved(self, topic: str, queue_id: int, offset: int) -> RemotingCommand:
         ext = h.PullMessageResponseHeader(
@@ -231,3 +293,14 @@ class PullMessageProcessor:
             max_offset=self.store.get_max_offset_in_queue(topic, queue_id),
         ).to_ext_fields()
         return RemotingCommand.response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", ext)
+
+
+#: The group admin tools pull with (``MixAll.TOOLS_CONSUMER_GROUP``).
+_TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+
+
+def _admin_reads_dlq(group: str, topic: str) -> bool:
+    """A DLQ topic is write-only, so no consumer group takes its messages again; admin tools
+    (the dashboard's DLQ page, ``printMsg``) may still read it with ``TOOLS_CONSUMER``, which
+    commits nothing (issue 17)."""
+    return group == _TOOLS_CONSUMER_GROUP and topic.startswith(DLQ_PREFIX)

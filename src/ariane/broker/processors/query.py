@@ -19,7 +19,7 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.context import BrokerContext
 
 __all__ = ["QueryMessageProcessor"]
 
@@ -31,7 +31,7 @@ class QueryMessageProcessor:
         broker: the broker whose store is queried.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.store = broker.store
 

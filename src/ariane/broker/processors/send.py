@@ -9,12 +9,15 @@ random writable queue) and the topic's write permission; decode the properties o
 trace) the broker's ``MSG_REGION`` and ``TRACE_ON``, appending them to the client's encoded
 string instead of re-encoding it; run the *send interceptors*; append to the store. Under
 ASYNC_FLUSH the store's future is already done and the answer goes out at once; under
-SYNC_FLUSH it is answered from the future's callback (hopped to the event loop).
+SYNC_FLUSH it is answered from the future's callback (hopped to the event loop). Then the
+replication service is told (:meth:`BrokerReplication.after_put`): a SYNC_MASTER answers once
+enough slaves hold the message, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE.
 ``header.batch`` (not the request code) selects the batch path.
 
 Two seams rewrite messages before the store: *send interceptors* see each client send with
-its header (the built-in one sends ``%RETRY%`` messages past their maximum reconsume count, or
-of a group holding queue locks, to ``%DLQ%<group>``); *message rewriters* see every single
+its header (the built-in :class:`~ariane.broker.retry.RetryToDlqInterceptor` sends ``%RETRY%``
+messages past their maximum reconsume count, or of a group holding queue locks, to
+``%DLQ%<group>``); *message rewriters* see every single
 message the broker stores for a client, sends and CONSUMER_SEND_MSG_BACK alike (the built-in
 :class:`~ariane.broker.schedule.DelayLevelRewriter` moves delayed messages to
 ``SCHEDULE_TOPIC_XXXX``). Between the two, a ``TRAN_MSG=true`` send becomes a half message
@@ -33,6 +36,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from ariane.broker.processors import error
+from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor, max_reconsume_times, route_retry
 from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
 from ariane.common.batch import decode_batch
 from ariane.common.message import HostPort
@@ -46,10 +50,18 @@ from ariane.common.properties import (
     TRACE_SWITCH,
     TRANSACTION_PREPARED,
     UNIQ_KEY,
+    WAIT_STORE_MSG_OK,
     decode_properties,
 )
 from ariane.common.record import decode_record
-from ariane.common.sysflag import MULTI_TAGS_FLAG, PERM_READ, PERM_WRITE
+from ariane.common.sysflag import (
+    MULTI_TAGS_FLAG,
+    PERM_READ,
+    PERM_WRITE,
+    TRANSACTION_NOT_TYPE,
+    reset_transaction_value,
+    transaction_value,
+)
 from ariane.common.topics import (
     AUTO_CREATE_TOPIC,
     OFFSET_MOVED_EVENT,
@@ -59,8 +71,6 @@ from ariane.common.topics import (
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
-    dlq_topic,
-    retry_topic,
     validate_topic,
 )
 from ariane.errors import CorruptionError, InvalidArgumentError
@@ -72,7 +82,6 @@ from ariane.remoting.protocol.command import (
     CURRENT_VERSION,
     FLAG_RESPONSE,
     LanguageCode,
-    MQVersion,
     RemotingCommand,
 )
 from ariane.remoting.server import RemotingServer
@@ -86,7 +95,7 @@ from ariane.store import (
 )
 
 if TYPE_CHECKING:
-    from ariane.broker.controller import BrokerController
+    from ariane.broker.transaction import TransactionBrokerContext
 
 __all__ = [
     "DLQ_PERM",
@@ -99,9 +108,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _RW = PERM_READ | PERM_WRITE
-#: ``%DLQ%<group>`` is created write-only: dead letters are not consumed unless an
-#: administrator grants read permission (RocketMQ 4.x; 5.x creates it readable).
-DLQ_PERM = PERM_WRITE
 
 #: Topics clients may never send to (``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`` + TBW102).
 NOT_ALLOWED_SEND_TOPICS = frozenset(
@@ -174,53 +180,6 @@ class MessageRewriter(Protocol):
         ...
 
 
-class RetryToDlqInterceptor:
-    """Messages sent to ``%RETRY%<group>`` past the group's maximum reconsume count go to
-    ``%DLQ%<group>`` queue 0 (``handleRetryAndDLQ``); so do all of them while the group holds
-    queue locks (an orderly consumer only sends a message back once it gave up on it)."""
-
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
-
-    def before_put(
-        self,
-        ctx: RequestContext,
-        request: RemotingCommand,
-        header: h.SendMessageRequestHeader,
-        inner: MessageInner,
-    ) -> RemotingCommand | None:
-        topic = inner.topic
-        if not topic.startswith(RETRY_PREFIX):
-            return None
-        group = topic[len(RETRY_PREFIX) :]
-        cfg = self.broker.groups.find(group)
-        if cfg is None:
-            return error(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
-            )
-        max_times = cfg.retry_max_times
-        if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
-            max_times = header.max_reconsume_times
-        orderly = self.broker.locks.group_has_locks(group)
-        if inner.reconsume_times <= max_times and not orderly:
-            return None
-        dlq = dlq_topic(group)
-        tc = self.broker.topics.create_in_send_back(dlq, 1, DLQ_PERM)
-        if not tc.perm & PERM_WRITE:
-            return error(
-                ResponseCode.NO_PERMISSION, f"the topic[{dlq}] sending message is forbidden"
-            )
-        inner.topic = dlq
-        inner.queue_id = 0
-        if inner.properties.pop(DELAY, None) is not None:
-            inner.properties_string = None
-        if orderly:
-            logger.info("retry message of orderly group %s goes to %s at once", group, dlq)
-        else:
-            logger.info("message of %s exceeded %d reconsumes, to %s", group, max_times, dlq)
-        return None
-
-
 class SendMessageProcessor:
     """Handles the send family.
 
@@ -228,7 +187,7 @@ class SendMessageProcessor:
         broker: the broker whose store, topics and groups are used.
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: TransactionBrokerContext) -> None:
         self.broker = broker
         self.store = broker.store
         self.topics = broker.topics
@@ -238,6 +197,8 @@ class SendMessageProcessor:
             DelayLevelRewriter(len(broker.store_config.delay_levels_ms))
         ]
         self._store_host = broker.store_host
+        # replication: wakes the transfer to slaves; a SYNC_MASTER waits for them
+        self._after_put = broker.replication.after_put
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_flush = broker.store_config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
@@ -313,19 +274,24 @@ class SendMessageProcessor:
             if self.broker.config.reject_transaction_message:
                 return self._transaction_refused()
             self.broker.transactions.prepare(inner, header.producer_group)
-        elif inner.sys_flag & 0xC:
+        elif transaction_value(inner.sys_flag):
             # a PREPARED/ROLLBACK type without TRAN_MSG (old clients' retries of transactional
             # messages) would be stored where no consumer ever sees it: store it as normal
-            inner.sys_flag &= ~0xC
+            inner.sys_flag = reset_transaction_value(inner.sys_flag, TRANSACTION_NOT_TYPE)
         for rewriter in self.rewriters:
             refused = rewriter.rewrite(inner)
             if refused is not None:
                 return refused
         topic = header.topic
+        wait = inner.properties.get(WAIT_STORE_MSG_OK) != "false"
         if self._async_flush:  # stored when put returns: no future, no thread hop
-            return self.put_response(self.store.put_message(inner), topic, queue_id, uniq)
+            result = self.store.put_message(inner)
+            replicated = self._after_put(result, wait)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, uniq)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
         future = self.store.submit_message(inner)
-        return self._answer(ctx, future, topic, queue_id, uniq)
+        return self._answer(ctx, future, topic, queue_id, uniq, wait)
 
     def _stamp_trace(self, props: dict[str, str]) -> str:
         """Set ``MSG_REGION`` and ``TRACE_ON`` of this broker in ``props``; their encoded
@@ -447,9 +413,13 @@ class SendMessageProcessor:
             header.reconsume_times or 0,
         )  # fmt: skip
         if self._async_flush:
-            return self.put_response(self.store.put_messages(batch), topic, queue_id, None)
+            result = self.store.put_messages(batch)
+            replicated = self._after_put(result, True)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, None)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, None)
         future = self.store.submit_messages(batch)
-        return self._answer(ctx, future, topic, queue_id, None)
+        return self._answer(ctx, future, topic, queue_id, None, True)
 
     # -- answers -------------------------------------------------------------------------------
 
@@ -460,9 +430,14 @@ class SendMessageProcessor:
         topic: str,
         queue_id: int,
         uniq: str | None,
+        wait: bool,
     ) -> RemotingCommand | None:
         if future.done():
-            return self.put_response(future.result(), topic, queue_id, uniq)
+            result = future.result()
+            replicated = self._after_put(result, wait)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, uniq)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
         loop = self._loop
         assert loop is not None
 
@@ -471,12 +446,42 @@ class SendMessageProcessor:
                 result = f.result()
             except Exception as exc:  # the store resolves futures with results only
                 logger.exception("store put failed")
-                response = error(ResponseCode.SYSTEM_ERROR, f"store put failed: {exc}")
-            else:
-                response = self.put_response(result, topic, queue_id, uniq)
-            ctx.send_response(response)
+                ctx.send_response(error(ResponseCode.SYSTEM_ERROR, f"store put failed: {exc}"))
+                return
+            replicated = self._after_put(result, wait)
+            if replicated is None:
+                ctx.send_response(self.put_response(result, topic, queue_id, uniq))
+                return
+            response = self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
+            if response is not None:
+                ctx.send_response(response)
 
         future.add_done_callback(partial(_on_loop, loop, finish))
+        return None
+
+    def _answer_replicated(
+        self,
+        ctx: RequestContext,
+        result: PutResult,
+        replicated: PutStatus | asyncio.Future[PutStatus],
+        topic: str,
+        queue_id: int,
+        uniq: str | None,
+    ) -> RemotingCommand | None:
+        """The answer of a SYNC_MASTER send: once slaves hold the message, or with
+        FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE (the message is stored either way)."""
+        if isinstance(replicated, PutStatus):
+            if replicated is not _PUT_OK and result.status is _PUT_OK:
+                result.status = replicated
+            return self.put_response(result, topic, queue_id, uniq)
+
+        def done(f: asyncio.Future[PutStatus]) -> None:
+            status = f.result() if not f.cancelled() else PutStatus.FLUSH_SLAVE_TIMEOUT
+            if status is not _PUT_OK and result.status is _PUT_OK:
+                result.status = status
+            ctx.send_response(self.put_response(result, topic, queue_id, uniq))
+
+        replicated.add_done_callback(done)
         return None
 
     def put_response(
@@ -552,28 +557,26 @@ class SendMessageProcessor:
             msg, _ = decode_record(record)
         except CorruptionError as exc:
             return error(ResponseCode.SYSTEM_ERROR, f"stored message does not decode: {exc}")
-        max_times = cfg.retry_max_times
-        if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
-            max_times = header.max_reconsume_times
+        max_times = max_reconsume_times(cfg, request.version, header.max_reconsume_times)
         props = dict(msg.properties)
         props.setdefault(RETRY_TOPIC, msg.topic)
         props.setdefault(ORIGIN_MESSAGE_ID, header.origin_msg_id or msg.msg_id)
         delay = header.delay_level
-        if msg.reconsume_times >= max_times or delay < 0:
-            topic, queue_id = dlq_topic(group), 0
-            tc = broker.topics.create_in_send_back(topic, 1, DLQ_PERM)
+        route = route_retry(
+            broker, cfg, group, dead=msg.reconsume_times >= max_times or delay < 0,
+            reconsume_times=msg.reconsume_times, delay_level=delay,
+        )  # fmt: skip
+        if route.delay_level is None:
             props.pop(DELAY, None)
         else:
-            topic = retry_topic(group)
-            queue_id = random.randrange(cfg.retry_queue_nums)
-            tc = broker.topics.create_in_send_back(topic, cfg.retry_queue_nums, _RW)
-            props[DELAY] = str(delay if delay > 0 else 3 + msg.reconsume_times)
-        if not tc.perm & PERM_WRITE:
+            props[DELAY] = str(route.delay_level)
+        if not route.config.perm & PERM_WRITE:
             return error(
-                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+                ResponseCode.NO_PERMISSION,
+                f"the topic[{route.topic}] sending message is forbidden",
             )
         inner = MessageInner(
-            topic, queue_id, msg.body, msg.flag, props, msg.sys_flag, msg.born_timestamp_ms,
+            route.topic, route.queue_id, msg.body, msg.flag, props, msg.sys_flag, msg.born_timestamp_ms,
             msg.born_host, self._store_host, msg.reconsume_times + 1,
         )  # fmt: skip
         for rewriter in self.rewriters:
@@ -582,7 +585,9 @@ class SendMessageProcessor:
                 return refused
         future = self.store.submit_message(inner)
         if future.done():
-            return self._send_back_response(future.result())
+            result = future.result()
+            self._after_put(result, False)  # wake the transfer to slaves, no waiting
+            return self._send_back_response(result)
         loop = self._loop
         assert loop is not None
 

@@ -7,6 +7,12 @@ Every class has ``from_ext_fields(ext)`` (raises ``HeaderFieldError`` naming the
 from __future__ import annotations
 
 from ariane.remoting.protocol.headers._base import I32, I64, CommandHeader, FieldSpec, Key, header
+from ariane.remoting.protocol.headers.acl import (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+)
 from ariane.remoting.protocol.headers.admin import (
     CloneGroupOffsetRequestHeader,
     CreateTopicRequestHeader,
@@ -118,7 +124,9 @@ __all__ = [
     "CommandHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
+    "CreateAccessConfigRequestHeader",
     "CreateTopicRequestHeader",
+    "DeleteAccessConfigRequestHeader",
     "DeleteKVConfigRequestHeader",
     "DeleteSubscriptionGroupRequestHeader",
     "DeleteTopicFromNamesrvRequestHeader",
@@ -129,6 +137,7 @@ __all__ = [
     "GetAllSubscriptionGroupResponseHeader",
     "GetAllTopicConfigRequestHeader",
     "GetAllTopicConfigResponseHeader",
+    "GetBrokerAclConfigResponseHeader",
     "GetBrokerConfigResponseHeader",
     "GetBrokerMemberGroupRequestHeader",
     "GetConsumeStatsInBrokerHeader",
@@ -192,6 +201,7 @@ __all__ = [
     "UnRegisterBrokerRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
+    "UpdateGlobalWhiteAddrsConfigRequestHeader",
     "UpdateGroupForbiddenRequestHeader",
     "ViewBrokerStatsDataRequestHeader",
     "ViewMessageRequestHeader",
@@ -289,4 +299,8 @@ ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
 )

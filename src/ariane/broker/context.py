@@ -1,0 +1,112 @@
+"""What the broker's processors and services may use of the broker (the seam that keeps
+``controller`` out of their imports).
+
+How it works: :class:`~ariane.broker.controller.BrokerController` builds the components
+(topic and group tables, offsets, clients, locks, statistics, the pull hold service, the
+store, the delay service, the remoting server) and hands *itself* to each processor typed as
+:class:`BrokerContext`, a protocol listing only those components and a few broker-wide
+operations. Processors and services import this module, never the controller, so the
+controller can import them without an import circle, and a test can hand a processor any
+object that has these attributes. A processor that needs one more component (the
+transaction service, the pull processor) extends the protocol in its own module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ariane.broker.client_manager import ClientManager
+from ariane.broker.config import BrokerConfig
+from ariane.broker.consumer_offset import ConsumerOffsetManager
+from ariane.broker.long_polling import PullRequestHoldService
+from ariane.broker.metrics_hook import BrokerRpcMetrics
+from ariane.broker.rebalance_lock import RebalanceLockManager
+from ariane.broker.schedule import ScheduleMessageService
+from ariane.broker.stats import BrokerStats
+from ariane.broker.subscription_group import SubscriptionGroupManager
+from ariane.broker.topic_config import TopicConfigManager
+from ariane.common.clock import Clock
+from ariane.common.message import HostPort
+from ariane.common.roles import BrokerRole
+from ariane.remoting.server import RemotingServer
+from ariane.store import MessageStore, PutResult, PutStatus, StoreConfig
+
+__all__ = ["BrokerContext", "ReplicationSeam"]
+
+
+class ReplicationSeam(Protocol):
+    """What processors use of replication
+    (:class:`~ariane.broker.replication.BrokerReplication` implements it)."""
+
+    def after_put(
+        self, result: PutResult, wait: bool
+    ) -> PutStatus | asyncio.Future[PutStatus] | None:
+        """After a put on the loop: wake the transfer; a SYNC_MASTER's wait, if any."""
+        ...
+
+    def ha_server_addr(self, broker_addr: str) -> str:
+        """This broker's HA address as announced."""
+        ...
+
+    def on_registered(self, master_addr: str | None, ha_server_addr: str | None) -> None:
+        """A NameServer answered a registration."""
+        ...
+
+    def runtime_info(self) -> dict[str, str]:
+        """The replication part of GET_BROKER_RUNTIME_INFO."""
+        ...
+
+    def ha_status(self) -> dict[str, Any]:
+        """``HARuntimeInfo`` JSON."""
+        ...
+
+
+class BrokerContext(Protocol):
+    """The broker as its processors see it (``BrokerController`` implements it)."""
+
+    config: BrokerConfig
+    store_config: StoreConfig
+    clock: Clock
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    offsets: ConsumerOffsetManager
+    clients: ClientManager
+    locks: RebalanceLockManager
+    stats: BrokerStats
+    hold: PullRequestHoldService
+    store: MessageStore
+    schedule: ScheduleMessageService
+    remoting: RemotingServer
+    rpc_metrics: BrokerRpcMetrics
+    #: ``host:port`` clients reach this broker at.
+    broker_addr: str
+    #: the address stored in every record (and in offset message ids).
+    store_host: HostPort
+
+    @property
+    def replication(self) -> ReplicationSeam:
+        """Master/slave replication (issue 13)."""
+        ...
+
+    @property
+    def role(self) -> BrokerRole:
+        """The broker's current role (it may change while the broker runs)."""
+        ...
+
+    async def update_config(self, props: Mapping[str, str]) -> list[str]:
+        """Apply UPDATE_BROKER_CONFIG properties; returns the unknown keys."""
+        ...
+
+    def all_properties(self) -> dict[str, str]:
+        """Broker and store configuration as RocketMQ properties."""
+        ...
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO table."""
+        ...
+
+    def earliest_message_time(self) -> int:
+        """Store time of the oldest message in the CommitLog (ms), -1 when empty."""
+        ...

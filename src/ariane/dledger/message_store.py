@@ -1,0 +1,378 @@
+"""The message store of a DLedger broker (RocketMQ ``DefaultMessageStore`` with
+``enableDLegerCommitLog=true``).
+
+How it works: the store is the plain one (ConsumeQueues, index, reads, cleanup, flush
+threads) around a :class:`~ariane.dledger.commitlog.DLedgerCommitLog`. Puts are Raft
+proposals whose futures complete on commit; the reput thread sees committed records only.
+Loading recovers the DLedger files first, then the ConsumeQueues and the index; what is
+missing from them is re-dispatched from committed entries (a record found in a ConsumeQueue
+proves its entry committed, so the commit index starts at least there). Under SYNC_FLUSH a
+thread syncs new entries before they count as persisted (acknowledged to the leader, counted
+for the quorum); under ASYNC_FLUSH the page cache counts, as in DLedger. The DLedger
+``checkpoint`` (end and commit index) is written every ``checkPointInterval``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from ariane.common.clock import Clock
+from ariane.common.properties import WAIT_STORE_MSG_OK
+from ariane.common.sysflag import enters_consume_queue, is_rollback
+from ariane.dledger.commitlog import DLedgerCommitLog
+from ariane.dledger.config import DLedgerConfig
+from ariane.dledger.format import ENTRY_HEADER_SIZE
+from ariane.dledger.upgrade import prepare_old_commit_log
+from ariane.store.checkpoint import StoreCheckpoint
+from ariane.store.cleanup import DiskUsage
+from ariane.store.commit_log import CommitLog
+from ariane.store.config import StoreConfig
+from ariane.store.dispatch import ArrivingListener, ReputService
+from ariane.store.flush import FlushCommitLogService
+from ariane.store.format import DispatchRequest
+from ariane.store.inner import MessageBatchInner, MessageInner
+from ariane.store.loader import finish_load, load_consume_queues
+from ariane.store.message_store import MessageStore
+from ariane.store.recovery import redispatch
+from ariane.store.results import PutResult, PutStatus
+from ariane.store.service import ServiceThread
+
+__all__ = ["DLedgerMessageStore"]
+
+logger = logging.getLogger(__name__)
+
+
+def _done(result: PutResult) -> Future[PutResult]:
+    future: Future[PutResult] = Future()
+    future.set_result(result)
+    return future
+
+
+class _Periodic(ServiceThread):
+    """Calls ``fn`` every ``interval_s`` or when woken (and once more at stop)."""
+
+    def __init__(self, name: str, interval_s: float, fn: Callable[[], None]) -> None:
+        super().__init__(name)
+        self.interval_s = interval_s
+        self.fn = fn
+
+    def run_once(self) -> None:
+        self.wait(self.interval_s)
+        self.fn()
+
+    def on_stop(self) -> None:
+        self.fn()
+
+
+class DLedgerMessageStore(MessageStore):
+    """A message store whose CommitLog is replicated by DLedger.
+
+    Args:
+        config: the store settings.
+        dledger: group, peers and Raft timings.
+        clock: wall clock (store timestamps, file expiry).
+        monotonic_ms: Raft's clock in milliseconds (default: ``clock.monotonic``).
+        disk_usage: disk usage probe.
+        arriving_listener: told when committed messages become visible.
+    """
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        dledger: DLedgerConfig,
+        *,
+        clock: Clock | None = None,
+        monotonic_ms: Callable[[], int] | None = None,
+        disk_usage: DiskUsage | None = None,
+        arriving_listener: ArrivingListener | None = None,
+    ) -> None:
+        super().__init__(
+            config, clock=clock, disk_usage=disk_usage, arriving_listener=arriving_listener
+        )
+        clock_ = self.clock
+        self.dledger = dledger
+        self.commit_log: DLedgerCommitLog = DLedgerCommitLog(
+            config, clock_, dledger.raft_config(), dledger.base_dir(config.store_path_root_dir),
+            index_file_size=dledger.mapped_file_size_for_entry_index,
+            now_ms=monotonic_ms or (lambda: int(clock_.monotonic() * 1000)),
+            sync_persist=self._sync,
+        )  # fmt: skip
+        self.reput = ReputService(
+            self.commit_log, self.dispatcher, sync_visibility=False,
+            on_error=lambda r: self._set_unwriteable("dispatch", r),
+        )  # fmt: skip
+        self.reput.listener = arriving_listener
+        self.commit_log.wake_dispatch = self.reput.wakeup
+        self.persister: _Periodic | None = None
+        self.checkpointer: _Periodic | None = None
+        #: the term in which this node became the writable master (-1: not the master)
+        self.master_term = -1
+
+    @property
+    def replica(self) -> object:
+        """The DLedger replica (for the transport and tools)."""
+        return self.commit_log.replica
+
+    # -- loading --------------------------------------------------------------------------------
+    def _recover(self) -> StoreCheckpoint:
+        return load_dledger_store(self)
+
+    # -- services -------------------------------------------------------------------------------
+    def _start_commit_log_flush(self, cp: StoreCheckpoint) -> None:
+        cfg = self.config
+        cl = self.commit_log
+        self.flush_commit_log = FlushCommitLogService(
+            cl, cp, interval_ms=cfg.flush_interval_commit_log_ms,
+            least_pages=cfg.flush_commit_log_least_pages,
+            thorough_interval_ms=cfg.flush_commit_log_thorough_interval_ms, clock=self.clock,
+        )  # fmt: skip
+        self.flush_commit_log.start()
+        if self._sync:
+            self.persister = _Periodic("DLedgerFlush", 0.01, cl.replica.flush)
+            self.persister.start()
+            previous = cl.on_work
+            persister = self.persister
+
+            def wake() -> None:
+                persister.wakeup()
+                if previous is not None:
+                    previous()
+
+            cl.on_work = wake
+        self.checkpointer = _Periodic(
+            "DLedgerCheckpoint", self.dledger.check_point_interval_ms / 1000,
+            self._write_checkpoint,
+        )  # fmt: skip
+        self.checkpointer.start()
+
+    def _write_checkpoint(self) -> None:
+        try:
+            self.commit_log.replica.write_checkpoint()
+        except OSError as exc:
+            logger.error("cannot write the DLedger checkpoint: %s", exc)
+
+    def shutdown(self) -> None:
+        for svc in (self.persister, self.checkpointer):
+            if svc is not None:
+                svc.stop()
+        super().shutdown()
+
+    def close_without_cleanup(self) -> None:
+        for svc in (self.persister, self.checkpointer):
+            if svc is not None:
+                svc.abandon()
+        super().close_without_cleanup()
+
+    # -- the master's role ------------------------------------------------------------------------
+    def master_ready(self) -> bool:
+        """True when this node leads and everything in its log is committed and dispatched:
+        it can take writes (``DLedgerRoleChangeHandler``'s condition)."""
+        cl = self.commit_log
+        with cl.put_lock:
+            node = cl.replica.node
+            if node is None or cl.replica.failed is not None or not node.is_leader:
+                return False
+            log = node.log
+            return (
+                log.end == log.committed
+                and not cl.staged
+                and not cl.pending
+                and (self.reput.behind_bytes() == 0)
+            )
+
+    def promote(self) -> bool:
+        """Start taking writes if :meth:`master_ready`: the next queue offsets come from the
+        ConsumeQueues (``recoverTopicQueueTable``). Returns True when this node is the
+        writable master now."""
+        cl = self.commit_log
+        with cl.put_lock:
+            node = cl.replica.node
+            if node is None:
+                return False
+            if self.master_term == node.term and node.is_leader:
+                return True
+            if not self.master_ready():
+                return False
+            cl.topic_queue_table = {
+                (cq.topic, cq.queue_id): cq.max_offset_in_queue for cq in self.all_consume_queues()
+            }
+            self.master_term = node.term
+            logger.info("DLedger %s takes writes in term %d", self.dledger.self_id, node.term)
+            return True
+
+    @property
+    def is_master(self) -> bool:
+        """True while this node is the writable master."""
+        node = self.commit_log.replica.node
+        return node is not None and node.is_leader and node.term == self.master_term
+
+    def _dledger_refusal(self) -> PutResult | None:
+        refusal = self._refusal()
+        if refusal is not None:
+            return refusal
+        if not self.is_master:
+            self.put_failed_times += 1
+            return PutResult(
+                PutStatus.SERVICE_NOT_AVAILABLE,
+                remark="message store is slave mode, so putMessage is forbidden "
+                "(not the DLedger group's master)",
+            )
+        return None
+
+    # -- puts -----------------------------------------------------------------------------------
+    def _count(self, future: Future[PutResult]) -> Future[PutResult]:
+        def done(f: Future[PutResult]) -> None:
+            if not f.result().status.is_stored:
+                self.put_failed_times += 1
+
+        future.add_done_callback(done)
+        return future
+
+    def submit_message(self, msg: MessageInner) -> Future[PutResult]:
+        """Propose ``msg``; the future completes when a quorum stored it (``WAIT=false``:
+        once it is in this leader's log)."""
+        refusal = self._dledger_refusal()
+        if refusal is not None:
+            return _done(refusal)
+        wait = msg.properties.get(WAIT_STORE_MSG_OK) != "false"
+        return self._count(self.commit_log.submit_one(msg, wait=wait))
+
+    def put_message(self, msg: MessageInner) -> PutResult:
+        """Propose and wait for the commit (not from the Raft transport's event loop)."""
+        return self.submit_message(msg).result()
+
+    def submit_messages(self, batch: MessageBatchInner) -> Future[PutResult]:
+        """Propose a batch (one entry per message)."""
+        refusal = self._dledger_refusal()
+        if refusal is not None:
+            return _done(refusal)
+        return self._count(self.commit_log.submit_batch(batch))
+
+    def put_messages(self, batch: MessageBatchInner) -> PutResult:
+        """Propose a batch and wait for the commit."""
+        return self.submit_messages(batch).result()
+
+    # -- introspection ------------------------------------------------------------------------------
+    def runtime_info(self) -> dict[str, str]:
+        info = super().runtime_info()
+        status = self.commit_log.replica.status()
+        if status is not None:
+            info.update(
+                {
+                    "dLegerGroup": status.group,
+                    "dLegerSelfId": status.self_id,
+                    "dLegerRole": status.role.name,
+                    "dLegerTerm": str(status.term),
+                    "dLegerLeaderId": status.leader_id or "",
+                    "dLegerLedgerBeginIndex": str(status.ledger_begin_index),
+                    "dLegerLedgerEndIndex": str(status.ledger_end_index),
+                    "dLegerCommittedIndex": str(status.committed_index),
+                }
+            )
+        return info
+
+
+def load_dledger_store(store: DLedgerMessageStore) -> StoreCheckpoint:
+    """Load and recover a DLedger store; returns the store checkpoint.
+
+    Raises:
+        OSError: files cannot be read or written.
+    """
+    cfg = store.config
+    cl = store.commit_log
+    upgraded = prepare_old_commit_log(cl, cfg)
+    rebuild_from = load_consume_queues(store)
+    checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+    index = store.index
+    if index is not None:
+        point = index.load(store.last_exit_ok, checkpoint.index_msg_timestamp)
+        if point is not None:
+            rebuild_from = point if rebuild_from is None else min(rebuild_from, point)
+    for cq in store.all_consume_queues():
+        cq.recover()
+    cl.replica.load()
+    files = cl.files
+    end_pos = max(files.end_pos, cl.divided_offset)
+    max_phy_cq = max((cq.max_physic_offset for cq in store.all_consume_queues()), default=-1)
+    if max_phy_cq >= end_pos:
+        for cq in store.all_consume_queues():
+            cq.truncate_dirty_logic_files(end_pos)
+        max_phy_cq = max((cq.max_physic_offset for cq in store.all_consume_queues()), default=-1)
+    node = cl.replica.node
+    assert node is not None
+    # a record in a ConsumeQueue was dispatched, so its entry was committed
+    if max_phy_cq >= cl.divided_offset:
+        proven = cl.index_at(max_phy_cq + 1) - 1
+        node.log.committed = max(node.log.committed, min(proven, files.end))
+    committed = node.log.committed
+    unit = files.unit(committed)
+    cl.committed_index = committed
+    cl.committed_pos = (
+        unit[1] + unit[2] if unit is not None else max(files.begin.pos, cl.divided_offset)
+    )
+    if cl.old_queue.files and (
+        upgraded or (rebuild_from is not None and rebuild_from < cl.divided_offset)
+    ):
+        plain = CommitLog(cfg, store.clock)
+        plain.queue = cl.old_queue
+        begin = 0 if upgraded or rebuild_from is None else rebuild_from
+        count = redispatch(
+            plain, store.dispatcher.dispatch, begin, cl.divided_offset, cfg.delay_levels_ms
+        )
+        logger.info("dispatched %d records of the CommitLog from before DLedger", count)
+    start = _redispatch_start(store, rebuild_from)
+    if start is not None:
+        count = 0
+        batch: list[DispatchRequest] = []
+        for request in cl.records(cl.index_at(start), committed):
+            batch.append(request)
+            if len(batch) >= 4096:
+                store.dispatcher.dispatch(batch)
+                count += len(batch)
+                batch = []
+        if batch:
+            store.dispatcher.dispatch(batch)
+            count += len(batch)
+        logger.info("re-dispatched %d committed records from offset %d", count, start)
+    cl.staged.extend(cl.records(committed + 1, files.end))
+    last_ts = checkpoint.physic_msg_timestamp
+    tail = cl.records(max(files.begin.index, files.end - 8), files.end)
+    last_ts = max([last_ts, *(r.store_timestamp_ms for r in tail)])
+    finish_load(store, last_ts)
+    cl.queue.flushed_where = files.end_pos
+    return checkpoint
+
+
+def _redispatch_start(store: DLedgerMessageStore, rebuild_from: int | None) -> int | None:
+    """The physical offset from which committed records must be dispatched again: the first
+    record in the last three data files (all of them after an abnormal exit) missing from its
+    ConsumeQueue or from the index, or an earlier point a damaged derived file asks for."""
+    cl = store.commit_log
+    files = cl.files
+    data = files.data.files
+    if not data:
+        return rebuild_from
+    first_file = data[0] if not store.last_exit_ok else data[max(0, len(data) - 3)]
+    walk_from = cl.index_at(max(first_file.file_from_offset, files.begin.pos) + ENTRY_HEADER_SIZE)
+    index = store.index
+    index_end = index.files[-1].end_phy_offset if index is not None and index.files else -1
+    starts = [] if rebuild_from is None else [rebuild_from]
+    if not store.last_exit_ok:
+        starts.append(first_file.file_from_offset)
+    for req in cl.records(walk_from, cl.committed_index):
+        cq_missing = False
+        if enters_consume_queue(req.sys_flag):
+            cq = store.get_consume_queue(req.topic, req.queue_id)
+            cq_missing = cq is None or cq.max_physic_offset < req.commit_log_offset
+        index_missing = (
+            index is not None
+            and bool(req.keys or req.uniq_key)
+            and not is_rollback(req.sys_flag)
+            and index_end < req.commit_log_offset
+        )
+        if cq_missing or index_missing:
+            starts.append(req.commit_log_offset)
+            break
+    return min(starts) if starts else None

@@ -1,0 +1,101 @@
+"""``put_message`` and ``put_messages`` share one validation path: for any message (legal or
+not), a single put and a batch of one answer the same status and, when stored, write the
+same record bytes and the same dispatch request."""
+
+from __future__ import annotations
+
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ariane.common.clock import ManualClock
+from ariane.common.message import HostPort
+from ariane.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from ariane.store.commit_log import CommitLog
+from ariane.store.inner import BatchItem, MessageBatchInner, MessageInner
+from ariane.store.results import PutResult, PutStatus
+from tests.unit.store.helpers import small_config
+
+_INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
+_WIDE = st.one_of(_INT32, st.integers(-(1 << 40), 1 << 40))
+_HOSTS = st.sampled_from(
+    [
+        HostPort(b"\x0a\x00\x00\x05", 10911),
+        HostPort(bytes(range(16)), 10911),
+        HostPort(b"\x01\x02\x03", 1),  # neither IPv4 nor IPv6
+    ]
+)
+_TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x01\x02"), max_size=12)
+_PROPS = st.dictionaries(_TEXT.filter(bool), _TEXT, max_size=4)
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> MessageInner:
+    return MessageInner(
+        topic=draw(st.sampled_from(["T", "A" * 130, "", "a/b", "A" * 300])),
+        queue_id=draw(st.one_of(st.integers(-2, 8), _WIDE)),
+        body=draw(st.binary(max_size=64) | st.just(b"x" * 1_100)),
+        flag=draw(_WIDE),
+        properties=draw(_PROPS | st.just({"k": "v" * 300})),
+        sys_flag=draw(st.sampled_from([0, 0x1, 0x2, 0x8, 0x30]) | _WIDE),
+        born_timestamp_ms=draw(st.integers(-(1 << 64), 1 << 64)),
+        born_host=draw(_HOSTS),
+        store_host=draw(_HOSTS),
+        reconsume_times=draw(st.integers(0, 16) | _WIDE),
+    )
+
+
+def _put(msg: MessageInner, batch: bool) -> tuple[PutResult, bytes | None, object]:
+    with tempfile.TemporaryDirectory() as root:
+        log = CommitLog(
+            small_config(root, max_message_size=1024, max_properties_length=256),
+            ManualClock(),
+        )
+        try:
+            if batch:
+                item = BatchItem(msg.body, msg.flag, msg.properties, msg.properties_string)
+                result = log.put_messages(
+                    MessageBatchInner(
+                        msg.topic,
+                        msg.queue_id,
+                        [item],
+                        msg.sys_flag,
+                        msg.born_timestamp_ms,
+                        msg.born_host,
+                        msg.store_host,
+                        msg.reconsume_times,
+                    )
+                )
+            else:
+                result = log.put_message(msg)
+            if result.status is not PutStatus.PUT_OK:
+                return result, None, None
+            record = log.get_message(result.wrote_offset, result.wrote_bytes)
+            return result, record, log.pending[-1]
+        finally:
+            log.shutdown()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages())
+def test_single_put_and_batch_of_one_agree(msg: MessageInner) -> None:
+    single, single_record, single_request = _put(msg, batch=False)
+    batch, batch_record, batch_request = _put(msg, batch=True)
+    tx = msg.sys_flag & 0xC
+    if tx in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+        # half and rollback records exist only as single puts
+        assert batch.status is PutStatus.MESSAGE_ILLEGAL
+        return
+    assert single.status is batch.status, (single.remark, batch.remark)
+    assert (single.remark is None) == (batch.remark is None)
+    assert single_record == batch_record
+    assert single_request == batch_request
+    if single.status is PutStatus.PUT_OK:
+        assert single_record is not None
+        assert len(single_record) == single.wrote_bytes
+        assert (single.wrote_offset, single.logics_offset, single.store_timestamp_ms) == (
+            batch.wrote_offset,
+            batch.logics_offset,
+            batch.store_timestamp_ms,
+        )
