@@ -62,7 +62,7 @@ def test_send_checks(tmp_path: Path) -> None:
         b.c.topics.get("T").perm = 4  # type: ignore[union-attr]
         assert (await b.send("T")).code == ResponseCode.NO_PERMISSION
         r = await b.answer(RequestCode.SEND_MESSAGE, {"topic": "T"}, b"x")
-        assert r.code == ResponseCode.SYSTEM_ERROR
+        assert r.code == ResponseCode.INVALID_PARAMETER
         assert "producerGroup is missing" in (r.remark or "")
         big = b"x" * (16 * 1024)
         assert (await b.send("T2", big)).code == ResponseCode.MESSAGE_ILLEGAL
