@@ -45,6 +45,7 @@ from ariane.broker.processors.admin import AdminBrokerProcessor
 from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
 from ariane.broker.processors.client_manage import ClientManageProcessor
 from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+from ariane.broker.processors.dledger import DLedgerProcessor
 from ariane.broker.processors.end_transaction import EndTransactionProcessor
 from ariane.broker.processors.ha import HAStatusProcessor
 from ariane.broker.processors.pop import PopMessageProcessor
@@ -418,6 +419,7 @@ class BrokerController:
             AclAdminProcessor(self),
             PopMessageProcessor(self),
             HAStatusProcessor(self),
+            DLedgerProcessor(self),
             TimerProcessor(self),
         ):
             processor.register(self.remoting)
