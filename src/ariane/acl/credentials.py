@@ -15,9 +15,8 @@ it sends as JSON numbers arrive as their decimal strings, which is what it signe
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
+from binascii import b2a_base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -59,6 +58,11 @@ class SessionCredentials:
         if not isinstance(self.access_key, str) or not isinstance(self.secret_key, str):
             raise TypeError("access_key and secret_key must be strings")
 
+    @property
+    def secret_bytes(self) -> bytes:
+        """The secret as the HMAC key (UTF-8)."""
+        return self.secret_key.encode("utf-8")
+
     def __repr__(self) -> str:  # never print the secret
         return f"SessionCredentials(access_key={self.access_key!r}, secret_key='***')"
 
@@ -68,17 +72,19 @@ def canonical_content(
 ) -> bytes:
     """The bytes a signature covers: the values of ``ext_fields`` but ``Signature`` (and
     ``skip``) in key order, then ``body``."""
-    text = "".join(
-        ext_fields[key] for key in sorted(ext_fields) if key != SIGNATURE and key != skip
-    )
-    content = text.encode("utf-8")
+    keys = sorted(ext_fields)
+    if SIGNATURE in ext_fields:
+        keys.remove(SIGNATURE)
+    if skip is not None and skip in ext_fields:
+        keys.remove(skip)
+    content = "".join(map(ext_fields.__getitem__, keys)).encode("utf-8")
     return content + body if body else content
 
 
-def sign(content: bytes, secret_key: str) -> str:
+def sign(content: bytes, secret_key: str | bytes) -> str:
     """``Base64(HmacSHA1(secret_key, content))`` (``AclSigner.calSignature``)."""
-    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
-    return base64.b64encode(digest).decode("ascii")
+    key = secret_key.encode("utf-8") if isinstance(secret_key, str) else secret_key
+    return b2a_base64(hmac.digest(key, content, "sha1"), newline=False).decode("ascii")
 
 
 def sign_fields(
@@ -89,8 +95,7 @@ def sign_fields(
     ext_fields[ACCESS_KEY] = credentials.access_key
     if credentials.security_token is not None:
         ext_fields[SECURITY_TOKEN] = credentials.security_token
-    ext_fields.pop(SIGNATURE, None)
-    ext_fields[SIGNATURE] = sign(canonical_content(ext_fields, body), credentials.secret_key)
+    ext_fields[SIGNATURE] = sign(canonical_content(ext_fields, body), credentials.secret_bytes)
 
 
 def request_signer(credentials: SessionCredentials) -> Callable[[RemotingCommand], None]:

@@ -132,6 +132,7 @@ class Account:
         default_group_perm: bits for unlisted groups.
         perms: resource -> bits; groups under ``%RETRY%<group>``.
         source: the file it came from.
+        hmac_key: the secret as the signature's HMAC key (UTF-8, encoded once).
     """
 
     config: PlainAccessConfig
@@ -140,6 +141,7 @@ class Account:
     default_group_perm: int
     perms: Mapping[str, int]
     source: str
+    hmac_key: bytes = b""
 
     @property
     def access_key(self) -> str:
@@ -326,6 +328,7 @@ def build_account(
         parse_perm(config.default_group_perm) if config.default_group_perm else DENY,
         perms,
         source,
+        config.secret_key.encode("utf-8"),
     )
 
 

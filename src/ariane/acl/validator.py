@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ariane.acl.address import parse_ip
 from ariane.acl.credentials import canonical_content, sign
@@ -37,8 +37,7 @@ from ariane.common.topics import RETRY_PREFIX, TRACE_TOPIC
 __all__ = ["Decision", "check_access", "check_resources", "decide", "describe_resource"]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """The outcome of one check.
 
     Attributes:
@@ -96,11 +95,11 @@ def _signature_ok(account: Account, request: AccessRequest) -> bool:
     if not got:
         return False
     ext, body = request.ext_fields, request.body
-    expected = sign(canonical_content(ext, body), account.secret_key)
+    expected = sign(canonical_content(ext, body), account.hmac_key)
     if hmac.compare_digest(expected, got):
         return True
     if UNIQUE_KEY_QUERY in ext:  # signed by a client that leaves the flag out
-        expected = sign(canonical_content(ext, body, UNIQUE_KEY_QUERY), account.secret_key)
+        expected = sign(canonical_content(ext, body, UNIQUE_KEY_QUERY), account.hmac_key)
         return hmac.compare_digest(expected, got)
     return False
 
