@@ -22,6 +22,7 @@ Pure: text in, records and text out.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 import yaml
 
 from ariane.acl.address import IpRule, parse_ip_rule
+from ariane.acl.credentials import hmac_key
 from ariane.acl.permission import DENY, is_valid_perm_word, parse_perm
 from ariane.common.topics import RETRY_PREFIX
 from ariane.errors import AclError, RemoteProtocolError
@@ -132,7 +134,7 @@ class Account:
         default_group_perm: bits for unlisted groups.
         perms: resource -> bits; groups under ``%RETRY%<group>``.
         source: the file it came from.
-        hmac_key: the secret as the signature's HMAC key (UTF-8, encoded once).
+        mac: HMAC-SHA1 keyed with the secret (``copy()`` it per signature).
     """
 
     config: PlainAccessConfig
@@ -141,7 +143,7 @@ class Account:
     default_group_perm: int
     perms: Mapping[str, int]
     source: str
-    hmac_key: bytes = b""
+    mac: hmac.HMAC | None = None
 
     @property
     def access_key(self) -> str:
@@ -328,7 +330,7 @@ def build_account(
         parse_perm(config.default_group_perm) if config.default_group_perm else DENY,
         perms,
         source,
-        config.secret_key.encode("utf-8"),
+        hmac_key(config.secret_key),
     )
 
 
