@@ -51,8 +51,11 @@ COMMANDS: dict[str, str] = {
     "namesrv": "ariane.namesrv.cli:namesrv",
     "broker": "ariane.broker.cli:broker",
     "standalone": "ariane.standalone:standalone",
+    "cluster": "ariane.cluster:cluster",
     "admin": "ariane.admin.cli:admin",
     "pipeline": "ariane.spark.cli:pipeline",
+    # the web dashboard (issue 17)
+    "dashboard": "ariane.dashboard.cli:dashboard",
 }
 
 

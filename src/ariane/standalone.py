@@ -5,7 +5,9 @@ the broker starts (``ariane broker``) pointed at it. When both are ready this pr
 ``ready namesrv=HOST:PORT broker=HOST:PORT grpc=HOST:PORT`` (plus ``metrics=HOST:PORT`` with
 ``--metrics-port``; ``grpc`` is the 5.x gRPC port, ``--proxy-port``). The children log to ``<data-dir>/logs/namesrv.log`` and ``broker.log``
 (rotated by size); what they print (ready lines, crashes) goes to ``namesrv.out`` and
-``broker.out`` next to them. Their data goes to ``<data-dir>/namesrv`` and
+``broker.out`` next to them. With ``--dashboard-port`` the web dashboard (``ariane
+dashboard``) starts last, logging to ``dashboard.out``, and the ready line names it too
+(``dashboard=HOST:PORT``). Their data goes to ``<data-dir>/namesrv`` and
 ``<data-dir>/broker/store`` (unless ``--broker-conf`` names a storePathRootDir). The children
 run in their own sessions and are asked to die with this process, so Ctrl-C (SIGINT) or
 SIGTERM here stops the broker first (it unregisters and flushes), then the NameServer. If a
@@ -223,8 +225,8 @@ def _tail(path: Path, n: int) -> list[str]:
         return []
 
 
-def _fail(reason: str, child: _Child | None) -> None:
-    click.echo(f"ariane standalone: {reason}", err=True)
+def _fail(reason: str, child: _Child | None, prog: str = "ariane standalone") -> None:
+    click.echo(f"{prog}: {reason}", err=True)
     if child is not None:
         child.log.flush()
         lines = _tail(child.log_path, 5) or list(child.tail)[-5:]
@@ -285,6 +287,14 @@ def _fail(reason: str, child: _Child | None) -> None:
     help="Serve the RocketMQ 5.x gRPC protocol on this port (default 8081, or a free port "
     "with --broker-port 0; -1 turns it off).",
 )
+# the web dashboard (issue 17)
+@click.option(
+    "--dashboard-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Also serve the web dashboard on this port (0 picks a free port; needs the "
+    "'dashboard' extra).",
+)
 @log_level_option("Logging threshold of both servers.")
 @log_max_bytes_option()
 @log_backup_count_option()
@@ -297,6 +307,7 @@ def standalone(
     metrics_port: int | None,
     namesrv_metrics_port: int | None,
     proxy_port: int | None,
+    dashboard_port: int | None,
     log_level: str,
     log_max_bytes: int,
     log_backup_count: int,
@@ -327,6 +338,7 @@ def standalone(
     namesrv = _Child("namesrv", ns_args, logs / "namesrv.out")
     sup.add(namesrv)
     broker: _Child | None = None
+    dashboard: _Child | None = None
     status = 0
     try:
         problem = sup.wait_ready(namesrv, _START_TIMEOUT_S)
@@ -338,9 +350,18 @@ def standalone(
             broker = _Child("broker", args, logs / "broker.out")
             sup.add(broker)
             problem = sup.wait_ready(broker, _START_TIMEOUT_S)
+        if problem is None and dashboard_port is not None:
+            dash_args = ["dashboard", "-n", namesrv.ready["namesrv"], "-p", str(dashboard_port)]
+            dash_args += ["--log-level", log_level] + (["--host", host] if host else [])
+            dashboard = _Child("dashboard", dash_args, logs / "dashboard.out")
+            sup.add(dashboard)
+            problem = sup.wait_ready(dashboard, _START_TIMEOUT_S)
         if problem is not None:
             if problem != "interrupted":
-                _fail(problem, broker if broker is not None and not broker.ready else namesrv)
+                failed = next(
+                    (c for c in (dashboard, broker) if c is not None and not c.ready), namesrv
+                )
+                _fail(problem, failed)
                 status = 1
         else:
             assert broker is not None
@@ -351,6 +372,8 @@ def standalone(
                 ready += f" grpc={broker.ready['grpc']}"
             if "metrics" in namesrv.ready:
                 ready += f" namesrv_metrics={namesrv.ready['metrics']}"
+            if dashboard is not None:
+                ready += f" dashboard={dashboard.ready['dashboard']}"
             click.echo(ready)
             sys.stdout.flush()
             while not sup.stop_requested:
@@ -362,7 +385,7 @@ def standalone(
                     break
                 sup.pump(0.2)
     finally:
-        for child in (broker, namesrv):
+        for child in (dashboard, broker, namesrv):
             if child is not None:
                 code = child.stop(_STOP_TIMEOUT_S)
                 if code not in (0, -signal.SIGTERM) and status == 0:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import click
 
 from ariane.admin.command import AdminContext, CommandFailed, admin_command, one_of
 from ariane.admin.output import Table, View, kv_table
+from ariane.client.broker_status import broker_row
 
 __all__ = [
     "add_write_perm",
@@ -29,54 +29,6 @@ __all__ = [
 
 _BROKER = click.option("-b", "--brokerAddr", "broker_addr", help="Broker address (host:port).")
 _CLUSTER = click.option("-c", "--clusterName", "cluster", help="Cluster name.")
-
-
-def _first_float(text: str | None) -> float:
-    """The first number of a ``"1.0 2.0 3.0"`` TPS string (0 when absent or bad)."""
-    try:
-        return float((text or "0").split()[0])
-    except (ValueError, IndexError):
-        return 0.0
-
-
-def _int(text: str | None) -> int:
-    try:
-        return int(text or "0")
-    except ValueError:
-        return 0
-
-
-def broker_row(
-    cluster: str, name: str, bid: int, addr: str, rt: dict[str, str] | None, now_ms: int
-) -> dict[str, Any]:
-    """One ``clusterList`` row from a broker's GET_BROKER_RUNTIME_INFO table (``None``: the
-    broker did not answer)."""
-    row: dict[str, Any] = {"cluster": cluster, "brokerName": name, "brokerId": bid, "addr": addr}
-    if rt is None:
-        row["reachable"] = False
-        return row
-    earliest = _int(rt.get("earliestMessageTimeStamp"))
-    row.update(
-        reachable=True,
-        version=rt.get("brokerVersionDesc", ""),
-        inTps=_first_float(rt.get("putTps")),
-        outTps=_first_float(rt.get("getTransferredTps") or rt.get("getTransferedTps")),
-        sendQueueSize=_int(rt.get("sendThreadPoolQueueSize")),
-        sendQueueHeadWaitMs=_int(rt.get("sendThreadPoolQueueHeadWaitTimeMills")),
-        pullQueueSize=_int(rt.get("pullThreadPoolQueueSize")),
-        pageCacheLockTimeMs=_int(rt.get("pageCacheLockTimeMills")),
-        hoursOfData=round((now_ms - earliest) / 3_600_000, 2) if earliest > 0 else 0.0,
-        commitLogDiskRatio=_first_float(rt.get("commitLogDiskRatio")),
-        activated=rt.get("brokerActive", "true") == "true",
-        brokerPermission=_int(rt.get("brokerPermission")),
-        inTotalYesterday=_int(rt.get("msgPutTotalTodayMorning"))
-        - _int(rt.get("msgPutTotalYesterdayMorning")),
-        outTotalYesterday=_int(rt.get("msgGetTotalTodayMorning"))
-        - _int(rt.get("msgGetTotalYesterdayMorning")),
-        inTotalToday=_int(rt.get("msgPutTotalTodayNow")) - _int(rt.get("msgPutTotalTodayMorning")),
-        outTotalToday=_int(rt.get("msgGetTotalTodayNow")) - _int(rt.get("msgGetTotalTodayMorning")),
-    )
-    return row
 
 
 async def _runtime(ctx: AdminContext, addr: str) -> dict[str, str] | None:

@@ -9,6 +9,7 @@ import click
 
 from ariane.admin.command import AdminContext, CommandFailed, admin_command, one_of
 from ariane.admin.output import Table, View, kv_table
+from ariane.remoting.protocol.fastjson import jsonable
 
 __all__ = [
     "consumer_connection",
@@ -22,25 +23,6 @@ __all__ = [
 _GROUP = click.option("-g", "--groupName", "group", required=True, help="Consumer group.")
 _BROKER = click.option("-b", "--brokerAddr", "broker_addr", help="Broker address (host:port).")
 _CLUSTER = click.option("-c", "--clusterName", "cluster", help="Cluster name.")
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` with every map key turned into a string (fastjson writes object keys)."""
-    if isinstance(value, dict):
-        return {_key(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
-
-
-def _key(key: Any) -> str:
-    if isinstance(key, str):
-        return key
-    if hasattr(key, "broker_name") and hasattr(key, "queue_id"):
-        return f"{getattr(key, 'topic', '')}@{key.broker_name}@{key.queue_id}"
-    if isinstance(key, dict) and {"brokerName", "queueId"} <= key.keys():
-        return f"{key.get('topic', '')}@{key['brokerName']}@{key['queueId']}"
-    return str(key)
 
 
 @admin_command("updateSubGroup", "Update or create a subscription group.")
@@ -148,7 +130,7 @@ def _connections_table(conns: list[Any]) -> Table:
 
 def _version(code: int) -> str:
     """RocketMQ's ``MQVersion.getVersionDesc``: 479 -> V5_3_3 (approximate beyond known)."""
-    from ariane.admin.versions import version_desc
+    from ariane.common.versions import version_desc
 
     return version_desc(code)
 

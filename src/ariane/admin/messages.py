@@ -16,6 +16,8 @@ import click
 
 from ariane.admin.command import AdminContext, CommandFailed, TimestampType, admin_command
 from ariane.admin.output import Table, Ts, View, kv_table
+from ariane.admin.trace import trace_hints
+from ariane.common.message import message_dict
 
 __all__ = [
     "consume_message",
@@ -29,37 +31,7 @@ __all__ = [
 ]
 
 _TOPIC = click.option("-t", "--topic", required=True, help="Topic name.")
-_PULL_BATCH = 32
 _BODY_CELL_CHARS = 80
-
-
-def message_dict(msg: Any, *, charset: str = "utf-8", body: bool = True) -> dict[str, Any]:
-    """A stored message (``MessageExt``) as stable JSON keys; the body decoded with
-    ``charset`` (undecodable bytes replaced) when ``body`` is true."""
-    out: dict[str, Any] = {
-        "msgId": msg.msg_id,
-        "offsetMsgId": msg.offset_msg_id,
-        "topic": msg.topic,
-        "tags": msg.tags,
-        "keys": msg.keys,
-        "queueId": msg.queue_id,
-        "queueOffset": msg.queue_offset,
-        "commitLogOffset": msg.commit_log_offset,
-        "reconsumeTimes": msg.reconsume_times,
-        "bornTimestamp": msg.born_timestamp_ms,
-        "storeTimestamp": msg.store_timestamp_ms,
-        "bornHost": str(msg.born_host),
-        "storeHost": str(msg.store_host),
-        "sysFlag": msg.sys_flag,
-        "flag": msg.flag,
-        "storeSize": msg.store_size,
-        "bodyCrc": msg.body_crc,
-        "bodyLength": len(msg.body),
-        "properties": dict(sorted(msg.properties.items())),
-    }
-    if body:
-        out["body"] = bytes(msg.body).decode(charset, "replace")
-    return out
 
 
 def _detail(m: dict[str, Any]) -> Table:
@@ -140,7 +112,8 @@ async def _messages_view(
     if group is not None and client_id is not None:
         return await _consume_directly(ctx, msgs[0], group, client_id)
     dicts = [message_dict(m) for m in msgs]
-    return View({"messages": dicts}, [_detail(d) for d in dicts])
+    hints = await trace_hints(ctx.admin, [m.msg_id for m in msgs], ctx.timeout_ms)
+    return View({"messages": dicts}, [_detail(d) for d in dicts], hints)
 
 
 @admin_command("queryMsgById", "Query a message by its offset message id.")
@@ -209,6 +182,7 @@ async def query_msg_by_key(
     msgs.sort(key=lambda m: (m.store_timestamp_ms, m.queue_id, m.queue_offset))
     dicts = [message_dict(m, body=False) for m in msgs]
     lines = [] if dicts else [f"no message of topic {topic} has key {key!r}"]
+    lines += await trace_hints(ctx.admin, [m.msg_id for m in msgs], ctx.timeout_ms)
     return View(
         {"topic": topic, "key": key, "messages": dicts}, [_list_table(dicts, body=False)], lines
     )
@@ -280,21 +254,17 @@ async def _queues(
     """(queue, master address) of every readable queue of ``topic``, optionally one broker's
     or one queue id's."""
     from ariane.client.errors import TopicNotExistError
-    from ariane.client.message import MessageQueue
 
     try:
-        route = await ctx.admin.topic_route(topic)
+        queues = await ctx.admin.readable_queues(topic)
     except TopicNotExistError:
         raise CommandFailed(f"topic {topic!r} does not exist") from None
-    masters = {bd.broker_name: bd.master_addr for bd in route.broker_datas if bd.master_addr}
-    out = []
-    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
-        addr = masters.get(qd.broker_name)
-        if addr is None or (broker_name is not None and qd.broker_name != broker_name):
-            continue
-        for qid in range(qd.read_queue_nums):
-            if queue_id is None or qid == queue_id:
-                out.append((MessageQueue(topic, qd.broker_name, qid), addr))
+    out = [
+        (mq, addr)
+        for mq, addr in queues
+        if (broker_name is None or mq.broker_name == broker_name)
+        and (queue_id is None or mq.queue_id == queue_id)
+    ]
     if not out:
         raise CommandFailed(f"topic {topic!r} has no such readable queue")
     return out
@@ -310,55 +280,14 @@ async def _read_queue(
     limit: int,
 ) -> list[Any]:
     """Messages of ``mq`` with offsets in [start, end), at most ``limit``, no commit."""
-    from ariane.client.message import PullStatus
-    from ariane.common.sysflag import PULL_SUBSCRIPTION
-    from ariane.remoting.protocol import headers as h
-
-    out: list[Any] = []
-    offset = start
-    while offset < end and len(out) < limit:
-        header = h.PullMessageRequestHeader(
-            consumer_group=group,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=offset,
-            max_msg_nums=min(_PULL_BATCH, end - offset, limit - len(out)),
-            sys_flag=PULL_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            sub_version=0,
-            subscription="*",
-        )
-        result = await ctx.admin.api.pull_message(addr, header, ctx.timeout_ms)
-        if result.status is PullStatus.OFFSET_ILLEGAL and result.next_begin_offset > offset:
-            offset = result.next_begin_offset
-            continue
-        if result.status is not PullStatus.FOUND:
-            break
-        for msg in result.messages:
-            if start <= msg.queue_offset < end and len(out) < limit:
-                out.append(msg)
-        if result.next_begin_offset <= offset:
-            break
-        offset = result.next_begin_offset
-    return out
+    return await ctx.admin.read_queue_range(mq, addr, start, end, limit=limit, group=group)
 
 
 async def _range(
-    ctx: AdminContext, mq: Any, begin_ms: int | None, end_ms: int | None
+    ctx: AdminContext, mq: Any, addr: str, begin_ms: int | None, end_ms: int | None
 ) -> tuple[int, int]:
-    """Offsets [lo, hi) that hold every message of ``mq`` stored in [begin, end) (a few
-    more at the edges: the broker's time search answers the nearest message, so callers
-    filter by store time too)."""
-    lo = (
-        await ctx.admin.search_offset(mq, begin_ms)
-        if begin_ms is not None
-        else await ctx.admin.min_offset(mq)
-    )
-    hi = await ctx.admin.max_offset(mq)
-    if end_ms is not None:
-        hi = min(hi, await ctx.admin.search_offset(mq, end_ms) + 1)
-    return lo, hi
+    """Offsets [lo, hi) that hold every message of ``mq`` stored in [begin, end)."""
+    return await ctx.admin.offset_range_by_time(mq, addr, begin_ms, end_ms)
 
 
 def _in_time(msg: Any, begin_ms: int | None, end_ms: int | None) -> bool:
@@ -397,7 +326,7 @@ async def print_msg(
     tags = _tag_filter(expression)
     msgs: list[dict[str, Any]] = []
     for mq, addr in await _queues(ctx, topic):
-        lo, hi = await _range(ctx, mq, begin_ms, end_ms)
+        lo, hi = await _range(ctx, mq, addr, begin_ms, end_ms)
         for m in await _read_queue(ctx, mq, addr, TOOLS_CONSUMER_GROUP, lo, hi, hi - lo):
             if (tags is None or m.tags in tags) and _in_time(m, begin_ms, end_ms):
                 msgs.append(message_dict(m, charset=charset, body=print_body))
@@ -436,7 +365,7 @@ async def consume_message(
     for mq, addr in await _queues(ctx, topic, broker_name, queue_id):
         if len(msgs) >= count:
             break
-        lo, hi = await _range(ctx, mq, begin_ms, end_ms)
+        lo, hi = await _range(ctx, mq, addr, begin_ms, end_ms)
         if offset is not None:
             lo = offset
         got = await _read_queue(

@@ -126,7 +126,7 @@ async def _all_groups_progress(ctx: AdminContext) -> View:
                 conn = await ctx.admin.consumer_connections(group)
             except ArianeError:
                 return row
-        from ariane.admin.versions import version_desc
+        from ariane.common.versions import version_desc
 
         versions = sorted({c.version for c in conn.connection_set})
         row.update(
@@ -172,7 +172,7 @@ async def consumer_progress(ctx: AdminContext, group: str | None, show_client_ip
 async def _reset(
     ctx: AdminContext, group: str, topic: str, timestamp_ms: int, force: bool
 ) -> tuple[str, dict[Any, int]]:
-    from ariane.client.errors import ConsumerNotOnlineError, TopicNotExistError
+    from ariane.client.errors import TopicNotExistError
     from ariane.errors import InvalidArgumentError
 
     try:
@@ -180,17 +180,9 @@ async def _reset(
     except TopicNotExistError:
         raise CommandFailed(f"topic {topic!r} does not exist") from None
     try:
-        table = await ctx.admin.reset_offset_by_time(group, topic, timestamp_ms, force=force)
-        return "broker", table
-    except ConsumerNotOnlineError:
-        pass  # RocketMQ's fallback: commit the offsets directly (resetOffsetByTimeOld)
-    try:
-        table = await ctx.admin.reset_offset_by_time_offline(
-            group, topic, timestamp_ms, force=force
-        )
+        return await ctx.admin.reset_group_offset(group, topic, timestamp_ms, force=force)
     except InvalidArgumentError as exc:
         raise CommandFailed(str(exc)) from None
-    return "direct", table
 
 
 def _reset_view(

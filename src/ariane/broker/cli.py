@@ -6,7 +6,7 @@ BrokerConfig/MessageStoreConfig/NettyServerConfig property names), the environme
 UPDATE_BROKER_CONFIG (``<storePathRootDir>/config/broker.properties``), then the command-line
 flags. A bad value prints one line naming the key and exits with status 2; a busy port or an
 unusable store exits with status 1. Once the broker accepts connections and has registered
-with its NameServers it prints ``ready broker=HOST:PORT``. SIGTERM and SIGINT stop it
+with its NameServers it prints ``ready broker=HOST:PORT ha=HOST:HAPORT`` (the replication port). SIGTERM and SIGINT stop it
 gracefully (unregister, finish requests, flush, remove the abort file) with exit status 0.
 """
 
@@ -133,7 +133,8 @@ async def _serve(loaded: LoadedConfig) -> int:
     metrics = controller.metrics_server
     suffix = f" metrics={metrics.address}" if metrics is not None else ""
     suffix += "".join(f" {service.ready_field}" for service in services)
-    click.echo(f"ready broker={controller.broker_addr}{suffix}")
+    ha = controller.replication.ha_server_addr(controller.broker_addr)
+    click.echo(f"ready broker={controller.broker_addr} ha={ha}{suffix}")
     sys.stdout.flush()
     await stop.wait()
     logger.info("shutdown signal received")

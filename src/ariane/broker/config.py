@@ -4,7 +4,7 @@ matter here) and the mapping of RocketMQ's ``MessageStoreConfig`` property names
 
 ``broker.conf`` is a Java properties file with RocketMQ's names; ``load_properties`` splits
 one property map into a ``BrokerConfig`` and a ``StoreConfig`` and reports the names it does
-not know. Thread-pool, Netty and HA tuning keys are accepted and ignored. Every bad value raises
+not know. Thread-pool and Netty tuning keys are accepted and ignored. Every bad value raises
 ``ConfigError`` naming the RocketMQ key. No I/O here: the launcher reads files and flags.
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ariane.common.javaprops import PROPERTY, config_from_properties, config_to_properties
+from ariane.common.roles import BrokerRole, parse_role
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import validate_topic
 from ariane.errors import ConfigError, InvalidArgumentError
@@ -56,8 +57,7 @@ class BrokerConfig:
     Attributes:
         broker_cluster_name: ``brokerClusterName``.
         broker_name: ``brokerName`` (default: the host name).
-        broker_id: ``brokerId``; must be 0 (the master): slaves need replication, which
-            Ariane does not have.
+        broker_id: ``brokerId``: 0 for the master of the group, > 0 for a slave.
         namesrv_addr: ``namesrvAddr``: ``host:port`` list separated by ``;``.
         listen_port: ``listenPort``; 0 picks a free port.
         bind_address: ``bindAddress``: the interface to listen on.
@@ -208,6 +208,23 @@ class BrokerConfig:
     transaction_check_interval_ms: int = _prop("transactionCheckInterval", 30_000)
     transaction_check_max: int = _prop("transactionCheckMax", 15)
     rebalance_lock_max_live_time_ms: int = _prop("rebalanceLockMaxLiveTime", 60_000)
+    # -- replication (issue 13; docs/ha.md) -------------------------------------------------
+    broker_role: str = _prop("brokerRole", "ASYNC_MASTER")
+    ha_listen_port: int = _prop("haListenPort", -1)
+    ha_master_address: str = _prop("haMasterAddress", "")
+    ha_send_heartbeat_interval_ms: int = _prop("haSendHeartbeatInterval", 5000)
+    ha_housekeeping_interval_ms: int = _prop("haHousekeepingInterval", 20_000)
+    ha_transfer_batch_size: int = _prop("haTransferBatchSize", 32 * 1024)
+    ha_slave_fallbehind_max: int = _prop("haSlaveFallbehindMax", 256 * 1024 * 1024)
+    ha_max_gap_not_in_sync: int = _prop("haMaxGapNotInSync", 256 * 1024 * 1024)
+    in_sync_replicas: int = _prop("inSyncReplicas", 2)
+    min_in_sync_replicas: int = _prop("minInSyncReplicas", 1)
+    enable_auto_in_sync_replicas: bool = _prop("enableAutoInSyncReplicas", False)
+    all_ack_in_sync_state_set: bool = _prop("allAckInSyncStateSet", False)
+    slave_read_enable: bool = _prop("slaveReadEnable", False)
+    offset_check_in_slave: bool = _prop("offsetCheckInSlave", False)
+    slave_synchronize_interval_ms: int = _prop("slaveSynchronizeInterval", 10_000)
+    sync_from_last_file: bool = _prop("syncFromLastFile", False)
     # -- ACL (issue 11) --
     acl_enable: bool = _prop("aclEnable", False)
     rocketmq_home: str = _prop("rocketmqHome", "")
@@ -245,7 +262,24 @@ class BrokerConfig:
     pop_response_return_actual_retry_topic: bool = _prop("popResponseReturnActualRetryTopic", False)
 
     def __post_init__(self) -> None:
+        try:  # normalise the spelling ("slave" -> "SLAVE")
+            object.__setattr__(self, "broker_role", parse_role(self.broker_role).value)
+        except ValueError as exc:
+            raise ConfigError("brokerRole", str(exc)) from None
         _check(self)
+
+    @property
+    def role(self) -> BrokerRole:
+        """``brokerRole`` as an enum."""
+        return parse_role(self.broker_role)
+
+    @property
+    def effective_ha_listen_port(self) -> int:
+        """The HA port to bind: ``haListenPort``, else ``listenPort + 1`` (0 with a free
+        ``listenPort``, which then picks a free port too)."""
+        if self.ha_listen_port >= 0:
+            return self.ha_listen_port
+        return self.listen_port + 1 if self.listen_port else 0
 
     @property
     def advertised_host(self) -> str:
@@ -289,7 +323,7 @@ class BrokerConfig:
 
 def _check(c: BrokerConfig) -> None:
     rules: list[tuple[str, bool, str]] = [
-        ("brokerId", c.broker_id == 0, "must be 0: only masters are supported (no replication)"),
+        ("brokerId", c.broker_id >= 0, "must be >= 0"),
         ("listenPort", 0 <= c.listen_port <= 65535, "must be 0..65535"),
         ("bindAddress", bool(c.bind_address), "must not be empty"),
         ("brokerPermission", 0 <= c.broker_permission <= 15, "must be PermName bits 0..15"),
@@ -345,6 +379,7 @@ def _check(c: BrokerConfig) -> None:
     for key, ok, problem in rules:
         if not ok:
             raise ConfigError(key, f"{problem}, got {getattr(c, _field_of(key))!r}")
+    _check_replication(c)
     if bool(c.secret_key) != bool(c.access_key):
         raise ConfigError("accessKey", "accessKey and secretKey must be set together")
     for key, value in (("brokerName", c.broker_name), ("brokerClusterName", c.broker_cluster_name)):
@@ -357,6 +392,41 @@ def _check(c: BrokerConfig) -> None:
             parse_address(addr)
         except (ValueError, InvalidArgumentError) as exc:
             raise ConfigError("namesrvAddr", f"bad address {addr!r}: {exc}") from None
+
+
+def _check_replication(c: BrokerConfig) -> None:
+    """The replication block (issue 13)."""
+    role = c.role
+    if role.is_slave and c.broker_id <= 0:
+        raise ConfigError("brokerId", f"a SLAVE needs a brokerId > 0, got {c.broker_id}")
+    if role.is_master and c.broker_id != 0:
+        raise ConfigError(
+            "brokerId",
+            f"{c.broker_id} is a slave's id: set brokerRole=SLAVE, or brokerId=0 for the master",
+        )
+    rules: list[tuple[str, bool, str]] = [
+        (
+            "haListenPort",
+            -1 <= c.ha_listen_port <= 65535,
+            "must be -1 (listenPort + 1) or 0..65535",
+        ),
+        ("haSendHeartbeatInterval", c.ha_send_heartbeat_interval_ms > 0, "must be > 0"),
+        ("haHousekeepingInterval", c.ha_housekeeping_interval_ms > 0, "must be > 0"),
+        ("haTransferBatchSize", 1 <= c.ha_transfer_batch_size <= 64 << 20, "must be 1..64 MiB"),
+        ("haSlaveFallbehindMax", c.ha_slave_fallbehind_max > 0, "must be > 0"),
+        ("haMaxGapNotInSync", c.ha_max_gap_not_in_sync > 0, "must be > 0"),
+        ("inSyncReplicas", c.in_sync_replicas >= 1, "must be >= 1"),
+        ("minInSyncReplicas", c.min_in_sync_replicas >= 1, "must be >= 1"),
+        ("slaveSynchronizeInterval", c.slave_synchronize_interval_ms > 0, "must be > 0"),
+    ]
+    for key, ok, problem in rules:
+        if not ok:
+            raise ConfigError(key, f"{problem}, got {getattr(c, _field_of(key))!r}")
+    if c.ha_master_address:
+        try:
+            parse_address(c.ha_master_address)
+        except (ValueError, InvalidArgumentError) as exc:
+            raise ConfigError("haMasterAddress", f"bad address: {exc}") from None
 
 
 def _field_of(prop: str) -> str:
@@ -430,13 +500,19 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
     "maxTransferCountOnMessageInDisk": ("max_transfer_count_on_message_in_disk", int),
     "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", int),
     "defaultQueryMaxNum": ("default_query_max_num", int),
+    # timer messages (issue 16)
+    "timerWheelEnable": ("timer_wheel_enable", bool),
+    "timerPrecisionMs": ("timer_precision_ms", int),
+    "timerMaxDelaySec": ("timer_max_delay_sec", int),
+    "timerRollWindowSlot": ("timer_roll_window_slot", int),
+    "mappedFileSizeTimerLog": ("mapped_file_size_timer_log", int),
+    "timerFlushIntervalMs": ("timer_flush_interval_ms", int),
 }
 
 #: RocketMQ properties accepted for compatibility that have no effect here.
 IGNORED_PROPERTIES = frozenset(
     {
-        "brokerRole", "brokerIP2", "haListenPort", "haMasterAddress", "haSendHeartbeatInterval",
-        "haHousekeepingInterval", "haTransferBatchSize", "brokerConfigPath",
+        "brokerIP2", "brokerConfigPath",
         "sendMessageThreadPoolNums", "putMessageFutureThreadPoolNums", "pullMessageThreadPoolNums",
         "litePullMessageThreadPoolNums", "ackMessageThreadPoolNums", "queryMessageThreadPoolNums",
         "adminBrokerThreadPoolNums", "clientManageThreadPoolNums", "consumerManageThreadPoolNums",
@@ -450,7 +526,7 @@ IGNORED_PROPERTIES = frozenset(
         "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverSocketSndBufSize",
         "serverSocketRcvBufSize", "serverPooledByteBufAllocatorEnable", "useEpollNativeSelector",
         "clientWorkerThreads", "clientCallbackExecutorThreads", "fetchNamesrvAddrByAddressServer",
-        "fetchNameSrvAddrByDnsLookup", "sendHeartbeatTimeoutMillis", "slaveReadEnable",
+        "fetchNameSrvAddrByDnsLookup", "sendHeartbeatTimeoutMillis",
         "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
         "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
         "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",

@@ -13,8 +13,9 @@ transaction service, the pull processor) extends the protocol in its own module.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig
@@ -28,10 +29,38 @@ from ariane.broker.subscription_group import SubscriptionGroupManager
 from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import Clock
 from ariane.common.message import HostPort
+from ariane.common.roles import BrokerRole
 from ariane.remoting.server import RemotingServer
-from ariane.store import MessageStore, StoreConfig
+from ariane.store import MessageStore, PutResult, PutStatus, StoreConfig
 
-__all__ = ["BrokerContext"]
+__all__ = ["BrokerContext", "ReplicationSeam"]
+
+
+class ReplicationSeam(Protocol):
+    """What processors use of replication
+    (:class:`~ariane.broker.replication.BrokerReplication` implements it)."""
+
+    def after_put(
+        self, result: PutResult, wait: bool
+    ) -> PutStatus | asyncio.Future[PutStatus] | None:
+        """After a put on the loop: wake the transfer; a SYNC_MASTER's wait, if any."""
+        ...
+
+    def ha_server_addr(self, broker_addr: str) -> str:
+        """This broker's HA address as announced."""
+        ...
+
+    def on_registered(self, master_addr: str | None, ha_server_addr: str | None) -> None:
+        """A NameServer answered a registration."""
+        ...
+
+    def runtime_info(self) -> dict[str, str]:
+        """The replication part of GET_BROKER_RUNTIME_INFO."""
+        ...
+
+    def ha_status(self) -> dict[str, Any]:
+        """``HARuntimeInfo`` JSON."""
+        ...
 
 
 class BrokerContext(Protocol):
@@ -55,6 +84,16 @@ class BrokerContext(Protocol):
     broker_addr: str
     #: the address stored in every record (and in offset message ids).
     store_host: HostPort
+
+    @property
+    def replication(self) -> ReplicationSeam:
+        """Master/slave replication (issue 13)."""
+        ...
+
+    @property
+    def role(self) -> BrokerRole:
+        """The broker's current role (it may change while the broker runs)."""
+        ...
 
     async def update_config(self, props: Mapping[str, str]) -> list[str]:
         """Apply UPDATE_BROKER_CONFIG properties; returns the unknown keys."""

@@ -44,18 +44,22 @@ from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
 from ariane.broker.processors.client_manage import ClientManageProcessor
 from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
 from ariane.broker.processors.end_transaction import EndTransactionProcessor
+from ariane.broker.processors.ha import HAStatusProcessor
 from ariane.broker.processors.pop import PopMessageProcessor
 from ariane.broker.processors.pull import PullMessageProcessor
 from ariane.broker.processors.query import QueryMessageProcessor
 from ariane.broker.processors.send import SendMessageProcessor
 from ariane.broker.processors.stats import StatsProcessor
+from ariane.broker.processors.timer import TimerProcessor
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
+from ariane.broker.replication import BrokerReplication
 from ariane.broker.runtime_config import check_wire_update
 from ariane.broker.runtime_info import runtime_info
 from ariane.broker.schedule import DELAY_OFFSET_FILE, ScheduleMessageService
 from ariane.broker.stats import BrokerStats, StoreCounters
 from ariane.broker.subscription_group import SubscriptionGroupManager
+from ariane.broker.timer import TimerFeature
 from ariane.broker.topic_config import TopicConfigManager
 from ariane.broker.transaction import TransactionalMessageService
 from ariane.broker.transaction_check import TransactionalMessageCheckService
@@ -64,8 +68,9 @@ from ariane.common.fileio import write_file_atomically
 from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.message import HostPort
 from ariane.common.netaddr import is_loopback
+from ariane.common.roles import BrokerRole
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
-from ariane.common.topics import SCHEDULE_TOPIC
+from ariane.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
@@ -98,6 +103,9 @@ RESTART_ONLY_FIELDS = (
     "broker_ip1",
     "server_socket_backlog",
     "server_channel_max_idle_time_seconds",
+    "broker_role",
+    "ha_listen_port",
+    "ha_master_address",
 )
 _CLIENT_SCAN_S = 10.0
 _STATS_TICK_S = 1.0
@@ -193,14 +201,19 @@ class BrokerController:
         self.acl: BrokerAcl | None = None
         self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
+        self.replication = BrokerReplication(self)
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
         self.store_host = HostPort(b"\x7f\x00\x00\x01", config.listen_port)
         self.boot_timestamp_ms = self.clock.now_ms()
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self.pull_processor = PullMessageProcessor(self)
-        # POP consumption (issue 16)
-        self.pop: PopConsumption = PopConsumption(self, self.pull_processor.message_filter, cdir)
+        # timer messages and POP consumption (issue 16)
+        self.timer = TimerFeature(self.store, store_config, self.clock)
+        self.transactions.final_hooks.append(self.timer.hook.rewrite)
+        self.pop: PopConsumption = PopConsumption(
+            self, self.pull_processor.message_filter, cdir, timer=self.timer.bridge
+        )
 
     def _start_acl(self) -> None:
         """Load the ACL files and put the ACL hook in front of every processor
@@ -253,6 +266,9 @@ class BrokerController:
         if topic == SCHEDULE_TOPIC:
             self.schedule.on_arrival()
             return
+        if topic == TIMER_TOPIC:
+            self.timer.on_arrival()
+            return
         self.hold.arriving(
             topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
         )
@@ -281,9 +297,13 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.serve(port)
-        self.schedule.start()
-        self.tx_check.start()
-        self.pop.revive.start()
+        try:
+            await self.replication.start()
+        except OSError:
+            await self.shutdown()
+            raise
+        if self.role.is_master:
+            self._start_master_services()
         self._every(self.config.flush_consumer_offset_interval_ms / 1000, self.pop.persist_if_dirty)
         self._every(
             self.config.flush_consumer_offset_interval_ms / 1000, self.offsets.persist_if_dirty
@@ -316,6 +336,7 @@ class BrokerController:
         self.groups.load()
         self.offsets.load()
         self.pop.create_system_topics()
+        self.timer.create_topic(self.topics)
         self.pop.load()
         if not await asyncio.to_thread(self.store.load):
             raise StoreError(
@@ -325,10 +346,13 @@ class BrokerController:
         try:
             self.schedule.load()
             self.transactions.load()
+            self.timer.load()
         except BaseException:
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.store.start()
+        if self.config.role.is_slave:  # before any request can reach the store
+            self.store.set_replica_mode(True)
 
     def _restore_missing_topics(self) -> None:
         """Give topics that have stored messages but no configuration (the broker died
@@ -362,6 +386,7 @@ class BrokerController:
 
     def _register_processors(self) -> None:
         self.send_processor = SendMessageProcessor(self)
+        self.send_processor.rewriters.append(self.timer.hook)
         for processor in (
             self.send_processor,
             self.pull_processor,
@@ -374,6 +399,8 @@ class BrokerController:
             EndTransactionProcessor(self),
             AclAdminProcessor(self),
             PopMessageProcessor(self),
+            HAStatusProcessor(self),
+            TimerProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -397,13 +424,14 @@ class BrokerController:
         await self.registration.stop()
         await self.registration.unregister_all()
         await self.hold.stop()
+        await self.replication.stop()
         await self.remoting.stop()
         await self.stop_metrics()
         if self.acl is not None:
             await self.acl.stop()
-        await self.tx_check.stop()
-        await asyncio.to_thread(self.schedule.stop)
+        await self._stop_master_services()
         await self.pop.stop()
+        await asyncio.to_thread(self.timer.shutdown)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -418,6 +446,59 @@ class BrokerController:
         await asyncio.to_thread(self.store.shutdown)
         await self.namesrv_client.close()
         logger.info("broker %s stopped", self.config.broker_name)
+
+    # -- roles (issue 13; DLedger reuses change_role) -----------------------------------------
+
+    @property
+    def role(self) -> BrokerRole:
+        """The broker's current role (``brokerRole`` at start; may change at run time)."""
+        return self.replication.role
+
+    def _start_master_services(self) -> None:
+        """What only a master runs: delay delivery, the transaction check, POP revive, the
+        timer wheel's delivery."""
+        self.schedule.start()
+        self.tx_check.start()
+        self.timer.start()
+        self.pop.revive.start()
+
+    async def _stop_master_services(self) -> None:
+        await self.pop.revive.stop()
+        await asyncio.to_thread(self.timer.shutdown)
+        await self.tx_check.stop()
+        await asyncio.to_thread(self.schedule.stop)
+
+    async def change_role(self, role: BrokerRole, broker_id: int | None = None) -> None:
+        """Become ``role`` while running (RocketMQ ``changeToSlave`` / ``changeToMaster``).
+
+        A new slave stops the master-only services, puts the store in replica mode and
+        starts replicating from the master the NameServers name (or ``haMasterAddress``); a
+        new master stops replicating, reloads the delay progress and the pending transactions
+        the slave copied, and starts the master-only services. Either way the broker then
+        registers again under its new id (default: 0 for a master, the configured id or 1
+        for a slave).
+
+        Raises:
+            ConfigError: ``broker_id`` does not suit ``role``.
+        """
+        old = self.role
+        if broker_id is None:
+            broker_id = 0 if role.is_master else (self.config.broker_id or 1)
+        new_config = dataclasses.replace(self.config, broker_role=role.value, broker_id=broker_id)
+        if old is role and new_config == self.config:
+            return
+        logger.info("broker role %s[%d] -> %s[%d]", old.value, self.config.broker_id,
+                    role.value, broker_id)  # fmt: skip
+        if old.is_master and role.is_slave:
+            await self._stop_master_services()
+        self.config = new_config
+        self.topics.config = new_config
+        await self.replication.set_role(role)
+        if old.is_slave and role.is_master:
+            self.schedule.load()
+            self.transactions.load()
+            self._start_master_services()
+        await self.registration.register_all(force=True)
 
     # -- events ------------------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ registration). Registrations never overlap, so a NameServer never sees an older 
 newer one. When the broker's permission is not read-write, every topic is announced with its
 permission restricted by the broker's. With ``forceRegister=false`` a NameServer that already
 has the current DataVersion (QUERY_DATA_VERSION) is skipped. The ORDER_TOPIC_CONFIG table a
-NameServer returns marks ordered topics. At shutdown the broker unregisters everywhere.
+NameServer returns marks ordered topics; a slave learns its master's address and HA address
+from the answer (:meth:`BrokerReplication.on_registered`). At shutdown the broker unregisters
+everywhere.
 """
 
 from __future__ import annotations
@@ -85,12 +87,11 @@ class BrokerRegistration:
     def _header(self, body: bytes, compressed: bool) -> dict[str, str]:
         broker = self.broker
         config = broker.config
-        host, _, port = broker.broker_addr.rpartition(":")
         return h.RegisterBrokerRequestHeader(
             broker_name=config.broker_name,
             broker_addr=broker.broker_addr,
             cluster_name=config.broker_cluster_name,
-            ha_server_addr=f"{host}:{int(port) + 1}",
+            ha_server_addr=broker.replication.ha_server_addr(broker.broker_addr),
             broker_id=config.broker_id,
             compressed=compressed,
             body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
@@ -142,6 +143,8 @@ class BrokerRegistration:
                 response.remark,
             )  # fmt: skip
             return False
+        answer = h.RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields)
+        self.broker.replication.on_registered(answer.master_addr, answer.ha_server_addr)
         if response.body:
             try:
                 order = KVTable.decode(response.body).table

@@ -79,4 +79,5 @@ def runtime_info(broker: BrokerContext) -> dict[str, str]:
             f"Free : {human_readable_bytes(usage.free)}."
         )
     info.update(broker.schedule.running_stats())
+    info.update(broker.replication.runtime_info())
     return info

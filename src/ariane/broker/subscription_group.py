@@ -79,6 +79,13 @@ class SubscriptionGroupManager:
         self.forbidden_table.update(wrapper.forbidden_table)
         self.data_version = wrapper.data_version
 
+    def replace_all(self, wrapper: SubscriptionGroupWrapper) -> None:
+        """Take a master's whole table and DataVersion (a slave's copy, ``SlaveSynchronize``)."""
+        self.table = dict(wrapper.subscription_group_table)
+        self.forbidden_table = dict(wrapper.forbidden_table)
+        self.data_version = wrapper.data_version
+        self.on_change()
+
     def _changed(self) -> None:
         self.data_version = self.data_version.next_version(self.clock.now_ms())
         self.on_change()

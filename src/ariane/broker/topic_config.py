@@ -196,6 +196,12 @@ class TopicConfigManager:
         self._changed()
         return tc
 
+    def replace_all(self, table: dict[str, TopicConfig], version: DataVersion) -> None:
+        """Take a master's whole table and DataVersion (a slave's copy, ``SlaveSynchronize``)."""
+        self.table = dict(table)
+        self.data_version = DataVersion(version.state_version, version.timestamp, version.counter)
+        self.on_change()
+
     def update_order_topics(self, order_topics: dict[str, str]) -> None:
         """Mark the topics the NameServer lists in ORDER_TOPIC_CONFIG as ordered."""
         changed = False

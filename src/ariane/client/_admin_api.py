@@ -22,6 +22,7 @@ from ariane.remoting.protocol.admin_bodies import (
     ConsumeStats,
     GroupList,
     ProducerConnection,
+    ProducerTableInfo,
     ResetOffsetBody,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
@@ -38,6 +39,7 @@ from ariane.remoting.protocol.client_bodies import MessageQueue
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.stats_bodies import BrokerStatsData, ConsumeStatsList
+from ariane.remoting.protocol.summary_bodies import GroupSummaryTable, TopicSummaryTable
 
 __all__ = ["AdminRequests"]
 
@@ -494,3 +496,52 @@ class AdminRequests(RpcBase):
     async def trigger_delete_files(self, addr: str, timeout_ms: int | None = None) -> None:
         """TRIGGER_DELETE_FILES: let the broker's cleaner delete expired CommitLog files now."""
         await self.call(addr, RequestCode.TRIGGER_DELETE_FILES, timeout_ms=timeout_ms)
+
+    # -- bulk requests (issue 17: the dashboard at 1,000 topics / 10,000 groups) -----------------
+
+    async def create_topic_list(
+        self, addr: str, configs: list[TopicConfig], timeout_ms: int | None = None
+    ) -> None:
+        """UPDATE_AND_CREATE_TOPIC_LIST: many topics in one request to one broker."""
+        body = fastjson.dumps({"topicConfigList": [c.to_json() for c in configs]})
+        await self.call(
+            addr, RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, None, body, timeout_ms=timeout_ms
+        )
+
+    async def create_subscription_group_list(
+        self, addr: str, configs: list[SubscriptionGroupConfig], timeout_ms: int | None = None
+    ) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: many groups in one request to one broker."""
+        body = fastjson.dumps({"groupConfigList": [c.to_json() for c in configs]})
+        await self.call(
+            addr,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
+            None,
+            body,
+            timeout_ms=timeout_ms,
+        )
+
+    async def get_all_producer_info(
+        self, addr: str, timeout_ms: int | None = None
+    ) -> ProducerTableInfo:
+        """GET_ALL_PRODUCER_INFO: every online producer of one broker, by group."""
+        response = await self.call(addr, RequestCode.GET_ALL_PRODUCER_INFO, timeout_ms=timeout_ms)
+        return ProducerTableInfo.decode(_body(response, "ProducerTableInfo"))
+
+    async def get_topic_summary(
+        self, addr: str, timeout_ms: int | None = None
+    ) -> TopicSummaryTable:
+        """ARIANE_GET_TOPIC_SUMMARY (an Ariane extension): every topic of one broker."""
+        response = await self.call(
+            addr, RequestCode.ARIANE_GET_TOPIC_SUMMARY, timeout_ms=timeout_ms
+        )
+        return TopicSummaryTable.decode(_body(response, "TopicSummaryTable"))
+
+    async def get_group_summary(
+        self, addr: str, timeout_ms: int | None = None
+    ) -> GroupSummaryTable:
+        """ARIANE_GET_GROUP_SUMMARY (an Ariane extension): every group of one broker."""
+        response = await self.call(
+            addr, RequestCode.ARIANE_GET_GROUP_SUMMARY, timeout_ms=timeout_ms
+        )
+        return GroupSummaryTable.decode(_body(response, "GroupSummaryTable"))

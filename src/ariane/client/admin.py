@@ -18,17 +18,27 @@ from typing import Any, TypeVar
 from ariane.acl.credentials import SessionCredentials
 from ariane.acl.plain import AclConfig, PlainAccessConfig
 from ariane.client._acl_api import AclVersionInfo
-from ariane.client._admin_ops import AdminOps
+from ariane.client._admin_bulk import (
+    TOOLS_CONSUMER_GROUP,
+    AdminBulk,
+    BrokerAnswers,
+    tools_pull_header,
+)
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
 from ariane.client._trace_dispatch import trace_topic_name
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
-from ariane.client.errors import ClientStateError, QueryNotFoundError, TopicNotExistError
+from ariane.client.errors import (
+    ClientStateError,
+    ConsumerNotOnlineError,
+    QueryNotFoundError,
+    TopicNotExistError,
+)
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
 from ariane.client.trace import MessageTrace, build_message_trace
 from ariane.common import properties as props
 from ariane.common.msgid import decode_offset_msg_id
-from ariane.common.sysflag import PERM_READ, PERM_WRITE, PULL_SUBSCRIPTION
+from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.errors import ArianeError, BrokerResponseError, InvalidArgumentError
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.admin_bodies import (
@@ -43,16 +53,14 @@ from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
 
-__all__ = ["TOOLS_CONSUMER_GROUP", "Admin"]
+__all__ = ["TOOLS_CONSUMER_GROUP", "Admin", "BrokerAnswers"]
 
 logger = logging.getLogger(__name__)
 
-#: The group admin tools pull with (``MixAll.TOOLS_CONSUMER_GROUP``).
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 T = TypeVar("T")
 
 
-class Admin(AdminOps):
+class Admin(AdminBulk):
     """Cluster administration (asyncio); ``async with Admin(namesrv_addr=...) as admin:``.
 
     Args:
@@ -489,6 +497,28 @@ class Admin(AdminOps):
             merged.update(table)
         return merged
 
+    async def reset_group_offset(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> tuple[str, dict[MessageQueue, int]]:
+        """Reset ``group``'s offsets of ``topic`` to a time (-1 = the end): through the
+        broker, which tells online consumers (``"broker"``), or, when no consumer is online,
+        by committing the offsets directly (``"direct"``, RocketMQ's
+        ``resetOffsetByTimeOld`` fallback).
+
+        Raises:
+            TopicNotExistError: unknown topic.
+            InvalidArgumentError: an offline group with no offsets on the topic.
+        """
+        try:
+            return "broker", await self.reset_offset_by_time(
+                group, topic, timestamp_ms, force=force
+            )
+        except ConsumerNotOnlineError:
+            pass
+        return "direct", await self.reset_offset_by_time_offline(
+            group, topic, timestamp_ms, force=force
+        )
+
     # -- messages -------------------------------------------------------------------------------
 
     async def view_message(self, offset_msg_id: str) -> MessageExt:
@@ -601,19 +631,9 @@ class Admin(AdminOps):
         """The message at ``offset`` of ``mq`` (``queryMsgByOffset``), ``None`` if there is
         none (yet)."""
         addr = await self._broker_addr_of(mq)
-        header = h.PullMessageRequestHeader(
-            consumer_group=TOOLS_CONSUMER_GROUP,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=offset,
-            max_msg_nums=1,
-            sys_flag=PULL_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            sub_version=0,
-            subscription="*",
+        result = await self.api.pull_message(
+            addr, tools_pull_header(mq, offset, 1), self.timeout_ms
         )
-        result = await self.api.pull_message(addr, header, self.timeout_ms)
         if result.status is not PullStatus.FOUND:
             return None
         for msg in result.messages:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ariane.common import properties as props
 from ariane.common.msgid import create_offset_msg_id
 
-__all__ = ["HostPort", "Message", "MessageExt"]
+__all__ = ["HostPort", "Message", "MessageExt", "message_dict"]
 
 
 class HostPort(NamedTuple):
@@ -104,3 +104,32 @@ class MessageExt(Message):
     def msg_id(self) -> str:
         """The user-visible id: ``UNIQ_KEY`` when present, else the offsetMsgId."""
         return self.properties.get(props.UNIQ_KEY) or self.offset_msg_id
+
+
+def message_dict(msg: MessageExt, *, charset: str = "utf-8", body: bool = True) -> dict[str, Any]:
+    """A stored message (``MessageExt``) as stable JSON keys; the body decoded with
+    ``charset`` (undecodable bytes replaced) when ``body`` is true."""
+    out: dict[str, Any] = {
+        "msgId": msg.msg_id,
+        "offsetMsgId": msg.offset_msg_id,
+        "topic": msg.topic,
+        "tags": msg.tags,
+        "keys": msg.keys,
+        "queueId": msg.queue_id,
+        "queueOffset": msg.queue_offset,
+        "commitLogOffset": msg.commit_log_offset,
+        "reconsumeTimes": msg.reconsume_times,
+        "bornTimestamp": msg.born_timestamp_ms,
+        "storeTimestamp": msg.store_timestamp_ms,
+        "bornHost": str(msg.born_host),
+        "storeHost": str(msg.store_host),
+        "sysFlag": msg.sys_flag,
+        "flag": msg.flag,
+        "storeSize": msg.store_size,
+        "bodyCrc": msg.body_crc,
+        "bodyLength": len(msg.body),
+        "properties": dict(sorted(msg.properties.items())),
+    }
+    if body:
+        out["body"] = bytes(msg.body).decode(charset, "replace")
+    return out

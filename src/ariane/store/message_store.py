@@ -45,6 +45,7 @@ from ariane.store.index_file import IndexService
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import load_store
 from ariane.store.reads import StoreReads
+from ariane.store.replica import ReplicaResult, ReplicaStatus, ReplicaWriter
 from ariane.store.results import GetResult, GetStatus, PutResult, PutStatus, QueryResult
 
 __all__ = ["MessageStore"]
@@ -110,6 +111,9 @@ class MessageStore(StoreReads):
         self.flush_consume_queue: FlushConsumeQueueService | None = None
         self.cleaner: CleanService | None = None
         self.allocator: AllocateMappedFileService | None = None
+        #: replication (a slave's store): replicated appends, and puts refused while on
+        self.replica_writer = ReplicaWriter(self.commit_log, config.delay_levels_ms)
+        self._replica_mode = False
 
     # -- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> MessageStore:
@@ -330,9 +334,14 @@ class MessageStore(StoreReads):
 
     # -- put -----------------------------------------------------------------------------
     def _refusal(self) -> PutResult | None:
-        if self._running and not self._not_writeable:
+        if self._running and not self._not_writeable and not self._replica_mode:
             return None
         self.put_failed_times += 1
+        if self._replica_mode:
+            return PutResult(
+                PutStatus.SERVICE_NOT_AVAILABLE,
+                remark="message store is in slave mode, so putMessage is forbidden",
+            )
         if self._shutdown or not self._running:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="message store is not running")
         return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark=self.writeable_reason)
@@ -395,7 +404,7 @@ class MessageStore(StoreReads):
         if self._sync:
             result = self._append(lambda: self.commit_log.put_message(msg))
             return self._put_and_wait(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false")
-        if not self._running or self._not_writeable:
+        if not self._running or self._not_writeable or self._replica_mode:
             return self._append(lambda: self.commit_log.put_message(msg))
         try:
             result = self.commit_log.put_message(msg)
@@ -416,6 +425,50 @@ class MessageStore(StoreReads):
         """Append a batch atomically and block until durable per the flush policy."""
         result = self._append(lambda: self.commit_log.put_messages(batch))
         return self._put_and_wait(result, True) if self._sync else result
+
+    # -- replication (a slave's store; see ariane.store.replica) --------------------------
+    @property
+    def replica_mode(self) -> bool:
+        """True while the store takes replicated bytes and refuses puts (a slave)."""
+        return self._replica_mode
+
+    def set_replica_mode(self, on: bool) -> None:
+        """Become a replica (puts refused, :meth:`append_replica` accepted) or stop being one.
+
+        Leaving replica mode drops an incomplete record the master had not finished sending
+        (it never reached the files), so local puts continue after the last complete one.
+        """
+        if on == self._replica_mode:
+            return
+        self.replica_writer.reset()
+        self._replica_mode = on
+        if on:
+            logger.info("message store in replica mode from offset %d", self.max_phy_offset)
+        else:
+            logger.info("message store accepts puts again at offset %d", self.max_phy_offset)
+
+    def append_replica(self, offset: int, data: bytes) -> ReplicaResult:
+        """Append the master's CommitLog bytes ``data`` at ``offset`` (the end of the log)
+        and dispatch the records they complete (see :class:`ReplicaWriter`). Never raises."""
+        end = self.commit_log.max_offset
+        if not self._replica_mode or not self._running:
+            reason = "not a replica" if self._running else "message store is not running"
+            return ReplicaResult(ReplicaStatus.UNAVAILABLE, end, reason=reason)
+        try:
+            result = self.replica_writer.append(offset, data)
+        except OSError as exc:
+            logger.exception("replicated append at %d failed", offset)
+            return ReplicaResult(ReplicaStatus.UNAVAILABLE, end, reason=f"write failed: {exc}")
+        if result.records:
+            if self.group_commit is not None:
+                self.group_commit.wakeup()
+            elif self.reput.idle:
+                self.reput.wakeup()
+        return result
+
+    def confirm_replica(self, offset: int, data: bytes) -> bool:
+        """Whether the CommitLog holds exactly ``data`` at ``offset`` (history check)."""
+        return self.replica_writer.confirm(offset, data)
 
     # -- introspection -------------------------------------------------------------------
     def topic_queues(self) -> dict[str, list[int]]:

@@ -18,7 +18,7 @@ from ariane.admin.command import PermType, resolve_namesrv_addr
 from ariane.admin.output import Table, Ts, View, cell_text, kv_table, render_json, render_text
 from ariane.admin.stats import compute_24h_sum
 from ariane.admin.timefmt import format_timestamp, parse_timestamp
-from ariane.admin.versions import version_desc
+from ariane.common.versions import version_desc
 from ariane.remoting.protocol.stats_bodies import BrokerStatsData, BrokerStatsItem
 
 

@@ -4,7 +4,8 @@ Producers send it one-way after their local transaction, or in answer to a
 CHECK_TRANSACTION_STATE (``fromTransactionCheck``). The work is done by
 :class:`~ariane.broker.transaction.TransactionalMessageService`; this processor answers at once
 under ASYNC_FLUSH and after the committed message and the op record are flushed under
-SYNC_FLUSH (the appends themselves happen synchronously, in order).
+SYNC_FLUSH (the appends themselves happen synchronously, in order). A slave refuses it with
+SLAVE_NOT_AVAILABLE, as RocketMQ does.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
-from ariane.remoting.protocol.codes import RequestCode
+from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
 from ariane.store import PutResult
@@ -49,6 +50,12 @@ class EndTransactionProcessor:
         self, ctx: RequestContext, request: RemotingCommand
     ) -> RemotingCommand | None:
         """END_TRANSACTION (37): commit, roll back or (0) leave a half message pending."""
+        if self.broker.role.is_slave:
+            logger.warning("end transaction refused: this broker is a slave")
+            return RemotingCommand.response(
+                ResponseCode.SLAVE_NOT_AVAILABLE,
+                "Message store is slave mode, so end transaction is forbidden.",
+            )
         header = h.EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
         response, futures = self.broker.transactions.end_transaction(header, request.remark)
         waiting = [f for f in futures if not f.done()]

@@ -13,7 +13,13 @@ caught up -> PULL_NOT_FOUND; filtered out -> PULL_RETRY_IMMEDIATELY; out of rang
 PULL_OFFSET_MOVED with the offset to continue from). A PULL_NOT_FOUND for a request with the
 SUSPEND flag is held by the :class:`~ariane.broker.long_polling.PullRequestHoldService`
 instead of answered, and re-run later without the right to be held again. The offset the
-consumer piggy-backs (COMMIT_OFFSET flag) is committed on the first run only.
+consumer piggy-backs (COMMIT_OFFSET flag) is committed on the first run only, and never on a
+slave. Replication (book §19): with ``slaveReadEnable`` the answer's ``suggestWhichBrokerId``
+sends a consumer reading messages no longer in memory to the group's
+``whichBrokerWhenConsumeSlowly`` (else to its ``brokerId``); without it every answer, a
+slave's included, points back to the master. A slave without ``offsetCheckInSlave`` never
+moves a consumer's offset (it may just be behind): PULL_OFFSET_MOVED becomes
+PULL_RETRY_IMMEDIATELY at the same offset.
 """
 
 from __future__ import annotations
@@ -22,13 +28,14 @@ from typing import TYPE_CHECKING
 
 from ariane.broker.filters import FilterFactory, PullFilter, RetryPullFilter
 from ariane.broker.processors import error
+from ariane.common.roles import MASTER_ID
 from ariane.common.sysflag import (
     PERM_READ,
     PULL_COMMIT_OFFSET,
     PULL_SUBSCRIPTION,
     PULL_SUSPEND,
 )
-from ariane.common.topics import RETRY_PREFIX
+from ariane.common.topics import DLQ_PREFIX, RETRY_PREFIX
 from ariane.errors import InvalidArgumentError
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
@@ -132,7 +139,8 @@ class PullMessageProcessor:
             reset = offsets.take_reset(group, topic, queue_id)
             if reset is not None and reset != header.queue_offset:
                 return self._moved(topic, queue_id, reset)
-        if allow_suspend and header.sys_flag & PULL_COMMIT_OFFSET:
+        slave = self.broker.role.is_slave
+        if allow_suspend and header.sys_flag & PULL_COMMIT_OFFSET and not slave:
             offsets.commit(group, topic, queue_id, header.commit_offset)
         max_nums = min(max(header.max_msg_nums, 1), _MAX_MSG_NUMS)
         res = self.store.get_message(group, topic, queue_id, header.queue_offset, max_nums, flt)
@@ -140,16 +148,32 @@ class PullMessageProcessor:
         if isinstance(answer, RemotingCommand):
             return answer
         code, body = answer
-        offsets.record_pull(group, topic, queue_id, res.next_begin_offset)
+        next_begin = res.next_begin_offset
+        keep_offset = slave and not self.broker.config.offset_check_in_slave
+        if code == ResponseCode.PULL_OFFSET_MOVED and keep_offset:
+            # a slave behind its master must not move consumers: retry at the same offset
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+            next_begin = header.queue_offset
+        offsets.record_pull(group, topic, queue_id, next_begin)
         if code == _NOT_FOUND and allow_suspend and self._hold(ctx, request, header, flt):
             return None
         ext = {
-            "suggestWhichBrokerId": "0",
-            "nextBeginOffset": str(res.next_begin_offset),
+            "suggestWhichBrokerId": str(self._suggest(checked, res)),
+            "nextBeginOffset": str(next_begin),
             "minOffset": str(res.min_offset),
             "maxOffset": str(res.max_offset),
         }
         return RemotingCommand.response(code, res.status.value, ext, body)
+
+    def _suggest(self, cfg: SubscriptionGroupConfig, res: GetResult) -> int:
+        """``suggestWhichBrokerId``: with ``slaveReadEnable``, the group's
+        ``whichBrokerWhenConsumeSlowly`` for reads of messages no longer in memory, else its
+        ``brokerId``; without it, always the master."""
+        if not self.broker.config.slave_read_enable:
+            return MASTER_ID
+        if res.suggest_pulling_from_slave:
+            return cfg.which_broker_when_consume_slowly
+        return cfg.broker_id
 
     def _check_access(
         self, ctx: RequestContext, header: h.PullMessageRequestHeader
@@ -177,7 +201,7 @@ class PullMessageProcessor:
             return error(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
             )
-        if not tc.perm & PERM_READ:
+        if not tc.perm & PERM_READ and not _admin_reads_dlq(header.consumer_group, topic):
             return error(
                 ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
             )
@@ -269,3 +293,14 @@ class PullMessageProcessor:
             max_offset=self.store.get_max_offset_in_queue(topic, queue_id),
         ).to_ext_fields()
         return RemotingCommand.response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", ext)
+
+
+#: The group admin tools pull with (``MixAll.TOOLS_CONSUMER_GROUP``).
+_TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+
+
+def _admin_reads_dlq(group: str, topic: str) -> bool:
+    """A DLQ topic is write-only, so no consumer group takes its messages again; admin tools
+    (the dashboard's DLQ page, ``printMsg``) may still read it with ``TOOLS_CONSUMER``, which
+    commits nothing (issue 17)."""
+    return group == _TOOLS_CONSUMER_GROUP and topic.startswith(DLQ_PREFIX)

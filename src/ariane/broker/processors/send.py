@@ -5,10 +5,13 @@ How it works, per send: parse the header (V1 or the short-key V2, one type after
 the broker may be written, the topic name, that it is not a system topic closed to senders;
 find the topic or auto-create it from its template; check the queue id (a negative one picks a
 random writable queue) and the topic's write permission; decode the properties once, add
-``UNIQ_KEY`` when the client did not and ``CLUSTER``, appending them to the client's encoded
+``UNIQ_KEY`` when the client did not, ``CLUSTER``, and (as RocketMQ 5 does, for message
+trace) the broker's ``MSG_REGION`` and ``TRACE_ON``, appending them to the client's encoded
 string instead of re-encoding it; run the *send interceptors*; append to the store. Under
 ASYNC_FLUSH the store's future is already done and the answer goes out at once; under
-SYNC_FLUSH it is answered from the future's callback (hopped to the event loop).
+SYNC_FLUSH it is answered from the future's callback (hopped to the event loop). Then the
+replication service is told (:meth:`BrokerReplication.after_put`): a SYNC_MASTER answers once
+enough slaves hold the message, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE.
 ``header.batch`` (not the request code) selects the batch path.
 
 Two seams rewrite messages before the store: *send interceptors* see each client send with
@@ -41,10 +44,13 @@ from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id
 from ariane.common.properties import (
     CLUSTER,
     DELAY,
+    MSG_REGION,
     ORIGIN_MESSAGE_ID,
     RETRY_TOPIC,
+    TRACE_SWITCH,
     TRANSACTION_PREPARED,
     UNIQ_KEY,
+    WAIT_STORE_MSG_OK,
     decode_properties,
 )
 from ariane.common.record import decode_record
@@ -191,6 +197,8 @@ class SendMessageProcessor:
             DelayLevelRewriter(len(broker.store_config.delay_levels_ms))
         ]
         self._store_host = broker.store_host
+        # replication: wakes the transfer to slaves; a SYNC_MASTER waits for them
+        self._after_put = broker.replication.after_put
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_flush = broker.store_config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
@@ -198,6 +206,10 @@ class SendMessageProcessor:
         self._msg_id_prefix = create_offset_msg_id(
             broker.store_host.addr, broker.store_host.port, 0
         )[:-16]
+        # MSG_REGION/TRACE_ON stamped into stored messages (see _stamp_trace)
+        self._trace_config: object = None
+        self._trace_values = ("", "")
+        self._trace_text = ""
 
     def register(self, server: RemotingServer) -> None:
         """Register the handlers on ``server``."""
@@ -245,6 +257,8 @@ class SendMessageProcessor:
         if CLUSTER not in props:
             cluster = props[CLUSTER] = self.broker.config.broker_cluster_name
             extra += f"{CLUSTER}\x01{cluster}\x02"
+        if MSG_REGION not in props:  # message trace: consumers' region and trace switch
+            extra += self._stamp_trace(props)
         if extra and props_text and props_text[-1] != "\x02":
             props_text += "\x02"
         inner = MessageInner(
@@ -269,10 +283,29 @@ class SendMessageProcessor:
             if refused is not None:
                 return refused
         topic = header.topic
+        wait = inner.properties.get(WAIT_STORE_MSG_OK) != "false"
         if self._async_flush:  # stored when put returns: no future, no thread hop
-            return self.put_response(self.store.put_message(inner), topic, queue_id, uniq)
+            result = self.store.put_message(inner)
+            replicated = self._after_put(result, wait)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, uniq)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
         future = self.store.submit_message(inner)
-        return self._answer(ctx, future, topic, queue_id, uniq)
+        return self._answer(ctx, future, topic, queue_id, uniq, wait)
+
+    def _stamp_trace(self, props: dict[str, str]) -> str:
+        """Set ``MSG_REGION`` and ``TRACE_ON`` of this broker in ``props``; their encoded
+        text (recomputed only when the broker's config object changes)."""
+        config = self.broker.config
+        if config is not self._trace_config:
+            self._trace_config = config
+            self._trace_values = (config.region_id, "true" if config.trace_on else "false")
+            self._trace_text = (
+                f"{MSG_REGION}\x01{self._trace_values[0]}\x02"
+                f"{TRACE_SWITCH}\x01{self._trace_values[1]}\x02"
+            )
+        props[MSG_REGION], props[TRACE_SWITCH] = self._trace_values
+        return self._trace_text
 
     # -- checks --------------------------------------------------------------------------------
 
@@ -370,6 +403,8 @@ class SendMessageProcessor:
             if CLUSTER not in props:
                 props[CLUSTER] = cluster
                 extra += f"{CLUSTER}\x01{cluster}\x02"
+            if MSG_REGION not in props:
+                extra += self._stamp_trace(props)
             if extra and text and text[-1] != "\x02":
                 text += "\x02"
             items.append(BatchItem(entry.body, entry.flag, props, text + extra))
@@ -378,9 +413,13 @@ class SendMessageProcessor:
             header.reconsume_times or 0,
         )  # fmt: skip
         if self._async_flush:
-            return self.put_response(self.store.put_messages(batch), topic, queue_id, None)
+            result = self.store.put_messages(batch)
+            replicated = self._after_put(result, True)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, None)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, None)
         future = self.store.submit_messages(batch)
-        return self._answer(ctx, future, topic, queue_id, None)
+        return self._answer(ctx, future, topic, queue_id, None, True)
 
     # -- answers -------------------------------------------------------------------------------
 
@@ -391,9 +430,14 @@ class SendMessageProcessor:
         topic: str,
         queue_id: int,
         uniq: str | None,
+        wait: bool,
     ) -> RemotingCommand | None:
         if future.done():
-            return self.put_response(future.result(), topic, queue_id, uniq)
+            result = future.result()
+            replicated = self._after_put(result, wait)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, uniq)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
         loop = self._loop
         assert loop is not None
 
@@ -402,12 +446,42 @@ class SendMessageProcessor:
                 result = f.result()
             except Exception as exc:  # the store resolves futures with results only
                 logger.exception("store put failed")
-                response = error(ResponseCode.SYSTEM_ERROR, f"store put failed: {exc}")
-            else:
-                response = self.put_response(result, topic, queue_id, uniq)
-            ctx.send_response(response)
+                ctx.send_response(error(ResponseCode.SYSTEM_ERROR, f"store put failed: {exc}"))
+                return
+            replicated = self._after_put(result, wait)
+            if replicated is None:
+                ctx.send_response(self.put_response(result, topic, queue_id, uniq))
+                return
+            response = self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
+            if response is not None:
+                ctx.send_response(response)
 
         future.add_done_callback(partial(_on_loop, loop, finish))
+        return None
+
+    def _answer_replicated(
+        self,
+        ctx: RequestContext,
+        result: PutResult,
+        replicated: PutStatus | asyncio.Future[PutStatus],
+        topic: str,
+        queue_id: int,
+        uniq: str | None,
+    ) -> RemotingCommand | None:
+        """The answer of a SYNC_MASTER send: once slaves hold the message, or with
+        FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE (the message is stored either way)."""
+        if isinstance(replicated, PutStatus):
+            if replicated is not _PUT_OK and result.status is _PUT_OK:
+                result.status = replicated
+            return self.put_response(result, topic, queue_id, uniq)
+
+        def done(f: asyncio.Future[PutStatus]) -> None:
+            status = f.result() if not f.cancelled() else PutStatus.FLUSH_SLAVE_TIMEOUT
+            if status is not _PUT_OK and result.status is _PUT_OK:
+                result.status = status
+            ctx.send_response(self.put_response(result, topic, queue_id, uniq))
+
+        replicated.add_done_callback(done)
         return None
 
     def put_response(
@@ -511,7 +585,9 @@ class SendMessageProcessor:
                 return refused
         future = self.store.submit_message(inner)
         if future.done():
-            return self._send_back_response(future.result())
+            result = future.result()
+            self._after_put(result, False)  # wake the transfer to slaves, no waiting
+            return self._send_back_response(result)
         loop = self._loop
         assert loop is not None
 

@@ -327,6 +327,19 @@ class ProducerInfo:
             "version": self.version,
         }
 
+    @classmethod
+    def from_json(cls, obj: Any) -> ProducerInfo:
+        """Build from parsed JSON."""
+        what = "ProducerInfo"
+        obj = as_object(obj, what)
+        return cls(
+            get_str(obj, "clientId", what),
+            get_str(obj, "remoteIP", what),
+            get_str(obj, "language", what),
+            get_int(obj, "version", what),
+            get_int(obj, "lastUpdateTimestamp", what),
+        )
+
 
 @dataclass(slots=True)
 class ProducerTableInfo:
@@ -339,6 +352,18 @@ class ProducerTableInfo:
         return fastjson.dumps(
             {"data": {g: [p.to_json() for p in ps] for g, ps in self.data.items()}}
         )
+
+    @classmethod
+    def decode(cls, body: bytes) -> ProducerTableInfo:
+        """Parse body bytes."""
+        what = "ProducerTableInfo"
+        obj = parse_object(body, what)
+        data: dict[str, list[ProducerInfo]] = {}
+        for group, infos in get_object(obj, "data", what).items():
+            if not isinstance(infos, list):
+                raise RemoteProtocolError(f"{what}: producers of {group!r} must be a list")
+            data[str(group)] = [ProducerInfo.from_json(i) for i in infos if i is not None]
+        return cls(data)
 
 
 @dataclass(slots=True)

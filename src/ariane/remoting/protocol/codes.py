@@ -179,6 +179,10 @@ class RequestCode(IntEnum):
     GET_BROKER_CLUSTER_ACL_INFO = 52
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
     GET_BROKER_CLUSTER_ACL_CONFIG = 54
+    # Ariane extensions (the dashboard's summaries, issue 17): what a list of every topic or
+    # group shows, in one request per broker; RocketMQ brokers answer REQUEST_CODE_NOT_SUPPORTED.
+    ARIANE_GET_TOPIC_SUMMARY = 90001
+    ARIANE_GET_GROUP_SUMMARY = 90002
 
 
 class ResponseCode(IntEnum):

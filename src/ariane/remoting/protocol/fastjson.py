@@ -33,7 +33,7 @@ import orjson
 
 from ariane.errors import LocalProtocolError, RemoteProtocolError
 
-__all__ = ["JsonConvertible", "ObjectKey", "dumps", "loads"]
+__all__ = ["JsonConvertible", "ObjectKey", "dumps", "jsonable", "loads"]
 
 _MAX_DEPTH = 200
 
@@ -400,3 +400,22 @@ def _number(text: str) -> int | float:
     if "." in text or "e" in text or "E" in text:
         return float(text)
     return int(text)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every map key turned into a string (fastjson writes object keys)."""
+    if isinstance(value, dict):
+        return {_key(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if hasattr(key, "broker_name") and hasattr(key, "queue_id"):
+        return f"{getattr(key, 'topic', '')}@{key.broker_name}@{key.queue_id}"
+    if isinstance(key, dict) and {"brokerName", "queueId"} <= key.keys():
+        return f"{key.get('topic', '')}@{key['brokerName']}@{key['queueId']}"
+    return str(key)

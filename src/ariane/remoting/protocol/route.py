@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from ariane.common.roles import MASTER_ID
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.errors import RemoteProtocolError
 from ariane.remoting.protocol import fastjson
@@ -29,9 +30,6 @@ from ariane.remoting.protocol._jsonfields import (
 )
 
 __all__ = ["MASTER_ID", "BrokerData", "QueueData", "TopicRouteData", "parse_broker_addrs"]
-
-#: ``MixAll.MASTER_ID``: the broker id of a master.
-MASTER_ID = 0
 
 
 @dataclass(slots=True)

@@ -34,8 +34,13 @@ def dump(
                 echo(f"{ev.offset:>14} UNDECODABLE {exc}")
                 continue
             props = " ".join(f"{k}={v}" for k, v in sorted(msg.properties.items()))
+            entry = ""
+            if ev.entry is not None:
+                entry = f"entry={ev.entry[0]}/{ev.entry[1]} "
+                if not ev.committed:
+                    entry += "UNCOMMITTED "
             echo(
-                f"{ev.offset:>14} size={msg.store_size} topic={msg.topic} queue={msg.queue_id} "
+                f"{ev.offset:>14} {entry}size={msg.store_size} topic={msg.topic} queue={msg.queue_id} "
                 f"qoffset={msg.queue_offset} sysflag={msg.sys_flag:#x} "
                 f"stored={msg.store_timestamp_ms} body={len(msg.body)}B id={msg.offset_msg_id} "
                 f"{props}"
@@ -43,6 +48,9 @@ def dump(
             if show_body:
                 echo(f"{'':>14} body={msg.body!r}")
             count += 1
+        elif ev.kind == "noop":
+            assert ev.entry is not None
+            echo(f"{ev.offset:>14} entry={ev.entry[0]}/{ev.entry[1]} NOOP")
         elif ev.kind == "blank":
             echo(f"{ev.offset:>14} BLANK size={ev.size} (end of file)")
         elif ev.kind == "corrupt":

@@ -1,6 +1,7 @@
 """``ariane store verify``: check CRCs and ConsumeQueue/CommitLog consistency (read-only).
 
-Reports, one line each: records that fail their checks (with file and offset), non-zero bytes
+Works on a DLedger broker's store too (records of uncommitted entries need no ConsumeQueue
+entry). Reports, one line each: records that fail their checks (with file and offset), non-zero bytes
 after the valid end of a file (a torn tail that recovery would cut), ConsumeQueue entries that
 do not point at a record of their topic/queue/offset, and records missing from their
 ConsumeQueue. Returns the list of problems (empty = consistent).
@@ -12,7 +13,7 @@ import os
 
 from ariane.common.sysflag import enters_consume_queue
 from ariane.store.format import CQ_UNIT, Decoded, check_record, parse_file_name
-from ariane.store.tools.reader import commit_log_files, iter_commit_log
+from ariane.store.tools.reader import commit_log_files, dledger_dirs, iter_commit_log, log_files
 
 __all__ = ["verify"]
 
@@ -26,6 +27,9 @@ def verify(root: str) -> tuple[list[str], dict[str, int]]:
     seen: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
     files = commit_log_files(root)
     stats["files"] = len(files)
+    dirs = dledger_dirs(root)
+    if len(dirs) > 1:
+        problems.append(f"more than one DLedger directory: {dirs}")
     sizes = {f.size for f in files}
     if len(sizes) > 1:
         problems.append(f"CommitLog files have different sizes: {sorted(sizes)}")
@@ -41,7 +45,7 @@ def verify(root: str) -> tuple[list[str], dict[str, int]]:
             topic, qid, phys, size, _t, _ts, qoff, _k, _u, sys_flag, _p = res.dispatch
             if phys != ev.offset:
                 problems.append(f"record at {ev.offset} says its offset is {phys}")
-            if enters_consume_queue(sys_flag):
+            if enters_consume_queue(sys_flag) and ev.committed:
                 seen.setdefault((topic, qid), {})[qoff] = (phys, size)
             stats["records"] += 1
         elif ev.kind == "corrupt":
@@ -84,7 +88,10 @@ def _check_consume_queues(
 ) -> None:
     cq_root = os.path.join(root, "consumequeue")
     have: set[tuple[str, int]] = set()
-    min_phy = min((f.start for f in commit_log_files(root)), default=0)
+    starts = [f.start for f in commit_log_files(root)]
+    for directory in dledger_dirs(root):
+        starts.extend(f.start for f in log_files(os.path.join(directory, "data")))
+    min_phy = min(starts, default=0)
     if os.path.isdir(cq_root):
         for topic in sorted(os.listdir(cq_root)):
             for q in sorted(os.listdir(os.path.join(cq_root, topic))):
