@@ -29,7 +29,6 @@ __all__ = [
     "SessionCredentials",
     "canonical_content",
     "canonical_text",
-    "credentials_from_tools_yml",
     "hmac_key",
     "request_signer",
     "sign",
@@ -147,19 +146,3 @@ def request_signer(credentials: SessionCredentials) -> Callable[[RemotingCommand
         sign_fields(request.ext_fields, request.body, credentials)
 
     return signer
-
-
-def credentials_from_tools_yml(text: str | bytes, path: str) -> SessionCredentials | None:
-    """The account of RocketMQ's ``conf/tools.yml`` (``accessKey``/``secretKey`` at the top
-    level, as ``AclUtils.getAclRPCHook`` reads it); None when either is blank.
-
-    Raises:
-        AclError: the text is not a YAML mapping.
-    """
-    from ariane.acl.plain import load_yaml_mapping
-
-    data = load_yaml_mapping(text, path)
-    ak, sk = data.get("accessKey"), data.get("secretKey")
-    if ak is None or sk is None or not str(ak).strip() or not str(sk).strip():
-        return None
-    return SessionCredentials(str(ak).strip(), str(sk).strip())
