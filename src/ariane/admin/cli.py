@@ -23,7 +23,9 @@ _O = "ariane.admin.offsets"
 _M = "ariane.admin.messages"
 _N = "ariane.admin.namesrv"
 _S = "ariane.admin.stats"
+_TR = "ariane.admin.trace"
 _A = "ariane.admin.acl"
+_D = "ariane.admin.dledger"
 
 #: command name -> (module, attribute, one-line summary)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -66,6 +68,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "printMsg": (_M, "print_msg", "Print the messages of a topic (optionally a time range)."),
     "sendMessage": (_M, "send_message", "Send a message."),
     "consumeMessage": (_M, "consume_message", "Consume (pull) messages without committing."),
+    "queryMsgTraceById": (_TR, "query_msg_trace_by_id", "Query a message's trace."),
     "statsAll": (_S, "stats_all", "TPS and accumulation of every topic and group."),
     "brokerConsumeStats": (_S, "broker_consume_stats", "Consume stats of every group."),
     "getNamesrvConfig": (_N, "get_namesrv_config", "The NameServers' settings."),
@@ -86,6 +89,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "The ACL file versions of brokers.",
     ),
     "getAclConfig": (_A, "get_acl_config", "The ACL accounts and white addresses of brokers."),
+    # DLedger (issue 14)
+    "transferLeadership": (
+        _D,
+        "transfer_leadership",
+        "Hand a DLedger group's leadership to one of its nodes.",
+    ),
 }
 
 _BY_LOWER = {name.lower(): name for name in COMMANDS}

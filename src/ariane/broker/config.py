@@ -20,6 +20,8 @@ from ariane.common.javaprops import PROPERTY, config_from_properties, config_to_
 from ariane.common.roles import BrokerRole, parse_role
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import validate_topic
+from ariane.dledger.config import DLedgerConfig
+from ariane.dledger.format import parse_peers
 from ariane.errors import ConfigError, InvalidArgumentError
 from ariane.remoting.client import parse_address
 from ariane.store.config import FlushDiskType, StoreConfig
@@ -160,6 +162,11 @@ class BrokerConfig:
         init_pop_offset_by_check_msg_in_mem: ``initPopOffsetByCheckMsgInMem``: a new POP
             group (init mode MAX) starts at 0 when the queue's first message is in memory.
         pop_response_return_actual_retry_topic: ``popResponseReturnActualRetryTopic``.
+        enable_mixed_message_type: ``enableMixedMessageType``: topics may be
+            ``message.type=MIXED``.
+        enable_remoting_message_type_check: ``enableRemotingMessageTypeCheck`` (Ariane's):
+            remoting sends must match the topic's ``message.type`` too (RocketMQ checks gRPC
+            sends only; off by default so 4.x clients keep working).
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -260,6 +267,24 @@ class BrokerConfig:
     max_pop_polling_size: int = _prop("maxPopPollingSize", 100_000)
     init_pop_offset_by_check_msg_in_mem: bool = _prop("initPopOffsetByCheckMsgInMem", True)
     pop_response_return_actual_retry_topic: bool = _prop("popResponseReturnActualRetryTopic", False)
+    # -- topic message types (issue 16) --
+    enable_mixed_message_type: bool = _prop("enableMixedMessageType", False)
+    enable_remoting_message_type_check: bool = _prop("enableRemotingMessageTypeCheck", False)
+    # -- DLedger: the CommitLog under Raft (issue 14; docs/dledger.md) ---------------------------
+    enable_dleger_commit_log: bool = _prop("enableDLegerCommitLog", False)
+    dleger_group: str = _prop("dLegerGroup", "")
+    dleger_peers: str = _prop("dLegerPeers", "")
+    dleger_self_id: str = _prop("dLegerSelfId", "")
+    preferred_leader_id: str = _prop("preferredLeaderId", "")
+    # Ariane's names for DLedger's timings (DLedgerConfig), DLedger's defaults
+    dleger_heart_beat_time_interval_ms: int = _prop("dLegerHeartBeatTimeIntervalMs", 2000)
+    dleger_max_heart_beat_leak: int = _prop("dLegerMaxHeartBeatLeak", 3)
+    dleger_min_vote_interval_ms: int = _prop("dLegerMinVoteIntervalMs", 300)
+    dleger_max_vote_interval_ms: int = _prop("dLegerMaxVoteIntervalMs", 1000)
+    dleger_vote_wait_ms: int = _prop("dLegerVoteWaitMs", 3000)
+    dleger_max_wait_ack_time_ms: int = _prop("dLegerMaxWaitAckTimeMs", 2500)
+    dleger_max_pending_requests_num: int = _prop("dLegerMaxPendingRequestsNum", 10_000)
+    dleger_listen_port: int = _prop("dLegerListenPort", -1)
 
     def __post_init__(self) -> None:
         try:  # normalise the spelling ("slave" -> "SLAVE")
@@ -280,6 +305,35 @@ class BrokerConfig:
         if self.ha_listen_port >= 0:
             return self.ha_listen_port
         return self.listen_port + 1 if self.listen_port else 0
+
+    def dledger(self) -> DLedgerConfig:
+        """The DLedger settings (``enableDLegerCommitLog=true``).
+
+        Raises:
+            ConfigError: a DLedger key is missing or wrong (names it).
+        """
+        for key, value in (
+            ("dLegerGroup", self.dleger_group),
+            ("dLegerSelfId", self.dleger_self_id),
+            ("dLegerPeers", self.dleger_peers),
+        ):
+            if not value.strip():
+                raise ConfigError(key, "required with enableDLegerCommitLog=true")
+        preferred = self.preferred_leader_id.replace(",", ";").split(";")
+        return DLedgerConfig(
+            group=self.dleger_group.strip(),
+            self_id=self.dleger_self_id.strip(),
+            peers=parse_peers(self.dleger_peers),
+            heart_beat_time_interval_ms=self.dleger_heart_beat_time_interval_ms,
+            max_heart_beat_leak=self.dleger_max_heart_beat_leak,
+            min_vote_interval_ms=self.dleger_min_vote_interval_ms,
+            max_vote_interval_ms=self.dleger_max_vote_interval_ms,
+            vote_wait_ms=self.dleger_vote_wait_ms,
+            max_wait_ack_time_ms=self.dleger_max_wait_ack_time_ms,
+            max_pending_requests_num=self.dleger_max_pending_requests_num,
+            listen_port=self.dleger_listen_port,
+            preferred_leader_ids=tuple(p.strip() for p in preferred if p.strip()),
+        )
 
     @property
     def advertised_host(self) -> str:
@@ -380,6 +434,8 @@ def _check(c: BrokerConfig) -> None:
         if not ok:
             raise ConfigError(key, f"{problem}, got {getattr(c, _field_of(key))!r}")
     _check_replication(c)
+    if c.enable_dleger_commit_log:
+        c.dledger()
     if bool(c.secret_key) != bool(c.access_key):
         raise ConfigError("accessKey", "accessKey and secretKey must be set together")
     for key, value in (("brokerName", c.broker_name), ("brokerClusterName", c.broker_cluster_name)):
@@ -500,6 +556,13 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
     "maxTransferCountOnMessageInDisk": ("max_transfer_count_on_message_in_disk", int),
     "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", int),
     "defaultQueryMaxNum": ("default_query_max_num", int),
+    # timer messages (issue 16)
+    "timerWheelEnable": ("timer_wheel_enable", bool),
+    "timerPrecisionMs": ("timer_precision_ms", int),
+    "timerMaxDelaySec": ("timer_max_delay_sec", int),
+    "timerRollWindowSlot": ("timer_roll_window_slot", int),
+    "mappedFileSizeTimerLog": ("mapped_file_size_timer_log", int),
+    "timerFlushIntervalMs": ("timer_flush_interval_ms", int),
 }
 
 #: RocketMQ properties accepted for compatibility that have no effect here.
@@ -522,7 +585,6 @@ IGNORED_PROPERTIES = frozenset(
         "fetchNameSrvAddrByDnsLookup", "sendHeartbeatTimeoutMillis",
         "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
         "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
-        "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
         "enableCalcFilterBitMap", "accountStatsEnable", "transferMsgByHeap",
         "metricsInDelta", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
         "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",

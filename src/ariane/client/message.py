@@ -46,6 +46,12 @@ class Message(_common.Message):
             mean it: ``TAGS``, ``KEYS``, ``DELAY``... are read by brokers and clients).
         delay_level: deliver after the broker's delay level (1..18 by default: 1 s .. 2 h);
             0 means at once.
+        deliver_time_ms: deliver at this time (epoch ms; RocketMQ 5 timer messages,
+            property ``TIMER_DELIVER_MS``; at most ``timerMaxDelaySec``, 3 days, ahead).
+        delay_time_ms: deliver this many ms after the broker stores it (``TIMER_DELAY_MS``).
+        message_group: RocketMQ 5 FIFO message group (``__SHARDINGKEY``): the producer sends
+            every message of a group to one queue (the queue RocketMQ 5's proxy picks), so a
+            FIFO consumer gets them in order.
         wait_store_msg_ok: ``False`` sets ``WAIT=false``: a SYNC_FLUSH broker answers without
             waiting for the flush.
 
@@ -66,6 +72,9 @@ class Message(_common.Message):
         properties: Mapping[str, str] | None = None,
         delay_level: int = 0,
         wait_store_msg_ok: bool = True,
+        deliver_time_ms: int | None = None,
+        delay_time_ms: int | None = None,
+        message_group: str | None = None,
     ) -> None:
         super().__init__(topic, bytes(body), flag, dict(properties) if properties else {})
         if tags:
@@ -76,6 +85,14 @@ class Message(_common.Message):
             self.delay_level = delay_level
         if not wait_store_msg_ok:
             self.properties[props.WAIT_STORE_MSG_OK] = "false"
+        if deliver_time_ms is not None:
+            self.deliver_time_ms = deliver_time_ms
+        if delay_time_ms is not None:
+            if delay_time_ms < 0:
+                raise InvalidArgumentError(f"delay_time_ms must be >= 0, got {delay_time_ms}")
+            self.properties[props.TIMER_DELAY_MS] = str(delay_time_ms)
+        if message_group:
+            self.properties[props.SHARDING_KEY] = message_group
 
     @property
     def tags(self) -> str | None:
@@ -120,6 +137,29 @@ class Message(_common.Message):
             self.properties[props.DELAY] = str(level)
         else:
             self.properties.pop(props.DELAY, None)
+
+    @property
+    def message_group(self) -> str | None:
+        """The RocketMQ 5 message group (``__SHARDINGKEY``)."""
+        return self.properties.get(props.SHARDING_KEY)
+
+    @property
+    def deliver_time_ms(self) -> int | None:
+        """The ``TIMER_DELIVER_MS`` time (RocketMQ 5 ``setDeliverTimeMs``), None when unset."""
+        raw = self.properties.get(props.TIMER_DELIVER_MS)
+        try:
+            return int(raw) if raw else None
+        except ValueError:
+            return None
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, value: int | None) -> None:
+        if value is None:
+            self.properties.pop(props.TIMER_DELIVER_MS, None)
+        elif value < 0:
+            raise InvalidArgumentError(f"deliver_time_ms must be >= 0, got {value}")
+        else:
+            self.properties[props.TIMER_DELIVER_MS] = str(value)
 
     def put_property(self, name: str, value: str) -> None:
         """Set a user property.

@@ -27,8 +27,9 @@ from ariane.client import (
     TopicNotWritableError,
 )
 from tests.integration.client.conftest import run, wait_for_route
-from tests.integration.client.consumer_support import Collector, wait_until
+from tests.integration.client.consumer_support import Collector, fast_config
 from tests.support.cluster import Cluster
+from tests.support.polling import await_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("acl-broker")]
 
@@ -80,15 +81,7 @@ async def _create_topics(cluster: Cluster) -> None:
 
 
 def _config(cluster: Cluster, instance: str, creds: SessionCredentials | None) -> ClientConfig:
-    return ClientConfig(
-        namesrv_addr=cluster.namesrv_addr,
-        instance_name=instance,
-        rebalance_interval_ms=500,
-        persist_consumer_offset_interval_ms=200,
-        poll_name_server_interval_ms=500,
-        heartbeat_broker_interval_ms=1000,
-        credentials=creds,
-    )
+    return dataclasses.replace(fast_config(cluster, instance), credentials=creds)
 
 
 async def _refusal(cluster: Cluster, creds: SessionCredentials | None, topic: str) -> str:
@@ -115,7 +108,7 @@ def test_signed_clients_produce_and_consume_exactly(acl_cluster: tuple[Cluster, 
         consumer.register_message_listener(collector)
         await consumer.start()
         try:
-            await wait_until(lambda: len(collector.got) >= len(bodies), what="20 messages")
+            await await_until(lambda: len(collector.got) >= len(bodies), what="20 messages")
         finally:
             await consumer.close()
         assert {m.msg_id: m.body for m in collector.got} == sent

@@ -49,6 +49,9 @@ def messages_of(frames: list[spb.ReceiveMessageResponse]) -> list[pb.Message]:
 
 
 async def revive(e: Env) -> int:
+    """Deliver the due revive records (the timer wheel), then revive."""
+    e.b.c.store.wait_dispatched()
+    e.b.c.timer.wheel.run_pass()
     e.b.c.store.wait_dispatched()
     n: int = await e.b.c.pop.revive.revive_all()
     e.b.c.store.wait_dispatched()
