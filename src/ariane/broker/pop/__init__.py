@@ -32,7 +32,7 @@ from ariane.broker.pop.buffer import CheckpointBuffer
 from ariane.broker.pop.order import ORDER_INFO_FILE, OrderInfoManager
 from ariane.broker.pop.peek import PeekService
 from ariane.broker.pop.polling import PopLongPolling
-from ariane.broker.pop.revive import PopReviveService, ReviveLog, ReviveTimer, original_topic
+from ariane.broker.pop.revive import PopReviveService, ReviveLog, ReviveTimer
 from ariane.broker.pop.service import FilterBuilder, PopService
 from ariane.broker.pop.types import (
     AckResult,
@@ -209,27 +209,9 @@ class PopConsumption:
         """Ack by receipt handle and original topic."""
         return self.acks.ack_by_handle(group, topic, handle)
 
-    async def change_invisible(
-        self,
-        group: str,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        extra_info: str,
-        invisible_time_ms: int,
-    ) -> ChangeInvisibleResult:
-        """CHANGE_MESSAGE_INVISIBLETIME with the remoting header's fields."""
-        return await self.acks.change_invisible(
-            group, topic, queue_id, offset, extra_info, invisible_time_ms
-        )
-
     async def change_by_handle(
         self, group: str, topic: str, handle: ReceiptHandle | str, invisible_time_ms: int
     ) -> ChangeInvisibleResult:
         """Change the lease by receipt handle and original topic; the result has the new
         handle."""
         return await self.acks.change_by_handle(group, topic, handle, invisible_time_ms)
-
-    def original_topic(self, topic: str, group: str) -> str:
-        """The topic a POP retry topic retries."""
-        return original_topic(topic, group)
