@@ -607,3 +607,28 @@ def test_a_crash_loses_held_checkpoints_but_no_message(tmp_path: Path) -> None:
         await b2.stop()
 
     run(main())
+
+
+def test_ack_of_a_checkpoint_about_to_be_written_is_recorded_after_it(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        await fill(b, [b"late", b"never"])
+        msgs = popped(await pop(b, invisible=30_000))
+        b.clock.advance(9_000)  # past popCkStayBufferTime - 1.5 s: no more in-memory acks
+        assert (await ack(b, msgs[0])).code == ResponseCode.SUCCESS
+        assert b.c.pop.buffer.held == 0  # written at once, before the ack record
+        b.c.store.wait_dispatched()
+        tags = [
+            m.properties["TAGS"]
+            for m in decode_records(
+                b"".join(b.c.store.get_message("G", "rmq_sys_wheel_timer", 0, 0, 8).messages)
+            )
+        ]
+        assert tags == ["ck", "ack"]
+        b.clock.advance(30_000)
+        assert await revive(b) == 1  # only the un-acked one
+        (again,) = popped(await pop(b))
+        assert again.body == b"never"
+        await b.stop()
+
+    run(main())

@@ -153,7 +153,9 @@ class CheckpointBuffer:
             self.host.clock.now_ms() - span.ck.pop_time
             > self.host.config.pop_ck_stay_buffer_time_ms - _HOLD_MARGIN_MS
         ):
-            return False  # about to be written: the record is safer
+            # about to be written: write it now, so that the ack record comes after it
+            self._write(span)
+            return False
         covered = set(span.ck.offsets())
         span.acked.update(o for o in offsets if o in covered)
         self.held_acks += len(offsets)
@@ -178,21 +180,27 @@ class CheckpointBuffer:
             ck = span.ck
             if not span.held or ck is None:
                 continue  # fully acked (dropped) meanwhile
-            del self._held[ck.key]
-            span.held = False
-            rest = span.unacked()
-            if not rest:
-                span.done = True
-                continue
-            partial = PopCheckPoint(
-                ck.start_offset, ck.pop_time, ck.invisible_time, ck.queue_id, ck.topic,
-                ck.group, ck.broker_name, rest, ck.reput_times,
-            )  # fmt: skip
-            span.write = self.log.append_ck(partial, span.revive_qid)
-            written += 1
+            written += self._write(span)
         for key in list(self._queues):
             self._commit(key)
         return written
+
+    def _write(self, span: Span) -> int:
+        """Stop holding ``span``'s checkpoint: write what is unacked (1), or nothing (0)."""
+        ck = span.ck
+        assert ck is not None
+        self._held.pop(ck.key, None)
+        span.held = False
+        rest = span.unacked()
+        if not rest:
+            span.done = True
+            return 0
+        partial = PopCheckPoint(
+            ck.start_offset, ck.pop_time, ck.invisible_time, ck.queue_id, ck.topic, ck.group,
+            ck.broker_name, rest, ck.reput_times,
+        )  # fmt: skip
+        span.write = self.log.append_ck(partial, span.revive_qid)
+        return 1
 
     def pending_writes(self) -> list[Future[PutResult]]:
         """Checkpoint writes of spans not done yet."""
