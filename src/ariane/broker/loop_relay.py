@@ -35,6 +35,10 @@ class LoopRelay(Generic[T]):
         self._items: deque[T] = deque()
         self._scheduled = False
 
+    def __len__(self) -> int:
+        """Items queued and not handled yet."""
+        return len(self._items)
+
     def bind(self) -> None:
         """Deliver to the running loop from now on."""
         self.loop = asyncio.get_running_loop()
