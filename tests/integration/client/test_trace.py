@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from click.testing import CliRunner
 
+from ariane.admin.cli import admin as admin_cli
 from ariane.client import (
     Admin,
     ConsumeConcurrentlyStatus,
@@ -67,8 +69,16 @@ async def trace_of(
     return trace
 
 
+def mqadmin(cluster: Cluster, *args: str) -> tuple[int, str, str]:
+    """``mqadmin <args> -n <namesrv>`` in-process: (exit code, stdout, stderr)."""
+    r = CliRunner().invoke(
+        admin_cli, [*args, "-n", cluster.namesrv_addr], prog_name="mqadmin", catch_exceptions=False
+    )
+    return r.exit_code, r.stdout, r.stderr
+
+
 def test_send_then_consume_gives_pub_sub_before_sub_after(tcluster: Cluster) -> None:
-    async def go() -> None:
+    async def go() -> str:
         addr = tcluster.namesrv_addr
         await create_topic(tcluster, "TraceOk", queues=2)
         got: list[MessageExt] = []
@@ -317,3 +327,7 @@ def test_undecodable_trace_bodies_are_reported_not_raised(tcluster: Cluster) -> 
         assert {u.client_host for u in trace.undecodable} == {"127.0.0.1"}
 
     run(go())
+    code, out, err = mqadmin(tcluster, "queryMsgTraceById", "-i", "JUNK-ID")
+    assert code == 0, err
+    assert "Undecodable trace records" in out
+    assert "2 trace record(s) could not be decoded" in out
