@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ariane.store.disk import OS_DISK, Disk
-from ariane.store.format import CQ_BLANK_ENTRY, CQ_UNIT, CQ_UNIT_SIZE, Decoded, check_record
+from ariane.store.format import CQ_BLANK_ENTRY, CQ_UNIT, CQ_UNIT_SIZE, DispatchRequest
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import LoadReport, MappedFileQueue
 from ariane.store.vector import I64, consume_queue_units
@@ -111,15 +111,15 @@ class ConsumeQueue:
     def entries_problem(
         self,
         plan: _RecoveryPlan | None,
-        record_at: Callable[[int], bytes | None],
+        record_at: Callable[[int], DispatchRequest | None],
         start: int,
         end: int,
     ) -> str | None:
         """Why the valid entries are not this queue's (None when they are): physical offsets
         that do not grow, or, for the newest and the oldest entries below the CommitLog's
         valid ``end`` and not below its ``start`` (deleted files), a record at the offset that
-        is not the entry's (size, queue, queue offset, topic). ``record_at(offset)`` reads a
-        whole record (None if there is none there).
+        is not the entry's (size, queue, queue offset, topic). ``record_at(offset)`` decodes
+        the record there (None if there is none).
 
         Entries at or past ``end`` are not checked: a crash leaves them legitimately (the
         queue was flushed before the log) and recovery cuts them.
@@ -152,13 +152,11 @@ class ConsumeQueue:
                 return f"{self.store_path}: entry {qoff} {problem}"
         return None
 
-    def _record_problem(self, record: bytes | None, qoff: int, phys: int, size: int) -> str | None:
-        if record is None:
+    def _record_problem(
+        self, d: DispatchRequest | None, qoff: int, phys: int, size: int
+    ) -> str | None:
+        if d is None:
             return f"points at {phys}, where no record starts"
-        res = check_record(record, 0, len(record), check_crc=False, want_dispatch=True)
-        if not isinstance(res, Decoded) or res.dispatch is None:
-            return f"points at {phys}, where no record starts"
-        d = res.dispatch
         if (d.msg_size, d.topic, d.queue_id, d.consume_queue_offset) != (
             size, self.topic, self.queue_id, qoff,
         ):  # fmt: skip
@@ -211,25 +209,31 @@ class ConsumeQueue:
 
     def correct_min_offset(self, min_phy_offset: int) -> None:
         """Set ``min_logic_offset`` to the first entry pointing at or beyond ``min_phy_offset``
-        (binary search: entries are in physical order after any leading blank fillers)."""
-        mf = self.queue.first
-        if mf is None:
-            return
-        mm = mf.mm
-        lo, hi = 0, mf.wrote_position // CQ_UNIT_SIZE
-        while lo < hi:
-            mid = (lo + hi) // 2
-            off, size, _ = CQ_UNIT.unpack_from(mm, mid * CQ_UNIT_SIZE)
-            if _is_blank(off, size) or off < min_phy_offset:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < mf.wrote_position // CQ_UNIT_SIZE:
-            self.min_logic_offset = mf.file_from_offset + lo * CQ_UNIT_SIZE
-        else:  # nothing left in the first file: everything in it is gone
+        (binary search: entries are in physical order after any leading blank fillers). Files
+        wholly below it (their CommitLog files are gone, the queue's cleanup has not run yet:
+        a crash between the two) are skipped."""
+        for mf in self.queue.files:
+            units = mf.wrote_position // CQ_UNIT_SIZE
+            mm = mf.mm
+            lo, hi = 0, units
+            while lo < hi:
+                mid = (lo + hi) // 2
+                off, size, _ = CQ_UNIT.unpack_from(mm, mid * CQ_UNIT_SIZE)
+                if _is_blank(off, size) or off < min_phy_offset:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < units:
+                self.min_logic_offset = max(
+                    self.min_logic_offset, mf.file_from_offset + lo * CQ_UNIT_SIZE
+                )
+                return
+            # nothing left in this file: everything in it is gone
             self.min_logic_offset = max(
                 self.min_logic_offset, mf.file_from_offset + mf.wrote_position
             )
+            if units * CQ_UNIT_SIZE < self.file_size:
+                return  # the last, partly written file
 
     # -- writing -------------------------------------------------------------------------
     def put(self, phys: int, size: int, tags_code: int, cq_offset: int) -> bool:

@@ -31,7 +31,7 @@ from ariane.store.commit_log import CommitLog
 from ariane.store.config import StoreConfig
 from ariane.store.consume_queue import ConsumeQueue
 from ariane.store.dispatch import Dispatcher, ReputService
-from ariane.store.format import DispatchRequest
+from ariane.store.format import Decoded, DispatchRequest, check_record
 from ariane.store.index_file import IndexService
 from ariane.store.recovery import (
     choose_abnormal_start,
@@ -207,10 +207,16 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
         observe=observe,
     )  # fmt: skip
     end = result.process_offset
+
+    def record_at(phys: int) -> DispatchRequest | None:
+        raw = commit_log.look_message_by_offset(phys)
+        if raw is None:
+            return None
+        res = check_record(raw, 0, len(raw), check_crc=False, want_dispatch=True, levels_ms=levels)
+        return res.dispatch if isinstance(res, Decoded) else None
+
     for cq in store.all_consume_queues():
-        problem = cq.entries_problem(
-            plans[id(cq)], commit_log.look_message_by_offset, commit_log.min_offset, end
-        )
+        problem = cq.entries_problem(plans[id(cq)], record_at, commit_log.min_offset, end)
         if problem is not None:
             if index_plan is not None:
                 index_plan.close()

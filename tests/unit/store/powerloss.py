@@ -14,11 +14,11 @@ import random
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ariane.common import faults
 from ariane.common.record import decode_record
 from ariane.store.config import FlushDiskType, StoreConfig
 from ariane.store.message_store import MessageStore
@@ -76,12 +76,13 @@ def power_loss_run(
     rng: random.Random,
     *,
     writers: int = 3,
-    before_cut: Callable[[MessageStore], None] | None = None,
+    at_point: str | None = None,
     **overrides: Any,
 ) -> Run:
     """Writer threads put messages (each waits for its answer, as a client would) while the
     flush threads run; the power is cut when the k-th put (k random) is answered, with other
-    puts in flight."""
+    puts in flight, or, with ``at_point``, exactly when that fault point is reached (its
+    n-th time, n random)."""
     disk = SimDisk()
     store = MessageStore(config(SIM_ROOT, mode, **overrides), disk=disk)
     assert store.load()
@@ -113,24 +114,36 @@ def power_loss_run(
             if wrng.random() < 0.3:
                 time.sleep(wrng.random() * 0.002)
 
+    cut: list[tuple[list[tuple[int, int, int]], int, list[Any], Frozen]] = []
+
+    def power_cut() -> None:
+        with lock:
+            acked_now = list(acked)
+            flushed_now = store.commit_log.flushed_where  # only grows: below it is on disk
+            ends_now = list(ends)
+            cut.append((acked_now, flushed_now, ends_now, disk.power_cut()))
+            lock.notify_all()
+
+    if at_point is not None:
+        faults.arm(at_point, power_cut, after=rng.randrange(3))
     threads = [threading.Thread(target=write, args=(s,)) for s in seeds]
     for t in threads:
         t.start()
     try:
-        with lock:
-            assert lock.wait_for(lambda: len(acked) >= cut_after, 60)
-            acked_before = list(acked)
-        if before_cut is not None:
-            before_cut(store)
-        flushed_at = store.commit_log.flushed_where  # only grows: below it is on disk
-        with lock:
-            ends_before = list(ends)
-        frozen = disk.power_cut()
+        if at_point is None:
+            with lock:
+                assert lock.wait_for(lambda: len(acked) >= cut_after, 60)
+            power_cut()
+        else:
+            with lock:
+                assert lock.wait_for(lambda: bool(cut), 60), f"{at_point} never reached"
     finally:
+        faults.disarm_all()
         stop.set()
         for t in threads:
             t.join()
         store.close_without_cleanup()
+    acked_before, flushed_at, ends_before, frozen = cut[0]
     flushed = [entry for end, entry in ends_before if end <= flushed_at]
     return Run(mode, frozen, dict(written), acked_before, flushed)
 

@@ -33,3 +33,26 @@ def test_random_power_cuts(mode: FlushDiskType, run_no: int) -> None:
     recover_and_check(run, run.frozen.survivor())
     for _ in range(IMAGES_PER_RUN - 2):
         recover_and_check(run, run.frozen.image(rng))
+
+
+#: The fault points a writing store reaches by itself (recovery and cleanup points are killed
+#: in tests/integration/store/test_fault_points.py).
+WRITING_POINTS = [
+    "file.create.before_rename",
+    "file.create.before_dir_sync",
+    "commitlog.roll.after_blank",
+    "metadata.before_rename",
+    "metadata.after_rename",
+    "index.create.after_file",
+]
+
+
+@pytest.mark.parametrize("mode", [FlushDiskType.SYNC_FLUSH, FlushDiskType.ASYNC_FLUSH])
+@pytest.mark.parametrize("point", WRITING_POINTS)
+def test_power_cut_exactly_at_a_fault_point(mode: FlushDiskType, point: str) -> None:
+    rng = random.Random(f"{mode.value}-{point}")
+    run = power_loss_run(mode, rng, at_point=point)
+    recover_and_check(run, run.frozen.lost())
+    recover_and_check(run, run.frozen.survivor())
+    for _ in range(3):
+        recover_and_check(run, run.frozen.image(rng))
