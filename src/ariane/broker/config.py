@@ -162,6 +162,11 @@ class BrokerConfig:
         init_pop_offset_by_check_msg_in_mem: ``initPopOffsetByCheckMsgInMem``: a new POP
             group (init mode MAX) starts at 0 when the queue's first message is in memory.
         pop_response_return_actual_retry_topic: ``popResponseReturnActualRetryTopic``.
+        enable_mixed_message_type: ``enableMixedMessageType``: topics may be
+            ``message.type=MIXED``.
+        enable_remoting_message_type_check: ``enableRemotingMessageTypeCheck`` (Ariane's):
+            remoting sends must match the topic's ``message.type`` too (RocketMQ checks gRPC
+            sends only; off by default so 4.x clients keep working).
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -262,6 +267,9 @@ class BrokerConfig:
     max_pop_polling_size: int = _prop("maxPopPollingSize", 100_000)
     init_pop_offset_by_check_msg_in_mem: bool = _prop("initPopOffsetByCheckMsgInMem", True)
     pop_response_return_actual_retry_topic: bool = _prop("popResponseReturnActualRetryTopic", False)
+    # -- topic message types (issue 16) --
+    enable_mixed_message_type: bool = _prop("enableMixedMessageType", False)
+    enable_remoting_message_type_check: bool = _prop("enableRemotingMessageTypeCheck", False)
     # -- DLedger: the CommitLog under Raft (issue 14; docs/dledger.md) ---------------------------
     enable_dleger_commit_log: bool = _prop("enableDLegerCommitLog", False)
     dleger_group: str = _prop("dLegerGroup", "")

@@ -37,6 +37,7 @@ from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.dledger import DLedgerReplication, new_dledger_store
 from ariane.broker.long_polling import PullRequestHoldService
+from ariane.broker.message_type import MessageTypeInterceptor
 from ariane.broker.metrics_hook import BrokerRpcMetrics
 from ariane.broker.pop import PopConsumption
 from ariane.broker.processors.acl import AclAdminProcessor
@@ -44,6 +45,7 @@ from ariane.broker.processors.admin import AdminBrokerProcessor
 from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
 from ariane.broker.processors.client_manage import ClientManageProcessor
 from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+from ariane.broker.processors.dledger import DLedgerProcessor
 from ariane.broker.processors.end_transaction import EndTransactionProcessor
 from ariane.broker.processors.ha import HAStatusProcessor
 from ariane.broker.processors.pop import PopMessageProcessor
@@ -403,6 +405,7 @@ class BrokerController:
     def _register_processors(self) -> None:
         self.send_processor = SendMessageProcessor(self)
         self.send_processor.rewriters.append(self.timer.hook)
+        self.send_processor.interceptors.append(MessageTypeInterceptor(self))
         for processor in (
             self.send_processor,
             self.pull_processor,
@@ -416,6 +419,7 @@ class BrokerController:
             AclAdminProcessor(self),
             PopMessageProcessor(self),
             HAStatusProcessor(self),
+            DLedgerProcessor(self),
             TimerProcessor(self),
         ):
             processor.register(self.remoting)
