@@ -211,6 +211,7 @@ class BrokerController:
         self.remoting.register_hook(self.rpc_metrics)
         self.metrics_server: MetricsServer | None = None
         self.acl: BrokerAcl | None = None
+        self._acl_warned = False
         self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
         self.fatal_reason: str | None = None
@@ -242,7 +243,8 @@ class BrokerController:
         """
         config = self.config
         if not config.acl_enable:
-            if not is_loopback(config.bind_address):
+            if not is_loopback(config.bind_address) and not self._acl_warned:
+                self._acl_warned = True
                 logger.warning(
                     "the broker listens on %s with aclEnable=false: anyone who can reach it may "
                     "send, consume, delete topics and reset offsets; set aclEnable=true",
@@ -315,6 +317,7 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.serve(port)
+        self.pop.start_buffer()
         try:
             await self.replication.start()
         except OSError:
