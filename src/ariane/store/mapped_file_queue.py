@@ -236,6 +236,11 @@ class MappedFileQueue:
             self._next = MappedFile(path, self.mapped_file_size, disk=self.disk)
             return True
 
+    @property
+    def next_ready(self) -> bool:
+        """A file is prepared for the writer's next roll."""
+        return self._next is not None
+
     def drop_preallocated(self) -> None:
         """Delete a pre-allocated file that was never used (at shutdown)."""
         with self._next_lock:

@@ -184,7 +184,9 @@ class MessageStore(StoreReads):
             return
         self.disk.write_file(self.config.abort_path, b"", sync=True)
         self.disk.sync_dir(self.config.store_path_root_dir)
-        self.allocator = AllocateMappedFileService(self.commit_log.queue)
+        self.allocator = AllocateMappedFileService(
+            self.commit_log.queue, on_space=lambda r: self._set_unwriteable("space", r)
+        )
         self.allocator.start()
         cfg = self.config
         cp = self.checkpoint
@@ -366,11 +368,13 @@ class MessageStore(StoreReads):
         try:
             result = do()
         except OSError as exc:
-            logger.exception("CommitLog append failed")
+            # no file was mapped without its blocks: writes stop until the allocator can
+            # create the next file again (it clears this)
+            reason = f"disk full: cannot reserve a new CommitLog file ({exc.strerror or exc})"
+            logger.error("CommitLog append failed: %s", exc)
+            self._set_unwriteable("space", reason)
             self.put_failed_times += 1
-            return PutResult(
-                PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {exc}"
-            )
+            return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=reason)
         if result.msg_num == 0:
             self.put_failed_times += 1
         elif self.reput.idle and not self._sync:
