@@ -109,4 +109,3 @@ def test_full_disk_refuses_puts_then_recovers(small_fs: Path, mode: FlushDiskTyp
     assert problems == [], problems
     with MessageStore(config) as again_store:
         _read_back(again_store, acked)
-
