@@ -317,6 +317,7 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.serve(port)
+        self.pop.start_buffer()
         try:
             await self.replication.start()
         except OSError:
