@@ -31,6 +31,7 @@ from ariane.common.trace import (
     decode_trace_data,
 )
 from ariane.errors import ConnectError, InvalidArgumentError
+from ariane.remoting.protocol import headers as h
 
 CONFIG = ClientConfig(namesrv_addr="127.0.0.1:9876", instance_name="app")
 
@@ -281,15 +282,15 @@ def test_pub_record_of_a_batch() -> None:
 def test_end_transaction_record() -> None:
     sink = Sink()
     tracer = SendTracer(sink, "txg", ManualClock(7))  # type: ignore[arg-type]
-    tracer.end_transaction(
-        Message("T", b"x"),
+    end = h.EndTransactionRequestHeader(
+        producer_group="txg",
+        tran_state_table_offset=3,
+        commit_log_offset=100,
+        commit_or_rollback=8,
         msg_id="M",
-        transaction_id=None,
-        state="COMMIT_MESSAGE",
-        from_check=True,
-        store_host="h:1",
-        region_id=None,
+        from_transaction_check=True,
     )
+    tracer.end_transaction(Message("T", b"x"), end, "COMMIT_MESSAGE", "h:1", None)
     (ctx,) = sink.got
     assert (ctx.trace_type, ctx.timestamp_ms, ctx.region_id, ctx.group) == (
         TraceType.EndTransaction,
