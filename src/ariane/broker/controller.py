@@ -35,6 +35,7 @@ from ariane.broker.acl import BrokerAcl
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
+from ariane.broker.dledger import DLedgerReplication, new_dledger_store
 from ariane.broker.long_polling import PullRequestHoldService
 from ariane.broker.metrics_hook import BrokerRpcMetrics
 from ariane.broker.pop import PopConsumption
@@ -71,6 +72,7 @@ from ariane.common.netaddr import is_loopback
 from ariane.common.roles import BrokerRole
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
+from ariane.dledger import DLedgerMessageStore
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
@@ -144,6 +146,10 @@ class BrokerController:
     def __init__(
         self, config: BrokerConfig, store_config: StoreConfig, *, clock: Clock | None = None
     ) -> None:
+        if config.enable_dleger_commit_log:  # DLedger (issue 14): a slave until elected
+            config = dataclasses.replace(
+                config, broker_role="SLAVE", broker_id=config.dledger().broker_id
+            )
         self.config = config
         self.store_config = store_config
         self.clock: Clock = clock or SystemClock()
@@ -176,7 +182,11 @@ class BrokerController:
             long_polling=config.long_polling_enable,
             short_polling_ms=config.short_polling_time_ms,
         )
-        self.store = MessageStore(store_config, clock=clock, arriving_listener=self._arriving)
+        self.store = (
+            new_dledger_store(config, store_config, clock, self._arriving)
+            if config.enable_dleger_commit_log
+            else MessageStore(store_config, clock=clock, arriving_listener=self._arriving)
+        )
         self.schedule = ScheduleMessageService(
             self.store, store_config.delay_levels_ms, os.path.join(cdir, DELAY_OFFSET_FILE),
             self.clock, lambda: self.config.flush_delay_offset_interval_ms,
@@ -201,7 +211,13 @@ class BrokerController:
         self.acl: BrokerAcl | None = None
         self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
-        self.replication = BrokerReplication(self)
+        self.fatal_reason: str | None = None
+        self.on_fatal: Callable[[str], None] | None = None
+        self.replication: BrokerReplication | DLedgerReplication = (
+            DLedgerReplication(self, self.store, on_fatal=self._fatal)
+            if isinstance(self.store, DLedgerMessageStore)
+            else BrokerReplication(self)
+        )
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
         self.store_host = HostPort(b"\x7f\x00\x00\x01", config.listen_port)
         self.boot_timestamp_ms = self.clock.now_ms()
@@ -499,6 +515,14 @@ class BrokerController:
             self.transactions.load()
             self._start_master_services()
         await self.registration.register_all(force=True)
+
+    def _fatal(self, reason: str) -> None:
+        """The broker cannot go on (a DLedger node refused by its group...): stop."""
+        if self.fatal_reason is None:
+            self.fatal_reason = reason
+            logger.critical("the broker stops: %s", reason)
+            if self.on_fatal is not None:
+                self.on_fatal(reason)
 
     # -- events ------------------------------------------------------------------------------
 

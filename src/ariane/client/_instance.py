@@ -214,6 +214,8 @@ class ClientInstance:
         )
         self.api = ClientAPI(self.remoting, config.namesrv_addrs, timeout_ms=config.api_timeout_ms)
         self.topic_route_table: dict[str, TopicRouteData] = {}
+        #: when a failure last made each topic's route be fetched (monotonic ms)
+        self._failure_refresh_ms: dict[str, float] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}
         self.producers: dict[str, ProducerMember] = {}
         self.consumers: dict[str, ConsumerMember] = {}
@@ -456,6 +458,22 @@ class ClientInstance:
             if changed:
                 self._apply_route(topic, route)
             return changed
+
+    async def refresh_route_after_failure(self, topic: str) -> bool:
+        """Fetch ``topic``'s route now because a send or pull failed (refused by a slave, a
+        lost connection), at most once per ``route_refresh_on_failure_ms``: a new master is
+        used as soon as it registered, not at the next 30 s refresh. Returns whether the
+        route changed."""
+        now = self.config.clock.monotonic() * 1000
+        last = self._failure_refresh_ms.get(topic)
+        if last is not None and now - last < self.config.route_refresh_on_failure_ms:
+            return False
+        self._failure_refresh_ms[topic] = now
+        try:
+            return await self.update_topic_route(topic)
+        except ArianeError as exc:
+            logger.debug("route refresh of %s after a failure failed: %s", topic, exc)
+            return False
 
     def _needs_update(self, topic: str) -> bool:
         return any(p.is_publish_topic_need_update(topic) for p in self.producers.values()) or any(

@@ -76,6 +76,8 @@ class ClientConfig:
             waitInterval``).
         api_timeout_ms: timeout of route, heartbeat and admin requests (``mqClientApiTimeout``).
         connect_timeout_ms: time allowed to open a connection.
+        route_refresh_on_failure_ms: least time between two route fetches of one topic that a
+            failure triggers (a send refused by a slave, a broker connection lost).
         credentials: ACL account that signs every request (``AclClientRPCHook``); None
             sends requests unsigned.
         clock: where the clients of the instance read time (send deadlines, broker fault
@@ -93,6 +95,9 @@ class ClientConfig:
     rebalance_interval_ms: int = 20_000
     api_timeout_ms: int = 3_000
     connect_timeout_ms: int = 3_000
+    #: after a failed send or pull (a refused send, a lost connection) a topic's route is
+    #: fetched again at once, at most this often (DLedger failover, issue 14)
+    route_refresh_on_failure_ms: int = 500
     # ACL (issue 11)
     credentials: SessionCredentials | None = None
     clock: Clock = field(default_factory=SystemClock, compare=False, repr=False)
@@ -110,6 +115,7 @@ class ClientConfig:
             ("rebalanceInterval", self.rebalance_interval_ms),
             ("mqClientApiTimeout", self.api_timeout_ms),
             ("connectTimeoutMillis", self.connect_timeout_ms),
+            ("routeRefreshOnFailureMillis", self.route_refresh_on_failure_ms),
         ):
             if value <= 0:
                 raise ConfigError(key, f"must be > 0, got {value}")

@@ -378,6 +378,11 @@ class MessageStore(StoreReads):
         gc.put_request(result.wrote_offset + result.wrote_bytes, future, result)
         return future
 
+    @property
+    def answers_at_once(self) -> bool:
+        """True when ``put_message`` never waits (ASYNC_FLUSH): an event loop may call it."""
+        return not self._sync
+
     def submit_message(self, msg: MessageInner) -> Future[PutResult]:
         """Append ``msg`` now; the future completes when the flush policy is met.
 

@@ -87,7 +87,6 @@ from ariane.remoting.protocol.command import (
 from ariane.remoting.server import RemotingServer
 from ariane.store import (
     BatchItem,
-    FlushDiskType,
     MessageBatchInner,
     MessageInner,
     PutResult,
@@ -201,7 +200,7 @@ class SendMessageProcessor:
         self._after_put = broker.replication.after_put
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._async_flush = broker.store_config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+        self._async_flush = broker.store.answers_at_once  # else puts complete later
         # offsetMsgId = hex(host + port) + hex(offset, 16 digits): the first part is fixed
         self._msg_id_prefix = create_offset_msg_id(
             broker.store_host.addr, broker.store_host.port, 0
