@@ -25,6 +25,7 @@ _N = "ariane.admin.namesrv"
 _S = "ariane.admin.stats"
 _TR = "ariane.admin.trace"
 _A = "ariane.admin.acl"
+_D = "ariane.admin.dledger"
 
 #: command name -> (module, attribute, one-line summary)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -88,6 +89,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "The ACL file versions of brokers.",
     ),
     "getAclConfig": (_A, "get_acl_config", "The ACL accounts and white addresses of brokers."),
+    # DLedger (issue 14)
+    "transferLeadership": (
+        _D,
+        "transfer_leadership",
+        "Hand a DLedger group's leadership to one of its nodes.",
+    ),
 }
 
 _BY_LOWER = {name.lower(): name for name in COMMANDS}

@@ -162,6 +162,17 @@ class BrokerConfig:
         init_pop_offset_by_check_msg_in_mem: ``initPopOffsetByCheckMsgInMem``: a new POP
             group (init mode MAX) starts at 0 when the queue's first message is in memory.
         pop_response_return_actual_retry_topic: ``popResponseReturnActualRetryTopic``.
+        enable_pop_buffer_merge: ``enablePopBufferMerge``: hold POP checkpoints in memory
+            while their messages are acked (Ariane's default true; RocketMQ's false).
+        pop_ck_stay_buffer_time_ms: ``popCkStayBufferTime``: longest a checkpoint is held.
+        pop_ck_stay_buffer_time_out_ms: ``popCkStayBufferTimeOut``: a held checkpoint is
+            written this long before its revive time at the latest.
+        pop_ck_max_buffer_size: ``popCkMaxBufferSize``: most checkpoints held.
+        enable_mixed_message_type: ``enableMixedMessageType``: topics may be
+            ``message.type=MIXED``.
+        enable_remoting_message_type_check: ``enableRemotingMessageTypeCheck`` (Ariane's):
+            remoting sends must match the topic's ``message.type`` too (RocketMQ checks gRPC
+            sends only; off by default so 4.x clients keep working).
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -262,6 +273,13 @@ class BrokerConfig:
     max_pop_polling_size: int = _prop("maxPopPollingSize", 100_000)
     init_pop_offset_by_check_msg_in_mem: bool = _prop("initPopOffsetByCheckMsgInMem", True)
     pop_response_return_actual_retry_topic: bool = _prop("popResponseReturnActualRetryTopic", False)
+    enable_pop_buffer_merge: bool = _prop("enablePopBufferMerge", True)
+    pop_ck_stay_buffer_time_ms: int = _prop("popCkStayBufferTime", 10_000)
+    pop_ck_stay_buffer_time_out_ms: int = _prop("popCkStayBufferTimeOut", 3000)
+    pop_ck_max_buffer_size: int = _prop("popCkMaxBufferSize", 200_000)
+    # -- topic message types (issue 16) --
+    enable_mixed_message_type: bool = _prop("enableMixedMessageType", False)
+    enable_remoting_message_type_check: bool = _prop("enableRemotingMessageTypeCheck", False)
     # -- DLedger: the CommitLog under Raft (issue 14; docs/dledger.md) ---------------------------
     enable_dleger_commit_log: bool = _prop("enableDLegerCommitLog", False)
     dleger_group: str = _prop("dLegerGroup", "")
@@ -421,6 +439,9 @@ def _check(c: BrokerConfig) -> None:
         ("popFromRetryProbability", 0 <= c.pop_from_retry_probability <= 100, "0..100"),
         ("popPollingSize", c.pop_polling_size >= 1, "must be >= 1"),
         ("maxPopPollingSize", c.max_pop_polling_size >= 1, "must be >= 1"),
+        ("popCkStayBufferTime", c.pop_ck_stay_buffer_time_ms > 0, "must be > 0"),
+        ("popCkStayBufferTimeOut", c.pop_ck_stay_buffer_time_out_ms >= 0, "must be >= 0"),
+        ("popCkMaxBufferSize", c.pop_ck_max_buffer_size >= 0, "must be >= 0"),
     ]
     for key, ok, problem in rules:
         if not ok:

@@ -37,6 +37,7 @@ from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
 from ariane.broker.dledger import DLedgerReplication, new_dledger_store
 from ariane.broker.long_polling import PullRequestHoldService
+from ariane.broker.message_type import MessageTypeInterceptor
 from ariane.broker.metrics_hook import BrokerRpcMetrics
 from ariane.broker.pop import PopConsumption
 from ariane.broker.processors.acl import AclAdminProcessor
@@ -44,6 +45,7 @@ from ariane.broker.processors.admin import AdminBrokerProcessor
 from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
 from ariane.broker.processors.client_manage import ClientManageProcessor
 from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+from ariane.broker.processors.dledger import DLedgerProcessor
 from ariane.broker.processors.end_transaction import EndTransactionProcessor
 from ariane.broker.processors.ha import HAStatusProcessor
 from ariane.broker.processors.pop import PopMessageProcessor
@@ -209,6 +211,7 @@ class BrokerController:
         self.remoting.register_hook(self.rpc_metrics)
         self.metrics_server: MetricsServer | None = None
         self.acl: BrokerAcl | None = None
+        self._acl_warned = False
         self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
         self.fatal_reason: str | None = None
@@ -240,7 +243,8 @@ class BrokerController:
         """
         config = self.config
         if not config.acl_enable:
-            if not is_loopback(config.bind_address):
+            if not is_loopback(config.bind_address) and not self._acl_warned:
+                self._acl_warned = True
                 logger.warning(
                     "the broker listens on %s with aclEnable=false: anyone who can reach it may "
                     "send, consume, delete topics and reset offsets; set aclEnable=true",
@@ -313,6 +317,7 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.serve(port)
+        self.pop.start_buffer()
         try:
             await self.replication.start()
         except OSError:
@@ -403,6 +408,7 @@ class BrokerController:
     def _register_processors(self) -> None:
         self.send_processor = SendMessageProcessor(self)
         self.send_processor.rewriters.append(self.timer.hook)
+        self.send_processor.interceptors.append(MessageTypeInterceptor(self))
         for processor in (
             self.send_processor,
             self.pull_processor,
@@ -416,6 +422,7 @@ class BrokerController:
             AclAdminProcessor(self),
             PopMessageProcessor(self),
             HAStatusProcessor(self),
+            DLedgerProcessor(self),
             TimerProcessor(self),
         ):
             processor.register(self.remoting)

@@ -28,6 +28,7 @@ from ariane.broker.slave_sync import SlaveSynchronize
 from ariane.common.clock import Clock
 from ariane.common.roles import MASTER_ID, BrokerRole
 from ariane.dledger import DLedgerMessageStore, RaftTransport
+from ariane.observability.families import Families
 from ariane.raft import Code, NodeStatus, Role
 from ariane.store import PutResult, PutStatus, StoreConfig
 from ariane.store.dispatch import ArrivingListener
@@ -237,6 +238,46 @@ class DLedgerReplication:
             ],
             "haClientRuntimeInfo": {},
         }
+
+    def add_metrics(self, fam: Families) -> None:
+        """The node's Raft state as Prometheus families (``ariane_dledger_*``)."""
+        status = self.status()
+        if status is None:
+            return
+        fam.gauge("ariane_dledger_term", "The node's Raft term").add([], status.term)
+        role = fam.gauge(
+            "ariane_dledger_role", "1 for the node's Raft role, 0 for the others", ["role"]
+        )
+        for r in Role:
+            role.add([r.name], 1 if r is status.role else 0)
+        for name, doc, value in (
+            (
+                "ariane_dledger_ledger_begin_index",
+                "First entry in the node's log",
+                status.ledger_begin_index,
+            ),
+            (
+                "ariane_dledger_ledger_end_index",
+                "Last entry in the node's log",
+                status.ledger_end_index,
+            ),
+            (
+                "ariane_dledger_committed_index",
+                "Last entry known committed",
+                status.committed_index,
+            ),
+        ):
+            fam.gauge(name, doc).add([], value)
+        fam.counter(
+            "ariane_dledger_role_changes_total", "Broker role changes that followed Raft"
+        ).add([], self.role_changes)
+        lag = fam.gauge(
+            "ariane_dledger_peer_lag_entries",
+            "On the leader: entries each follower does not hold yet",
+            ["peer"],
+        )
+        for peer in status.peers:
+            lag.add([peer.peer], max(0, status.ledger_end_index - peer.watermark))
 
     def transfer_leadership(self, transferee: str) -> Code:
         """Hand leadership to ``transferee`` (this node must lead)."""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.core import Metric
 
+from ariane.broker.dledger import DLedgerReplication
 from ariane.broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
 from ariane.common.topics import (
     DLQ_PREFIX,
@@ -144,6 +145,8 @@ class BrokerMetrics:
         self._rpc(fam)
         self._storage(fam)
         self._stats_sets(fam)
+        if isinstance(self.broker.replication, DLedgerReplication):  # issue 14
+            self.broker.replication.add_metrics(fam)
 
         def finish() -> list[Metric]:
             self._lag(fam, lags)

@@ -401,8 +401,9 @@ class Producer:
         """
         prepared = prepare_single(msg, self.settings, self._ids)
         sending = self._send_prepared(
-            prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
-        )
+            prepared, msg, timeout_ms,
+            SendTarget.for_message(msg, queue, selector, arg, sharding_key),
+        )  # fmt: skip
         if self._tracer is None:
             return await sending
         return await self._tracer.around(sending, msg, len(msg.body), self._store_host)
@@ -593,7 +594,7 @@ class Producer:
             prepared,
             msg,
             timeout_ms,
-            SendTarget.of(queue, selector, arg, sharding_key),
+            SendTarget.for_message(msg, queue, selector, arg, sharding_key),
             len(msg.body),
         )
 
@@ -675,7 +676,7 @@ class Producer:
             ConnectError: the broker cannot be reached.
         """
         prepared = prepare_single(msg, self.settings, self._ids)
-        target = SendTarget.of(queue, selector, arg, sharding_key)
+        target = SendTarget.for_message(msg, queue, selector, arg, sharding_key)
         if target is None:
             info = await self.find_publish_info(prepared.topic)
             mq = self.fault.select_one_message_queue(info, None)

@@ -57,5 +57,8 @@ def broker_row(
         - int_of(rt.get("msgPutTotalTodayMorning")),
         outTotalToday=int_of(rt.get("msgGetTotalTodayNow"))
         - int_of(rt.get("msgGetTotalTodayMorning")),
+        role=rt.get("brokerRole", ""),
     )
+    if "dLegerRole" in rt:  # a DLedger node: its Raft role and term (issue 14)
+        row.update(raftRole=rt["dLegerRole"], raftTerm=int_of(rt.get("dLegerTerm")))
     return row

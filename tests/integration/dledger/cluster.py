@@ -33,6 +33,7 @@ class DLedgerCluster:
     n: int = 3
     conf: dict[str, object] = field(default_factory=dict)
     proxied: bool = False
+    metrics: bool = False
     namesrv: ServerProcess | None = None
     nodes: dict[str, ServerProcess] = field(default_factory=dict)
     peers: str = ""
@@ -65,6 +66,8 @@ class DLedgerCluster:
         }
         if node in self.listen_ports:
             conf["dLegerListenPort"] = self.listen_ports[node]
+        if self.metrics:
+            conf["metricsPromExporterPort"] = free_port()
         conf.update(self.conf)
         return conf
 
@@ -72,6 +75,24 @@ class DLedgerCluster:
         proc = start_broker(self.root / node, self.namesrv_addr, self.node_conf(node))
         self.nodes[node] = proc
         return proc
+
+    def scrape(self, node: str) -> dict[str, float]:
+        """The node's ``ariane_dledger_*`` samples (``name{labels}`` -> value)."""
+        import urllib.request
+
+        url = f"http://{self.nodes[node].ready['metrics']}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            text = resp.read().decode()
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line.startswith("ariane_dledger_"):
+                key, _, value = line.rpartition(" ")
+                name, _, labels = key.partition("{")
+                extra = [
+                    p for p in labels.rstrip("}").split(",") if p.startswith(("role=", "peer="))
+                ]
+                out[name + "".join("{" + e + "}" for e in extra)] = float(value)
+        return out
 
     def kill(self, node: str) -> None:
         self.nodes.pop(node).kill()

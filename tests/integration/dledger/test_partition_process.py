@@ -29,7 +29,7 @@ async def _until(check: object, timeout_s: float, what: str) -> None:
 
 
 def test_minority_leader_acks_nothing_and_catches_up_after_healing(tmp_path: Path) -> None:
-    cluster = DLedgerCluster(tmp_path, proxied=True).start()
+    cluster = DLedgerCluster(tmp_path, proxied=True, metrics=True).start()
     proxies = cluster.proxies
     assert proxies is not None
 
@@ -73,6 +73,19 @@ def test_minority_leader_acks_nothing_and_catches_up_after_healing(tmp_path: Pat
                 )
 
             await _until(caught_up, 15, "the old leader catches up")
+            # Prometheus: role, term, commit index and each follower's lag
+            new_node = cluster.node_at(new)
+            assert new_node is not None
+            lead = await asyncio.to_thread(cluster.scrape, new_node)
+            follow = await asyncio.to_thread(cluster.scrape, old_node)
+            assert lead['ariane_dledger_role{role="LEADER"}'] == 1
+            assert follow['ariane_dledger_role{role="FOLLOWER"}'] == 1
+            assert lead["ariane_dledger_term"] == follow["ariane_dledger_term"] > 0
+            assert (
+                lead["ariane_dledger_committed_index"] == follow["ariane_dledger_committed_index"]
+            )
+            assert lead[f'ariane_dledger_peer_lag_entries{{peer="{old_node}"}}'] == 0
+            assert lead["ariane_dledger_role_changes_total"] >= 1
             # everything the old leader holds now is what the group committed
             bodies = []
             for offset in range(40):
