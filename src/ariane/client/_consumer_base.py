@@ -26,10 +26,9 @@ from ariane.client._offset_store import (
     OffsetStore,
     RemoteBrokerOffsetStore,
 )
-from ariane.client._producer import trace_sender
+from ariane.client._producer import trace_dispatcher
 from ariane.client._rebalance import RebalanceImpl, parse_consume_timestamp
 from ariane.client._route import subscribe_queues_from_route
-from ariane.client._trace_dispatch import AsyncTraceDispatcher
 from ariane.client._trace_hooks import ConsumeTracer
 from ariane.client.config import ClientConfig
 from ariane.client.consumer_types import MessageSelector
@@ -144,13 +143,7 @@ class ConsumerBase:
         # message trace (issue 15): None unless enable_trace; consume paths test only that
         self.tracer: ConsumeTracer | None = None
         if enable_trace:
-            dispatcher = AsyncTraceDispatcher(
-                trace_topic=trace_topic,
-                host_config=client_config,
-                host_group=group,
-                kind="CONSUME",
-                sender_factory=trace_sender,
-            )
+            dispatcher = trace_dispatcher(client_config, group, "CONSUME", trace_topic)
             self.tracer = ConsumeTracer(dispatcher, group)
 
     # -- properties ------------------------------------------------------------------------------

@@ -78,6 +78,7 @@ __all__ = [
     "DEFAULT_RETRY_RESPONSE_CODES",
     "Producer",
     "new_producer",
+    "trace_dispatcher",
     "trace_sender",
 ]
 
@@ -208,13 +209,7 @@ class Producer:
         # message trace (issue 15): None unless enable_trace; the send paths test only that
         self._tracer: SendTracer | None = None
         if enable_trace:
-            dispatcher = AsyncTraceDispatcher(
-                trace_topic=trace_topic,
-                host_config=client_config,
-                host_group=group,
-                kind="PRODUCE",
-                sender_factory=trace_sender,
-            )
+            dispatcher = trace_dispatcher(client_config, group, "PRODUCE", trace_topic)
             self._tracer = SendTracer(dispatcher, group)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -704,6 +699,24 @@ def trace_sender(config: ClientConfig, group: str) -> Producer:
     bodies are not compressed: zlib would cost the traced client more CPU per record than
     writing them does."""
     return Producer(group, client_config=config, send_timeout_ms=5000, compress_over_bytes=1 << 30)
+
+
+def trace_dispatcher(
+    config: ClientConfig, group: str, kind: str, trace_topic: str | None
+) -> AsyncTraceDispatcher:
+    """The trace dispatcher of a client of ``group`` (``kind``: PRODUCE or CONSUME), sending
+    with ``trace_sender`` producers.
+
+    Raises:
+        InvalidArgumentError: ``trace_topic`` is not a legal topic name.
+    """
+    return AsyncTraceDispatcher(
+        trace_topic=trace_topic,
+        host_config=config,
+        host_group=group,
+        kind=kind,
+        sender_factory=trace_sender,
+    )
 
 
 class _AsyncSend:

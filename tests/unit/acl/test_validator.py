@@ -327,7 +327,7 @@ ext_maps = st.dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     codes,
     ext_maps,
@@ -354,7 +354,7 @@ fast_creds = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.sampled_from(
         [

@@ -515,7 +515,9 @@ class SendMessageProcessor:
             # = RemotingCommand.response(code, None, ext), positional (hot path)
             return RemotingCommand(code, _PYTHON, CURRENT_VERSION, 0, FLAG_RESPONSE, None, ext)
         if status is PutStatus.CREATE_MAPPED_FILE_FAILED:
-            remark = "create mapped file failed, server is busy or broken."
+            remark = "create mapped file failed, server is busy or broken." + (
+                f" ({result.remark})" if result.remark else ""
+            )
         else:
             remark = result.remark or result.status.value
         return error(code, remark)
