@@ -30,10 +30,12 @@ from ariane.common.sysflag import PULL_LITE
 from ariane.errors import CorruptionError, RemoteProtocolError
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.client_bodies import (
+    CheckClientRequestBody,
     ConsumerListBody,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
+    SubscriptionData,
     UnlockBatchRequestBody,
 )
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
@@ -136,6 +138,26 @@ class ClientAPI(AclRequests, AdminRequests, PopRequests):
             client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
         )
         await self.call(addr, RequestCode.UNREGISTER_CLIENT, header, timeout_ms=timeout_ms)
+
+    async def check_client_config(
+        self,
+        addr: str,
+        group: str,
+        client_id: str,
+        subscription: SubscriptionData,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """CHECK_CLIENT_CONFIG: ask a broker whether it can serve ``subscription`` (a SQL92
+        filter needs ``enablePropertyFilter`` and an expression that compiles).
+
+        Raises:
+            BrokerResponseError: the broker refused it (SUBSCRIPTION_PARSE_FAILED,
+                SYSTEM_ERROR...), its remark says why.
+        """
+        body = CheckClientRequestBody(client_id, group, subscription)
+        await self.call(
+            addr, RequestCode.CHECK_CLIENT_CONFIG, None, body.encode(), timeout_ms=timeout_ms
+        )
 
     async def get_consumer_id_list(
         self, addr: str, group: str, timeout_ms: int | None = None

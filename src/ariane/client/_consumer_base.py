@@ -29,10 +29,11 @@ from ariane.client._offset_store import (
 from ariane.client._producer import trace_dispatcher
 from ariane.client._rebalance import RebalanceImpl, parse_consume_timestamp
 from ariane.client._route import subscribe_queues_from_route
+from ariane.client._subscription_check import check_subscriptions
 from ariane.client._trace_hooks import ConsumeTracer
 from ariane.client.config import ClientConfig
 from ariane.client.consumer_types import MessageSelector
-from ariane.client.errors import BrokerNotFoundError, ClientStateError
+from ariane.client.errors import BrokerNotFoundError, ClientStateError, SubscriptionRefusedError
 from ariane.client.message import PullResult
 from ariane.common import properties as props
 from ariane.common.clock import Clock, SystemClock
@@ -201,7 +202,7 @@ class ConsumerBase:
             self._rebalance.subscription_inner[topic] = sd
         if self.started:
             self.instance.heartbeat_soon()
-            self.instance.spawn(self._refresh_route(topic))
+            self.instance.spawn(self._refresh_route(topic, sd))
 
     def _unsubscribe(self, topic: str) -> None:
         self._subscriptions.pop(topic, None)
@@ -210,11 +211,17 @@ class ConsumerBase:
         if self.started:
             self.instance.heartbeat_soon()
 
-    async def _refresh_route(self, topic: str) -> None:
+    async def _refresh_route(self, topic: str, sd: SubscriptionData | None = None) -> None:
         try:
             await self.instance.update_topic_route(topic)
         except ArianeError as exc:
             logger.warning("route of %s: %s", topic, exc)
+        if sd is not None:  # subscribed after start(): a refusal can only be logged
+            try:
+                await check_subscriptions(self.instance, self._group, [sd])
+            except SubscriptionRefusedError as exc:
+                logger.error("%s", exc)
+        self.instance.await_routes([topic])
         self.instance.rebalance_immediately()
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -280,7 +287,15 @@ class ConsumerBase:
                 await instance.update_topic_route(topic)
             except ArianeError as exc:
                 logger.warning("no route for %s yet: %s", topic, exc)
+        try:  # a SQL92 filter the brokers refuse fails start(), not every pull for ever
+            await check_subscriptions(instance, self._group, list(self._subscriptions.values()))
+        except BaseException:
+            await self._leave()
+            raise
         await instance.send_heartbeat_to_all_brokers()
+        # the retry topic is created by that heartbeat: look for it (and any other topic
+        # without a route) again in a moment, not at the next 20 s rebalance
+        instance.await_routes(list(self._subscriptions))
         instance.rebalance_immediately()
         return instance
 
@@ -414,13 +429,10 @@ class ConsumerBase:
         rebalance = self._rebalance
         if rebalance is None or self._stopping:
             return
-        for topic in list(self._subscriptions):
-            if topic not in rebalance.topic_subscribe_info:
-                # not routed yet (created after we subscribed): ask now, not in 30 s
-                try:
-                    await self.instance.update_topic_route(topic)
-                except ArianeError as exc:
-                    logger.debug("route of %s: %s", topic, exc)
+        # not routed yet (created after we subscribed): looked up again soon, not in 30 s
+        self.instance.await_routes(
+            [t for t in self._subscriptions if t not in rebalance.topic_subscribe_info]
+        )
         await rebalance.do_rebalance()
 
     async def _stop_rebalancing(self) -> None:

@@ -14,7 +14,9 @@ loop, reference counted, closed by the last ``release``). The instance owns:
 * the background services: route refresh (``poll_name_server_interval_ms``, 30 s), offline
   broker cleanup plus heartbeat to every broker (30 s; also soon after a new broker address
   appears or a member joins), consumer offset persistence (5 s) and rebalancing (20 s, or at
-  once on ``rebalance_immediately``);
+  once on ``rebalance_immediately``); subscribed topics without a route yet (a new group's
+  retry topic) are fetched again within ~200 ms, backing off (``await_routes``, ``_route_wait``)
+  and rebalanced at once when found;
 * the handlers of requests brokers send to clients (CHECK_TRANSACTION_STATE,
   NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET, GET_CONSUMER_RUNNING_INFO,
   CONSUME_MESSAGE_DIRECTLY), which find the member by group and call it;
@@ -41,6 +43,7 @@ from ariane.client._route import (
     publish_info_from_route,
     subscribe_queues_from_route,
 )
+from ariane.client._route_wait import RouteWaiter
 from ariane.client.config import ClientConfig
 from ariane.client.errors import ClientStateError
 from ariane.client.message import Message, SendResult
@@ -229,6 +232,14 @@ class ClientInstance:
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._rebalance_wakeup = asyncio.Event()
+        # issue 20: subscribed topics without a route yet
+        self.route_waiter = RouteWaiter(
+            self._fetch_awaited_route,
+            self._consumers_need_route,
+            self.rebalance_immediately,
+            initial_ms=config.route_wait_initial_ms,
+            max_ms=config.route_wait_max_ms,
+        )
         self._inner: InnerProducer | None = None
         for code, handler in (
             (RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state),
@@ -291,6 +302,7 @@ class ClientInstance:
                 asyncio.create_task(self._every(name, interval_ms, first_ms, job), name=name)
             )
         self._tasks.append(asyncio.create_task(self._rebalance_service(), name="rebalance"))
+        self._tasks.append(asyncio.create_task(self.route_waiter.run(), name="route-wait"))
         logger.info("client instance %s started", self.client_id)
 
     async def close(self) -> None:
@@ -474,6 +486,19 @@ class ClientInstance:
         except ArianeError as exc:
             logger.debug("route refresh of %s after a failure failed: %s", topic, exc)
             return False
+
+    def await_routes(self, topics: Collection[str]) -> None:
+        """Fetch the routes of these subscribed topics again soon, backing off, until they
+        exist (then rebalance at once): the retry topic of a new group, a topic created a
+        moment ago. Topics that have a route already are left out."""
+        self.route_waiter.want(t for t in topics if self._consumers_need_route(t))
+
+    def _consumers_need_route(self, topic: str) -> bool:
+        return any(c.is_subscribe_topic_need_update(topic) for c in self.consumers.values())
+
+    async def _fetch_awaited_route(self, topic: str) -> bool:
+        await self.update_topic_route(topic)
+        return not self._consumers_need_route(topic)
 
     def _needs_update(self, topic: str) -> bool:
         return any(p.is_publish_topic_need_update(topic) for p in self.producers.values()) or any(

@@ -80,6 +80,9 @@ class ClientConfig:
             failure triggers (a send refused by a slave, a broker connection lost).
         credentials: ACL account that signs every request (``AclClientRPCHook``); None
             sends requests unsigned.
+        route_wait_initial_ms: a subscribed topic without a route (a new group's retry topic,
+            a topic created a moment ago) is looked up again after this...
+        route_wait_max_ms: ...then twice as long each time, up to this, until it has one.
         clock: where the clients of the instance read time (send deadlines, broker fault
             isolation, queue lock and pull expiry, consume timeouts); tests pass a
             ``ManualClock``. Not part of the instance's identity.
@@ -100,6 +103,9 @@ class ClientConfig:
     route_refresh_on_failure_ms: int = 500
     # ACL (issue 11)
     credentials: SessionCredentials | None = None
+    # issue 20: subscriptions without a route yet are retried quickly, backing off
+    route_wait_initial_ms: int = 200
+    route_wait_max_ms: int = 5_000
     clock: Clock = field(default_factory=SystemClock, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -116,6 +122,8 @@ class ClientConfig:
             ("mqClientApiTimeout", self.api_timeout_ms),
             ("connectTimeoutMillis", self.connect_timeout_ms),
             ("routeRefreshOnFailureMillis", self.route_refresh_on_failure_ms),
+            ("routeWaitInitialMillis", self.route_wait_initial_ms),
+            ("routeWaitMaxMillis", self.route_wait_max_ms),
         ):
             if value <= 0:
                 raise ConfigError(key, f"must be > 0, got {value}")

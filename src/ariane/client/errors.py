@@ -20,6 +20,7 @@ retries sends on the codes RocketMQ's ``DefaultMQProducer.retryResponseCodes`` n
     │   ├── TopicExistAlreadyError      18
     │   ├── QueryNotFoundError          22
     │   ├── SubscriptionParseFailedError 23
+    │   ├── SubscriptionRefusedError        a broker refused a consumer's filter at start()
     │   ├── SubscriptionNotExistError   24
     │   ├── SubscriptionNotLatestError  25
     │   ├── SubscriptionGroupNotExistError 26
@@ -71,6 +72,7 @@ __all__ = [
     "SubscriptionNotExistError",
     "SubscriptionNotLatestError",
     "SubscriptionParseFailedError",
+    "SubscriptionRefusedError",
     "TopicExistAlreadyError",
     "TopicNotExistError",
     "TopicNotWritableError",
@@ -270,6 +272,42 @@ def error_for(code: int, remark: str | None = None) -> BrokerResponseError:
         return AccessDeniedError(code, remark)
     cls = _REGISTRY.get(code)
     return BrokerResponseError(code, remark) if cls is None else cls(code, remark)
+
+
+class SubscriptionRefusedError(BrokerResponseError):
+    """A broker refused a consumer's subscription when the consumer started (CHECK_CLIENT_CONFIG,
+    Java's ``checkClientInBroker``): an invalid SQL92 expression (``code`` 23) or a broker
+    without ``enablePropertyFilter`` (``code`` 1). ``remark`` is the broker's reason.
+
+    Args:
+        group: the consumer group.
+        topic: the subscribed topic.
+        expression: the filter expression.
+        broker_addr: the broker that refused it.
+        code: its response code.
+        remark: its reason.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        topic: str,
+        expression: str,
+        broker_addr: str,
+        code: int,
+        remark: str | None,
+    ) -> None:
+        ArianeError.__init__(
+            self,
+            f"consumer group {group!r} cannot subscribe {topic!r} with {expression!r}: "
+            f"broker {broker_addr} refused it: {remark or f'code {code}'}",
+        )
+        self.code = code
+        self.remark = remark
+        self.group = group
+        self.topic = topic
+        self.expression = expression
+        self.broker_addr = broker_addr
 
 
 class NoRouteError(ArianeError):
