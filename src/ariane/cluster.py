@@ -115,6 +115,23 @@ def plan_members(
     return members
 
 
+def _apply_member_options(members: list[Member], items: tuple[str, ...]) -> list[Member]:
+    """Apply ``GROUP/ID:KEY=VALUE`` options to the members they name.
+
+    Raises:
+        click.BadParameter: a malformed option or one naming no member.
+    """
+    by_key = {m.key: m for m in members}
+    for item in items:
+        target, sep, pair = item.partition(":")
+        if not sep or target not in by_key:
+            raise click.BadParameter(
+                f"{item!r} names no member (members: {', '.join(by_key)})", param_hint="-m"
+            )
+        by_key[target].props.update(_option_pairs((pair,)))
+    return members
+
+
 def _write_conf(path: Path, props: dict[str, str]) -> None:
     from ariane.common.javaprops import format_properties
 
@@ -171,6 +188,15 @@ def _option_pairs(values: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE",
               help="A property for every broker (repeatable; wins over --broker-conf).")  # fmt: skip
+@click.option(
+    "-m",
+    "--member-option",
+    "member_options",
+    multiple=True,
+    metavar="GROUP/ID:KEY=VALUE",
+    help="A property for one broker, e.g. -m broker-a/1:haMasterAddress=127.0.0.1:7000 "
+    "(repeatable; wins over -o).",
+)
 @log_level_option("Logging threshold of every server.")
 @log_max_bytes_option()
 @log_backup_count_option()
@@ -185,6 +211,7 @@ def cluster(
     host: str | None,
     broker_conf: str | None,
     options: tuple[str, ...],
+    member_options: tuple[str, ...],
     log_level: str,
     log_max_bytes: int,
     log_backup_count: int,
@@ -200,6 +227,7 @@ def cluster(
         groups=groups, slaves=slaves, cluster_name=cluster_name, master_role=role.upper(),
         base_port=base_port, common=common,
     )  # fmt: skip
+    members = _apply_member_options(members, member_options)
     sup = _Supervisor()
 
     def on_signal(signum: int, frame: Any) -> None:

@@ -39,7 +39,12 @@ from ariane.common import properties as props
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.message import MessageExt
 from ariane.common.topics import retry_topic, validate_group, validate_topic
-from ariane.errors import ArianeError, InvalidArgumentError
+from ariane.errors import (
+    ArianeError,
+    ConnectionError_,
+    InvalidArgumentError,
+    RequestTimeoutError,
+)
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.client_bodies import (
     SUB_ALL,
@@ -342,6 +347,9 @@ class ConsumerBase:
             if found is None:
                 raise BrokerNotFoundError(mq.broker_name)
         addr, is_slave = found
+        if broker_id not in instance.broker_addr_table.get(mq.broker_name, {}):
+            # another member than the one wanted (its master is down): look again soon
+            instance.refresh_route_soon(mq.topic)
         if is_slave:
             sys_flag &= ~FLAG_COMMIT_OFFSET
         header = h.PullMessageRequestHeader(
@@ -358,7 +366,11 @@ class ConsumerBase:
             expression_type=sd.expression_type,
             broker_name=mq.broker_name,
         )
-        result = await instance.api.pull_message(addr, header, timeout_ms)
+        try:
+            result = await instance.api.pull_message(addr, header, timeout_ms)
+        except (ConnectionError_, RequestTimeoutError):
+            instance.refresh_route_soon(mq.topic)
+            raise
         self._pull_from_which_node[mq] = result.suggest_which_broker_id
         return result
 

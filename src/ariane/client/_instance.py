@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Protocol
@@ -224,6 +225,8 @@ class ClientInstance:
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._route_lock = asyncio.Lock()
+        #: topic -> monotonic time of the last refresh asked by a failure (throttle)
+        self._failure_refresh: dict[str, float] = {}
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._rebalance_wakeup = asyncio.Event()
@@ -497,6 +500,26 @@ class ClientInstance:
                 await self.update_topic_route(topic)
             except ArianeError as exc:
                 logger.warning("route refresh of %s failed: %s", topic, exc)
+
+    def refresh_route_soon(self, topic: str) -> None:
+        """Fetch ``topic``'s route again in the background, at most once per
+        ``route_refresh_on_failure_ms`` (a broker could not be reached, or a pull had to go
+        to another broker of the group than the one wanted)."""
+        if self._closed:
+            return
+        now = time.monotonic()
+        if now - self._failure_refresh.get(topic, -1e9) < (
+            self.config.route_refresh_on_failure_ms / 1000
+        ):
+            return
+        self._failure_refresh[topic] = now
+        self.spawn(self._refresh_quietly(topic), f"route-refresh-{topic}")
+
+    async def _refresh_quietly(self, topic: str) -> None:
+        try:
+            await self.update_topic_route(topic)
+        except ArianeError as exc:
+            logger.info("route refresh of %s failed: %s", topic, exc)
 
     def find_broker_addr_in_publish(self, broker_name: str) -> str | None:
         """The master address of ``broker_name``, if known."""
