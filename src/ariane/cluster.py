@@ -7,8 +7,8 @@ How it works: :func:`plan_members` lays out the brokers: ``--groups`` groups nam
 custom: group ``g``, broker id ``i`` listens on ``base + 100*g + 10*i`` and replicates on the
 port after it; ``--base-port 0`` gives every broker a free port instead. Each broker gets
 ``<data-dir>/<name>-<id>/broker.conf`` (common properties from ``--broker-conf`` and ``-o``,
-then its identity) and its store next to it. The NameServer starts first, then the masters,
-then the slaves (which learn their master's HA address from the NameServer). When every
+then its identity) and its store next to it. The NameServer starts first, then every broker at
+once (slaves learn their master's HA address from their NameServer registrations). When every
 process is ready this prints one line::
 
     ready namesrv=HOST:PORT broker-a/0=HOST:PORT broker-a/1=HOST:PORT ... cluster=PATH
@@ -250,18 +250,12 @@ def cluster(
     status = 0
     try:
         problem = sup.wait_ready(namesrv, _START_TIMEOUT_S)
-        for wave in (0, 1):  # masters, then slaves
-            if problem is not None:
-                break
-            started = []
+        if problem is None:  # all brokers at once: slaves find their master by registering
             for member in members:
-                if (member.broker_id > 0) != bool(wave):
-                    continue
                 child, conf = _start_broker(member, data, namesrv.ready["namesrv"], host, log_args)
                 sup.add(child)
                 brokers.append((member, child, conf))
-                started.append(child)
-            for child in started:
+            for _, child, _ in brokers:
                 problem = sup.wait_ready(child, _START_TIMEOUT_S)
                 if problem is not None:
                     break

@@ -286,7 +286,13 @@ class ClientInstance:
         for name, interval_ms, first_ms, job in (
             ("route", cfg.poll_name_server_interval_ms, 10, self.update_all_routes),
             ("heartbeat", cfg.heartbeat_broker_interval_ms, 1000, self._heartbeat_round),
-            ("persist", cfg.persist_consumer_offset_interval_ms, 10_000, self._persist_all),
+            # first commit after 10 s as in RocketMQ, or sooner with a shorter period
+            (
+                "persist",
+                cfg.persist_consumer_offset_interval_ms,
+                min(10_000, cfg.persist_consumer_offset_interval_ms),
+                self._persist_all,
+            ),
         ):
             self._tasks.append(
                 asyncio.create_task(self._every(name, interval_ms, first_ms, job), name=name)

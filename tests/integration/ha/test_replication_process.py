@@ -82,24 +82,14 @@ def test_slave_copies_100k_messages_byte_for_byte(ha_cluster: HACluster) -> None
             Producer("pg_100k", client_config=client_config(ha_cluster, "p100k")) as producer,
         ):
             await create_topic(admin, ha_cluster, "Bulk", 8)
-            sent = 0
-            batches = []
-            while sent < 100_000:
-                n = min(50, 100_000 - sent)
-                batches.append(
-                    [
-                        Message(
-                            "Bulk",
-                            rng.randbytes(rng.choice((8, 100, 700, 2500))),
-                            keys=f"k{sent + i}",
-                        )
-                        for i in range(n)
-                    ]
-                )
-                sent += n
-            for i in range(0, len(batches), 64):
+            bodies = [rng.randbytes(size) for size in (8, 64, 300, 1500) for _ in range(16)]
+            batches = [
+                [Message("Bulk", rng.choice(bodies), keys=f"k{i + j}") for j in range(100)]
+                for i in range(0, 100_000, 100)
+            ]
+            for i in range(0, len(batches), 32):
                 results = await asyncio.gather(
-                    *(producer.send_batch(b) for b in batches[i : i + 64])
+                    *(producer.send_batch(b) for b in batches[i : i + 32])
                 )
                 assert all(r.status is SendStatus.SEND_OK for rs in results for r in rs)
             end = await wait_caught_up(admin, master.addr, slave.addr)
@@ -144,70 +134,72 @@ def test_slave_refuses_writes_and_copies_metadata(ha_cluster: HACluster) -> None
 
 
 def test_consumers_read_from_the_slave_while_the_master_is_down(ha_cluster: HACluster) -> None:
+    """A consumer finishes the queue from the slave after the master dies; its progress,
+    committed to the slave meanwhile, reaches the master when it returns (offsets never go
+    backwards), and the next consumer of the group reads only new messages, from the master."""
     ha_cluster.start()
     master, slave = ha_cluster.addr("broker-a/0"), ha_cluster.addr("broker-a/1")
+
+    def consumer_of(got: list[bytes], instance: str) -> PushConsumer:
+        async def listener(
+            msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+        ) -> ConsumeConcurrentlyStatus:
+            await asyncio.sleep(0.01 * len(msgs))  # slow enough to be killed mid-way
+            got.extend(m.body for m in msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            "cg_outage",
+            client_config=client_config(ha_cluster, instance),
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            pull_batch_size=4,
+            consume_thread_nums=2,
+        )
+        consumer.subscribe("Outage")
+        consumer.register_message_listener(listener)
+        return consumer
+
+    async def offsets_on(admin: Admin, addr: str) -> int:
+        found = [
+            await admin.api.query_consumer_offset(addr, "cg_outage", "Outage", q, timeout_ms=1000)
+            for q in range(4)
+        ]
+        return sum(o for o in found if o is not None and o > 0)
 
     async def go() -> None:
         async with Admin(namesrv_addr=ha_cluster.namesrv_addr) as admin:
             await create_topic(admin, ha_cluster, "Outage", 4)
+            first = [f"a{i}".encode() for i in range(300)]
             async with Producer("pg_out", client_config=client_config(ha_cluster, "pout")) as p:
-                first = [f"a{i}".encode() for i in range(300)]
-                for i in range(0, 300, 50):
-                    await p.send_batch([Message("Outage", b) for b in first[i : i + 50]])
+                for i in range(0, 300, 25):
+                    await p.send_batch([Message("Outage", b) for b in first[i : i + 25]])
             await wait_caught_up(admin, master, slave)
             got: list[bytes] = []
-
-            async def listener(
-                msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
-            ) -> ConsumeConcurrentlyStatus:
-                await asyncio.sleep(0.01 * len(msgs))
-                got.extend(m.body for m in msgs)
-                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-            consumer = PushConsumer(
-                "cg_outage",
-                client_config=client_config(ha_cluster, "cout"),
-                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-                pull_batch_size=4,
-                consume_thread_nums=2,
-            )
-            consumer.subscribe("Outage")
-            consumer.register_message_listener(listener)
-            async with consumer:
+            async with consumer_of(got, "c1"):
                 await wait_until(lambda: len(set(got)) >= 40, what="some consumed from master")
                 await asyncio.to_thread(ha_cluster.kill, "broker-a/0")
-                killed_at = len(set(got))
-                assert killed_at < 300
-                await wait_until(
-                    lambda: set(got) >= set(first), 60, "everything, the rest from the slave"
-                )
-
-                async def slave_offsets() -> int:
-                    offsets = [
-                        await admin.api.query_consumer_offset(slave, "cg_outage", "Outage", q)
-                        for q in range(4)
-                    ]
-                    return sum(o for o in offsets if o is not None and o > 0)
-
+                assert len(set(got)) < 300
+                await wait_until(lambda: set(got) >= set(first), 60, "the rest, from the slave")
                 deadline = time.monotonic() + 20
-                while await slave_offsets() < 300:  # committed to the slave meanwhile
-                    assert time.monotonic() < deadline
+                while await offsets_on(admin, slave) < 300:  # committed to the slave
+                    assert time.monotonic() < deadline, await offsets_on(admin, slave)
                     await asyncio.sleep(0.1)
-                await asyncio.to_thread(ha_cluster.restart, "broker-a/0")
+            assert set(got) == set(first)
+            await asyncio.to_thread(ha_cluster.restart, "broker-a/0")
+            deadline = time.monotonic() + 20
+            while await offsets_on(admin, master) < 300:  # handed back by the slave
+                assert time.monotonic() < deadline, await offsets_on(admin, master)
+                await asyncio.sleep(0.1)
+            second = [f"b{i}".encode() for i in range(40)]
+            got2: list[bytes] = []
+            async with consumer_of(got2, "c2"):
                 async with Producer("pg_out2", client_config=client_config(ha_cluster, "p2")) as p:
-                    second = [f"b{i}".encode() for i in range(40)]
-                    for body in second:
-                        await p.send(Message("Outage", body))
-                await wait_until(lambda: set(got) >= set(second), 60, "after the master returned")
-                # the returning master was read from and learned the progress made without it
-                info = await runtime(admin, master)
-                assert int(info["getMessageTimesTotalFound"]) > 0
-                offsets = [
-                    await admin.api.query_consumer_offset(master, "cg_outage", "Outage", q)
-                    for q in range(4)
-                ]
-                assert sum(o or 0 for o in offsets) >= 300
-            assert set(got) == set(first) | set(second)
+                    await p.send_batch([Message("Outage", b) for b in second])
+                await wait_until(lambda: set(got2) >= set(second), 60, "after the master returned")
+                await asyncio.sleep(0.3)
+            assert sorted(got2) == sorted(second)  # nothing of the first 300 again
+            info = await runtime(admin, master)
+            assert int(info["getMessageTimesTotalFound"]) > 0  # read from the master
 
     run(go())
 
