@@ -24,6 +24,7 @@ _M = "ariane.admin.messages"
 _N = "ariane.admin.namesrv"
 _S = "ariane.admin.stats"
 _A = "ariane.admin.acl"
+_H = "ariane.admin.ha"
 
 #: command name -> (module, attribute, one-line summary)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -86,6 +87,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "The ACL file versions of brokers.",
     ),
     "getAclConfig": (_A, "get_acl_config", "The ACL accounts and white addresses of brokers."),
+    # replication (issue 13)
+    "haStatus": (_H, "ha_status", "The replication status of brokers."),
 }
 
 _BY_LOWER = {name.lower(): name for name in COMMANDS}

@@ -200,6 +200,7 @@ class BrokerController:
         self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
         self.replication = BrokerReplication(self)
+        self.replication.request_registration = self.registration.trigger
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
         self.store_host = HostPort(b"\x7f\x00\x00\x01", config.listen_port)
         self.boot_timestamp_ms = self.clock.now_ms()

@@ -22,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ariane.broker.context import BrokerContext
 from ariane.broker.slave_sync import SlaveSynchronize
 from ariane.common.roles import BrokerRole
-from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy
+from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy, SlaveState
 from ariane.remoting.client import RemotingClient
 from ariane.store import PutResult, PutStatus
 from ariane.store.format import BLANK_MAGIC_CODE, SIZE_MAGIC
@@ -102,6 +103,9 @@ class BrokerReplication:
         self.master_addr = ""
         self.ha_port = 0
         self._sync_master = self.role is BrokerRole.SYNC_MASTER
+        #: asks the broker to register with the NameServers soon (set by the broker)
+        self.request_registration: Callable[[], None] = lambda: None
+        self._watch_task: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -116,10 +120,31 @@ class BrokerReplication:
         if cfg.ha_master_address:
             self.client.set_master_address(cfg.ha_master_address)
         await self.set_role(self.role)
+        self._watch_task = asyncio.get_running_loop().create_task(
+            self._find_master(), name="ha-find-master"
+        )
         return self.ha_port
+
+    async def _find_master(self) -> None:
+        """While a slave has no master to replicate from (it started first, or the master
+        moved), register again every ``haSendHeartbeatInterval`` (at least every second): the
+        NameServer's answer names the master and its HA address."""
+        period = max(1.0, self.config.heartbeat_interval_ms / 1000)
+        while True:
+            await asyncio.sleep(period)
+            client = self.client
+            if self.role.is_slave and client.state is not SlaveState.TRANSFER:
+                self.request_registration()
 
     async def stop(self) -> None:
         """Stop both sides (waiting sends are answered FLUSH_SLAVE_TIMEOUT)."""
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            try:
+                await self._watch_task
+            except asyncio.CancelledError:
+                pass
+            self._watch_task = None
         await self.slave_sync.stop()
         await self.client.stop()
         await self.master.stop()

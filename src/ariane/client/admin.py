@@ -146,6 +146,13 @@ class Admin(AdminBulk):
         table: dict[str, str] = await self.api.get_broker_runtime_info(broker_addr, self.timeout_ms)
         return table
 
+    async def broker_ha_status(self, broker_addr: str) -> dict[str, Any]:
+        """A broker's replication status, ``HARuntimeInfo`` (``haStatus``): for a master its
+        end offset and each slave's acknowledged offset and gap; for a slave its master and
+        state."""
+        status: dict[str, Any] = await self.api.get_broker_ha_status(broker_addr, self.timeout_ms)
+        return status
+
     async def broker_config(self, broker_addr: str) -> dict[str, str]:
         """A broker's settings."""
         config: dict[str, str] = await self.api.get_broker_config(broker_addr, self.timeout_ms)
