@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig
@@ -30,10 +30,27 @@ from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import Clock
 from ariane.common.message import HostPort
 from ariane.common.roles import BrokerRole
+from ariane.ha import SlaveLag
 from ariane.remoting.server import RemotingServer
 from ariane.store import MessageStore, PutResult, PutStatus, StoreConfig
 
-__all__ = ["BrokerContext", "ReplicationSeam"]
+__all__ = ["BrokerContext", "ReplicationCounters", "ReplicationSeam"]
+
+
+class ReplicationCounters(NamedTuple):
+    """Replication state and counters of a broker (for ``/metrics``)."""
+
+    role: str
+    connected_slaves: int
+    in_sync_slaves: int
+    sync_waiting: int
+    sync_acked: int
+    sync_timeouts: int
+    sync_not_available: int
+    slave_state: str
+    replicated_records: int
+    replicated_bytes: int
+    master_connections: int
 
 
 class ReplicationSeam(Protocol):
@@ -60,6 +77,14 @@ class ReplicationSeam(Protocol):
 
     def ha_status(self) -> dict[str, Any]:
         """``HARuntimeInfo`` JSON."""
+        ...
+
+    def slave_lags(self) -> list[SlaveLag]:
+        """Each connected slave's lag (a master; empty on a slave)."""
+        ...
+
+    def metrics(self) -> ReplicationCounters:
+        """Counters and states for the metrics endpoint."""
         ...
 
 

@@ -23,13 +23,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ariane.broker.context import BrokerContext
+from ariane.broker.context import BrokerContext, ReplicationCounters
 from ariane.broker.slave_sync import SlaveSynchronize
 from ariane.common.roles import BrokerRole
-from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy, SlaveState
+from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy, SlaveLag, SlaveState
 from ariane.remoting.client import RemotingClient
 from ariane.store import PutResult, PutStatus
 from ariane.store.format import BLANK_MAGIC_CODE, SIZE_MAGIC
@@ -63,18 +62,6 @@ def ha_config(config: BrokerConfig, store: StoreConfig) -> HAConfig:
             max_gap_not_in_sync=config.ha_max_gap_not_in_sync,
         ),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class SlaveLag:
-    """How far one connected slave is behind this master."""
-
-    address: str
-    ack_offset: int
-    lag_bytes: int
-    lag_messages: int
-    lag_seconds: float
-    in_sync: bool
 
 
 class ReplicationBroker(BrokerContext, Protocol):
@@ -265,6 +252,24 @@ class BrokerReplication:
         if pos < end and pos > start:
             count = int(count * (end - start) / (pos - start))
         return count
+
+    def metrics(self) -> ReplicationCounters:
+        """Counters and states for ``/metrics``."""
+        master = self.master
+        writer = self.store.replica_writer
+        return ReplicationCounters(
+            role=self.role.value,
+            connected_slaves=len(master.connections),
+            in_sync_slaves=master.in_sync_slaves(),
+            sync_waiting=len(master.waits),
+            sync_acked=master.sync_acked,
+            sync_timeouts=master.sync_timeouts,
+            sync_not_available=master.sync_not_available,
+            slave_state=self.client.state.value if self.role.is_slave else "",
+            replicated_records=writer.records,
+            replicated_bytes=writer.bytes,
+            master_connections=self.client.connections,
+        )
 
     def runtime_info(self) -> dict[str, str]:
         """The replication part of GET_BROKER_RUNTIME_INFO."""

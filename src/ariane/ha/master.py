@@ -29,7 +29,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from ariane.errors import RemoteProtocolError
 from ariane.ha.config import HAConfig
@@ -40,7 +40,7 @@ from ariane.store.results import PutStatus
 if TYPE_CHECKING:
     from ariane.store.message_store import MessageStore
 
-__all__ = ["HAMaster", "SlaveConnection"]
+__all__ = ["HAMaster", "SlaveConnection", "SlaveLag"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,17 @@ _TICK_S = 0.1
 
 def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
+
+
+class SlaveLag(NamedTuple):
+    """How far one connected slave is behind its master."""
+
+    address: str
+    ack_offset: int
+    lag_bytes: int
+    lag_messages: int
+    lag_seconds: float
+    in_sync: bool
 
 
 class SlaveConnection(asyncio.Protocol):
@@ -256,6 +267,10 @@ class HAMaster:
         self._notified = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.port = 0
+        #: SYNC_MASTER outcomes: answered after slaves acknowledged, timed out, no slave
+        self.sync_acked = 0
+        self.sync_timeouts = 0
+        self.sync_not_available = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -317,6 +332,7 @@ class HAMaster:
             acks = [c.ack_offset for c in self.connections if c.ack_offset >= 0]
             for future in self.waits.on_acks(acks):
                 if not future.done():
+                    self.sync_acked += 1
                     future.set_result(PutStatus.PUT_OK)
 
     def notify(self) -> None:
@@ -359,6 +375,7 @@ class HAMaster:
         if need == 0:
             return PutStatus.PUT_OK
         if need < 0:
+            self.sync_not_available += 1
             return PutStatus.SLAVE_NOT_AVAILABLE
         reported = [a for a in acks if a >= 0]
         if sum(1 for a in reported if a >= end_offset) >= need:
@@ -384,6 +401,7 @@ class HAMaster:
         self._expiry = None
         for future in self.waits.expire(time.monotonic()):
             if not future.done():
+                self.sync_timeouts += 1
                 future.set_result(PutStatus.FLUSH_SLAVE_TIMEOUT)
         self._arm_expiry()
 

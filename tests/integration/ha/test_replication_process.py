@@ -8,6 +8,7 @@ import asyncio
 import itertools
 import random
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from tests.integration.ha.support import (
     wait_until,
 )
 from tests.support.cluster import HACluster
+from tests.support.processes import free_port
 from tests.support.rpc import send_message
 from tests.support.tcp_proxy import TcpProxy
 
@@ -50,6 +52,19 @@ def ha_cluster(tmp_path: Path) -> Iterator[HACluster]:
         yield c
     finally:
         c.stop()
+
+
+def scrape(addr: str) -> str:
+    with urllib.request.urlopen(f"http://{addr}/metrics", timeout=10) as response:
+        return str(response.read().decode())
+
+
+def metric_value(text: str, name: str) -> float:
+    """The value of the (only) series of ``name``."""
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {name} in the scrape")
 
 
 def run(coro: object) -> None:
@@ -103,6 +118,8 @@ def test_slave_copies_100k_messages_byte_for_byte(ha_cluster: HACluster) -> None
 
 
 def test_slave_refuses_writes_and_copies_metadata(ha_cluster: HACluster) -> None:
+    metrics_port = free_port()
+    ha_cluster.member_conf = {"broker-a/0": {"metricsPromExporterPort": metrics_port}}
     ha_cluster.start()
     master, slave = ha_cluster.addr("broker-a/0"), ha_cluster.addr("broker-a/1")
 
@@ -129,6 +146,13 @@ def test_slave_refuses_writes_and_copies_metadata(ha_cluster: HACluster) -> None
         refused = await asyncio.to_thread(send_message, slave, "Meta", b"to the slave")
         assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
         assert "slave" in (refused.remark or "")
+        # the master exports its slave's lag
+        text = await asyncio.to_thread(scrape, f"127.0.0.1:{metrics_port}")
+        assert "ariane_broker_role{" in text
+        assert 'role="ASYNC_MASTER"' in text
+        assert metric_value(text, "ariane_replication_connected_slaves") == 1
+        assert metric_value(text, "ariane_replication_lag_bytes") == 0
+        assert metric_value(text, "ariane_replication_lag_seconds") == 0
 
     run(go())
 
