@@ -201,7 +201,9 @@ class RequestError(ArianeError):
 class HeaderFieldError(RequestError):
     """A custom-header field (``extFields`` key) is missing or does not parse.
 
-    Answered with SYSTEM_ERROR (code 1), as RocketMQ does for a missing ``@CFNotNull`` field.
+    Answered with INVALID_PARAMETER (code 29): the request is the client's mistake. (RocketMQ
+    answers SYSTEM_ERROR for a missing ``@CFNotNull`` field; clients treat both codes alike,
+    as an error of that request, and SYSTEM_ERROR is kept for the server's own failures.)
 
     Args:
         header: the header class name (RocketMQ's Java class name).
@@ -210,7 +212,7 @@ class HeaderFieldError(RequestError):
     """
 
     def __init__(self, header: str, key: str, problem: str) -> None:
-        super().__init__(1, f"{header}: the custom field {key} {problem}")
+        super().__init__(29, f"{header}: the custom field {key} {problem}")
         self.header = header
         self.key = key
 

@@ -134,37 +134,6 @@ class ScriptRun:
             self.proc.terminate()
 
 
-class CppClient:
-    """Runs the C++ client's scripts in its own environment with HOME in a temp dir."""
-
-    def __init__(self, python: Path, home: Path) -> None:
-        self.python = python
-        self.home = home
-
-    def spawn(self, script: str, args: Sequence[str]) -> ScriptRun:
-        env = dict(os.environ)
-        env["HOME"] = str(self.home)  # the C++ client writes its logs under $HOME/logs
-        env["PYTHONUNBUFFERED"] = "1"
-        env.pop("PYTHONPATH", None)
-        proc = subprocess.Popen(
-            [str(self.python), str(CPP_SCRIPTS / script), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
-        run = ScriptRun(proc)
-        threading.Thread(target=run.pump, daemon=True).start()
-        return run
-
-    def run(self, script: str, args: Sequence[str], timeout_s: float = 180.0) -> ScriptRun:
-        run = self.spawn(script, args)
-        run.wait(timeout_s)
-        assert run.proc.returncode == 0, f"{script} exited {run.proc.returncode}:\n{run.tail()}"
-        return run
-
-
 class ScriptClient:
     """Runs scripts of a client in its own environment (a venv's Python, Node.js...)."""
 
@@ -200,6 +169,14 @@ class ScriptClient:
         run.wait(timeout_s)
         assert run.proc.returncode == 0, f"{script} exited {run.proc.returncode}:\n{run.tail()}"
         return run
+
+
+class CppClient(ScriptClient):
+    """The C++ client's scripts in its own environment, HOME in a temp dir (the C++ client
+    writes its logs under $HOME/logs)."""
+
+    def __init__(self, python: Path, home: Path) -> None:
+        super().__init__([str(python)], CPP_SCRIPTS, home)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ broadcasting, tag filters and resuming from the committed offset after a restart
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections import Counter, defaultdict
@@ -31,8 +32,14 @@ def produce(cpp: CppClient, cluster: Cluster, topic: str, *args: str) -> ScriptR
     run = cpp.run("producer.py", ["--namesrv", cluster.namesrv_addr, "--topic", topic, *args])
     done = run.of("done")
     assert done, run.tail()
-    assert done[0]["errors"] == 0, run.tail()
+    assert done[0]["errors"] == 0, failures(run)
     return run
+
+
+def failures(run: ScriptRun) -> str:
+    """The script's error events themselves (not only its last lines), then its tail."""
+    errors = "\n".join(json.dumps(e) for e in run.of("error")[:20])
+    return f"error events:\n{errors}\n-- last lines:\n{run.tail()}"
 
 
 def consume(cpp: CppClient, cluster: Cluster, topic: str, group: str, *args: str) -> ScriptRun:

@@ -19,7 +19,7 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from tests.compat.conftest import CppClient, ScriptRun
 from tests.compat.test_cpp_client import assert_exactly_once, body_index, consume, produce
 from tests.support.cluster import Cluster
-from tests.support.processes import wait_until
+from tests.support.polling import wait_for, wait_until
 from tests.support.rpc import consumer_ids, request, wait_for_route
 
 pytestmark = [pytest.mark.compat, pytest.mark.integration]
@@ -82,7 +82,7 @@ def test_failing_consumer_retries_then_dead_letters(fast_cluster: Cluster, cpp: 
         cpp, fast_cluster, "CompatRetry", group, "--fail-times", "1000", "--timeout", "120"
     )
     try:
-        assert wait_until(lambda: dead_letters(addr, group, msg_id), 90, 0.5), consumer.tail()
+        assert wait_for(lambda: dead_letters(addr, group, msg_id), bool, 90, 0.5), consumer.tail()
         time.sleep(2.0)  # nothing comes back out of the dead-letter queue
     finally:
         consumer.terminate()
@@ -103,7 +103,7 @@ def wait_consumed(runs: list[ScriptRun], count: int, timeout_s: float) -> bool:
     def distinct() -> int:
         return len({m["body"] for run in runs for m in run.of("msg")})
 
-    return wait_until(lambda: distinct() >= count, timeout_s, 0.1)
+    return wait_for(distinct, lambda n: n >= count, timeout_s) >= count
 
 
 def check_queue_order(runs: dict[str, ScriptRun]) -> None:

@@ -4,9 +4,12 @@ gRPC protocol on a real port: plaintext and TLS, with bad input answered by a st
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -99,3 +102,50 @@ def test_bench_grpc_runs_both_protocols_on_one_broker() -> None:
         assert phases[name]["msgs"] == 300, phases[name]
         assert phases[name]["failed"] == 0
         assert phases[name]["msgs_per_s"] > 0
+
+
+def _drain(call: Any, answers: queue.Queue[spb.TelemetryCommand]) -> None:
+    try:
+        for answer in call:
+            answers.put(answer)
+    except grpc.RpcError:
+        pass  # cancelled at the end of the test
+
+
+def test_streams_per_connection_are_limited(tmp_path: Path) -> None:
+    """A connection gets ``grpcMaxStreamsPerConnection`` streams at once; more wait (HTTP/2
+    flow control) until one ends; none is refused or breaks the others."""
+    conf = {"grpcServerPort": 0, "grpcMaxStreamsPerConnection": 2}
+    with running(start_broker(tmp_path / "b", "", conf)) as broker:
+        settings = spb.TelemetryCommand(
+            settings=pb.Settings(
+                client_type=pb.PRODUCER,
+                publishing=pb.Publishing(topics=[pb.Resource(name="Limited")]),
+            )
+        )
+        with grpc.insecure_channel(broker.ready["grpc"]) as channel:
+            stub = sg.MessagingServiceStub(channel)
+            calls = []
+
+            def open_stream(i: int) -> queue.Queue[spb.TelemetryCommand]:
+                requests: queue.Queue[spb.TelemetryCommand | None] = queue.Queue()
+                requests.put(settings)
+                call = stub.Telemetry(
+                    iter(requests.get, None), metadata=(("x-mq-client-id", f"c{i}"),)
+                )
+                answers: queue.Queue[spb.TelemetryCommand] = queue.Queue()
+                threading.Thread(target=_drain, args=(call, answers), daemon=True).start()
+                calls.append((call, requests))
+                return answers
+
+            for i in range(2):
+                assert open_stream(i).get(timeout=30).status.code == pb.OK
+            third = open_stream(2)
+            with pytest.raises(queue.Empty):
+                third.get(timeout=1.0)  # waits for a free slot
+            calls[0][1].put(None)  # the client ends its first stream
+            calls[0][0].cancel()
+            assert third.get(timeout=30).status.code == pb.OK
+            for call, requests in calls[1:]:
+                requests.put(None)
+                call.cancel()

@@ -15,7 +15,8 @@ import pytest
 
 from ariane.broker.cli import broker
 from ariane.standalone import standalone
-from tests.support.processes import ariane_command, free_port, start_server, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import ariane_command, free_port, start_server
 from tests.support.rpc import pull, send_message
 
 pytestmark = pytest.mark.integration

@@ -27,7 +27,8 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.stats_bodies import BrokerStatsData, ConsumeStatsList
 from tests.support.cluster import Cluster, start_broker, start_namesrv
-from tests.support.processes import free_port, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import free_port
 from tests.support.rpc import pull, request, send_message
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ import yaml
 from ariane.client import AccessDeniedError, Admin, ClientConfig, SessionCredentials
 from ariane.client._instance import ClientInstance
 from tests.support.cluster import start_broker, start_namesrv
-from tests.support.processes import wait_until
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.integration
 

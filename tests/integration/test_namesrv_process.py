@@ -25,6 +25,7 @@ from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import TopicRouteData
 from tests.helpers import register_broker_command
 from tests.integration.namesrv_process import NamesrvProcess
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -73,14 +74,6 @@ def assert_serving(ns: NamesrvProcess) -> None:
             ns.addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5000
         )
         assert r.code == ResponseCode.SUCCESS
-
-
-def wait_until(check: Callable[[], bool], what: str, limit_s: float = 15.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.05)
 
 
 def test_help_documents_every_flag() -> None:
@@ -259,7 +252,8 @@ def test_dead_broker_is_removed_from_routes(
         assert r.body is not None
         assert TopicRouteData.decode(r.body).broker_datas[0].broker_addrs == {0: "127.0.0.1:10911"}
         wait_until(
-            lambda: route(client, ns.addr).code == ResponseCode.TOPIC_NOT_EXIST, "broker expired"
+            lambda: route(client, ns.addr).code == ResponseCode.TOPIC_NOT_EXIST,
+            what="broker expired",
         )
     assert route(client, ns.addr, "TBW102").code == ResponseCode.TOPIC_NOT_EXIST
 
@@ -272,7 +266,9 @@ def test_broker_connection_close_removes_routes_at_once(
     assert broker.invoke(ns.addr, register_request(), 5000).code == ResponseCode.SUCCESS
     assert route(client, ns.addr).code == ResponseCode.SUCCESS
     broker.close()
-    wait_until(lambda: route(client, ns.addr).code == ResponseCode.TOPIC_NOT_EXIST, "route removed")
+    wait_until(
+        lambda: route(client, ns.addr).code == ResponseCode.TOPIC_NOT_EXIST, what="route removed"
+    )
 
 
 def test_name_servers_are_independent(

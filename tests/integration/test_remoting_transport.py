@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import socket
 import struct
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -31,6 +31,7 @@ from ariane.remoting import (
 from ariane.remoting.blocking import BlockingRemotingClient
 from ariane.remoting.eventloop import run as run_loop
 from ariane.remoting.protocol.codec import FrameDecoder, encode
+from tests.support.polling import await_until
 
 pytestmark = pytest.mark.integration
 
@@ -111,15 +112,6 @@ async def serving(**config: Any) -> AsyncIterator[tuple[Fixture, RemotingClient]
         await fx.server.stop()
 
 
-async def eventually(check: Callable[[], bool], what: str, limit_s: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        await asyncio.sleep(0.01)
-
-
 @pytest.mark.parametrize("uvloop", [False, True], ids=["asyncio", "uvloop"])
 def test_echo_and_concurrent_correlation(uvloop: bool) -> None:
     async def main() -> None:
@@ -166,7 +158,7 @@ def test_errors_become_responses_and_the_connection_survives() -> None:
     run(main())
 
 
-def test_header_errors_are_answered_with_system_error() -> None:
+def test_header_errors_are_answered_with_invalid_parameter() -> None:
     async def main() -> None:
         fx = await started()
 
@@ -182,7 +174,7 @@ def test_header_errors_are_answered_with_system_error() -> None:
             r = await client.invoke(
                 fx.addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC), 3000
             )
-            assert r.code == ResponseCode.SYSTEM_ERROR
+            assert r.code == ResponseCode.INVALID_PARAMETER
             assert r.remark == "GetRouteInfoRequestHeader: the custom field topic is missing"
         finally:
             await client.close()
@@ -209,7 +201,7 @@ def test_late_response_and_timeout() -> None:
             waiting = asyncio.ensure_future(
                 client.invoke(fx.addr, RemotingCommand.request(LATE), 5000)
             )
-            await eventually(lambda: len(fx.late) == 1, "request held")
+            await await_until(lambda: len(fx.late) == 1, what="request held")
             assert fx.late[0].send_response(
                 RemotingCommand.response(ResponseCode.SUCCESS, body=b"later")
             )
@@ -256,7 +248,7 @@ def test_server_calls_the_client_back_on_its_connection() -> None:
                     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "G"}
                 ),
             )
-            await eventually(lambda: notified == ["G"], "notification delivered")
+            await await_until(lambda: notified == ["G"], what="notification delivered")
             unknown = await fx.server.invoke(
                 channel, RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE), 3000
             )
@@ -274,11 +266,11 @@ def test_closed_connection_fails_in_flight_requests_and_client_reconnects() -> N
             waiting = asyncio.ensure_future(
                 client.invoke(fx.addr, RemotingCommand.request(LATE), 5000)
             )
-            await eventually(lambda: len(fx.late) == 1, "request held")
+            await await_until(lambda: len(fx.late) == 1, what="request held")
             fx.late[0].channel.close()
             with pytest.raises(ConnectionClosedError):
                 await waiting
-            await eventually(lambda: len(fx.closed) == 1, "close listener called")
+            await await_until(lambda: len(fx.closed) == 1, what="close listener called")
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"again"), 3000)
             assert r.body == b"again"
             assert fx.late[0].send_response(RemotingCommand.response(ResponseCode.SUCCESS)) is False
@@ -307,7 +299,7 @@ def test_idle_connections_are_closed() -> None:
     async def main() -> None:
         async with serving(channel_max_idle_seconds=0.2) as (fx, client):
             await client.invoke(fx.addr, RemotingCommand.request(ECHO), 3000)
-            await eventually(lambda: not fx.server.channels, "idle connection closed")
+            await await_until(lambda: not fx.server.channels, what="idle connection closed")
             r = await client.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"back"), 3000)
             assert r.body == b"back"
 
@@ -375,7 +367,7 @@ def test_inflight_limit_pauses_reading_without_losing_requests() -> None:
                 )
                 for i in range(40)
             ]
-            await eventually(lambda: len(fx.server.dispatcher.tasks) >= 4, "limit reached")
+            await await_until(lambda: len(fx.server.dispatcher.tasks) >= 4, what="limit reached")
             await asyncio.sleep(0.05)
             assert len(fx.server.dispatcher.tasks) <= 4 + 1
             fx.release.set_result(None)
@@ -394,12 +386,14 @@ def test_client_disconnecting_mid_request_leaves_the_server_serving() -> None:
             pending = asyncio.ensure_future(
                 leaver.invoke(fx.addr, RemotingCommand.request(SLOW), 5000)
             )
-            await eventually(lambda: len(fx.server.dispatcher.tasks) == 1, "slow request running")
+            await await_until(
+                lambda: len(fx.server.dispatcher.tasks) == 1, what="slow request running"
+            )
             await leaver.close()
             with pytest.raises(ConnectionClosedError):
                 await pending
             fx.release.set_result(None)  # its answer has nowhere to go
-            await eventually(lambda: not fx.server.dispatcher.tasks, "slow request finished")
+            await await_until(lambda: not fx.server.dispatcher.tasks, what="slow request finished")
             r = await stayer.invoke(fx.addr, RemotingCommand.request(ECHO, body=b"here"), 3000)
             assert r.body == b"here"
         finally:

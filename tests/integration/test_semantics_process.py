@@ -27,8 +27,15 @@ from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from tests.support.cluster import Cluster
-from tests.support.processes import ariane_command, wait_until
-from tests.support.rpc import pull, request, send_message
+from tests.support.polling import wait_until
+from tests.support.processes import ariane_command
+from tests.support.rpc import (
+    delays_drained,
+    pull,
+    request,
+    send_message,
+    transaction_checks_settled,
+)
 from tests.support.tx_producer import FakeTransactionProducer
 
 pytestmark = pytest.mark.integration
@@ -84,7 +91,7 @@ def test_restart_in_the_middle_of_delay_delivery(cluster: Cluster, crash: bool) 
     cluster.restart_broker(crash=crash)
     addr = cluster.broker_addr()
     assert wait_until(lambda: count_delivered(addr, "Delayed") >= n, 30)
-    time.sleep(1.5)  # nothing more may come
+    assert wait_until(lambda: delays_drained(addr), 30)  # nothing more can come
     got = Counter(everything(addr, "Delayed"))
     assert set(got) == {f"d{i}".encode() for i in range(n)}
     assert [b for b, c in got.items() if c > 1] == []
@@ -140,7 +147,8 @@ def test_transactions_survive_a_crash_in_the_middle_of_a_check(cluster: Cluster)
         resolved_at = len(producer.checks)
         cluster.restart_broker(crash=False)
         addr = cluster.broker_addr()
-        time.sleep(1.5)  # several check rounds: nothing resolved is asked about again
+        # once the check has passed every half message, nothing resolved is asked again
+        assert wait_until(lambda: transaction_checks_settled(addr), 30)
         assert len(producer.checks) == resolved_at
         late = producer.end(direct_rollback, TRANSACTION_COMMIT_TYPE)
         assert late.code == ResponseCode.ILLEGAL_OPERATION

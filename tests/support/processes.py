@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -120,14 +119,3 @@ def running(server: ServerProcess) -> Iterator[ServerProcess]:
         yield server
     finally:
         server.stop()
-
-
-def wait_until(predicate: object, timeout_s: float = 20.0, interval_s: float = 0.05) -> bool:
-    """Poll ``predicate()`` until true or the timeout passes (integration tests only)."""
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval_s)
-    return bool(predicate())

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import time
 
+from ariane.broker.transaction import TRANS_SYS_GROUP
+from ariane.common.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from ariane.remoting.blocking import BlockingRemotingClient
 from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.admin_bodies import DelayOffsetSerializeWrapper
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
@@ -117,3 +120,36 @@ def wait_for_route(namesrv_addr: str, topic: str, timeout_s: float = 30.0) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"no route for {topic} after {timeout_s} s")
         time.sleep(0.05)
+
+
+def max_offset(addr: str, topic: str, queue_id: int) -> int:
+    """GET_MAX_OFFSET of one queue (-1 when the broker refuses)."""
+    r = request(addr, RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue_id)})
+    return int(r.ext_fields.get("offset", "-1")) if r.code == ResponseCode.SUCCESS else -1
+
+
+def committed_offset(addr: str, group: str, topic: str, queue_id: int) -> int:
+    """The offset ``group`` committed for one queue at the broker (-1 if none)."""
+    query = {"consumerGroup": group, "topic": topic, "queueId": str(queue_id)}
+    r = request(addr, RequestCode.QUERY_CONSUMER_OFFSET, query)
+    return int(r.ext_fields["offset"]) if r.code == ResponseCode.SUCCESS else -1
+
+
+def transaction_checks_settled(addr: str) -> bool:
+    """The broker's transaction check has moved past every half message stored so far (no half
+    message can be checked or resolved again)."""
+    top = max_offset(addr, TRANS_HALF_TOPIC, 0)
+    return committed_offset(addr, TRANS_SYS_GROUP, TRANS_HALF_TOPIC, 0) >= top
+
+
+def delays_drained(addr: str) -> bool:
+    """The delay service has delivered every message waiting in every delay level."""
+    r = request(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+    if r.code != ResponseCode.SUCCESS or not r.body:
+        return False
+    progress = DelayOffsetSerializeWrapper.decode(r.body).offset_table
+    for level in range(1, 19):
+        top = max_offset(addr, SCHEDULE_TOPIC, level - 1)
+        if top > 0 and progress.get(level, 0) < top:
+            return False
+    return True

@@ -23,6 +23,7 @@ _O = "ariane.admin.offsets"
 _M = "ariane.admin.messages"
 _N = "ariane.admin.namesrv"
 _S = "ariane.admin.stats"
+_TR = "ariane.admin.trace"
 _A = "ariane.admin.acl"
 _H = "ariane.admin.ha"
 
@@ -67,6 +68,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "printMsg": (_M, "print_msg", "Print the messages of a topic (optionally a time range)."),
     "sendMessage": (_M, "send_message", "Send a message."),
     "consumeMessage": (_M, "consume_message", "Consume (pull) messages without committing."),
+    "queryMsgTraceById": (_TR, "query_msg_trace_by_id", "Query a message's trace."),
     "statsAll": (_S, "stats_all", "TPS and accumulation of every topic and group."),
     "brokerConsumeStats": (_S, "broker_consume_stats", "Consume stats of every group."),
     "getNamesrvConfig": (_N, "get_namesrv_config", "The NameServers' settings."),

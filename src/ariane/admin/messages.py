@@ -16,6 +16,7 @@ import click
 
 from ariane.admin.command import AdminContext, CommandFailed, TimestampType, admin_command
 from ariane.admin.output import Table, Ts, View, kv_table
+from ariane.admin.trace import trace_hints
 from ariane.common.message import message_dict
 
 __all__ = [
@@ -111,7 +112,8 @@ async def _messages_view(
     if group is not None and client_id is not None:
         return await _consume_directly(ctx, msgs[0], group, client_id)
     dicts = [message_dict(m) for m in msgs]
-    return View({"messages": dicts}, [_detail(d) for d in dicts])
+    hints = await trace_hints(ctx.admin, [m.msg_id for m in msgs], ctx.timeout_ms)
+    return View({"messages": dicts}, [_detail(d) for d in dicts], hints)
 
 
 @admin_command("queryMsgById", "Query a message by its offset message id.")
@@ -180,6 +182,7 @@ async def query_msg_by_key(
     msgs.sort(key=lambda m: (m.store_timestamp_ms, m.queue_id, m.queue_offset))
     dicts = [message_dict(m, body=False) for m in msgs]
     lines = [] if dicts else [f"no message of topic {topic} has key {key!r}"]
+    lines += await trace_hints(ctx.admin, [m.msg_id for m in msgs], ctx.timeout_ms)
     return View(
         {"topic": topic, "key": key, "messages": dicts}, [_list_table(dicts, body=False)], lines
     )

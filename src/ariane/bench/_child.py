@@ -54,12 +54,17 @@ def broker_child_ready(prefix: str, overrides: Sequence[str] = ()) -> Iterator[d
             raise click.ClickException("the broker did not start")
         yield started
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_child(proc)
         tmp.cleanup()
+
+
+def stop_child(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM ``proc``, SIGKILL it after 60 s, and close its output pipe."""
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    if proc.stdout is not None:
+        proc.stdout.close()

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import os
 import struct
 import threading
@@ -41,6 +40,7 @@ import click
 import numpy as np
 
 from ariane.acl.credentials import SessionCredentials
+from ariane.bench._trace_modes import TRACE_OPTIONS, echo_results, run_trace_modes, trace_fields
 from ariane.client import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -181,6 +181,8 @@ class _Plan:
     as_json: bool
     threads: bool
     credentials: SessionCredentials | None = None
+    trace: bool = False
+    trace_topic: str | None = None
 
 
 async def _bench(plan: _Plan) -> dict[str, Any]:
@@ -227,12 +229,15 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
             consume_message_batch_max_size=plan.batch_max,
             pull_batch_size=plan.pull_batch,
             credentials=plan.credentials,
+            enable_trace=plan.trace,
+            trace_topic=plan.trace_topic,
         )
         consumer.subscribe(plan.topic)
         consumer.register_message_listener(threaded_listener if plan.threads else listener)
         reporter = asyncio.create_task(_report(stats, plan.interval_s, plan.as_json))
         stop = asyncio.Event()
         async with consumer:
+            cpu = time.process_time()
             # long-lived objects (routes, connections, modules) out of the collector's way:
             # a full collection otherwise lands in the latency tail
             gc.collect()
@@ -252,6 +257,7 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
             if plan.produce_rate:
                 await sender
             reporter.cancel()
+            cpu = time.process_time() - cpu
     seconds = (stats.last_s - stats.first_s) if stats.consumed > 1 else 0.0
     rts = np.frombuffer(stats.rts, dtype=np.float64) if stats.rts else np.zeros(1)
     return {
@@ -273,6 +279,8 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
         "p99_rt_ms": round(float(np.percentile(rts, 99)), 3),
         "max_rt_ms": round(float(rts.max()), 3),
         **_store_split(stats),
+        "client_cpu_us_per_msg": round(cpu * 1e6 / stats.consumed, 2) if stats.consumed else 0.0,
+        **trace_fields(consumer.tracer.dispatcher.stats if consumer.tracer else None),
     }
 
 
@@ -313,6 +321,9 @@ def _store_split(stats: _Stats) -> dict[str, float]:
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
 @click.option("--access-key", default=None, help="ACL account that signs every request.")
 @click.option("--secret-key", default=None, help="That account's secret.")
+@TRACE_OPTIONS[0]
+@TRACE_OPTIONS[1]
+@TRACE_OPTIONS[2]
 def consumer_bench(
     namesrv: str,
     topic: str,
@@ -330,32 +341,39 @@ def consumer_bench(
     as_json: bool,
     access_key: str | None,
     secret_key: str | None,
+    trace: str,
+    trace_rounds: int,
+    trace_topic: str | None,
 ) -> None:
-    """Consume messages with a PushConsumer; print TPS and end-to-end RT."""
+    """Consume messages with a PushConsumer; print TPS and end-to-end RT (``--trace both``:
+    untraced and traced runs, each with a new group, and their throughput ratio)."""
     if size < _STAMP.size or concurrency <= 0 or report_interval <= 0 or preload < 0:
         raise click.BadParameter(f"size must be >= {_STAMP.size}; counts and intervals > 0")
     if bool(access_key) != bool(secret_key):
         raise click.BadParameter("give both --access-key and --secret-key")
-    plan = _Plan(
-        namesrv,
-        topic,
-        group or f"benchmark_consumer_{os.getpid()}_{int(time.time())}",
-        size,
-        messages,
-        duration,
-        concurrency,
-        batch_max,
-        pull_batch,
-        preload,
-        produce_rate,
-        report_interval,
-        as_json,
-        threads,
-        SessionCredentials(access_key, secret_key) if access_key and secret_key else None,
-    )
-    result = run(_bench(plan))
-    if as_json:
-        click.echo(json.dumps(result))
-        return
-    for key, value in result.items():
-        click.echo(f"{key:>14}: {value}")
+    credentials = SessionCredentials(access_key, secret_key) if access_key and secret_key else None
+    base_group = group or f"benchmark_consumer_{os.getpid()}_{int(time.time())}"
+
+    def one(traced: bool, index: int) -> dict[str, Any]:
+        plan = _Plan(
+            namesrv,
+            topic,
+            base_group if trace != "both" else f"{base_group}_{index}",
+            size,
+            messages,
+            duration,
+            concurrency,
+            batch_max,
+            pull_batch,
+            preload,
+            produce_rate,
+            report_interval,
+            as_json,
+            threads,
+            credentials,
+            traced,
+            trace_topic,
+        )
+        return run(_bench(plan))
+
+    echo_results(run_trace_modes(trace, trace_rounds, one, as_json), as_json, 24)

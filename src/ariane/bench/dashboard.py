@@ -6,8 +6,8 @@ starts ``ariane standalone --dashboard-port 0`` in a temporary directory. It the
 cluster through the admin API in bulk (topics and groups with one request per broker per
 batch, a message per topic, offsets for some groups so lag is computed) and loads every page:
 the first load (cold caches, the lists fetched from the brokers), then ``--rounds`` loads
-over HTTP, and, with Chromium present, ``--browser-rounds`` loads in the browser (navigation
-to the load event). It prints p50/p95 per page; it asserts nothing.
+over HTTP, and, with Chromium present, one warm-up and ``--browser-rounds`` loads in the
+browser (navigation start to the load event). It prints p50/p95 per page; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from ariane.bench._child import stop_child
 from ariane.client import Admin, Message, Producer
 from ariane.remoting.protocol.admin_bodies import SubscriptionGroupConfig
 from ariane.remoting.protocol.bodies import TopicConfig
@@ -142,14 +143,7 @@ def _standalone() -> Iterator[dict[str, str]]:
             raise click.ClickException("the standalone cluster with its dashboard did not start")
         yield ready
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_child(proc)
         tmp.cleanup()
 
 
@@ -194,6 +188,7 @@ def browser_times(base: str, pages: list[tuple[str, str]], rounds: int) -> dict[
         )
         page = context.new_page()
         for name, path in pages:
+            page.goto(base + path, wait_until="load")  # warm-up: scripts compiled and cached
             times = []
             for _ in range(rounds):
                 page.goto(base + path, wait_until="load")
@@ -215,7 +210,7 @@ def browser_times(base: str, pages: list[tuple[str, str]], rounds: int) -> dict[
 @click.option("--topics", type=click.IntRange(1), default=1000, show_default=True)
 @click.option("--groups", type=click.IntRange(1), default=10_000, show_default=True)
 @click.option("--rounds", type=click.IntRange(1), default=40, show_default=True)
-@click.option("--browser-rounds", type=click.IntRange(0), default=10, show_default=True)
+@click.option("--browser-rounds", type=click.IntRange(0), default=20, show_default=True)
 def dashboard_bench(
     namesrv: str | None,
     dashboard_addr: str | None,

@@ -12,12 +12,13 @@ Two ways to keep the broker busy:
 ``--report-interval`` seconds one line shows TPS, MB/s, average and max RT and failures; the
 end prints a summary (``--json``: one JSON object as the last line, with ``msgs_per_s``,
 ``mb_per_s``, ``avg_rt_ms``, ``max_rt_ms``, ``p99_rt_ms``, ``failed``...). RT is per request.
+``--trace on`` traces every send (``enable_trace``); ``--trace both`` measures the cost of
+message trace (see ``ariane.bench._trace_modes``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from array import array
@@ -29,6 +30,7 @@ import click
 import numpy as np
 
 from ariane.acl.credentials import SessionCredentials
+from ariane.bench._trace_modes import TRACE_OPTIONS, echo_results, run_trace_modes, trace_fields
 from ariane.client import Message, Producer
 from ariane.errors import ArianeError
 from ariane.remoting.eventloop import run
@@ -211,15 +213,20 @@ async def _bench(
     as_json: bool,
     fault: bool,
     credentials: SessionCredentials | None = None,
+    trace: bool = False,
+    trace_topic: str | None = None,
 ) -> dict[str, Any]:
     stats = _Stats()
-    async with Producer(
+    producer = Producer(
         group,
         namesrv_addr=namesrv,
         send_latency_fault_enable=fault,
         send_timeout_ms=10_000,
         credentials=credentials,
-    ) as producer:
+        enable_trace=trace,
+        trace_topic=trace_topic,
+    )
+    async with producer:
         # route and connection first, so the measurement starts warm
         try:
             await producer.send(Message(plan.topic, b"warm-up"))
@@ -228,10 +235,12 @@ async def _bench(
         runner = _Runner(producer, plan, stats)
         reporter = asyncio.create_task(_report(stats, interval_s, plan.size, as_json))
         started = time.perf_counter()
+        cpu = time.process_time()
         try:
             await (runner.run_async() if use_async else runner.run_sync())
         finally:
             seconds = time.perf_counter() - started
+            cpu = time.process_time() - cpu
             reporter.cancel()
     rts = np.frombuffer(stats.rts, dtype=np.float64) if stats.rts else np.zeros(1)
     return {
@@ -251,6 +260,8 @@ async def _bench(
         "p99_rt_ms": round(float(np.percentile(rts, 99)), 3),
         "max_rt_ms": round(float(rts.max()), 3),
         "first_error": stats.first_error,
+        "client_cpu_us_per_msg": round(cpu * 1e6 / stats.ok_msgs, 2) if stats.ok_msgs else 0.0,
+        **trace_fields(producer.trace_dispatcher.stats if producer.trace_dispatcher else None),
     }
 
 
@@ -287,6 +298,9 @@ async def _bench(
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
 @click.option("--access-key", default=None, help="ACL account that signs every send.")
 @click.option("--secret-key", default=None, help="That account's secret.")
+@TRACE_OPTIONS[0]
+@TRACE_OPTIONS[1]
+@TRACE_OPTIONS[2]
 def producer_bench(
     namesrv: str,
     topic: str,
@@ -305,19 +319,33 @@ def producer_bench(
     as_json: bool,
     access_key: str | None,
     secret_key: str | None,
+    trace: str,
+    trace_rounds: int,
+    trace_topic: str | None,
 ) -> None:
-    """Send messages as fast as the cluster takes them; print TPS and RT."""
+    """Send messages as fast as the cluster takes them; print TPS and RT (``--trace both``:
+    untraced and traced runs and their throughput ratio)."""
     if size <= 0 or batch <= 0 or concurrency <= 0 or report_interval <= 0:
         raise click.BadParameter("size, batch, concurrency and report interval must be > 0")
     if bool(access_key) != bool(secret_key):
         raise click.BadParameter("give both --access-key and --secret-key")
     creds = SessionCredentials(access_key, secret_key) if access_key and secret_key else None
     plan = _Plan(topic, size, batch, keys, tags, delay_level, messages, duration, concurrency)
-    result = run(
-        _bench(namesrv, plan, use_async, group, report_interval, as_json, latency_fault, creds)
-    )
-    if as_json:
-        click.echo(json.dumps(result))
-        return
-    for key, value in result.items():
-        click.echo(f"{key:>12}: {value}")
+
+    def one(traced: bool, index: int) -> dict[str, Any]:
+        return run(
+            _bench(
+                namesrv,
+                plan,
+                use_async,
+                group,
+                report_interval,
+                as_json,
+                latency_fault,
+                creds,
+                traced,
+                trace_topic,
+            )
+        )
+
+    echo_results(run_trace_modes(trace, trace_rounds, one, as_json), as_json, 18)

@@ -500,6 +500,13 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
     "maxTransferCountOnMessageInDisk": ("max_transfer_count_on_message_in_disk", int),
     "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", int),
     "defaultQueryMaxNum": ("default_query_max_num", int),
+    # timer messages (issue 16)
+    "timerWheelEnable": ("timer_wheel_enable", bool),
+    "timerPrecisionMs": ("timer_precision_ms", int),
+    "timerMaxDelaySec": ("timer_max_delay_sec", int),
+    "timerRollWindowSlot": ("timer_roll_window_slot", int),
+    "mappedFileSizeTimerLog": ("mapped_file_size_timer_log", int),
+    "timerFlushIntervalMs": ("timer_flush_interval_ms", int),
 }
 
 #: RocketMQ properties accepted for compatibility that have no effect here.

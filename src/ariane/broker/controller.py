@@ -50,6 +50,7 @@ from ariane.broker.processors.pull import PullMessageProcessor
 from ariane.broker.processors.query import QueryMessageProcessor
 from ariane.broker.processors.send import SendMessageProcessor
 from ariane.broker.processors.stats import StatsProcessor
+from ariane.broker.processors.timer import TimerProcessor
 from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.registration import BrokerRegistration
 from ariane.broker.replication import BrokerReplication
@@ -58,6 +59,7 @@ from ariane.broker.runtime_info import runtime_info
 from ariane.broker.schedule import DELAY_OFFSET_FILE, ScheduleMessageService
 from ariane.broker.stats import BrokerStats, StoreCounters
 from ariane.broker.subscription_group import SubscriptionGroupManager
+from ariane.broker.timer import TimerFeature
 from ariane.broker.topic_config import TopicConfigManager
 from ariane.broker.transaction import TransactionalMessageService
 from ariane.broker.transaction_check import TransactionalMessageCheckService
@@ -68,7 +70,7 @@ from ariane.common.message import HostPort
 from ariane.common.netaddr import is_loopback
 from ariane.common.roles import BrokerRole
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
-from ariane.common.topics import SCHEDULE_TOPIC
+from ariane.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
@@ -207,8 +209,12 @@ class BrokerController:
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self.pull_processor = PullMessageProcessor(self)
-        # POP consumption (issue 16)
-        self.pop: PopConsumption = PopConsumption(self, self.pull_processor.message_filter, cdir)
+        # timer messages and POP consumption (issue 16)
+        self.timer = TimerFeature(self.store, store_config, self.clock)
+        self.transactions.final_hooks.append(self.timer.hook.rewrite)
+        self.pop: PopConsumption = PopConsumption(
+            self, self.pull_processor.message_filter, cdir, timer=self.timer.bridge
+        )
 
     def _start_acl(self) -> None:
         """Load the ACL files and put the ACL hook in front of every processor
@@ -260,6 +266,9 @@ class BrokerController:
         """The store's arriving listener (dispatch thread)."""
         if topic == SCHEDULE_TOPIC:
             self.schedule.on_arrival()
+            return
+        if topic == TIMER_TOPIC:
+            self.timer.on_arrival()
             return
         self.hold.arriving(
             topic, queue_id, next_logic_offset, tags_code, store_timestamp_ms, properties
@@ -328,6 +337,7 @@ class BrokerController:
         self.groups.load()
         self.offsets.load()
         self.pop.create_system_topics()
+        self.timer.create_topic(self.topics)
         self.pop.load()
         if not await asyncio.to_thread(self.store.load):
             raise StoreError(
@@ -337,6 +347,7 @@ class BrokerController:
         try:
             self.schedule.load()
             self.transactions.load()
+            self.timer.load()
         except BaseException:
             await asyncio.to_thread(self.store.shutdown)
             raise
@@ -376,6 +387,7 @@ class BrokerController:
 
     def _register_processors(self) -> None:
         self.send_processor = SendMessageProcessor(self)
+        self.send_processor.rewriters.append(self.timer.hook)
         for processor in (
             self.send_processor,
             self.pull_processor,
@@ -389,6 +401,7 @@ class BrokerController:
             AclAdminProcessor(self),
             PopMessageProcessor(self),
             HAStatusProcessor(self),
+            TimerProcessor(self),
         ):
             processor.register(self.remoting)
 
@@ -419,6 +432,7 @@ class BrokerController:
             await self.acl.stop()
         await self._stop_master_services()
         await self.pop.stop()
+        await asyncio.to_thread(self.timer.shutdown)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -442,13 +456,16 @@ class BrokerController:
         return self.replication.role
 
     def _start_master_services(self) -> None:
-        """What only a master runs: delay delivery, the transaction check, POP revive."""
+        """What only a master runs: delay delivery, the transaction check, POP revive, the
+        timer wheel's delivery."""
         self.schedule.start()
         self.tx_check.start()
+        self.timer.start()
         self.pop.revive.start()
 
     async def _stop_master_services(self) -> None:
         await self.pop.revive.stop()
+        await asyncio.to_thread(self.timer.shutdown)
         await self.tx_check.stop()
         await asyncio.to_thread(self.schedule.stop)
 

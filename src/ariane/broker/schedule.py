@@ -42,7 +42,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from ariane.broker.metadata import MetadataFile
-from ariane.broker.processors import error
 from ariane.common.clock import Clock
 from ariane.common.message import MessageExt
 from ariane.common.properties import (
@@ -63,7 +62,6 @@ from ariane.common.sysflag import (
 from ariane.common.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from ariane.errors import CorruptionError
 from ariane.remoting.protocol.admin_bodies import DelayOffsetSerializeWrapper
-from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.store import MessageInner, MessageStore, PutResult
 from ariane.store.format import CQ_UNIT
@@ -108,25 +106,16 @@ class DelayLevelRewriter:
         self.max_level = max_level
 
     def rewrite(self, inner: MessageInner) -> RemotingCommand | None:
-        """Move a delayed message to its level's schedule queue; refuse timer messages."""
+        """Move a delayed message to its level's schedule queue (timer messages without a
+        level are the timer hook's, :mod:`ariane.broker.timer`)."""
         tx = transaction_value(inner.sys_flag)
         if tx not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
             return None
         props = inner.properties
         if DELAY not in props:
-            if TIMER_DELIVER_MS in props or TIMER_DELAY_SEC in props or TIMER_DELAY_MS in props:
-                return error(
-                    ResponseCode.SYSTEM_ERROR,
-                    "accurate timer message is not enabled, timerWheelEnable is false",
-                )
             return None
         level = delay_level_of(props)
         if level <= 0:
-            if any(k in props for k in _TIMER_KEYS):
-                return error(
-                    ResponseCode.SYSTEM_ERROR,
-                    "accurate timer message is not enabled, timerWheelEnable is false",
-                )
             return None
         if inner.topic in (SCHEDULE_TOPIC, TRANS_HALF_TOPIC):
             return None

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Protocol
 
@@ -49,9 +49,6 @@ from ariane.common.properties import (
     REAL_QUEUE_ID,
     REAL_TOPIC,
     TAGS,
-    TIMER_DELAY_MS,
-    TIMER_DELAY_SEC,
-    TIMER_DELIVER_MS,
     TRANSACTION_ID,
     TRANSACTION_PREPARED,
     TRANSACTION_PREPARED_QUEUE_OFFSET,
@@ -220,6 +217,8 @@ class TransactionalMessageService:
         self.committed = 0
         self.rolled_back = 0
         self.discarded = 0
+        #: rewrites of a committed message before it is stored (the timer hook, issue 16)
+        self.final_hooks: list[Callable[[MessageInner], RemotingCommand | None]] = []
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -277,8 +276,8 @@ class TransactionalMessageService:
             props[TRANSACTION_ID] = uniq
         if not props.get(PRODUCER_GROUP):
             props[PRODUCER_GROUP] = producer_group
-        for key in (DELAY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS):
-            props.pop(key, None)
+        # the timer properties stay: the commit is timed (counting from the commit)
+        props.pop(DELAY, None)
         props[REAL_TOPIC] = inner.topic
         props[REAL_QUEUE_ID] = str(inner.queue_id)
         inner.properties_string = None
@@ -400,7 +399,12 @@ class TransactionalMessageService:
         identity = identity_of(msg)
         futures: list[Future[PutResult]] = []
         if wanted is Resolution.COMMITTED:
-            final = self.store.submit_message(committed_message(msg, half_offset))
+            inner = committed_message(msg, half_offset)
+            for hook in self.final_hooks:
+                refused = hook(inner)
+                if refused is not None:
+                    return refused, []
+            final = self.store.submit_message(inner)
             if final.done() and not final.result().stored:
                 return _put_error(final.result()), []
             futures.append(final)

@@ -32,13 +32,38 @@ from ariane.remoting.protocol.bodies import TopicConfig, TopicConfigSerializeWra
 from ariane.remoting.protocol.stats_bodies import ConsumeStatsList
 from ariane.remoting.protocol.summary_bodies import GroupSummaryTable, TopicSummaryTable
 
-__all__ = ["TOOLS_CONSUMER_GROUP", "AdminBulk", "BrokerAnswers", "describe_error"]
+__all__ = [
+    "TOOLS_CONSUMER_GROUP",
+    "AdminBulk",
+    "BrokerAnswers",
+    "describe_error",
+    "tools_pull_header",
+]
 
 T = TypeVar("T")
 _PULL_BATCH = 32
 _QUEUE_READERS = 16
 #: The group admin tools pull with (``MixAll.TOOLS_CONSUMER_GROUP``).
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+
+
+def tools_pull_header(
+    mq: MessageQueue, offset: int, count: int, group: str = TOOLS_CONSUMER_GROUP
+) -> h.PullMessageRequestHeader:
+    """A PULL_MESSAGE of ``count`` messages from ``offset`` that commits nothing and never
+    waits (what admin tools read queues with)."""
+    return h.PullMessageRequestHeader(
+        consumer_group=group,
+        topic=mq.topic,
+        queue_id=mq.queue_id,
+        queue_offset=offset,
+        max_msg_nums=count,
+        sys_flag=PULL_SUBSCRIPTION,
+        commit_offset=0,
+        suspend_timeout_millis=0,
+        sub_version=0,
+        subscription="*",
+    )
 
 
 class BrokerAnswers(NamedTuple, Generic[T]):
@@ -228,18 +253,8 @@ class AdminBulk(AdminOps):
         out: list[MessageExt] = []
         offset = start
         while offset < end and len(out) < limit:
-            header = h.PullMessageRequestHeader(
-                consumer_group=group,
-                topic=mq.topic,
-                queue_id=mq.queue_id,
-                queue_offset=offset,
-                max_msg_nums=min(_PULL_BATCH, end - offset, limit - len(out)),
-                sys_flag=PULL_SUBSCRIPTION,
-                commit_offset=0,
-                suspend_timeout_millis=0,
-                sub_version=0,
-                subscription="*",
-            )
+            count = min(_PULL_BATCH, end - offset, limit - len(out))
+            header = tools_pull_header(mq, offset, count, group)
             result = await self.api.pull_message(addr, header, self.timeout_ms)
             if result.status is PullStatus.OFFSET_ILLEGAL and result.next_begin_offset > offset:
                 offset = result.next_begin_offset

@@ -37,7 +37,7 @@ from ariane.client._offset_store import OffsetStore
 from ariane.client._process_queue import ProcessQueue
 from ariane.client._rebalance import RebalanceImpl
 from ariane.client._stats import ConsumeStats
-from ariane.client._trace_hooks import ConsumeTracer, consume_outcome
+from ariane.client._trace_hooks import ConsumeTracer, TraceBefore, consume_outcome
 from ariane.client.consumer_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -48,12 +48,14 @@ from ariane.client.consumer_types import (
 from ariane.common import properties as props
 from ariane.common.clock import Clock, monotonic_ms
 from ariane.common.message import MessageExt
-from ariane.common.trace import TraceContext
+from ariane.common.trace import ConsumeReturnType
 from ariane.remoting.protocol.client_bodies import MessageQueue
 
 __all__ = ["ConcurrentConsumeService", "OrderlyConsumeService", "is_coroutine_listener"]
 
 logger = logging.getLogger(__name__)
+
+_SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
 class ConsumeHost(Protocol):
@@ -126,15 +128,19 @@ class _ServiceBase:
         return result
 
     def trace_after(
-        self, before: TraceContext, count: int, status: Any, raised: bool, seconds: float
+        self, before: TraceBefore, count: int, status: Any, raised: bool, seconds: float
     ) -> None:
         """The SubAfter record of a listener call whose SubBefore was ``before``."""
         tracer = self.consumer.tracer
-        if tracer is not None:
-            success, outcome = consume_outcome(
-                status, raised, int(seconds * 1000), self.consumer.consume_timeout_ms
-            )
-            tracer.after(before, count, success, outcome)
+        if tracer is None:
+            return
+        if status is _SUCCESS and seconds * 1000 < self.consumer.consume_timeout_ms:
+            tracer.after(before, count, True, ConsumeReturnType.SUCCESS)  # the usual case
+            return
+        success, outcome = consume_outcome(
+            status, raised, int(seconds * 1000), self.consumer.consume_timeout_ms
+        )
+        tracer.after(before, count, success, outcome)
 
     def later(self, delay_s: float, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the loop after ``delay_s`` unless the service stops first."""

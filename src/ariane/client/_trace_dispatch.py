@@ -1,14 +1,15 @@
 """Shipping trace records off the business paths (RocketMQ ``AsyncTraceDispatcher``).
 
-How it works: hooks on the send and consume paths build ``TraceContext`` values and call
-``append``, which never blocks and never raises: it puts the context in a bounded deque
-(``queue_size``, 2048; when full the context is dropped and ``stats.discarded`` counted) and,
-at most once per wake-up, wakes the worker (``call_soon_threadsafe`` when called from a
-listener thread). The worker task runs on the host client's event loop: it lingers
-``linger_ms`` (5 ms, Java's poll) to let a batch build up, takes up to ``batch_size`` (100)
-contexts, groups them by the traced message's topic, encodes them (``ariane.common.trace``)
-and packs them into trace messages of at most ~118000 characters whose ``KEYS`` are the
-traced msgIds and business keys. Each trace message is sent by the dispatcher's own
+How it works: hooks on the send and consume paths encode their records
+(``ariane.common.trace``) and call ``append_encoded`` (``append`` takes a ``TraceContext``),
+which never blocks and never raises: it puts the records in a bounded deque (``queue_size``
+contexts, 10000; when full they are dropped and ``stats.discarded`` counted) and, at most
+once per wake-up, wakes the worker (``call_soon_threadsafe`` when called from a listener
+thread). The worker task runs on the host client's event loop: unless ``batch_size`` (500)
+contexts are already queued it lingers ``linger_ms`` (10 ms) to let a batch build up, then
+takes everything queued and packs it into trace messages of at most ~118000 characters
+whose ``KEYS`` are the traced msgIds and business keys. Big trace messages matter: a send
+costs the client as much as encoding a hundred records. Each trace message is sent by the dispatcher's own
 producer (group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>``, client instance
 ``PID_CLIENT_INNER_TRACE_PRODUCER_<namesrv>``, so trace traffic has its own connections)
 with a 5 s timeout; at most ``max_in_flight`` sends run at once. The producer is the normal
@@ -34,30 +35,31 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ariane.client.config import ClientConfig
 from ariane.client.message import Message, SendResult
+from ariane.common import properties as props
 from ariane.common.topics import GROUP_MAX_LENGTH, validate_topic
 from ariane.common.trace import (
     DEFAULT_TRACE_TOPIC,
-    FIELD_SEPARATOR,
+    MAX_TRACE_KEY_CHARS,
     MAX_TRACE_MESSAGE_CHARS,
     TRACE_INSTANCE_NAME,
     TRACE_PRODUCER_GROUP_PREFIX,
     TraceContext,
-    TraceTransfer,
     encode_context,
-    pack_transfers,
 )
 from ariane.errors import InvalidArgumentError
 
 __all__ = [
     "AsyncTraceDispatcher",
+    "EncodedTrace",
     "SenderFactory",
     "TraceSender",
     "TraceSettings",
     "TraceStats",
+    "pack",
     "trace_topic_name",
 ]
 
@@ -93,19 +95,20 @@ class TraceSettings:
     """Dispatcher limits (RocketMQ's fixed values, adjustable here).
 
     Attributes:
-        queue_size: contexts buffered before new ones are dropped (Java 2048).
-        batch_size: contexts taken per round (Java 4.x 100).
+        queue_size: contexts buffered before new ones are dropped (Java 2048; more here
+            because a round takes everything queued).
+        batch_size: with this many contexts queued a round starts without lingering.
         max_message_chars: a trace message body is closed at this size (Java 118000).
-        linger_ms: how long a round waits for more contexts before sending (Java 5 ms).
+        linger_ms: how long a round waits for more contexts before sending.
         max_in_flight: trace messages being sent at once.
         send_timeout_ms: timeout of one trace message (Java 5000).
         flush_timeout_ms: how long ``close`` waits for queued records to be sent.
     """
 
-    queue_size: int = 2048
-    batch_size: int = 100
+    queue_size: int = 10_000
+    batch_size: int = 500
     max_message_chars: int = MAX_TRACE_MESSAGE_CHARS
-    linger_ms: int = 5
+    linger_ms: int = 10
     max_in_flight: int = 16
     send_timeout_ms: int = 5000
     flush_timeout_ms: int = 3000
@@ -157,8 +160,66 @@ def _producer_group(host_group: str, kind: str) -> str:
     return f"{TRACE_PRODUCER_GROUP_PREFIX}-{host_group[: max(room, 0)]}{suffix}"
 
 
-def _records(data: str) -> int:
-    return data.count(FIELD_SEPARATOR)
+#: Records ready to ship: (traced topic, encoded records, how many there are, their index
+#: keys: msgIds and business keys; a key text may hold several space-separated keys, as
+#: ``KEYS`` does). A plain tuple: hooks build one or two per message.
+EncodedTrace = tuple[str, str, int, tuple[str, ...]]
+
+
+class _Packed(NamedTuple):
+    data: str
+    records: int
+    keys: str
+
+
+def _close(data: list[str], records: int, keys: list[str]) -> _Packed:
+    return _Packed("".join(data), records, " ".join(dict.fromkeys(keys)))
+
+
+def pack(
+    items: list[EncodedTrace],
+    max_chars: int = MAX_TRACE_MESSAGE_CHARS,
+    max_key_chars: int = MAX_TRACE_KEY_CHARS,
+) -> list[_Packed]:
+    """``flushData``: concatenate encoded records into message bodies. A body is closed as
+    soon as it reaches ``max_chars`` (so it may exceed it by one item), and before its
+    ``KEYS`` text would pass ``max_key_chars`` (the record's properties must fit in 32767
+    bytes); one item with more keys than that keeps the first ones that fit."""
+    out: list[_Packed] = []
+    data: list[str] = []
+    keys: list[str] = []
+    size = key_size = records = 0
+    for _topic, text, count, item_keys in items:
+        extra = sum(map(len, item_keys)) + len(item_keys)
+        if data and key_size + extra > max_key_chars:
+            out.append(_close(data, records, keys))
+            data, keys, size, key_size, records = [], [], 0, 0, 0
+        if extra > max_key_chars:
+            kept = _fitting(item_keys, max_key_chars)
+            keys.extend(kept)
+            key_size += sum(len(k) + 1 for k in kept)
+        else:
+            keys.extend(item_keys)
+            key_size += extra
+        data.append(text)
+        size += len(text)
+        records += count
+        if size >= max_chars:
+            out.append(_close(data, records, keys))
+            data, keys, size, key_size, records = [], [], 0, 0, 0
+    if data:
+        out.append(_close(data, records, keys))
+    return out
+
+
+def _fitting(keys: tuple[str, ...], budget: int) -> list[str]:
+    kept = []
+    for text in keys:
+        for key in text.split(props.KEY_SEPARATOR):
+            if key and len(key) + 1 <= budget:
+                kept.append(key)
+                budget -= len(key) + 1
+    return kept
 
 
 class AsyncTraceDispatcher:
@@ -196,7 +257,7 @@ class AsyncTraceDispatcher:
         self.stats = TraceStats()
         self._factory = sender_factory
         self._sender: TraceSender | None = None
-        self._queue: deque[TraceContext] = deque()
+        self._queue: deque[EncodedTrace] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._wake: asyncio.Event | None = None
@@ -211,14 +272,28 @@ class AsyncTraceDispatcher:
     # -- the hot side -----------------------------------------------------------------------------
 
     def append(self, ctx: TraceContext) -> bool:
-        """Queue ``ctx`` for sending; ``False`` (and counted) when it was dropped. Never
-        blocks or raises; callable from any thread."""
+        """Encode ``ctx`` and queue it (see ``append_encoded``); ``False`` (and counted) when
+        it was dropped or does not encode. Never blocks or raises."""
+        if not ctx.beans:
+            return False
+        try:
+            transfer = encode_context(ctx)
+        except InvalidArgumentError as exc:
+            self.stats.lost_records += len(ctx.beans)
+            logger.warning("trace context of %s not encodable: %s", ctx.beans[0].msg_id, exc)
+            return False
+        keys = tuple(transfer.keys)
+        return self.append_encoded((ctx.beans[0].topic, transfer.data, len(ctx.beans), keys))
+
+    def append_encoded(self, trace: EncodedTrace) -> bool:
+        """Queue encoded records for sending; ``False`` (and counted) when they were
+        dropped. Never blocks or raises; callable from any thread."""
         queue = self._queue
         if self._closed or len(queue) >= self.settings.queue_size:
             self.stats.discarded += 1
             self._log_sometimes("trace queue full or dispatcher closed: context dropped")
             return False
-        queue.append(ctx)
+        queue.append(trace)
         self.stats.appended += 1
         if not self._wake_pending and self._wake is not None:
             self._wake_pending = True
@@ -303,47 +378,34 @@ class AsyncTraceDispatcher:
             if len(queue) < settings.batch_size and settings.linger_ms:
                 await asyncio.sleep(settings.linger_ms / 1000)
             while queue:
-                take = min(len(queue), settings.batch_size)
-                await self._dispatch([queue.popleft() for _ in range(take)])
+                await self._dispatch([queue.popleft() for _ in range(len(queue))])
 
-    async def _dispatch(self, contexts: list[TraceContext]) -> None:
-        by_topic: dict[str, list[TraceTransfer]] = {}
-        for ctx in contexts:
-            if not ctx.beans:
-                continue
-            try:
-                transfer = encode_context(ctx)
-            except InvalidArgumentError as exc:
-                self.stats.lost_records += len(ctx.beans)
-                logger.warning("trace context of %s not encodable: %s", ctx.bean.msg_id, exc)
-                continue
-            by_topic.setdefault(ctx.bean.topic, []).append(transfer)
+    async def _dispatch(self, items: list[EncodedTrace]) -> None:
         slots = self._slots
         assert slots is not None
-        for transfers in by_topic.values():
-            for packed in pack_transfers(transfers, self.settings.max_message_chars):
-                await slots.acquire()
-                task = asyncio.create_task(self._send(packed))
-                self._sending.add(task)
-                task.add_done_callback(self._sending.discard)
+        for packed in pack(items, self.settings.max_message_chars):
+            await slots.acquire()
+            task = asyncio.create_task(self._send(packed))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
 
-    async def _send(self, packed: TraceTransfer) -> None:
-        records = _records(packed.data)
+    async def _send(self, packed: _Packed) -> None:
         try:
             sender = await self._started_sender()
-            msg = Message(self.trace_topic, packed.data.encode("utf-8"), keys=sorted(packed.keys))
+            body = packed.data.encode("utf-8")
+            msg = Message(self.trace_topic, body, properties={props.KEYS: packed.keys})
             await sender.send(msg, timeout_ms=self.settings.send_timeout_ms)
         except asyncio.CancelledError:
             self.stats.failed_messages += 1
-            self.stats.lost_records += records
+            self.stats.lost_records += packed.records
             raise
         except Exception as exc:
             self.stats.failed_messages += 1
-            self.stats.lost_records += records
+            self.stats.lost_records += packed.records
             self._log_sometimes(f"sending trace data to {self.trace_topic} failed ({exc!r})")
         else:
             self.stats.sent_messages += 1
-            self.stats.sent_records += records
+            self.stats.sent_records += packed.records
         finally:
             assert self._slots is not None
             self._slots.release()

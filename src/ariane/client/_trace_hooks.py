@@ -3,9 +3,11 @@
 
 How it works: a producer or consumer built with ``enable_trace=True`` holds a tracer; the
 send and consume paths call it only when it exists (``if tracer is not None``), so tracing
-off costs one attribute test. The tracer turns what happened into ``TraceContext`` values and
-hands them to its ``AsyncTraceDispatcher`` (``append`` never blocks). Nothing here raises
-into the business path: a failure to build a context is logged and the record dropped.
+off costs one attribute test. The tracer writes what happened straight into encoded records
+(``ariane.common.trace``'s record functions: no intermediate objects, these run once or twice
+per message) and hands them with their index keys to its ``AsyncTraceDispatcher``
+(``append_encoded`` never blocks). Nothing here raises into the business path: a failure to
+build a record is logged and the record dropped.
 
 * ``SendTracer.pub``: after a send the broker stored (``SendResult``), unless the broker
   answered ``TRACE_ON=false``: one Pub record (a batch request gives one record whose msgId is
@@ -24,7 +26,9 @@ trace topic are never traced (the trace producer's own messages).
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -35,7 +39,7 @@ from ariane.client.message import SendResult, SendStatus
 from ariane.common import properties as props
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.message import Message, MessageExt
-from ariane.common.msgid import UniqueIdGenerator
+from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
 from ariane.common.trace import (
     DEFAULT_REGION_ID,
     JAVA_NULL,
@@ -44,14 +48,16 @@ from ariane.common.trace import (
     TraceContext,
     TraceMessageType,
     TraceType,
+    index_keys,
     message_type_of,
+    pub_record,
+    sub_after_record,
+    sub_before_record,
 )
 
-__all__ = ["ConsumeTracer", "SendTracer", "batch_sources", "consume_outcome"]
+__all__ = ["ConsumeTracer", "SendTracer", "TraceBefore", "batch_sources", "consume_outcome"]
 
 logger = logging.getLogger(__name__)
-
-_request_ids = UniqueIdGenerator()
 
 
 def _text(value: str | None) -> str:
@@ -67,7 +73,7 @@ class SendTracer:
         clock: wall-clock source.
     """
 
-    __slots__ = ("clock", "dispatcher", "group")
+    __slots__ = ("clock", "dispatcher", "group", "now_ms", "trace_topic")
 
     def __init__(
         self, dispatcher: AsyncTraceDispatcher, group: str, clock: Clock | None = None
@@ -75,10 +81,9 @@ class SendTracer:
         self.dispatcher = dispatcher
         self.group = group
         self.clock = clock or SystemClock()
-
-    def now_ms(self) -> int:
-        """The clock's wall time in milliseconds."""
-        return self.clock.now_ms()
+        #: the clock's wall time in milliseconds
+        self.now_ms = self.clock.now_ms
+        self.trace_topic = dispatcher.trace_topic
 
     async def around(
         self,
@@ -95,7 +100,7 @@ class SendTracer:
 
     def traced(self, topic: str) -> bool:
         """Whether sends to ``topic`` are traced (not the trace topic itself)."""
-        return not topic.startswith(self.dispatcher.trace_topic)
+        return not topic.startswith(self.trace_topic)
 
     def pub(
         self,
@@ -107,36 +112,37 @@ class SendTracer:
     ) -> None:
         """Record a send the broker answered (``source``: the message, or a batch's)."""
         try:
-            if not result.trace_on or not self.traced(result.message_queue.topic):
+            topic = result.message_queue.topic
+            if not result.trace_on or topic.startswith(self.trace_topic):
                 return
-            cost = max(self.now_ms() - begin_ms, 0)
+            cost = self.now_ms() - begin_ms
+            msg_id = result.msg_id
             if isinstance(source, Message):
-                tags, keys = source.tags, source.properties.get(props.KEYS)
-                msg_type = message_type_of(source.properties)
+                p = source.properties
+                tags, keys = p.get(props.TAGS) or JAVA_NULL, p.get(props.KEYS) or JAVA_NULL
+                msg_type = message_type_of(p)
+                index: tuple[str, ...] = (msg_id,) if keys == JAVA_NULL else (msg_id, keys)
             else:
-                tags, msg_type = None, TraceMessageType.Normal_Msg
-                keys = " ".join(dict.fromkeys(k for m in source for k in m.keys)) or None
-            bean = TraceBean(
-                topic=result.message_queue.topic,
-                msg_id=result.msg_id,
-                offset_msg_id=result.offset_msg_id,
-                tags=_text(tags),
-                keys=_text(keys),
-                store_host=store_host,
-                store_time_ms=begin_ms + cost // 2,
-                body_length=body_length,
-                msg_type=msg_type,
+                tags, msg_type = JAVA_NULL, TraceMessageType.Normal_Msg
+                keys = " ".join(dict.fromkeys(k for m in source for k in m.keys)) or JAVA_NULL
+                index = tuple(index_keys(msg_id, keys))
+            data = pub_record(
+                begin_ms,
+                result.region_id or DEFAULT_REGION_ID,
+                self.group,
+                topic,
+                msg_id,
+                tags,
+                keys,
+                store_host,
+                body_length,
+                cost if cost > 0 else 0,
+                msg_type,
+                result.offset_msg_id,
+                result.status is SendStatus.SEND_OK,
+                check=False,
             )
-            ctx = TraceContext(
-                TraceType.Pub,
-                timestamp_ms=begin_ms,
-                region_id=result.region_id or DEFAULT_REGION_ID,
-                group=self.group,
-                cost_ms=cost,
-                success=result.status is SendStatus.SEND_OK,
-                beans=(bean,),
-            )
-            self.dispatcher.append(ctx)
+            self.dispatcher.append_encoded((topic, data, 1, index))
         except Exception:
             logger.warning("recording the Pub trace of %s failed", result.msg_id, exc_info=True)
 
@@ -209,9 +215,19 @@ def consume_outcome(
     return success, kind
 
 
+#: What ``ConsumeTracer.before`` recorded, for its ``after``: (request id, start ms,
+#: traced topic, (msgId, keys text) per traced message, index keys).
+TraceBefore = tuple[str, int, str, tuple[tuple[str, str], ...], tuple[str, ...]]
+
+#: Request ids: a per-process random prefix and a counter (32 hex digits like Java's).
+_REQUEST_PREFIX = os.urandom(8).hex().upper()
+_request_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
+
+
 class ConsumeTracer:
     """SubBefore and SubAfter records of one consumer group (callable from listener
-    threads).
+    threads). The values recorded come from stored messages' properties, which were split
+    on the record separators, so records are written without the separator check.
 
     Args:
         dispatcher: where records go.
@@ -219,7 +235,7 @@ class ConsumeTracer:
         clock: wall-clock source.
     """
 
-    __slots__ = ("clock", "dispatcher", "group")
+    __slots__ = ("clock", "dispatcher", "group", "now_ms", "trace_topic")
 
     def __init__(
         self, dispatcher: AsyncTraceDispatcher, group: str, clock: Clock | None = None
@@ -227,63 +243,94 @@ class ConsumeTracer:
         self.dispatcher = dispatcher
         self.group = group
         self.clock = clock or SystemClock()
+        self.now_ms = self.clock.now_ms
+        self.trace_topic = dispatcher.trace_topic
 
-    def before(self, msgs: Sequence[MessageExt]) -> TraceContext | None:
-        """Record that ``msgs`` go to the listener now; the context to pass to ``after``
-        (``None`` when nothing was recorded)."""
+    def before(self, msgs: Sequence[MessageExt]) -> TraceBefore | None:
+        """Record that ``msgs`` go to the listener now; what to pass to ``after`` (``None``
+        when nothing was recorded)."""
         try:
-            trace_topic = self.dispatcher.trace_topic
-            beans = []
+            if len(msgs) == 1:  # the usual case (consume_message_batch_max_size = 1)
+                return self._before_one(msgs[0])
+            trace_topic = self.trace_topic
+            traced: list[tuple[str, str]] = []
+            retries: list[int] = []
+            keys: list[str] = []
             region = ""
             for msg in msgs:
                 p = msg.properties
-                if p.get(props.TRACE_SWITCH) == "false" or msg.topic.startswith(trace_topic):
+                if p.get(TRACE_SWITCH) == "false" or msg.topic.startswith(trace_topic):
                     continue
-                region = p.get(props.MSG_REGION) or region
-                beans.append(
-                    TraceBean(
-                        topic=msg.topic,
-                        msg_id=msg.msg_id,
-                        tags=_text(p.get(props.TAGS)),
-                        keys=_text(p.get(props.KEYS)),
-                        store_time_ms=msg.store_timestamp_ms,
-                        body_length=msg.store_size,
-                        retry_times=msg.reconsume_times,
-                    )
-                )
-            if not beans:
+                region = p.get(MSG_REGION) or region
+                msg_id = p.get(UNIQ_KEY) or msg.offset_msg_id
+                text = p.get(KEYS)
+                traced.append((msg_id, text or JAVA_NULL))
+                retries.append(msg.reconsume_times)
+                keys.append(msg_id)
+                if text:
+                    keys.append(text)
+            if not traced:
                 return None
-            ctx = TraceContext(
-                TraceType.SubBefore,
-                timestamp_ms=self.clock.now_ms(),
-                region_id=region or DEFAULT_REGION_ID,
-                group=self.group,
-                request_id=_request_ids.next_id(),
-                beans=tuple(beans),
+            now = self.now_ms()
+            request_id = f"{_REQUEST_PREFIX}{next(_request_counter):016X}"
+            region = region or DEFAULT_REGION_ID
+            group = self.group
+            data = "".join(
+                [
+                    sub_before_record(now, region, group, request_id, i, n, k, check=False)
+                    for (i, k), n in zip(traced, retries, strict=True)
+                ]
             )
-            self.dispatcher.append(ctx)
-            return ctx
+            index = tuple(keys)
+            topic = msgs[0].topic
+            self.dispatcher.append_encoded((topic, data, len(traced), index))
+            return request_id, now, topic, tuple(traced), index
         except Exception:
             logger.warning("recording a SubBefore trace failed", exc_info=True)
             return None
 
+    def _before_one(self, msg: MessageExt) -> TraceBefore | None:
+        p = msg.properties
+        topic = msg.topic
+        if p.get(TRACE_SWITCH) == "false" or topic.startswith(self.trace_topic):
+            return None
+        msg_id = p.get(UNIQ_KEY) or msg.offset_msg_id
+        text = p.get(KEYS)
+        keys = text or JAVA_NULL
+        now = self.now_ms()
+        request_id = f"{_REQUEST_PREFIX}{next(_request_counter):016X}"
+        region = p.get(MSG_REGION) or DEFAULT_REGION_ID
+        data = sub_before_record(
+            now, region, self.group, request_id, msg_id, msg.reconsume_times, keys, check=False
+        )
+        index = (msg_id, text) if text else (msg_id,)
+        self.dispatcher.append_encoded((topic, data, 1, index))
+        return request_id, now, topic, ((msg_id, keys),), index
+
     def after(
-        self, before: TraceContext, count: int, success: bool, outcome: ConsumeReturnType
+        self, before: TraceBefore, count: int, success: bool, outcome: ConsumeReturnType
     ) -> None:
         """Record the end of the listener call ``before`` started (``count`` messages)."""
         try:
-            now = self.clock.now_ms()
-            ctx = TraceContext(
-                TraceType.SubAfter,
-                timestamp_ms=now,
-                region_id=before.region_id,
-                group=self.group,
-                cost_ms=max(now - before.timestamp_ms, 0) // max(count, 1),
-                success=success,
-                request_id=before.request_id,
-                context_code=int(outcome),
-                beans=before.beans,
-            )
-            self.dispatcher.append(ctx)
+            request_id, began, topic, traced, index = before
+            now = self.now_ms()
+            cost = (now - began) // (count if count > 0 else 1)
+            cost = cost if cost > 0 else 0
+            code, group = int(outcome), self.group
+            if len(traced) == 1:
+                ((msg_id, keys),) = traced
+                data = sub_after_record(
+                    request_id, msg_id, cost, success, keys, code, now, group, check=False
+                )
+            else:
+                data = "".join(
+                    [
+                        sub_after_record(
+                            request_id, i, cost, success, k, code, now, group, check=False
+                        )
+                        for i, k in traced
+                    ]
+                )
+            self.dispatcher.append_encoded((topic, data, len(traced), index))
         except Exception:
             logger.warning("recording a SubAfter trace failed", exc_info=True)

@@ -18,7 +18,12 @@ from typing import Any, TypeVar
 from ariane.acl.credentials import SessionCredentials
 from ariane.acl.plain import AclConfig, PlainAccessConfig
 from ariane.client._acl_api import AclVersionInfo
-from ariane.client._admin_bulk import TOOLS_CONSUMER_GROUP, AdminBulk, BrokerAnswers
+from ariane.client._admin_bulk import (
+    TOOLS_CONSUMER_GROUP,
+    AdminBulk,
+    BrokerAnswers,
+    tools_pull_header,
+)
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
 from ariane.client._trace_dispatch import trace_topic_name
@@ -33,7 +38,7 @@ from ariane.client.message import MessageExt, MessageQueue, PullStatus
 from ariane.client.trace import MessageTrace, build_message_trace
 from ariane.common import properties as props
 from ariane.common.msgid import decode_offset_msg_id
-from ariane.common.sysflag import PERM_READ, PERM_WRITE, PULL_SUBSCRIPTION
+from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.errors import ArianeError, BrokerResponseError, InvalidArgumentError
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.admin_bodies import (
@@ -633,19 +638,9 @@ class Admin(AdminBulk):
         """The message at ``offset`` of ``mq`` (``queryMsgByOffset``), ``None`` if there is
         none (yet)."""
         addr = await self._broker_addr_of(mq)
-        header = h.PullMessageRequestHeader(
-            consumer_group=TOOLS_CONSUMER_GROUP,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=offset,
-            max_msg_nums=1,
-            sys_flag=PULL_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            sub_version=0,
-            subscription="*",
+        result = await self.api.pull_message(
+            addr, tools_pull_header(mq, offset, 1), self.timeout_ms
         )
-        result = await self.api.pull_message(addr, header, self.timeout_ms)
         if result.status is not PullStatus.FOUND:
             return None
         for msg in result.messages:

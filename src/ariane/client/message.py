@@ -46,6 +46,9 @@ class Message(_common.Message):
             mean it: ``TAGS``, ``KEYS``, ``DELAY``... are read by brokers and clients).
         delay_level: deliver after the broker's delay level (1..18 by default: 1 s .. 2 h);
             0 means at once.
+        deliver_time_ms: deliver at this time (epoch ms; RocketMQ 5 timer messages,
+            property ``TIMER_DELIVER_MS``; at most ``timerMaxDelaySec``, 3 days, ahead).
+        delay_time_ms: deliver this many ms after the broker stores it (``TIMER_DELAY_MS``).
         wait_store_msg_ok: ``False`` sets ``WAIT=false``: a SYNC_FLUSH broker answers without
             waiting for the flush.
 
@@ -66,6 +69,8 @@ class Message(_common.Message):
         properties: Mapping[str, str] | None = None,
         delay_level: int = 0,
         wait_store_msg_ok: bool = True,
+        deliver_time_ms: int | None = None,
+        delay_time_ms: int | None = None,
     ) -> None:
         super().__init__(topic, bytes(body), flag, dict(properties) if properties else {})
         if tags:
@@ -76,6 +81,12 @@ class Message(_common.Message):
             self.delay_level = delay_level
         if not wait_store_msg_ok:
             self.properties[props.WAIT_STORE_MSG_OK] = "false"
+        if deliver_time_ms is not None:
+            self.deliver_time_ms = deliver_time_ms
+        if delay_time_ms is not None:
+            if delay_time_ms < 0:
+                raise InvalidArgumentError(f"delay_time_ms must be >= 0, got {delay_time_ms}")
+            self.properties[props.TIMER_DELAY_MS] = str(delay_time_ms)
 
     @property
     def tags(self) -> str | None:
@@ -120,6 +131,24 @@ class Message(_common.Message):
             self.properties[props.DELAY] = str(level)
         else:
             self.properties.pop(props.DELAY, None)
+
+    @property
+    def deliver_time_ms(self) -> int | None:
+        """The ``TIMER_DELIVER_MS`` time (RocketMQ 5 ``setDeliverTimeMs``), None when unset."""
+        raw = self.properties.get(props.TIMER_DELIVER_MS)
+        try:
+            return int(raw) if raw else None
+        except ValueError:
+            return None
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, value: int | None) -> None:
+        if value is None:
+            self.properties.pop(props.TIMER_DELIVER_MS, None)
+        elif value < 0:
+            raise InvalidArgumentError(f"deliver_time_ms must be >= 0, got {value}")
+        else:
+            self.properties[props.TIMER_DELIVER_MS] = str(value)
 
     def put_property(self, name: str, value: str) -> None:
         """Set a user property.

@@ -36,6 +36,7 @@ __all__ = [
     "TraceStats",
     "UndecodableTraceMessage",
     "build_message_trace",
+    "trace_entries",
 ]
 
 _ORDER = {
@@ -184,10 +185,6 @@ def _host_only(msg: MessageExt) -> str:
     return host.strip("[]") or text
 
 
-def _names(ctx: TraceContext, msg_id: str) -> bool:
-    return any(msg_id in b.msg_id.split(",") for b in ctx.beans)
-
-
 def _entry(ctx: TraceContext, client: str, trace_msg_id: str) -> TraceEntry:
     t, b = ctx.trace_type, ctx.bean
     has_cost = t in (TraceType.Pub, TraceType.SubAfter)
@@ -247,6 +244,25 @@ def _complete(entries: list[TraceEntry]) -> list[TraceEntry]:
     return out
 
 
+def trace_entries(msg: MessageExt) -> list[TraceEntry | UndecodableTraceMessage]:
+    """Every record of one trace-topic message, as entries (consume records without their
+    topic: it is not part of them) or, where a record does not decode, as
+    ``UndecodableTraceMessage``. Never raises."""
+    trace_id = msg.offset_msg_id
+    client = _host_only(msg)
+    out: list[TraceEntry | UndecodableTraceMessage] = []
+    for item in decode_trace_body(bytes(msg.body)):
+        if isinstance(item, UndecodableTrace):
+            out.append(
+                UndecodableTraceMessage(
+                    trace_id, client, msg.store_timestamp_ms, item.error, item.text, item.index
+                )
+            )
+        else:
+            out.append(_entry(item, client, trace_id))
+    return out
+
+
 def build_message_trace(
     msg_id: str, trace_topic: str, trace_messages: Iterable[MessageExt]
 ) -> MessageTrace:
@@ -256,18 +272,12 @@ def build_message_trace(
     bad: list[UndecodableTraceMessage] = []
     seen: set[str] = set()
     for msg in sorted(trace_messages, key=lambda m: m.store_timestamp_ms):
-        trace_id = msg.offset_msg_id
-        if trace_id in seen:
+        if msg.offset_msg_id in seen:
             continue
-        seen.add(trace_id)
-        client = _host_only(msg)
-        for item in decode_trace_body(bytes(msg.body)):
-            if isinstance(item, UndecodableTrace):
-                bad.append(
-                    UndecodableTraceMessage(
-                        trace_id, client, msg.store_timestamp_ms, item.error, item.text, item.index
-                    )
-                )
-            elif _names(item, msg_id):
-                entries.append(_entry(item, client, trace_id))
+        seen.add(msg.offset_msg_id)
+        for item in trace_entries(msg):
+            if isinstance(item, UndecodableTraceMessage):
+                bad.append(item)
+            elif msg_id in item.msg_id.split(","):
+                entries.append(item)
     return MessageTrace(msg_id, trace_topic, _complete(entries), bad)

@@ -11,6 +11,7 @@ __all__ = [
     "DLQ_PREFIX",
     "RETRY_PREFIX",
     "SCHEDULE_TOPIC",
+    "TIMER_TOPIC",
     "TRANS_HALF_TOPIC",
     "TRANS_OP_HALF_TOPIC",
     "dlq_topic",
@@ -30,6 +31,8 @@ BENCHMARK_TOPIC = "BenchmarkTest"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+#: Where timer messages wait (RocketMQ 5's ``TimerMessageStore.TIMER_TOPIC``).
+TIMER_TOPIC = "rmq_sys_wheel_timer"
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 

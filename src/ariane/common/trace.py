@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ariane.common import properties as props
@@ -58,8 +58,12 @@ __all__ = [
     "decode_trace_body",
     "decode_trace_data",
     "encode_context",
+    "end_transaction_record",
+    "index_keys",
     "message_type_of",
-    "pack_transfers",
+    "pub_record",
+    "sub_after_record",
+    "sub_before_record",
     "trace_keys",
 ]
 
@@ -228,92 +232,187 @@ def _b(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _record(fields: Iterable[object]) -> str:
-    parts = []
-    for value in fields:
-        text = _b(value) if isinstance(value, bool) else str(value)
-        if CONTENT_SEPARATOR in text or FIELD_SEPARATOR in text:
-            raise InvalidArgumentError(f"trace field {text!r} contains a separator character")
-        parts.append(text)
-    return CONTENT_SEPARATOR.join(parts) + FIELD_SEPARATOR
+def _checked(record: str, fields: int) -> str:
+    """``record`` if it has exactly ``fields`` fields and one terminator (a value holding a
+    separator character would shift every field after it)."""
+    if (
+        record.count(CONTENT_SEPARATOR) != fields - 1
+        or record.find(FIELD_SEPARATOR) != len(record) - 1
+    ):
+        raise InvalidArgumentError(f"a trace field contains a separator character: {record!r}")
+    return record
+
+
+def pub_record(
+    timestamp_ms: int,
+    region_id: str,
+    group: str,
+    topic: str,
+    msg_id: str,
+    tags: str,
+    keys: str,
+    store_host: str,
+    body_length: int,
+    cost_ms: int,
+    msg_type: int,
+    offset_msg_id: str,
+    success: bool,
+    *,
+    check: bool = True,
+) -> str:
+    """One Pub record (14 fields); ``check=False`` skips the separator check (for values
+    that travel in a message's encoded properties, where a separator is corruption anyway).
+
+    Raises:
+        InvalidArgumentError: a value contains a separator character.
+    """
+    text = (
+        f"Pub\x01{timestamp_ms}\x01{region_id}\x01{group}\x01{topic}\x01{msg_id}\x01{tags}"
+        f"\x01{keys}\x01{store_host}\x01{body_length}\x01{cost_ms}\x01{int(msg_type)}"
+        f"\x01{offset_msg_id}\x01{_b(success)}\x02"
+    )
+    return _checked(text, 14) if check else text
+
+
+def sub_before_record(
+    timestamp_ms: int,
+    region_id: str,
+    group: str,
+    request_id: str,
+    msg_id: str,
+    retry_times: int,
+    keys: str,
+    *,
+    check: bool = True,
+) -> str:
+    """One SubBefore record (8 fields). ``check=False`` skips the separator check, for
+    values that were themselves split on the separators (a stored message's properties).
+
+    Raises:
+        InvalidArgumentError: a value contains a separator character.
+    """
+    text = (
+        f"SubBefore\x01{timestamp_ms}\x01{region_id}\x01{group}\x01{request_id}\x01{msg_id}"
+        f"\x01{retry_times}\x01{keys}\x02"
+    )
+    return _checked(text, 8) if check else text
+
+
+def sub_after_record(
+    request_id: str,
+    msg_id: str,
+    cost_ms: int,
+    success: bool,
+    keys: str,
+    context_code: int,
+    timestamp_ms: int,
+    group: str,
+    *,
+    check: bool = True,
+) -> str:
+    """One SubAfter record (9 fields, the 4.9/5.x layout); ``check`` as for
+    ``sub_before_record``.
+
+    Raises:
+        InvalidArgumentError: a value contains a separator character.
+    """
+    text = (
+        f"SubAfter\x01{request_id}\x01{msg_id}\x01{cost_ms}\x01{_b(success)}\x01{keys}"
+        f"\x01{int(context_code)}\x01{timestamp_ms}\x01{group}\x02"
+    )
+    return _checked(text, 9) if check else text
+
+
+def end_transaction_record(
+    timestamp_ms: int,
+    region_id: str,
+    group: str,
+    bean: TraceBean,
+) -> str:
+    """One EndTransaction record (13 fields).
+
+    Raises:
+        InvalidArgumentError: a separator character, or an unknown transaction state.
+    """
+    b = bean
+    if b.transaction_state not in TRANSACTION_STATES:
+        raise InvalidArgumentError(f"unknown transaction state {b.transaction_state!r}")
+    return _checked(
+        f"EndTransaction\x01{timestamp_ms}\x01{region_id}\x01{group}\x01{b.topic}\x01{b.msg_id}"
+        f"\x01{b.tags}\x01{b.keys}\x01{b.store_host}\x01{int(b.msg_type)}\x01{b.transaction_id}"
+        f"\x01{b.transaction_state}\x01{_b(b.from_transaction_check)}\x02",
+        13,
+    )
 
 
 def _encode_records(ctx: TraceContext) -> str:
     t = ctx.trace_type
     if t is TraceType.SubBefore:
         return "".join(
-            _record(
-                (
-                    t.value,
-                    ctx.timestamp_ms,
-                    ctx.region_id,
-                    ctx.group,
-                    ctx.request_id,
-                    b.msg_id,
-                    b.retry_times,
-                    b.keys,
-                )
+            sub_before_record(
+                ctx.timestamp_ms,
+                ctx.region_id,
+                ctx.group,
+                ctx.request_id,
+                b.msg_id,
+                b.retry_times,
+                b.keys,
             )
             for b in ctx.beans
         )
     if t is TraceType.SubAfter:
         return "".join(
-            _record(
-                (
-                    t.value,
-                    ctx.request_id,
-                    b.msg_id,
-                    ctx.cost_ms,
-                    ctx.success,
-                    b.keys,
-                    int(ctx.context_code),
-                    ctx.timestamp_ms,
-                    ctx.group,
-                )
+            sub_after_record(
+                ctx.request_id,
+                b.msg_id,
+                ctx.cost_ms,
+                ctx.success,
+                b.keys,
+                ctx.context_code,
+                ctx.timestamp_ms,
+                ctx.group,
             )
             for b in ctx.beans
         )
     b = ctx.bean
-    head = (t.value, ctx.timestamp_ms, ctx.region_id, ctx.group, b.topic, b.msg_id)
     if t is TraceType.Pub:
-        tail: tuple[object, ...] = (
+        return pub_record(
+            ctx.timestamp_ms,
+            ctx.region_id,
+            ctx.group,
+            b.topic,
+            b.msg_id,
             b.tags,
             b.keys,
             b.store_host,
             b.body_length,
             ctx.cost_ms,
-            int(b.msg_type),
+            b.msg_type,
             b.offset_msg_id,
             ctx.success,
         )
-    elif t is TraceType.EndTransaction:
-        if b.transaction_state not in TRANSACTION_STATES:
-            raise InvalidArgumentError(f"unknown transaction state {b.transaction_state!r}")
-        tail = (
-            b.tags,
-            b.keys,
-            b.store_host,
-            int(b.msg_type),
-            b.transaction_id,
-            b.transaction_state,
-            b.from_transaction_check,
-        )
-    else:  # Recall
-        tail = (ctx.success,)
-    return _record(head + tail)
+    if t is TraceType.EndTransaction:
+        return end_transaction_record(ctx.timestamp_ms, ctx.region_id, ctx.group, b)
+    return _checked(
+        f"Recall\x01{ctx.timestamp_ms}\x01{ctx.region_id}\x01{ctx.group}\x01{b.topic}"
+        f"\x01{b.msg_id}\x01{_b(ctx.success)}\x02",
+        7,
+    )
+
+
+def index_keys(msg_id: str, keys: str) -> list[str]:
+    """The index keys one bean contributes: its msgId (each id of a batch's comma-joined
+    ids, so a batch's trace is found by any of its messages) and each business key (Java's
+    ``null`` text excluded)."""
+    out = [i for i in msg_id.split(",") if i] if "," in msg_id else [msg_id] if msg_id else []
+    if keys and keys != JAVA_NULL:
+        out.extend(k for k in keys.split(props.KEY_SEPARATOR) if k and k != JAVA_NULL)
+    return out
 
 
 def trace_keys(ctx: TraceContext) -> frozenset[str]:
-    """The index keys of ``ctx``'s trace message: every bean's msgId (each id of a batch's
-    comma-joined ids, so a batch's trace is found by any of its messages) and each of its
-    business keys (Java's ``null`` text excluded)."""
-    keys: set[str] = set()
-    for b in ctx.beans:
-        if b.msg_id:
-            keys.update(i for i in b.msg_id.split(",") if i)
-        if b.keys and b.keys != JAVA_NULL:
-            keys.update(k for k in b.keys.split(props.KEY_SEPARATOR) if k and k != JAVA_NULL)
-    return frozenset(keys)
+    """The index keys of ``ctx``'s trace message (``index_keys`` of every bean)."""
+    return frozenset(k for b in ctx.beans for k in index_keys(b.msg_id, b.keys))
 
 
 def encode_context(ctx: TraceContext) -> TraceTransfer:
@@ -324,52 +423,6 @@ def encode_context(ctx: TraceContext) -> TraceTransfer:
             holding a separator character, or an unknown transaction state.
     """
     return TraceTransfer(_encode_records(ctx), trace_keys(ctx))
-
-
-def pack_transfers(
-    transfers: Iterable[TraceTransfer],
-    max_chars: int = MAX_TRACE_MESSAGE_CHARS,
-    max_key_chars: int = MAX_TRACE_KEY_CHARS,
-) -> list[TraceTransfer]:
-    """``flushData``: concatenate encoded contexts into message bodies. A body is closed as
-    soon as it reaches ``max_chars`` (so it may exceed it by one context), and before its
-    space-joined keys would exceed ``max_key_chars`` (the ``KEYS`` property must fit the
-    record's 2-byte properties length); one context with more keys than that keeps the
-    first ones in sorted order."""
-    out: list[TraceTransfer] = []
-    data: list[str] = []
-    keys: set[str] = set()
-    size = key_size = 0
-    for transfer in transfers:
-        new = set(transfer.keys - keys)
-        extra = sum(len(k) + 1 for k in new)
-        if data and key_size + extra > max_key_chars:
-            out.append(TraceTransfer("".join(data), frozenset(keys)))
-            data, keys, size, key_size = [], set(), 0, 0
-            new, extra = set(transfer.keys), sum(len(k) + 1 for k in transfer.keys)
-        if key_size + extra > max_key_chars:
-            new = _first_keys(new, max_key_chars - key_size)
-            extra = sum(len(k) + 1 for k in new)
-        data.append(transfer.data)
-        keys.update(new)
-        size += len(transfer.data)
-        key_size += extra
-        if size >= max_chars:
-            out.append(TraceTransfer("".join(data), frozenset(keys)))
-            data, keys, size, key_size = [], set(), 0, 0
-    if data:
-        out.append(TraceTransfer("".join(data), frozenset(keys)))
-    return out
-
-
-def _first_keys(keys: Iterable[str], budget: int) -> set[str]:
-    kept: set[str] = set()
-    for key in sorted(keys):
-        if len(key) + 1 > budget:
-            break
-        kept.add(key)
-        budget -= len(key) + 1
-    return kept
 
 
 def message_type_of(properties: Mapping[str, str]) -> TraceMessageType:

@@ -401,13 +401,7 @@ def _unsupported(errors: dict[str, str], already: dict[str, str], what: str) -> 
 def _broker_row(row: dict[str, Any], rt: dict[str, str] | None, error: str) -> BrokerRow:
     bid = int(row["brokerId"])
     role = (rt or {}).get("brokerRole") or ("MASTER" if bid == 0 else "SLAVE")
-    ha = ""
-    if rt is not None:
-        behind = rt.get("slaveFallBehindMuch") or rt.get("haSlaveFallBehind")
-        if behind:
-            ha = f"behind {behind} bytes"
-        elif rt.get("masterAddr"):
-            ha = f"master {rt['masterAddr']}"
+    ha = _ha_text(rt or {})
     if not row.get("reachable"):
         return BrokerRow(
             row["cluster"], row["brokerName"], bid, row["addr"], role, False,
@@ -419,6 +413,18 @@ def _broker_row(row: dict[str, Any], rt: dict[str, str] | None, error: str) -> B
         row["inTotalYesterday"], row["outTotalYesterday"], row["hoursOfData"],
         row["brokerPermission"], ha,
     )  # fmt: skip
+
+
+def _ha_text(rt: dict[str, str]) -> str:
+    """The replication state of GET_BROKER_RUNTIME_INFO in a few words (issue 13's keys)."""
+    if "haConnectionCount" in rt:
+        text = f"{rt['haConnectionCount']} slave(s), {rt.get('inSyncSlaveNums', '0')} in sync"
+        behind = rt.get("slaveFallBehindMuch", "0")
+        return text + (f", {behind} bytes behind" if behind not in ("", "0") else "")
+    if rt.get("masterAddr"):
+        state = rt.get("haClientState", "")
+        return f"master {rt['masterAddr']}" + (f" ({state})" if state else "")
+    return ""
 
 
 def _topic_row(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import FormData
@@ -47,28 +48,25 @@ _PERMS = {"6": PERM_READ | PERM_WRITE, "4": PERM_READ, "2": PERM_WRITE}
 _MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
 
 
-def topic_param(value: str | None, name: str = "topic") -> str:
-    """A topic name from a query or form, checked."""
-    topic = (value or "").strip()
-    if not topic:
+def _name(value: str | None, name: str, validate: Callable[[str], None]) -> str:
+    text = (value or "").strip()
+    if not text:
         raise BadInput(name, "is required")
     try:
-        validate_topic(topic)
+        validate(text)
     except InvalidArgumentError as exc:
         raise BadInput(name, str(exc)) from None
-    return topic
+    return text
+
+
+def topic_param(value: str | None, name: str = "topic") -> str:
+    """A topic name from a query or form, checked."""
+    return _name(value, name, validate_topic)
 
 
 def group_param(value: str | None, name: str = "group") -> str:
     """A consumer group name from a query or form, checked."""
-    group = (value or "").strip()
-    if not group:
-        raise BadInput(name, "is required")
-    try:
-        validate_group(group)
-    except InvalidArgumentError as exc:
-        raise BadInput(name, str(exc)) from None
-    return group
+    return _name(value, name, validate_group)
 
 
 def _matches(row: TopicRow, query: str, kind: str) -> bool:

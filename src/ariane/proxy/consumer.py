@@ -28,7 +28,6 @@ import grpc
 
 from ariane.acl.credentials import SessionCredentials
 from ariane.client._pop_api import decode_pop_response, receipt_handle_of
-from ariane.common.message import MessageExt
 from ariane.common.pop import ReceiptHandle
 from ariane.common.record import iter_records
 from ariane.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
@@ -36,6 +35,7 @@ from ariane.errors import ArianeError, CorruptionError, InvalidArgumentError
 from ariane.proxy.clients import ClientSession
 from ariane.proxy.convert import (
     duration_ms,
+    expression_type,
     incoming,
     timestamp_ms,
     to_timestamp,
@@ -44,7 +44,7 @@ from ariane.proxy.convert import (
 )
 from ariane.proxy.core import CallContext, ProxyCore, check_request, rpc
 from ariane.proxy.renew import Lease
-from ariane.proxy.status import ProxyError, from_remoting, status
+from ariane.proxy.status import ProxyError, from_remoting, overall_status, status
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
 from ariane.remoting.protocol import headers as h
@@ -177,7 +177,7 @@ class ConsumerService:
             poll_time=polling,
             born_time=self.core.now_ms(),
             init_mode=0,
-            exp_type="SQL92" if expression.type == pb.SQL else "TAG",
+            exp_type=expression_type(expression),
             exp=expression.expression or "*",
             order=fifo,
             attempt_id=request.attempt_id if request.HasField("attempt_id") else None,
@@ -205,7 +205,7 @@ class ConsumerService:
         now = self.core.now_ms()
         for ext, handle in zip(popped, handles, strict=True):
             if ext.reconsume_times >= max_attempts and not fifo:
-                await self._to_dlq(ctx, topic, group, ext, handle)
+                await self._to_dlq(ctx, topic, group, ext.msg_id, handle)
                 continue
             message = incoming(ext, topic=topic, receipt_handle=handle.encode(), now_ms=now)
             delivered.append(spb.ReceiveMessageResponse(message=message))
@@ -267,13 +267,7 @@ class ConsumerService:
         if not request.entries:
             raise ProxyError(pb.BAD_REQUEST, "no entry to ack")
         entries = [await self._ack_entry(ctx, topic, group, e) for e in request.entries]
-        codes = {e.status.code for e in entries}
-        overall = (
-            status(entries[0].status.code, entries[0].status.message)
-            if len(codes) == 1
-            else status(pb.MULTIPLE_RESULTS)
-        )
-        return spb.AckMessageResponse(status=overall, entries=entries)
+        return spb.AckMessageResponse(status=overall_status(entries), entries=entries)
 
     @rpc(spb.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(
@@ -349,13 +343,16 @@ class ConsumerService:
         return renewed
 
     async def _to_dlq(
-        self, ctx: CallContext, topic: str, group: str, ext: MessageExt, handle: ReceiptHandle
+        self, ctx: CallContext, topic: str, group: str, msg_id: str, handle: ReceiptHandle
     ) -> None:
+        """CONSUMER_SEND_MSG_BACK to ``%DLQ%<group>`` (delay level -1), then the ack."""
+        if handle.commit_log_offset < 0:
+            raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
         header = h.ConsumerSendMsgBackRequestHeader(
             offset=handle.commit_log_offset,
             group=group,
             delay_level=-1,
-            origin_msg_id=ext.msg_id,
+            origin_msg_id=msg_id,
             origin_topic=topic,
             max_reconsume_times=0,
         )
@@ -365,7 +362,7 @@ class ConsumerService:
         await self.core.invoke_ok(ctx, command)
         response = await self._ack(ctx, topic, group, handle)
         if response.code not in (ResponseCode.SUCCESS, ResponseCode.NO_MESSAGE):
-            logger.warning("dead-lettered message %s not acked: %s", ext.msg_id, response.remark)
+            logger.warning("dead-lettered message %s not acked: %s", msg_id, response.remark)
 
     @rpc(spb.ForwardMessageToDeadLetterQueueResponse)
     async def ForwardMessageToDeadLetterQueue(
@@ -375,21 +372,7 @@ class ConsumerService:
         group = validate_group(request.group)
         handle = decode_handle(ctx.session.leases.latest(request.receipt_handle))
         ctx.session.leases.settle(request.receipt_handle)
-        if handle.commit_log_offset < 0:
-            raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
-        header = h.ConsumerSendMsgBackRequestHeader(
-            offset=handle.commit_log_offset,
-            group=group,
-            delay_level=-1,
-            origin_msg_id=request.message_id,
-            origin_topic=topic,
-            max_reconsume_times=0,
-        )
-        command = RemotingCommand.request(
-            RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields()
-        )
-        await self.core.invoke_ok(ctx, command)
-        await self._ack(ctx, topic, group, handle)
+        await self._to_dlq(ctx, topic, group, request.message_id, handle)
         return spb.ForwardMessageToDeadLetterQueueResponse(status=status())
 
     # -- the offset RPCs ---------------------------------------------------------------------------
@@ -448,7 +431,7 @@ class ConsumerService:
             suspend_timeout_millis=polling,
             sub_version=0,
             subscription=expression.expression or "*",
-            expression_type="SQL92" if expression.type == pb.SQL else "TAG",
+            expression_type=expression_type(expression),
         )
         command = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
         response = await self.core.invoke(ctx, command, polling + 5_000)

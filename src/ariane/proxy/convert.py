@@ -43,6 +43,7 @@ from ariane.proxy.v2 import definition_pb2 as pb
 __all__ = [
     "OutgoingMessage",
     "duration_ms",
+    "expression_type",
     "incoming",
     "make_transaction_id",
     "message_type_of",
@@ -124,6 +125,18 @@ def validate_group(resource: pb.Resource) -> str:
     if name.startswith(_SYSTEM_GROUP_PREFIX):
         raise ProxyError(pb.ILLEGAL_CONSUMER_GROUP, f"cannot use system consumer group {name}")
     return name
+
+
+def expression_type(expression: pb.FilterExpression) -> str:
+    """``TAG`` or ``SQL92`` for a filter; ILLEGAL_FILTER_EXPRESSION for an unknown type
+    (unset means TAG, as the SDKs send it)."""
+    if expression.type in (pb.TAG, pb.FILTER_TYPE_UNSPECIFIED):
+        return "TAG"
+    if expression.type == pb.SQL:
+        return "SQL92"
+    raise ProxyError(
+        pb.ILLEGAL_FILTER_EXPRESSION, f"unknown filter type {expression.type}: use TAG or SQL"
+    )
 
 
 def _has_control(text: str) -> bool:

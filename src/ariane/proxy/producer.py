@@ -15,7 +15,6 @@ proxy-side memory and works however late the client resolves.
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 from ariane.common import properties as p
 from ariane.common.hashing import java_string_hash
@@ -29,6 +28,7 @@ from ariane.common.sysflag import (
 from ariane.common.topics import AUTO_CREATE_TOPIC, DLQ_PREFIX, RETRY_PREFIX
 from ariane.proxy.convert import (
     OutgoingMessage,
+    expression_type,
     make_transaction_id,
     outgoing,
     parse_transaction_id,
@@ -36,7 +36,7 @@ from ariane.proxy.convert import (
     validate_topic,
 )
 from ariane.proxy.core import CallContext, ProxyCore, rpc
-from ariane.proxy.status import ProxyError, from_remoting, status
+from ariane.proxy.status import ProxyError, from_remoting, overall_status, status
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
 from ariane.remoting.protocol import headers as h
@@ -219,7 +219,7 @@ class ProducerService:
                 SubscriptionData.build(
                     validate_topic(entry.topic),
                     entry.expression.expression or "*",
-                    "SQL92" if entry.expression.type == pb.SQL else "TAG",
+                    expression_type(entry.expression),
                     self.core.now_ms(),
                 )
                 for entry in sub.subscriptions
@@ -352,7 +352,7 @@ class ProducerService:
         self._check_type(tc, converted[0])
         single = len(converted) == 1
         entries = [await self._send_one(ctx, m, tc, single) for m in converted]
-        return spb.SendMessageResponse(status=_overall(entries), entries=entries)
+        return spb.SendMessageResponse(status=overall_status(entries), entries=entries)
 
     # -- transactions ------------------------------------------------------------------------------
 
@@ -393,11 +393,3 @@ def _send_error(response: RemotingCommand) -> ProxyError:
     if response.code == ResponseCode.MESSAGE_ILLEGAL:
         return ProxyError(pb.INTERNAL_SERVER_ERROR, response.remark or "message illegal")
     return error
-
-
-def _overall(entries: list[spb.SendResultEntry] | list[Any]) -> pb.Status:
-    codes = {e.status.code for e in entries}
-    if len(codes) == 1:
-        only = entries[0].status
-        return status(only.code, only.message)
-    return status(pb.MULTIPLE_RESULTS)

@@ -11,12 +11,15 @@ the broker's remark, so the client sees why.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from ariane.acl.hook import ACL_EXCEPTION
 from ariane.errors import ArianeError
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.remoting.protocol.codes import ResponseCode
 
-__all__ = ["Code", "ProxyError", "code_name", "from_remoting", "status"]
+__all__ = ["Code", "ProxyError", "code_name", "from_remoting", "overall_status", "status"]
 
 Code = pb.Code
 
@@ -78,3 +81,18 @@ def from_remoting(code: int, remark: str | None) -> ProxyError:
         return ProxyError(pb.UNAUTHORIZED, remark)
     mapped = _REMOTING.get(code, pb.INTERNAL_SERVER_ERROR)
     return ProxyError(mapped, remark or f"broker answered code {code}")
+
+
+class _HasStatus(Protocol):
+    @property
+    def status(self) -> pb.Status: ...
+
+
+def overall_status(entries: Sequence[_HasStatus]) -> pb.Status:
+    """The top-level status of a multi-entry answer: the entries' common status, or
+    MULTIPLE_RESULTS when they differ (INTERNAL_SERVER_ERROR when there are none)."""
+    if not entries:
+        return status(pb.INTERNAL_SERVER_ERROR, "no result entry")
+    if len({e.status.code for e in entries}) == 1:
+        return status(entries[0].status.code, entries[0].status.message)
+    return status(pb.MULTIPLE_RESULTS)

@@ -15,8 +15,9 @@ returns one of:
 
 Responses get the request's opaque, the response flag and the request's header
 serialisation. One-way requests never get a response, not even an error. Errors never escape:
-``RequestError`` becomes a response with its code and remark; any other exception becomes
-SYSTEM_ERROR with a remark and is logged with its traceback. Unknown codes are answered with
+``RequestError`` becomes a response with its code and remark; a request that does not decode
+(``RemoteProtocolError``, ``InvalidArgumentError``) becomes INVALID_PARAMETER; any other
+exception becomes SYSTEM_ERROR with a remark and is logged with its traceback. Unknown codes are answered with
 REQUEST_CODE_NOT_SUPPORTED.
 """
 
@@ -28,7 +29,13 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Protocol, TypeAlias
 
-from ariane.errors import ArianeError, LocalProtocolError, RequestError
+from ariane.errors import (
+    ArianeError,
+    InvalidArgumentError,
+    LocalProtocolError,
+    RemoteProtocolError,
+    RequestError,
+)
 from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import (
@@ -227,6 +234,12 @@ class Dispatcher:
         if isinstance(exc, RequestError):
             logger.debug("%r: %s rejected: %s", ctx.channel, request.describe(), exc.remark)
             return make_response_for(request, exc.code, exc.remark)
+        if isinstance(exc, (RemoteProtocolError, InvalidArgumentError)):
+            # the request itself is malformed (a body or field that does not decode)
+            logger.info("%r: %s refused: %s", ctx.channel, request.describe(), exc)
+            return make_response_for(
+                request, ResponseCode.INVALID_PARAMETER, f"{type(exc).__name__}: {exc}"
+            )
         if isinstance(exc, ArianeError):
             logger.warning("%r: %s failed: %s", ctx.channel, request.describe(), exc)
         else:

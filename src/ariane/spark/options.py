@@ -25,6 +25,7 @@ import orjson
 
 from ariane.acl.credentials import SessionCredentials
 from ariane.common.topics import validate_topic as check_topic
+from ariane.common.trace import DEFAULT_TRACE_TOPIC
 from ariane.errors import InvalidArgumentError
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "SinkOptions",
     "SourceOptions",
     "Subscription",
+    "decodes_trace",
     "offsets_from_json",
     "offsets_to_json",
     "offsets_to_nested",
@@ -292,6 +294,21 @@ class PropertiesMode(enum.Enum):
         )
 
 
+def decodes_trace(options: Mapping[str, str]) -> bool:
+    """Whether the ``decode`` option asks for trace records (``trace``; default ``none``).
+
+    Raises:
+        InvalidArgumentError: another value.
+    """
+    raw = _norm(options).get("decode", "")
+    value = raw.strip().lower()
+    if value in ("", "none"):
+        return False
+    if value == "trace":
+        return True
+    raise InvalidArgumentError(f"option decode must be none or trace, not {raw!r}")
+
+
 def _topics(opts: dict[str, str]) -> tuple[str, ...]:
     raw = opts.get("topic", "")
     topics = tuple(dict.fromkeys(t.strip() for t in raw.split(",") if t.strip()))
@@ -353,6 +370,8 @@ class SourceOptions:
     pull_batch_size: int
     timeout_ms: int
     credentials: SessionCredentials | None = None
+    #: ``decode=trace``: rows are the decoded message-trace records (issue 15)
+    decode_trace: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -367,6 +386,9 @@ class SourceOptions:
             raise InvalidArgumentError("option nameserver is required (host:port[;host:port])")
         topics = _topics(opts)
         assign = parse_assign(opts["assign"]) if opts.get("assign", "").strip() else None
+        decode_trace = decodes_trace(options)
+        if decode_trace and not topics and not assign:
+            topics = (DEFAULT_TRACE_TOPIC,)
         if bool(topics) == bool(assign):
             raise InvalidArgumentError("give exactly one of the options topic and assign")
         starting = (
@@ -410,6 +432,7 @@ class SourceOptions:
             pull_batch_size=_int(opts, "pullBatchSize", 256) or 256,
             timeout_ms=_int(opts, "timeoutMs", 10_000) or 10_000,
             credentials=parse_credentials(opts),
+            decode_trace=decode_trace,
         )
 
     @property

@@ -59,6 +59,7 @@ from ariane.spark._arrow import (
 )
 from ariane.spark._cluster import ClusterOffsets, QueueReader
 from ariane.spark._sender import RowSender
+from ariane.spark._trace import TRACE_ARROW_SCHEMA, TRACE_SCHEMA_DDL, trace_messages_to_batch
 from ariane.spark.ids import MessageIdSequence
 from ariane.spark.options import (
     EARLIEST,
@@ -67,6 +68,7 @@ from ariane.spark.options import (
     QueueKey,
     SinkOptions,
     SourceOptions,
+    decodes_trace,
     offsets_from_nested,
     offsets_to_nested,
 )
@@ -94,11 +96,12 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(ArianeDataSource)
 
 
-def _check_read_schema(schema: StructType) -> None:
-    if schema.fieldNames() != ARROW_SCHEMA.names:
+def _check_read_schema(schema: StructType, opts: SourceOptions) -> None:
+    expected = TRACE_ARROW_SCHEMA.names if opts.decode_trace else ARROW_SCHEMA.names
+    if schema.fieldNames() != expected:
         raise InvalidArgumentError(
             "the ariane source has a fixed schema; do not pass one (got "
-            f"{schema.fieldNames()}, expected {ARROW_SCHEMA.names})"
+            f"{schema.fieldNames()}, expected {expected})"
         )
 
 
@@ -111,18 +114,20 @@ class ArianeDataSource(DataSource):
         return "ariane"
 
     def schema(self) -> str:
-        """The fixed read schema (DDL)."""
-        return SCHEMA_DDL
+        """The fixed read schema (DDL): messages, or trace records with ``decode=trace``."""
+        return TRACE_SCHEMA_DDL if decodes_trace(self.options) else SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader."""
-        _check_read_schema(schema)
-        return ArianeBatchReader(SourceOptions.parse(self.options))
+        opts = SourceOptions.parse(self.options)
+        _check_read_schema(schema, opts)
+        return ArianeBatchReader(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch stream reader."""
-        _check_read_schema(schema)
-        return ArianeStreamReader(SourceOptions.parse(self.options))
+        opts = SourceOptions.parse(self.options)
+        _check_read_schema(schema, opts)
+        return ArianeStreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> ArianeBatchWriter:
         """A batch writer (append only: a topic cannot be overwritten)."""
@@ -142,9 +147,13 @@ class ArianeDataSource(DataSource):
 
 
 def read_range(opts: SourceOptions, rng: QueueRange) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the messages of one queue range (executors)."""
+    """Arrow batches of the messages (or, ``decode=trace``, the trace records) of one queue
+    range (executors)."""
     for msgs in QueueReader(opts).read(rng):
-        yield messages_to_batch(msgs, rng.broker, opts.properties)
+        if opts.decode_trace:
+            yield trace_messages_to_batch(msgs, rng.broker)
+        else:
+            yield messages_to_batch(msgs, rng.broker, opts.properties)
 
 
 def _partitions(opts: SourceOptions, ranges: list[QueueRange]) -> list[InputPartition]:

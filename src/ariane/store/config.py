@@ -50,6 +50,14 @@ def _default_root() -> str:
     return os.path.join(os.path.expanduser("~"), "store")
 
 
+def _snap_precision(value: int) -> int:
+    """``setTimerPrecisionMs``: 100, 200, 500 or 1000 ms (the nearest one below)."""
+    for step in (1000, 500, 200):
+        if value >= step:
+            return step
+    return 100
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoreConfig:
     """Message store configuration. Every field has RocketMQ's default.
@@ -94,10 +102,18 @@ class StoreConfig:
     max_transfer_count_on_message_in_disk: int = 8
     access_message_in_memory_max_ratio: int = 40
     default_query_max_num: int = 32
+    # -- timer messages (issue 16): RocketMQ 5's timer wheel (ariane.store.timer) --
+    timer_wheel_enable: bool = True
+    timer_precision_ms: int = 1000
+    timer_max_delay_sec: int = 3 * 24 * 3600
+    timer_roll_window_slot: int = 2 * 24 * 3600
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
+    timer_flush_interval_ms: int = 1000
 
     def __post_init__(self) -> None:
         if not self.store_path_root_dir:
             object.__setattr__(self, "store_path_root_dir", _default_root())
+        object.__setattr__(self, "timer_precision_ms", _snap_precision(self.timer_precision_ms))
         rem = self.mapped_file_size_consume_queue % CQ_UNIT_SIZE
         if rem:
             object.__setattr__(
@@ -168,6 +184,27 @@ class StoreConfig:
         if index_size >= 1 << 31:
             raise ConfigError("maxIndexNum", "index file would exceed 2 GiB")
         parse_delay_levels(self.message_delay_level)
+        if self.timer_max_delay_sec <= 0:
+            raise ConfigError("timerMaxDelaySec", f"must be > 0, got {self.timer_max_delay_sec}")
+        if self.timer_flush_interval_ms <= 0:
+            raise ConfigError("timerFlushIntervalMs", "must be > 0")
+        if not 1024 <= self.mapped_file_size_timer_log < 1 << 31:
+            raise ConfigError("mappedFileSizeTimerLog", "must be in [1 KiB, 2 GiB)")
+
+    @property
+    def timer_log_dir(self) -> str:
+        """``{root}/timerlog``."""
+        return os.path.join(self.store_path_root_dir, "timerlog")
+
+    @property
+    def timer_wheel_path(self) -> str:
+        """``{root}/timerwheel``."""
+        return os.path.join(self.store_path_root_dir, "timerwheel")
+
+    @property
+    def timer_checkpoint_path(self) -> str:
+        """``{root}/config/timercheck``."""
+        return os.path.join(self.store_path_root_dir, "config", "timercheck")
 
     @property
     def disk_max_used_space_ratio_clamped(self) -> float:

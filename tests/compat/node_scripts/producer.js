@@ -53,6 +53,7 @@ async function main() {
       properties: new Map([['i', String(i)], ['utf', 'h\u00e9']]),
     };
     if (mode === 'fifo') message.messageGroup = `g${i % 3}`;
+    if (mode === 'delay') message.deliveryTimestamp = new Date(Date.now() + Number(arg('delay-ms', '0')));
     if (mode === 'commit' || mode === 'check') {
       const tx = producer.beginTransaction();
       const receipt = await producer.send(message, tx);
@@ -61,7 +62,7 @@ async function main() {
       continue;
     }
     const receipt = await producer.send(message);
-    emit({ event: 'sent', i, id: receipt.messageId, offset: receipt.offset });
+    emit({ event: 'sent', i, id: receipt.messageId, offset: receipt.offset, at: Date.now() / 1000 });
   }
   const linger = Number(arg('linger', '0')) * 1000;
   const deadline = Date.now() + linger;

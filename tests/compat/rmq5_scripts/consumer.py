@@ -37,6 +37,7 @@ def describe(msg: object, attempt: int) -> dict[str, object]:
         "sha": hashlib.sha256(body).hexdigest(),
         "seen": attempt,
         "corrupted": msg.corrupted,  # type: ignore[attr-defined]
+        "delivery": msg.delivery_timestamp,  # type: ignore[attr-defined]
         "at": time.time(),
     }
 

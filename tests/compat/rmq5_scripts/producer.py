@@ -99,7 +99,7 @@ def main() -> int:
                 futures.append((i, producer.send_async(msg)))
                 continue
             receipt = producer.send(msg)
-            emit(event="sent", i=i, id=receipt.message_id, offset=receipt.offset)
+            emit(event="sent", i=i, id=receipt.message_id, offset=receipt.offset, at=time.time())
         for i, future in futures:
             receipt = future.result(timeout=30)
             emit(event="sent", i=i, id=receipt.message_id, offset=receipt.offset)

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,13 +64,3 @@ def mqadmin_process(*args: str, env: dict[str, str] | None = None) -> Result:
         [str(script), *args], capture_output=True, text=True, timeout=60, env=full_env
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
-
-
-def wait_for(probe: Callable[[], T], accept: Callable[[T], bool], timeout_s: float = 20.0) -> T:
-    """Call ``probe`` until ``accept`` likes its result (or time runs out)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if accept(value) or time.monotonic() > deadline:
-            return value
-        time.sleep(0.1)

@@ -10,8 +10,9 @@ import pytest
 
 from ariane.admin.cli import COMMANDS
 from ariane.client import SyncAdmin
-from tests.integration.admin.conftest import Result, mqadmin_process, wait_for
+from tests.integration.admin.conftest import Result, mqadmin_process
 from tests.support.cluster import Cluster
+from tests.support.polling import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("admin-cli")]
 

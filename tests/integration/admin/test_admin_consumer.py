@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from ariane.client import Message, SyncProducer
-from tests.integration.admin.conftest import Result, wait_for
+from tests.integration.admin.conftest import Result
 from tests.integration.admin.mini_consumer import MiniConsumer
 from tests.support.cluster import Cluster
+from tests.support.polling import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("admin-consumer")]
 

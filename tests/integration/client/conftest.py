@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
 from tests.support.cluster import Cluster
+from tests.support.polling import await_for
 
 T = TypeVar("T")
 
@@ -18,18 +18,6 @@ T = TypeVar("T")
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one test coroutine on a fresh event loop."""
     return asyncio.run(coro)
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[T]], accept: Callable[[T], bool], timeout_s: float = 20.0
-) -> T:
-    """Call ``probe`` until ``accept`` likes its result (integration tests only)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = await probe()
-        if accept(value) or time.monotonic() > deadline:
-            return value
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -63,4 +51,4 @@ async def wait_for_route(admin: Any, topic: str) -> None:
             return False
         return True
 
-    assert await eventually(probe, bool), f"no route for {topic}"
+    assert await await_for(probe, bool), f"no route for {topic}"

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pytest
 
 from ariane.client import (
     Admin,
@@ -20,6 +16,7 @@ from ariane.client import (
     Producer,
 )
 from tests.integration.client.conftest import wait_for_route
+from tests.support import rpc
 from tests.support.cluster import Cluster
 
 #: Brokers for consumer tests: SQL92 on, every delay level 1 s (retries come back quickly).
@@ -55,15 +52,6 @@ async def send_all(cluster: Cluster, msgs: list[Message], group: str = "ptest") 
     return [r.msg_id for r in results]
 
 
-async def wait_until(cond: Callable[[], bool], timeout_s: float = 30.0, what: str = "") -> None:
-    """Wait until ``cond()`` holds; fail the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.05)
-
-
 @dataclass
 class Collector:
     """A concurrent listener that records what it got (and may fail on purpose)."""
@@ -85,3 +73,10 @@ def fresh_dir(tmp_path: Path, name: str) -> Path:
     path = tmp_path / name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def committed(cluster: Cluster, group: str, topic: str, queues: int, total: int) -> bool:
+    """``group`` has committed offsets summing to ``total`` over ``queues`` queues at the
+    broker (blocking: call it in a thread)."""
+    addr = cluster.broker_addr()
+    return sum(max(0, rpc.committed_offset(addr, group, topic, q)) for q in range(queues)) >= total

@@ -27,8 +27,9 @@ from ariane.client import (
     TopicNotWritableError,
 )
 from tests.integration.client.conftest import run, wait_for_route
-from tests.integration.client.consumer_support import Collector, wait_until
+from tests.integration.client.consumer_support import Collector
 from tests.support.cluster import Cluster
+from tests.support.polling import await_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("acl-broker")]
 
@@ -115,7 +116,7 @@ def test_signed_clients_produce_and_consume_exactly(acl_cluster: tuple[Cluster, 
         consumer.register_message_listener(collector)
         await consumer.start()
         try:
-            await wait_until(lambda: len(collector.got) >= len(bodies), what="20 messages")
+            await await_until(lambda: len(collector.got) >= len(bodies), what="20 messages")
         finally:
             await consumer.close()
         assert {m.msg_id: m.body for m in collector.got} == sent

@@ -8,8 +8,9 @@ import pytest
 
 from ariane.client import Admin, Message, MessageQueue, Producer, SyncAdmin
 from ariane.client.errors import QueryNotFoundError, TopicNotExistError
-from tests.integration.client.conftest import eventually, run, wait_for_route
+from tests.integration.client.conftest import run, wait_for_route
 from tests.support.cluster import Cluster
+from tests.support.polling import await_for
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +61,7 @@ def test_topic_lifecycle(cluster: Cluster) -> None:
                     return True
                 return False
 
-            assert await eventually(gone, bool)
+            assert await await_for(gone, bool)
 
     run(go())
 
@@ -80,7 +81,7 @@ def test_groups_offsets_and_consume_stats(cluster: Cluster) -> None:
             before = int(time.time() * 1000) - 1
             results = [await producer.send(Message("AdmOffsets", b"m%d" % i)) for i in range(10)]
             mq = MessageQueue("AdmOffsets", "broker-a", 0)
-            assert await eventually(lambda: admin.max_offset(mq), lambda n: n == 10) == 10
+            assert await await_for(lambda: admin.max_offset(mq), lambda n: n == 10) == 10
             assert await admin.min_offset(mq) == 0
             assert await admin.search_offset(mq, before) == 0
             # past the last message: RocketMQ versions answer the last or the next offset
@@ -114,7 +115,7 @@ def test_message_queries(cluster: Cluster) -> None:
             second = await producer.send(Message("AdmQuery", b"two", keys="shared"))
             await producer.send(Message("AdmQuery", b"three", keys="other"))
             await wait_for_route(admin, "AdmQuery")
-            found = await eventually(
+            found = await await_for(
                 lambda: admin.query_message("AdmQuery", "shared"), lambda ms: len(ms) == 2
             )
             assert sorted(m.body for m in found) == [b"one", b"two"]

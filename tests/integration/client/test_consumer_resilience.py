@@ -18,12 +18,13 @@ from ariane.client import (
 from tests.integration.client.conftest import run
 from tests.integration.client.consumer_support import (
     Collector,
+    committed,
     create_topic,
     fast_config,
     send_all,
-    wait_until,
 )
 from tests.support.cluster import Cluster
+from tests.support.polling import await_until
 
 pytestmark = pytest.mark.integration
 
@@ -43,11 +44,16 @@ def test_consumer_rides_through_a_broker_crash(fresh_cluster: Cluster) -> None:
         consumer.register_message_listener(got)
         async with consumer:
             before = set(await send_all(fresh_cluster, [Message("CrashTopic", b"a")] * 10))
-            await wait_until(lambda: got.ids() >= before, what="before the crash")
-            await asyncio.sleep(0.5)  # offsets committed (every 200 ms here)
+            await await_until(lambda: got.ids() >= before, what="before the crash")
+            await await_until(
+                lambda: asyncio.to_thread(
+                    committed, fresh_cluster, "cg_crash", "CrashTopic", 2, 10
+                ),
+                what="offsets committed at the broker",
+            )
             await asyncio.to_thread(fresh_cluster.restart_broker, "broker-a", crash=True)
             after = set(await send_all(fresh_cluster, [Message("CrashTopic", b"b")] * 10))
-            await wait_until(lambda: got.ids() >= after, timeout_s=60, what="after the restart")
+            await await_until(lambda: got.ids() >= after, timeout_s=60, what="after the restart")
         # at-least-once: everything arrived (redeliveries after the crash are allowed)
         assert got.ids() >= before | after
 
@@ -79,7 +85,7 @@ def test_flow_control_bounds_the_buffer_of_a_slow_listener(fresh_cluster: Cluste
         consumer.subscribe("SlowTopic")
         consumer.register_message_listener(listener)
         async with consumer:
-            await wait_until(lambda: len(buffered) >= 120, what="all consumed")
+            await await_until(lambda: len(buffered) >= 120, what="all consumed")
         # a pull starts only while <= 10 are buffered and brings at most 4 more
         assert max(buffered) <= 14
         assert consumer.stats.flow_control_times > 0
@@ -103,7 +109,7 @@ def test_compressed_and_large_bodies_arrive_inflated(fresh_cluster: Cluster) -> 
         consumer.subscribe("BigTopic")
         consumer.register_message_listener(got)
         async with consumer:
-            await wait_until(lambda: len(got.got) >= 5, what="big bodies")
+            await await_until(lambda: len(got.got) >= 5, what="big bodies")
         assert sorted(m.body for m in got.got) == sorted(bodies)
         assert all(m.sys_flag & 0x1 == 0 for m in got.got)  # no longer marked compressed
 

@@ -6,8 +6,9 @@ import pytest
 
 from ariane.client import Admin, ClientConfig, ClientInstance, Message, Producer
 from ariane.client._producer import new_producer
-from tests.integration.client.conftest import eventually, run, wait_for_route
+from tests.integration.client.conftest import run, wait_for_route
 from tests.support.cluster import Cluster
+from tests.support.polling import await_for
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,7 @@ def test_clients_of_one_process_share_one_instance_and_its_connections(cluster: 
                 conn = await admin.producer_connections("pg_share_2", "InstShared")
                 return {c.client_id for c in conn.connection_set}
 
-            assert await eventually(groups, lambda ids: one.instance.client_id in ids)
+            assert await await_for(groups, lambda ids: one.instance.client_id in ids)
 
     run(go())
 

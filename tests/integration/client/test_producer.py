@@ -19,8 +19,9 @@ from ariane.client import (
     SyncProducer,
 )
 from ariane.errors import InvalidArgumentError
-from tests.integration.client.conftest import eventually, run, wait_for_route
+from tests.integration.client.conftest import run, wait_for_route
 from tests.support.cluster import Cluster
+from tests.support.polling import await_for
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +63,7 @@ def test_sync_send_stores_body_tags_keys_and_properties(cluster: Cluster) -> Non
             await wait_for_route(admin, "ProdSync")
             by_id = await admin.query_message_by_id("ProdSync", result.msg_id)
             assert by_id.body == stored.body
-            by_key = await eventually(
+            by_key = await await_for(
                 lambda: admin.query_message("ProdSync", "user-7"), lambda found: bool(found)
             )
             assert [m.msg_id for m in by_key] == [result.msg_id]
@@ -106,7 +107,7 @@ def test_async_oneway_and_batch_sends(cluster: Cluster) -> None:
             await wait_for_route(admin, "ProdModes")
             for i in (0, 57, 99):
                 offset = batch_result.queue_offset + i
-                stored = await eventually(
+                stored = await await_for(
                     lambda o=offset: admin.query_message_by_offset(mq, o),  # type: ignore[misc]
                     lambda m: m is not None,
                 )
@@ -118,7 +119,7 @@ def test_async_oneway_and_batch_sends(cluster: Cluster) -> None:
                 stats = await admin.topic_stats("ProdModes")
                 return sum(o.max_offset for o in stats.offset_table.values())
 
-            assert await eventually(stored_count, lambda n: n == total) == total
+            assert await await_for(stored_count, lambda n: n == total) == total
 
     run(go())
 
@@ -178,7 +179,7 @@ def test_new_topics_are_created_from_the_template_with_the_default_queue_count(
                     return 0
                 return sum(q.write_queue_nums for q in route.queue_datas)
 
-            assert await eventually(queues, lambda n: n == 3) == 3
+            assert await await_for(queues, lambda n: n == 3) == 3
 
     run(go())
 
@@ -254,7 +255,7 @@ def test_no_route_without_auto_creation(fresh_cluster: Cluster) -> None:
                 except NoRouteError:
                     return None
 
-            result = await eventually(send, lambda r: r is not None)
+            result = await await_for(send, lambda r: r is not None)
             assert result is not None
 
     run(go())

@@ -27,12 +27,17 @@ def test_sends_keep_succeeding_while_one_broker_crashes_and_restarts(
             # on disk yet when the broker is killed
             await admin.create_topic("RideThrough", read_queue_nums=4, write_queue_nums=4)
         async with Producer("pg_restart", client_config=config) as producer:
+            acked: list[tuple[SendResult, bytes]] = []
+
+            async def send(body: bytes) -> SendResult:
+                result = await producer.send(Message("RideThrough", body))
+                acked.append((result, body))
+                return result
+
             # both brokers host the topic before the crash
             brokers: set[str] = set()
-            for _ in range(200):
-                brokers.add(
-                    (await producer.send(Message("RideThrough", b"warm"))).message_queue.broker_name
-                )
+            for i in range(200):
+                brokers.add((await send(b"warm-%d" % i)).message_queue.broker_name)
                 if brokers == {"broker-a", "broker-b"}:
                     break
                 await asyncio.sleep(0.01)
@@ -41,7 +46,7 @@ def test_sends_keep_succeeding_while_one_broker_crashes_and_restarts(
             await asyncio.to_thread(fresh_cluster.brokers["broker-a"].kill)
             during: list[SendResult] = []
             for i in range(40):
-                during.append(await producer.send(Message("RideThrough", b"during-%d" % i)))
+                during.append(await send(b"during-%d" % i))
             assert {r.message_queue.broker_name for r in during} == {"broker-b"}
             cached = await producer.fetch_publish_message_queues("RideThrough")
             assert "broker-a" in {mq.broker_name for mq in cached}  # so retries did the work
@@ -49,15 +54,27 @@ def test_sends_keep_succeeding_while_one_broker_crashes_and_restarts(
                 *(producer.send_async(Message("RideThrough", b"async-%d" % i)) for i in range(40))
             )
             assert all(r.ok for r in async_results)
+            acked += [(r, b"async-%d" % i) for i, r in enumerate(async_results)]
 
             await asyncio.to_thread(fresh_cluster.restart_broker, "broker-a")
             after: list[SendResult] = []
             for i in range(2000):
-                after.append(await producer.send(Message("RideThrough", b"after-%d" % i)))
+                after.append(await send(b"after-%d" % i))
                 if after[-1].message_queue.broker_name == "broker-a":
                     break
                 await asyncio.sleep(0.01)
             assert after[-1].message_queue.broker_name == "broker-a"
             assert all(r.ok for r in after)
+        # every acknowledged message is stored where its answer said, with its body
+        async with Admin(namesrv_addr=fresh_cluster.namesrv_addr) as admin:
+            for result, body in acked:
+                stored = await admin.query_message_by_offset(
+                    result.message_queue, result.queue_offset
+                )
+                assert stored is not None, result
+                assert stored.body == body
+                assert stored.msg_id == result.msg_id
+            slots = {(r.message_queue, r.queue_offset) for r, _ in acked}
+            assert len(slots) == len(acked), "two acknowledged sends share a queue offset"
 
     run(go())

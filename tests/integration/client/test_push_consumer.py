@@ -27,12 +27,13 @@ from tests.integration.client.conftest import run
 from tests.integration.client.consumer_support import (
     CONSUMER_BROKER_CONF,
     Collector,
+    committed,
     create_topic,
     fast_config,
     send_all,
-    wait_until,
 )
 from tests.support.cluster import Cluster
+from tests.support.polling import await_until
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +72,7 @@ def test_concurrent_consumer_gets_every_tagged_message_intact(ccluster: Cluster)
         consumer.subscribe("PushTags", "TagA || TagB")
         consumer.register_message_listener(got)
         async with consumer:
-            await wait_until(lambda: got.ids() >= wanted, what="tagged messages")
+            await await_until(lambda: got.ids() >= wanted, what="tagged messages")
         assert got.ids() == wanted
         by_id = {m.msg_id: m for m in got.got}
         for mid, sent in zip(ids, msgs, strict=True):
@@ -101,7 +102,7 @@ def test_offsets_are_committed_and_a_restart_continues(ccluster: Cluster) -> Non
         consumer.subscribe("PushRestart")
         consumer.register_message_listener(got)
         async with consumer:
-            await wait_until(lambda: got.ids() >= set(first), what="first batch")
+            await await_until(lambda: got.ids() >= set(first), what="first batch")
         async with Admin(namesrv_addr=ccluster.namesrv_addr) as admin:
             stats = await admin.consume_stats("cg_restart", "PushRestart")
             assert sum(o.consumer_offset for o in stats.offset_table.values()) == 20
@@ -111,7 +112,7 @@ def test_offsets_are_committed_and_a_restart_continues(ccluster: Cluster) -> Non
         consumer.subscribe("PushRestart")
         consumer.register_message_listener(again)
         async with consumer:
-            await wait_until(lambda: again.ids() >= set(second), what="second batch")
+            await await_until(lambda: again.ids() >= set(second), what="second batch")
         assert not again.ids() & set(first)
 
     run(go())
@@ -148,7 +149,7 @@ def test_failures_are_retried_then_dead_lettered(ccluster: Cluster) -> None:
             def poison_times() -> list[int]:
                 return [m.reconsume_times for m in deliveries if m.msg_id == poison_id]
 
-            await wait_until(lambda: len(poison_times()) >= 3, what="three deliveries")
+            await await_until(lambda: len(poison_times()) >= 3, what="three deliveries")
 
             async def dlq_size() -> int:
                 try:
@@ -183,14 +184,14 @@ def test_sql92_subscription_filters_on_properties(ccluster: Cluster) -> None:
         consumer.subscribe("PushSql", MessageSelector.by_sql("a > 5 AND color = 'red'"))
         consumer.register_message_listener(got)
         async with consumer:
-            await wait_until(lambda: bool(consumer.rebalance.process_queue_table), what="queues")
+            await await_until(lambda: bool(consumer.rebalance.process_queue_table), what="queues")
             msgs = [
                 Message("PushSql", b"%d" % i, properties={"a": str(i), "color": c})
                 for i in range(10)
                 for c in ("red", "blue")
             ]
             await send_all(ccluster, msgs)
-            await wait_until(lambda: len(got.got) >= 4, what="matching messages")
+            await await_until(lambda: len(got.got) >= 4, what="matching messages")
             await asyncio.sleep(0.3)
         assert sorted(int(m.body) for m in got.got) == [6, 7, 8, 9]
         assert {m.properties["color"] for m in got.got} == {"red"}
@@ -221,18 +222,18 @@ def test_broadcasting_keeps_local_offsets_across_restart(ccluster: Cluster, tmp_
         first = set(
             await send_all(ccluster, [Message("PushBroadcast", b"x%d" % i) for i in range(16)])
         )
-        await wait_until(lambda: a.ids() >= first and b.ids() >= first, what="both get all")
+        await await_until(lambda: a.ids() >= first and b.ids() >= first, what="both get all")
         await cb.close()
         cid = fast_config(ccluster, "bc-b").build_client_id()
         assert (tmp_path / "offsets" / cid / "cg_bcast" / "offsets.json").exists()
         second = set(
             await send_all(ccluster, [Message("PushBroadcast", b"y%d" % i) for i in range(8)])
         )
-        await wait_until(lambda: a.ids() >= second, what="a gets the second batch")
+        await await_until(lambda: a.ids() >= second, what="a gets the second batch")
         b2 = Collector()
         cb2 = make("bc-b", b2)
         await cb2.start()
-        await wait_until(lambda: b2.ids() >= second, what="restarted b catches up")
+        await await_until(lambda: b2.ids() >= second, what="restarted b catches up")
         await asyncio.sleep(0.3)
         await cb2.close()
         await ca.close()
@@ -263,14 +264,14 @@ def test_consume_from_last_timestamp_and_first(ccluster: Cluster) -> None:
             c.subscribe("PushFrom")
             c.register_message_listener(got)
             async with c:
-                await wait_until(lambda: len(c.rebalance.process_queue_table) >= 2, what="queues")
+                await await_until(lambda: len(c.rebalance.process_queue_table) >= 2, what="queues")
                 if cfw is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
                     new = set(await send_all(ccluster, [Message("PushFrom", b"new")]))
                     # RocketMQ's rule for a new group: the broker answers offset 0 while the
                     # queue still starts at 0 in memory, so a young queue is read from the start
-                    await wait_until(lambda: got.ids() >= new | old | mid, what="everything")
+                    await await_until(lambda: got.ids() >= new | old | mid, what="everything")
                 else:
-                    await wait_until(lambda: got.ids() >= mid, what="mid messages")
+                    await await_until(lambda: got.ids() >= mid, what="mid messages")
             return got
 
         first = await consume("cg_from_first", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
@@ -297,12 +298,15 @@ def test_reset_offset_by_time_reaches_a_running_consumer(ccluster: Cluster) -> N
         consumer.register_message_listener(got)
         async with consumer, Admin(namesrv_addr=ccluster.namesrv_addr) as admin:
             ids = await send_all(ccluster, [Message("PushReset", b"r%d" % i) for i in range(10)])
-            await wait_until(lambda: got.ids() >= set(ids), what="first pass")
-            await asyncio.sleep(0.5)  # let offsets reach the broker
+            await await_until(lambda: got.ids() >= set(ids), what="first pass")
+            await await_until(
+                lambda: asyncio.to_thread(committed, ccluster, "cg_reset", "PushReset", 2, 10),
+                what="offsets committed at the broker",
+            )
             count = len(got.got)
             table = await admin.reset_offset_by_time("cg_reset", "PushReset", 0)
             assert sum(table.values()) == 0
-            await wait_until(lambda: len(got.got) >= count + len(ids), what="second pass")
+            await await_until(lambda: len(got.got) >= count + len(ids), what="second pass")
         again = [m.msg_id for m in got.got[count:]]
         assert set(again) == set(ids)
 
@@ -356,7 +360,7 @@ def test_running_info_and_consume_directly_through_the_broker(ccluster: Cluster)
         consumer.register_message_listener(got)
         async with consumer, Admin(namesrv_addr=ccluster.namesrv_addr) as admin:
             (mid,) = await send_all(ccluster, [Message("PushInfo", b"direct", tags="TagA")])
-            await wait_until(lambda: len(got.got) == 1, what="first delivery")
+            await await_until(lambda: len(got.got) == 1, what="first delivery")
             client_id = consumer.instance.client_id
             info = await admin.consumer_running_info("cg_info", client_id)
             assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
@@ -368,7 +372,7 @@ def test_running_info_and_consume_directly_through_the_broker(ccluster: Cluster)
                 ccluster.broker_addr(), "cg_info", client_id, stored.offset_msg_id
             )
             assert result["consumeResult"] == "CR_SUCCESS"
-            await wait_until(lambda: len(got.got) == 2, what="the direct delivery")
+            await await_until(lambda: len(got.got) == 2, what="the direct delivery")
             assert got.got[1].msg_id == mid
 
     run(go())

@@ -29,9 +29,9 @@ from tests.integration.client.consumer_support import (
     Collector,
     create_topic,
     fast_config,
-    wait_until,
 )
 from tests.support.cluster import Cluster
+from tests.support.polling import await_until
 
 pytestmark = pytest.mark.integration
 
@@ -90,17 +90,17 @@ def test_consumers_join_and_leave_and_every_message_is_consumed(rcluster: Cluste
         producer = asyncio.create_task(produce())
         members = [make("rb-1")]
         await members[0].start()
-        await wait_until(lambda: _partitioned(members, topic, queues), what="one owner")
+        await await_until(lambda: _partitioned(members, topic, queues), what="one owner")
         for name in ("rb-2", "rb-3"):
             members.append(make(name))
             await members[-1].start()
-            await wait_until(lambda: _partitioned(members, topic, queues), what=f"{name} joined")
+            await await_until(lambda: _partitioned(members, topic, queues), what=f"{name} joined")
         leaving = members.pop(1)
         await leaving.close()
-        await wait_until(lambda: _partitioned(members, topic, queues), what="after a leave")
+        await await_until(lambda: _partitioned(members, topic, queues), what="after a leave")
         stop.set()
         await producer
-        await wait_until(lambda: got.ids() >= set(sent), what="every message consumed")
+        await await_until(lambda: got.ids() >= set(sent), what="every message consumed")
         for c in members:
             await c.close()
         assert sent
@@ -165,7 +165,7 @@ def test_orderly_keeps_order_per_key_and_one_consumer_per_queue(rcluster: Cluste
                 if seq == 2 * per_key // 3:
                     await first.close()
         expected = list(range(per_key))
-        await wait_until(
+        await await_until(
             lambda: all(sorted(set(seqs[f"order-{k}"])) == expected for k in range(keys)),
             what="every key complete",
         )
@@ -209,7 +209,7 @@ def test_orderly_suspend_retries_the_same_message_in_place(rcluster: Cluster) ->
             for i in range(6):
                 await producer.send(Message(topic, b"%d" % i))
         async with c:
-            await wait_until(lambda: 5 in seen, what="all six")
+            await await_until(lambda: 5 in seen, what="all six")
         assert seen == [0, 1, 2, 3, 3, 3, 4, 5]
 
     run(go())
@@ -244,7 +244,7 @@ def test_orderly_broadcasting_needs_no_locks(rcluster: Cluster, tmp_path: Path) 
             for i in range(30):
                 await producer.send(Message(topic, b"%d" % i), queue=q0)
         async with make("obc-1"), make("obc-2"):
-            await wait_until(
+            await await_until(
                 lambda: len(seen["obc-1"]) >= 30 and len(seen["obc-2"]) >= 30, what="both"
             )
         assert seen["obc-1"] == list(range(30))

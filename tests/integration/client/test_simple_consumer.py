@@ -33,8 +33,13 @@ from tests.support.cluster import Cluster
 
 pytestmark = pytest.mark.integration
 
-#: Revive every 100 ms so that short invisible durations come back quickly.
-POP_BROKER_CONF: dict[str, object] = {"reviveInterval": 100, "reviveQueueNum": 2}
+#: Revive every 100 ms, 100 ms timer slots: short invisible durations come back quickly.
+POP_BROKER_CONF: dict[str, object] = {
+    "reviveInterval": 100,
+    "reviveQueueNum": 2,
+    "timerPrecisionMs": 100,
+    "mappedFileSizeTimerLog": 1024 * 1024,
+}
 
 
 @pytest.fixture(scope="module")

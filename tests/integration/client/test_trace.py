@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from click.testing import CliRunner
 
+from ariane.admin.cli import admin as admin_cli
 from ariane.client import (
     Admin,
     ConsumeConcurrentlyStatus,
@@ -22,9 +24,10 @@ from ariane.client import (
 )
 from ariane.client.trace import MessageTrace
 from ariane.common.trace import TraceType
-from tests.integration.client.conftest import eventually, run, wait_for_route
-from tests.integration.client.consumer_support import create_topic, fast_config, wait_until
+from tests.integration.client.conftest import run, wait_for_route
+from tests.integration.client.consumer_support import create_topic, fast_config
 from tests.support.cluster import Cluster
+from tests.support.polling import await_for, await_until
 
 pytestmark = pytest.mark.integration
 
@@ -60,14 +63,22 @@ async def trace_of(
     def enough(t: MessageTrace | None) -> bool:
         return t is not None and all(len(t.of_type(k)) >= n for k, n in ready.items())
 
-    trace = await eventually(probe, enough, timeout_s=30)
+    trace = await await_for(probe, enough, timeout_s=30)
     assert enough(trace), f"trace of {msg_id} incomplete: {trace}"
     assert trace is not None
     return trace
 
 
+def mqadmin(cluster: Cluster, *args: str) -> tuple[int, str, str]:
+    """``mqadmin <args> -n <namesrv>`` in-process: (exit code, stdout, stderr)."""
+    r = CliRunner().invoke(
+        admin_cli, [*args, "-n", cluster.namesrv_addr], prog_name="mqadmin", catch_exceptions=False
+    )
+    return r.exit_code, r.stdout, r.stderr
+
+
 def test_send_then_consume_gives_pub_sub_before_sub_after(tcluster: Cluster) -> None:
-    async def go() -> None:
+    async def go() -> str:
         addr = tcluster.namesrv_addr
         await create_topic(tcluster, "TraceOk", queues=2)
         got: list[MessageExt] = []
@@ -91,7 +102,7 @@ def test_send_then_consume_gives_pub_sub_before_sub_after(tcluster: Cluster) -> 
         ):
             msg = Message("TraceOk", b"traced body", tags="TagT", keys=["order-7", "user-9"])
             sent = await producer.send(msg)
-            await wait_until(lambda: sent.msg_id in {m.msg_id for m in got}, what="delivery")
+            await await_until(lambda: sent.msg_id in {m.msg_id for m in got}, what="delivery")
             ready = {TraceType.Pub: 1, TraceType.SubBefore: 1, TraceType.SubAfter: 1}
             trace = await trace_of(admin, sent.msg_id, ready)
             # found by the business key as well: the trace message's keys hold both
@@ -168,7 +179,7 @@ def test_two_failures_then_success_and_a_transaction_checked_back(tcluster: Clus
             half = await tx.send_in_transaction(
                 Message("TraceTx", b"pay", keys="tx-7"), lambda m, a: LocalTransactionState.UNKNOW
             )
-            await wait_until(lambda: attempts == [0, 1, 2], what="three deliveries")
+            await await_until(lambda: attempts == [0, 1, 2], what="three deliveries")
             ready = {TraceType.SubBefore: 3, TraceType.SubAfter: 3}
             trace = await trace_of(admin, sent.msg_id, ready)
             tx_trace = await trace_of(admin, half.msg_id, {TraceType.EndTransaction: 2})
@@ -263,7 +274,7 @@ def test_trace_on_its_own_broker_and_a_dead_trace_broker(fresh_cluster: Cluster)
             Admin(namesrv_addr=addr) as admin,
         ):
             first = await producer.send(Message("TraceSplit", b"one"))
-            await wait_until(lambda: first.msg_id in got, what="first delivery")
+            await await_until(lambda: first.msg_id in got, what="first delivery")
             trace = await trace_of(admin, first.msg_id, {TraceType.SubAfter: 1, TraceType.Pub: 1})
             route = await admin.topic_route("TraceSplit")
             assert {bd.broker_name for bd in route.broker_datas} == {"broker-a"}
@@ -280,7 +291,7 @@ def test_trace_on_its_own_broker_and_a_dead_trace_broker(fresh_cluster: Cluster)
                 await producer.send(Message("TraceSplit", f"m{i}".encode())) for i in range(20)
             ]
             assert all(r.ok for r in results)
-            await wait_until(
+            await await_until(
                 lambda: {r.msg_id for r in results} <= set(got), what="deliveries after the kill"
             )
             assert await dispatcher.flush(10_000)
@@ -304,7 +315,7 @@ def test_undecodable_trace_bodies_are_reported_not_raised(tcluster: Cluster) -> 
             good = "Pub\x011\x01R\x01g\x01T\x01JUNK-ID\x01t\x01k\x01h:1\x013\x014\x010\x01O\x01true\x02"
             body = (good + "Pub\x01notanumber\x02").encode() + b"\xff\x02"
             await plain.send(Message(TRACE_TOPIC, body, keys="JUNK-ID"))
-            trace = await eventually(
+            trace = await await_for(
                 lambda: admin.query_message_trace("JUNK-ID"), lambda t: t.found, timeout_s=30
             )
         (entry,) = trace.entries
@@ -316,3 +327,7 @@ def test_undecodable_trace_bodies_are_reported_not_raised(tcluster: Cluster) -> 
         assert {u.client_host for u in trace.undecodable} == {"127.0.0.1"}
 
     run(go())
+    code, out, err = mqadmin(tcluster, "queryMsgTraceById", "-i", "JUNK-ID")
+    assert code == 0, err
+    assert "Undecodable trace records" in out
+    assert "2 trace record(s) could not be decoded" in out

@@ -28,7 +28,8 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.route import BrokerData, QueueData, TopicRouteData
 from ariane.remoting.server import RemotingServer
-from tests.integration.client.conftest import eventually, run
+from tests.integration.client.conftest import run
+from tests.support.polling import await_for
 
 pytestmark = pytest.mark.integration
 
@@ -145,7 +146,7 @@ def test_half_message_then_one_way_end_transaction(state: LocalTransactionState)
             props = decode_properties(header.properties or "")
             assert header.sys_flag & 0x4
             assert (props["TRAN_MSG"], props["PGROUP"]) == ("true", "txg_wire")
-            await eventually(lambda: asyncio.sleep(0, stub.ends), bool)
+            await await_for(lambda: asyncio.sleep(0, stub.ends), bool)
             ((end, request),) = stub.ends
             assert request.is_oneway
             assert end.commit_or_rollback == state.sys_flag
@@ -172,9 +173,9 @@ def test_a_check_back_is_answered_by_the_checker(state: LocalTransactionState) -
         ):
             await producer.send_in_transaction(Message("TxCheck", b"body"), lambda m, a: UNKNOW)
             ((half, channel),) = stub.halves
-            await eventually(lambda: asyncio.sleep(0, stub.ends), bool)
+            await await_for(lambda: asyncio.sleep(0, stub.ends), bool)
             stub.check(channel, half)
-            await eventually(lambda: asyncio.sleep(0, stub.ends), lambda e: len(e) == 2)
+            await await_for(lambda: asyncio.sleep(0, stub.ends), lambda e: len(e) == 2)
             end, request = stub.ends[1]
             assert request.is_oneway
             assert end.from_transaction_check
@@ -198,6 +199,6 @@ def test_the_producer_group_is_registered_by_heartbeat_for_check_backs() -> None
             ) as producer,
         ):
             await producer.send_in_transaction(Message("TxHb", b"x"), lambda m, a: COMMIT)
-            assert await eventually(lambda: asyncio.sleep(0, stub.heartbeats), bool)
+            assert await await_for(lambda: asyncio.sleep(0, stub.heartbeats), bool)
 
     run(go())

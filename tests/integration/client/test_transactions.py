@@ -4,11 +4,9 @@ Needs the broker side of transactions (issue 4: half topic, END_TRANSACTION, the
 service). The broker is configured with RocketMQ's key names to check unresolved half
 messages after one second.
 
-Until the broker stores half messages, every test here is an expected failure *of exactly
-that kind*: the ``tx_cluster`` fixture asks the broker, and when it refuses transactional
-sends (NO_PERMISSION, "not supported") each test is marked ``xfail(strict=True,
-raises=SendError)``; the tests still run in full, any other failure still fails, and once the
-broker supports transactions the mark disappears by itself.
+"Nothing more happens" is shown by events, not by waiting: the broker's transaction check
+commits its progress through the half queue (group ``CID_RMQ_SYS_TRANS``); once it has moved
+past every half message, no half message can be checked or resolved again.
 """
 
 from __future__ import annotations
@@ -28,11 +26,10 @@ from ariane.client import (
     SyncTransactionProducer,
     TransactionProducer,
 )
-from ariane.client.errors import SendError
-from ariane.remoting.protocol.codes import ResponseCode
-from tests.integration.client.conftest import eventually, run, wait_for_route
+from tests.integration.client.conftest import run, wait_for_route
 from tests.support import rpc
 from tests.support.cluster import Cluster
+from tests.support.polling import await_for, await_until
 
 pytestmark = pytest.mark.integration
 
@@ -46,35 +43,21 @@ BROKER_CONF = {
 }
 
 
-def _broker_refuses_transactions(broker_addr: str) -> bool:
-    half = rpc.send_message(
-        broker_addr, "TxProbe", b"probe", properties="TRAN_MSG\x01true\x02PGROUP\x01probe\x02"
-    )
-    return half.code == ResponseCode.NO_PERMISSION and "not supported" in (half.remark or "")
-
-
 @pytest.fixture(scope="module")
-def tx_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, bool]]:
+def tx_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(tmp_path_factory.mktemp("tx-cluster"))
     try:
-        c.start(**BROKER_CONF)
-        yield c, _broker_refuses_transactions(c.broker_addr())
+        yield c.start(**BROKER_CONF)
     finally:
         c.stop()
 
 
-@pytest.fixture
-def tx_cluster(tx_broker: tuple[Cluster, bool], request: pytest.FixtureRequest) -> Cluster:
-    cluster, refused = tx_broker
-    if refused:
-        request.applymarker(
-            pytest.mark.xfail(
-                reason="the broker does not store half messages yet (issue 4)",
-                strict=True,
-                raises=SendError,
-            )
-        )
-    return cluster
+async def _checks_settled(cluster: Cluster) -> None:
+    await await_until(
+        lambda: asyncio.to_thread(rpc.transaction_checks_settled, cluster.broker_addr()),
+        timeout_s=30,
+        what="the transaction check to pass every half message",
+    )
 
 
 async def _visible(admin: Admin, topic: str, key: str) -> list[MessageExt]:
@@ -84,7 +67,7 @@ async def _visible(admin: Admin, topic: str, key: str) -> list[MessageExt]:
         except Exception:
             return []
 
-    return await eventually(probe, bool, timeout_s=30)
+    return await await_for(probe, bool, timeout_s=30)
 
 
 def test_commit_makes_the_message_visible(tx_cluster: Cluster) -> None:
@@ -136,7 +119,7 @@ def test_rollback_never_shows_the_message(tx_cluster: Cluster) -> None:
             await plain.send(Message("TxRollback", b"marker", keys="marker"))
             await _visible(admin, "TxRollback", "marker")
             await wait_for_route(admin, "TxRollback")
-            await asyncio.sleep(3)  # several check intervals: nothing may resurrect it
+            await _checks_settled(tx_cluster)  # nothing may resurrect it afterwards
             assert await admin.query_message("TxRollback", "tx-rollback") == []
             stats = await admin.topic_stats("TxRollback")
             assert sum(o.max_offset for o in stats.offset_table.values()) == 1
@@ -191,8 +174,8 @@ def test_unknown_then_rolled_back_by_the_checker_stays_invisible(tx_cluster: Clu
             await producer.send_in_transaction(
                 Message("TxUnknownRb", b"no", keys="tx-unknown-rb"), lambda m, a: UNKNOW
             )
-            assert await eventually(lambda: asyncio.to_thread(called.wait, 0.2), bool, timeout_s=30)
-            await asyncio.sleep(2)
+            assert await await_for(lambda: asyncio.to_thread(called.wait, 0.2), bool, timeout_s=30)
+            await _checks_settled(tx_cluster)
             await wait_for_route(admin, "TxUnknownRb")
             assert await admin.query_message("TxUnknownRb", "tx-unknown-rb") == []
 

@@ -79,6 +79,8 @@ class Broker:
 
     async def stop(self) -> None:
         await self.c.hold.stop()
+        await self.c.registration.stop()  # a topic created by a test schedules one
+        self.c.timer.shutdown()
         for file in (self.c.topics.file, self.c.groups.file):
             if file._task is not None:
                 await file._task

@@ -175,9 +175,11 @@ def test_clock_going_back_delivers_at_once(tmp_path: Path) -> None:
     run(main())
 
 
-def test_timer_messages_and_delayed_batches_are_refused(tmp_path: Path) -> None:
+def test_timer_messages_without_the_wheel_and_delayed_batches_are_refused(
+    tmp_path: Path,
+) -> None:
     async def main() -> None:
-        b = await start(tmp_path)
+        b = await start(tmp_path, store={"timer_wheel_enable": False})
         r = await b.send("T", b"x", props={"TIMER_DELIVER_MS": "1700000100000"})
         assert r.code == ResponseCode.SYSTEM_ERROR
         assert "timer" in (r.remark or "")

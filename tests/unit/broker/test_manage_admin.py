@@ -71,7 +71,7 @@ def test_cpp_heartbeat_registers_and_notifies_the_group(tmp_path: Path) -> None:
         assert r.code == ResponseCode.SYSTEM_ERROR
         assert r.remark == "no consumer for this group, G"
         r = await b.answer(RequestCode.HEART_BEAT, None, b"{not json")
-        assert r.code == ResponseCode.SYSTEM_ERROR
+        assert r.code == ResponseCode.INVALID_PARAMETER
         await b.stop()
 
     run(main())

@@ -137,3 +137,13 @@ def test_metadata_file_reports_write_errors(tmp_path: Path) -> None:
     f = MetadataFile(str(blocked / "sub" / "a.json"), lambda: b"{}")
     f.persist_soon()
     assert isinstance(f.last_error, OSError)
+
+
+def test_trace_topic_only_when_enabled(tmp_path: Path) -> None:
+    assert topics(tmp_path).get("RMQ_SYS_TRACE_TOPIC") is None
+    on = topics(tmp_path, trace_topic_enable=True)
+    assert on.get("RMQ_SYS_TRACE_TOPIC") == TopicConfig("RMQ_SYS_TRACE_TOPIC", 1, 1, 6)
+    assert "RMQ_SYS_TRACE_TOPIC" in on.system_topics
+    named = topics(tmp_path, trace_topic_enable=True, msg_trace_topic_name="MyTrace")
+    assert named.get("MyTrace") == TopicConfig("MyTrace", 1, 1, 6)
+    assert named.get("RMQ_SYS_TRACE_TOPIC") is None

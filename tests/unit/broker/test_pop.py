@@ -77,6 +77,9 @@ async def change(b: Broker, msg: MessageExt, invisible: int) -> RemotingCommand:
 
 
 async def revive(b: Broker) -> int:
+    """Deliver the due revive records (timer wheel), then revive."""
+    b.c.store.wait_dispatched()
+    b.c.timer.wheel.run_pass()
     b.c.store.wait_dispatched()
     n = await b.c.pop.revive.revive_all()
     b.c.store.wait_dispatched()
@@ -114,9 +117,9 @@ def test_pop_leases_messages_commits_at_once_and_answers_210_when_empty(tmp_path
         again = await pop(b)
         assert again.code == ResponseCode.POLLING_TIMEOUT
         assert hp.PopMessageResponseHeader.from_ext_fields(again.ext_fields).rest_num == 0
-        # one checkpoint per queue went to the revive topic
+        # one checkpoint per queue went to the revive topic (through the timer wheel)
         b.c.store.wait_dispatched()
-        assert b.c.store.get_max_offset_in_queue(REVIVE, hdr.revive_qid) == 2
+        assert b.c.store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0) == 2
         await b.stop()
 
     run(main())
@@ -298,7 +301,7 @@ def test_bad_requests_get_clear_errors(tmp_path: Path) -> None:
         r = await b.answer(RequestCode.ACK_MESSAGE, header)
         assert r.code == ResponseCode.MESSAGE_ILLEGAL
         missing = await b.answer(RequestCode.POP_MESSAGE, {"topic": "T"})
-        assert missing.code == ResponseCode.SYSTEM_ERROR
+        assert missing.code == ResponseCode.INVALID_PARAMETER
         assert "consumerGroup" in (missing.remark or "")
         r = await b.answer(RequestCode.BATCH_ACK_MESSAGE, None, b"{not json")
         assert r.code == ResponseCode.MESSAGE_ILLEGAL
@@ -343,7 +346,7 @@ def test_fifo_pop_blocks_the_queue_until_acked(tmp_path: Path) -> None:
         assert [m.body for m in first] == [b"a", b"b"]
         assert all(m.reconsume_times == 0 for m in first)
         b.c.store.wait_dispatched()
-        assert b.c.store.get_max_offset_in_queue(REVIVE, 0) == 0  # no checkpoint
+        assert b.c.store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0) == 0  # no checkpoint
         # blocked for other attempts; the same attempt gets the same batch, uncounted
         assert popped(await pop(b, order=True, attempt="x2")) == []
         same = popped(await pop(b, n=2, order=True, attempt="x1"), order=True)

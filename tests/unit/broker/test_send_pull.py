@@ -62,7 +62,7 @@ def test_send_checks(tmp_path: Path) -> None:
         b.c.topics.get("T").perm = 4  # type: ignore[union-attr]
         assert (await b.send("T")).code == ResponseCode.NO_PERMISSION
         r = await b.answer(RequestCode.SEND_MESSAGE, {"topic": "T"}, b"x")
-        assert r.code == ResponseCode.SYSTEM_ERROR
+        assert r.code == ResponseCode.INVALID_PARAMETER
         assert "producerGroup is missing" in (r.remark or "")
         big = b"x" * (16 * 1024)
         assert (await b.send("T2", big)).code == ResponseCode.MESSAGE_ILLEGAL
@@ -359,6 +359,39 @@ def test_message_rewriters_see_sends_and_send_backs(tmp_path: Path) -> None:
         header = h.ConsumerSendMsgBackRequestHeader(offset=phys, group="G", delay_level=2)
         assert (await b.answer(RequestCode.CONSUMER_SEND_MSG_BACK, header)).code == 0
         assert rewriter.seen == ["T", "Refused", "%RETRY%G"]
+        await b.stop()
+
+    run(main())
+
+
+def test_region_and_trace_switch_in_answers_and_stored_messages(tmp_path: Path) -> None:
+    """RocketMQ 5 stamps MSG_REGION and TRACE_ON into every stored message (consumers'
+    trace hooks read them) and answers them to the producer."""
+
+    async def main() -> None:
+        b = await Broker(tmp_path, region_id="eu-1", trace_on=False).start()
+        single = await b.send("Traced", b"one")
+        assert (single.ext_fields["MSG_REGION"], single.ext_fields["TRACE_ON"]) == ("eu-1", "false")
+        kept = await b.send("Traced", b"two", props={"MSG_REGION": "elsewhere"})
+        batch = await b.send_batch("Traced", [b"b1", b"b2"])
+        assert batch.code == ResponseCode.SUCCESS, batch.remark
+        stored = []
+        for r in (single, kept):
+            phys = decode_offset_msg_id(r.ext_fields["msgId"]).phys_offset
+            record = b.c.store.look_message_by_offset(phys)
+            assert record is not None
+            stored.extend(decode_records(record))
+        for off_id in batch.ext_fields["msgId"].split(","):
+            record = b.c.store.look_message_by_offset(decode_offset_msg_id(off_id).phys_offset)
+            assert record is not None
+            stored.extend(decode_records(record))
+        got = [(m.body, m.properties["MSG_REGION"], m.properties.get("TRACE_ON")) for m in stored]
+        assert got == [
+            (b"one", "eu-1", "false"),
+            (b"two", "elsewhere", None),  # a region the client set is kept
+            (b"b1", "eu-1", "false"),
+            (b"b2", "eu-1", "false"),
+        ]
         await b.stop()
 
     run(main())

@@ -177,8 +177,10 @@ class TraceSink:
     trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
     got: list[Any] = field(default_factory=list)
 
-    def append(self, ctx: Any) -> bool:
-        self.got.append(ctx)
+    def append_encoded(self, trace: Any) -> bool:
+        from ariane.common.trace import decode_trace_data
+
+        self.got.extend(decode_trace_data(trace[1]))
         return True
 
 

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from ariane.client import ClientConfig, ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
-from ariane.client._trace_dispatch import AsyncTraceDispatcher, TraceSettings, trace_topic_name
+from ariane.client._trace_dispatch import (
+    AsyncTraceDispatcher,
+    EncodedTrace,
+    TraceSettings,
+    pack,
+    trace_topic_name,
+)
 from ariane.client._trace_hooks import ConsumeTracer, SendTracer, consume_outcome
 from ariane.client.message import Message, MessageQueue, SendResult, SendStatus
 from ariane.common.clock import ManualClock
@@ -85,7 +91,7 @@ def pub(msg_id: str, topic: str = "T", keys: str = "null") -> TraceContext:
     return TraceContext(TraceType.Pub, timestamp_ms=1, region_id="R", group="pg", beans=(bean,))
 
 
-def test_records_are_batched_by_topic_with_their_keys() -> None:
+def test_records_are_batched_with_their_keys() -> None:
     async def go() -> None:
         factory = Factory()
         d = dispatcher(factory)
@@ -99,13 +105,11 @@ def test_records_are_batched_by_topic_with_their_keys() -> None:
         assert sender.config.instance_name == "PID_CLIENT_INNER_TRACE_PRODUCER_127.0.0.1:9876"
         assert sender.config.namesrv_addr == CONFIG.namesrv_addr
         assert sender.group.startswith("_INNER_TRACE_PRODUCER-pg-PRODUCE-")
-        by_keys = {tuple(m.keys): decode_trace_data(m.body.decode()) for m in sender.sent}
-        assert by_keys == {
-            ("k1", "k2", "m1", "m3"): [contexts[0], contexts[2]],
-            ("m2",): [contexts[1]],
-        }
-        assert {m.topic for m in sender.sent} == {"RMQ_SYS_TRACE_TOPIC"}
-        assert (d.stats.appended, d.stats.sent_messages, d.stats.sent_records) == (3, 2, 3)
+        (msg,) = sender.sent
+        assert sorted(msg.keys) == ["k1", "k2", "m1", "m2", "m3"]
+        assert decode_trace_data(msg.body.decode()) == contexts
+        assert msg.topic == "RMQ_SYS_TRACE_TOPIC"
+        assert (d.stats.appended, d.stats.sent_messages, d.stats.sent_records) == (3, 1, 3)
         await d.close()
         assert sender.closed
         assert not d.append(pub("late"))
@@ -117,17 +121,25 @@ def test_records_are_batched_by_topic_with_their_keys() -> None:
 def test_full_queue_drops_and_counts_without_blocking() -> None:
     async def go() -> None:
         factory = Factory(gate=asyncio.Event())
-        d = dispatcher(factory, queue_size=3, batch_size=1, max_in_flight=1)
+        d = dispatcher(factory, queue_size=3, max_in_flight=1)
+        # nothing drains yet: three fit, the rest is dropped at once and counted
+        accepted = [d.append(pub(f"m{i}")) for i in range(5)]
+        assert accepted == [True, True, True, False, False]
+        assert (d.stats.appended, d.stats.discarded, d.queued) == (3, 2, 3)
         await d.start()
-        accepted = [d.append(pub(f"m{i}")) for i in range(3)]
-        await asyncio.sleep(0)  # the worker takes one context and parks on the gate
-        accepted += [d.append(pub(f"n{i}")) for i in range(6)]
-        assert accepted.count(False) == d.stats.discarded
-        assert d.stats.discarded >= 4
-        assert d.queued <= 3
+        for _ in range(1000):  # the worker takes the three; their send hangs on the gate
+            if not d.queued and factory.senders:
+                break
+            await asyncio.sleep(0)
+        assert d.queued == 0
+        assert factory.senders[0].sent == []
+        # while the only send slot is taken, new records queue up to the bound again
+        accepted = [d.append(pub(f"n{i}")) for i in range(5)]
+        assert accepted.count(False) >= 2
         factory.kwargs["gate"].set()
         assert await d.flush(5000)
         assert d.stats.sent_records == d.stats.appended
+        assert d.stats.discarded == 2 + accepted.count(False)
         await d.close()
 
     asyncio.run(go())
@@ -192,11 +204,21 @@ def test_bad_settings_and_topics_are_refused() -> None:
 
 @dataclass
 class Sink:
+    """A dispatcher stand-in: decodes what the hooks hand over."""
+
     trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
     got: list[TraceContext] = field(default_factory=list)
+    items: list[EncodedTrace] = field(default_factory=list)
 
     def append(self, ctx: TraceContext) -> bool:
         self.got.append(ctx)
+        return True
+
+    def append_encoded(self, trace: EncodedTrace) -> bool:
+        self.items.append(trace)
+        decoded = decode_trace_data(trace[1])
+        assert len(decoded) == trace[2]
+        self.got.extend(decoded)
         return True
 
 
@@ -227,12 +249,13 @@ def test_pub_record_of_a_send() -> None:
                 tags="TagA",
                 keys="k1 k2",
                 store_host="10.0.0.1:10911",
-                store_time_ms=1004,
                 body_length=5,
                 msg_type=TraceMessageType.Delay_Msg,
             ),
         ),
     )
+    assert sink.items[0][3] == ("MID", "k1 k2")
+    assert sink.items[0][0] == "T"
     # stored-but-not-OK is a failed Pub; the broker's TRACE_ON=false and the trace topic
     # itself are not traced
     tracer.pub(msg, result(status=SendStatus.FLUSH_DISK_TIMEOUT), 1000, "h", 5)
@@ -252,6 +275,7 @@ def test_pub_record_of_a_batch() -> None:
     assert ctx.bean.keys == "x y"
     assert ctx.bean.body_length == 99
     assert ctx.bean.msg_type is TraceMessageType.Normal_Msg
+    assert sink.items[0][3] == ("MID", "x", "y")
 
 
 def test_end_transaction_record() -> None:
@@ -308,20 +332,44 @@ def test_sub_before_and_after_share_a_request_id() -> None:
     assert before is not None
     clock.advance(30)
     tracer.after(before, len(msgs), False, ConsumeReturnType.FAILED)
-    sub_before, sub_after = sink.got
-    assert sub_before.trace_type is TraceType.SubBefore
-    assert [b.msg_id for b in sub_before.beans] == ["A", "C"]  # B: the broker said no trace
-    assert sub_before.beans[0] == TraceBean(
-        topic="T", msg_id="A", tags="t", keys="k", store_time_ms=77, body_length=120, retry_times=2
-    )
-    assert (sub_before.region_id, sub_before.group, sub_before.timestamp_ms) == ("R9", "cg", 1000)
-    assert sub_after.request_id == sub_before.request_id != ""
-    assert (sub_after.cost_ms, sub_after.success, sub_after.context_code) == (10, False, 4)
-    assert sub_after.timestamp_ms == 1030
-    assert sub_after.beans == sub_before.beans
+    b_a, b_c, a_a, a_c = sink.got
+    assert [c.trace_type for c in sink.got] == [TraceType.SubBefore] * 2 + [TraceType.SubAfter] * 2
+    # B: the storing broker said no trace
+    assert [c.bean.msg_id for c in sink.got] == ["A", "C", "A", "C"]
+    assert b_a.bean == TraceBean(msg_id="A", keys="k", retry_times=2)
+    assert b_c.bean == TraceBean(msg_id="C", keys="null", retry_times=2)
+    assert (b_a.region_id, b_a.group, b_a.timestamp_ms) == ("R9", "cg", 1000)
+    assert len(b_a.request_id) == 32
+    assert {c.request_id for c in sink.got} == {b_a.request_id}
+    assert (a_a.cost_ms, a_a.success, a_a.context_code) == (10, False, 4)
+    assert (a_c.timestamp_ms, a_c.group) == (1030, "cg")
+    assert sink.items[0][3] == sink.items[1][3] == ("A", "k", "C")
     # nothing traceable: no record, nothing to finish
     assert tracer.before([stored("B", TRACE_ON="false")]) is None
-    assert len(sink.got) == 2
+    assert len(sink.got) == 4
+    # request ids differ per listener call
+    again = tracer.before([stored("D")])
+    assert again is not None
+    assert again[0] != b_a.request_id
+
+
+def test_pack_closes_a_body_at_the_limits() -> None:
+    def item(data: str, *keys: str) -> EncodedTrace:
+        return ("T", data, 1, keys)
+
+    packed = pack([item("a" * 40, f"k{i}") for i in range(5)], max_chars=100)
+    assert [(len(p.data), p.records, p.keys) for p in packed] == [
+        (120, 3, "k0 k1 k2"),
+        (80, 2, "k3 k4"),
+    ]
+    # keys are deduplicated; the KEYS text stays under its limit (counted before
+    # deduplication: "k1 " + "k2 k1 " = 9)
+    packed = pack([item("d", "k1"), item("d", "k2", "k1"), item("d", "k3", "k4")], max_key_chars=9)
+    assert [(p.data, p.keys) for p in packed] == [("dd", "k1 k2"), ("d", "k3 k4")]
+    # one item with too many keys keeps the first ones that fit
+    (only,) = pack([item("d", "a bb", "c", "d")], max_key_chars=7)
+    assert only.keys == "a bb c"
+    assert pack([]) == []
 
 
 @pytest.mark.parametrize(

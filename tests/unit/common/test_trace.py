@@ -12,14 +12,12 @@ from ariane.common.trace import (
     TraceBean,
     TraceContext,
     TraceMessageType,
-    TraceTransfer,
     TraceType,
     UndecodableTrace,
     decode_trace_body,
     decode_trace_data,
     encode_context,
     message_type_of,
-    pack_transfers,
     trace_keys,
 )
 from ariane.errors import InvalidArgumentError, TraceDecodeError
@@ -266,27 +264,6 @@ def test_encoder_refuses_what_it_cannot_write() -> None:
 def test_batch_ids_are_each_an_index_key() -> None:
     ctx = TraceContext(TraceType.Pub, beans=(TraceBean(msg_id="A,B,C", keys="x  y"),))
     assert trace_keys(ctx) == {"A", "B", "C", "x", "y"}
-
-
-def test_pack_transfers_closes_a_body_at_the_limit() -> None:
-    parts = [TraceTransfer("a" * 40, frozenset({f"k{i}"})) for i in range(5)]
-    packed = pack_transfers(parts, max_chars=100)
-    assert [len(p.data) for p in packed] == [120, 80]
-    assert packed[0].keys == {"k0", "k1", "k2"}
-    assert packed[1].keys == {"k3", "k4"}
-    assert pack_transfers([]) == []
-
-
-def test_pack_transfers_keeps_the_keys_text_bounded() -> None:
-    def t(*keys: str) -> TraceTransfer:
-        return TraceTransfer("d", frozenset(keys))
-
-    # "k1 k2" = 6 chars counted with separators; the third context would pass 10
-    packed = pack_transfers([t("k1"), t("k2", "k1"), t("k3", "k4")], max_key_chars=10)
-    assert [(p.data, p.keys) for p in packed] == [("dd", {"k1", "k2"}), ("d", {"k3", "k4"})]
-    # one context with too many keys keeps the first ones (sorted)
-    (only,) = pack_transfers([t("c", "a", "bb", "d")], max_key_chars=7)
-    assert only.keys == {"a", "bb", "c"}
 
 
 def test_message_type_of_properties() -> None:

@@ -120,7 +120,7 @@ def test_register_then_route_in_client_readable_json(tmp_path: Path) -> None:
         assert r.code == ResponseCode.TOPIC_NOT_EXIST
         assert r.remark == "No topic route info in name server for the topic: nope"
         r = await t.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {})
-        assert r.code == ResponseCode.SYSTEM_ERROR
+        assert r.code == ResponseCode.INVALID_PARAMETER
 
     run(main())
 
@@ -144,7 +144,7 @@ def test_register_rejects_bad_crc_and_bad_body(tmp_path: Path) -> None:
         assert r.code == ResponseCode.SYSTEM_ERROR
         assert "RegisterBrokerBody" in (r.remark or "")
         r = await t.call(RequestCode.REGISTER_BROKER, {"brokerName": "b"})
-        assert r.code == ResponseCode.SYSTEM_ERROR
+        assert r.code == ResponseCode.INVALID_PARAMETER
         assert "brokerAddr" in (r.remark or "")
 
     run(main())

@@ -3,6 +3,8 @@ services on a real broker with POP (in-process, manual clock, no sockets)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,9 @@ def messages_of(frames: list[spb.ReceiveMessageResponse]) -> list[pb.Message]:
 
 
 async def revive(e: Env) -> int:
+    """Deliver the due revive records (the timer wheel), then revive."""
+    e.b.c.store.wait_dispatched()
+    e.b.c.timer.wheel.run_pass()
     e.b.c.store.wait_dispatched()
     n: int = await e.b.c.pop.revive.revive_all()
     e.b.c.store.wait_dispatched()
@@ -231,6 +236,53 @@ def test_auto_renew_keeps_a_slow_push_consumers_message_invisible(tmp_path: Path
         e.b.clock.advance(600_000)
         assert await revive(e) == 0
         assert await e.c.renew() == 0
+        task.cancel()
+        await e.b.stop()
+
+    run(go())
+
+
+def test_limits_and_unknown_enums_on_receive(tmp_path: Path) -> None:
+    async def go() -> None:
+        e = await env(tmp_path, min_long_polling_ms=0, max_inflight_receives=1)
+        _, task, _ = await settings(e, consumer_settings("G", "Quiet"))
+        await e.p.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name="Quiet")), Ctx())
+
+        def request(**kw: Any) -> spb.ReceiveMessageRequest:
+            r = spb.ReceiveMessageRequest(
+                group=pb.Resource(name="G"),
+                message_queue=pb.MessageQueue(topic=pb.Resource(name="Quiet")), batch_size=4,
+                **kw,
+            )  # fmt: skip
+            r.invisible_duration.seconds = 20
+            return r
+
+        async def collect(r: spb.ReceiveMessageRequest) -> list[spb.ReceiveMessageResponse]:
+            return [f async for f in e.c.ReceiveMessage(r, Ctx())]  # type: ignore[attr-defined]
+
+        parked_request = request()
+        parked_request.long_polling_timeout.seconds = 5
+        parked = asyncio.create_task(collect(parked_request))
+        for _ in range(100):
+            await asyncio.sleep(0.005)
+            if e.c.inflight:
+                break
+        assert e.c.inflight == 1
+        refused = await collect(request())
+        # refused before reaching the broker: one status frame, as upstream's flow limit
+        assert [f.status.code for f in refused] == [pb.TOO_MANY_REQUESTS]
+        parked.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await parked
+        assert e.c.inflight == 0
+        bad = request(filter_expression=pb.FilterExpression(type=7, expression="*"))  # type: ignore[arg-type]
+        frames = await collect(bad)
+        assert frames[0].status.code == pb.ILLEGAL_FILTER_EXPRESSION
+        bad_time = request()
+        bad_time.invisible_duration.seconds = 1
+        frames = await collect(bad_time)
+        assert frames[0].status.code == pb.ILLEGAL_INVISIBLE_TIME
+        assert "min is 10000" in frames[0].status.message
         task.cancel()
         await e.b.stop()
 

@@ -51,7 +51,7 @@ def test_missing_required_fields_name_the_key(cls: type[CommandHeader]) -> None:
     assert info.value.key == required[0].key
     assert cls.JAVA_NAME in str(info.value)
     assert isinstance(info.value, RequestError)
-    assert info.value.code == 1
+    assert info.value.code == 29  # INVALID_PARAMETER
 
 
 def test_java_key_names() -> None:

@@ -28,7 +28,7 @@ from ariane.broker.pop.ack import AckService
 from ariane.broker.pop.order import ORDER_INFO_FILE, OrderInfoManager
 from ariane.broker.pop.peek import PeekService
 from ariane.broker.pop.polling import PopLongPolling
-from ariane.broker.pop.revive import PopReviveService, ReviveLog, original_topic
+from ariane.broker.pop.revive import PopReviveService, ReviveLog, ReviveTimer, original_topic
 from ariane.broker.pop.service import FilterBuilder, PopService
 from ariane.broker.pop.types import (
     AckResult,
@@ -67,6 +67,8 @@ class PopConsumption:
         filters: builds a subscription's filter (or the error answer).
         config_dir: where ``consumerOrderInfo.json`` lives.
         rng: randomness (tests pass a seeded one).
+        timer: the timer wheel the revive records go through (None: they are appended
+            directly and revived by store time, Ariane's fallback without the wheel).
     """
 
     def __init__(
@@ -75,10 +77,11 @@ class PopConsumption:
         filters: FilterBuilder,
         config_dir: str,
         rng: random.Random | None = None,
+        timer: ReviveTimer | None = None,
     ) -> None:
         self.host = host
         cfg = host.config
-        self.revive_log = ReviveLog(host)
+        self.revive_log = ReviveLog(host, timer)
         self.orders = OrderInfoManager(
             os.path.join(config_dir, ORDER_INFO_FILE), host.clock, self._alive
         )

@@ -120,7 +120,7 @@ class AckService:
             (offset,), handle.ck_start_offset, group, topic, queue_id, handle.pop_time,
             handle.broker_name,
         )  # fmt: skip
-        self._write_ack(ack, handle.revive_qid)
+        self._write_ack(ack, handle.revive_qid, handle.next_visible_time)
         self.acked_messages += 1
         return AckResult(ResponseCode.SUCCESS)
 
@@ -139,8 +139,8 @@ class AckService:
             handle.encode(),
         )  # fmt: skip
 
-    def _write_ack(self, ack: AckMsg, revive_qid: int) -> Future[PutResult]:
-        future = self.revive_log.append_ack(ack, revive_qid)
+    def _write_ack(self, ack: AckMsg, revive_qid: int, revive_time: int) -> Future[PutResult]:
+        future = self.revive_log.append_ack(ack, revive_qid, revive_time)
         if future.done() and not future.result().stored:
             logger.error(
                 "cannot write the ack of %s:%d %s for %s (%s): the messages come back",
@@ -198,7 +198,7 @@ class AckService:
                 tuple(offsets), entry.start_offset, entry.consumer_group, topic,
                 entry.queue_id, entry.pop_time, request.broker_name or self.host.config.broker_name,
             )  # fmt: skip
-            self._write_ack(ack, entry.revive_queue_id)
+            self._write_ack(ack, entry.revive_queue_id, entry.pop_time + entry.invisible_time)
             self.acked_messages += len(offsets)
         return AckResult(ResponseCode.SUCCESS)
 
@@ -243,7 +243,7 @@ class AckService:
             (offset,), handle.ck_start_offset, group, topic, queue_id, handle.pop_time,
             handle.broker_name,
         )  # fmt: skip
-        ack_future = self._write_ack(old, handle.revive_qid)
+        ack_future = self._write_ack(old, handle.revive_qid, handle.next_visible_time)
         new = ReceiptHandle(
             offset, now, invisible_time_ms, handle.revive_qid, retry_flag_of(topic),
             handle.broker_name, queue_id, offset, handle.commit_log_offset,

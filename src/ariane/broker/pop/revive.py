@@ -30,7 +30,7 @@ import logging
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ariane.broker.pop.records import (
     ACK_TAG,
@@ -51,18 +51,27 @@ from ariane.common.properties import (
     ORIGIN_MESSAGE_ID,
     RETRY_TOPIC,
     TAGS,
+    TIMER_DELIVER_MS,
     UNIQ_KEY,
 )
 from ariane.common.record import decode_record
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import RETRY_PREFIX, dlq_topic
 from ariane.errors import CorruptionError, RemoteProtocolError
-from ariane.store import GetStatus, MessageInner, PutResult
+from ariane.remoting.protocol.command import RemotingCommand
+from ariane.store import GetStatus, MessageInner, PutResult, PutStatus
 
 if TYPE_CHECKING:
     from ariane.broker.context import BrokerContext
 
-__all__ = ["DLQ_PERM", "PopReviveService", "ReviveLog", "dead_letter", "original_topic"]
+__all__ = [
+    "DLQ_PERM",
+    "PopReviveService",
+    "ReviveLog",
+    "ReviveTimer",
+    "dead_letter",
+    "original_topic",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +82,9 @@ _RW = PERM_READ | PERM_WRITE
 ACK_TIME_INTERVAL_MS = 1000
 #: Re-put back-off by re-put count (s), the last one repeating (``PopReviveService``).
 _REPUT_BACKOFF_S = (10, 20, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800)
+#: With the timer, a checkpoint is revived only once records due this much after it were
+#: read (its acks are due 1 s after it, and a slot's records come in any order).
+_TIMER_ORDER_MARGIN_MS = 2000
 _READ_BATCH = 256
 #: Records read per queue per pass, and checkpoints revived per queue per pass.
 _MAX_READ_PER_PASS = 8192
@@ -87,15 +99,31 @@ def original_topic(topic: str, group: str) -> str:
     return topic
 
 
+class ReviveTimer(Protocol):
+    """The timer wheel, as the revive log uses it."""
+
+    def schedule(self, inner: MessageInner, deliver_ms: int) -> RemotingCommand | None:
+        """Park ``inner`` until ``deliver_ms`` (a refusal when it cannot)."""
+        ...
+
+    def read_time_ms(self) -> int:
+        """Every record due before this time has been delivered."""
+        ...
+
+
 class ReviveLog:
-    """Appends checkpoints and acks to the revive topic.
+    """Appends checkpoints and acks to the revive topic: as timer messages due at the
+    checkpoint's revive time (checkpoints one second earlier than their acks), as upstream
+    does, or directly when there is no timer wheel (``timerWheelEnable=false``).
 
     Args:
         host: the broker.
+        timer: the timer wheel, or None.
     """
 
-    def __init__(self, host: BrokerContext) -> None:
+    def __init__(self, host: BrokerContext, timer: ReviveTimer | None = None) -> None:
         self.host = host
+        self.timer = timer
 
     @property
     def topic(self) -> str:
@@ -110,23 +138,34 @@ class ReviveLog:
     def append_ck(self, ck: PopCheckPoint, revive_qid: int) -> Future[PutResult]:
         """Append a checkpoint (durable per the flush policy when the future completes)."""
         uniq = f"{ck.topic}@{ck.queue_id}@{ck.start_offset}@{ck.group}@{ck.pop_time}@{ck.broker_name}@{CK_TAG}"
-        return self._append(ck.encode(), CK_TAG, revive_qid, uniq)
+        deliver = ck.revive_time - ACK_TIME_INTERVAL_MS
+        return self._append(ck.encode(), CK_TAG, revive_qid, uniq, deliver)
 
-    def append_ack(self, ack: AckMsg, revive_qid: int) -> Future[PutResult]:
-        """Append an ack or batch ack."""
+    def append_ack(self, ack: AckMsg, revive_qid: int, revive_time: int) -> Future[PutResult]:
+        """Append an ack or batch ack of the checkpoint that revives at ``revive_time``."""
         first = ack.offsets[0] if len(ack.offsets) == 1 else list(ack.offsets)
         uniq = (
             f"{ack.topic}@{ack.queue_id}@{first}@{ack.group}@{ack.pop_time}@{ack.broker_name}"
             f"@{ack.tag}"
         )
-        return self._append(ack.encode(), ack.tag, revive_qid, uniq)
+        return self._append(ack.encode(), ack.tag, revive_qid, uniq, revive_time)
 
-    def _append(self, body: bytes, tag: str, revive_qid: int, uniq: str) -> Future[PutResult]:
+    def _append(
+        self, body: bytes, tag: str, revive_qid: int, uniq: str, deliver_ms: int
+    ) -> Future[PutResult]:
         host = self.host
+        props = {TAGS: tag, UNIQ_KEY: uniq}
         inner = MessageInner(
-            self.topic, self.queue_of(revive_qid), body, 0, {TAGS: tag, UNIQ_KEY: uniq}, 0,
-            host.clock.now_ms(), host.store_host, host.store_host,
+            self.topic, self.queue_of(revive_qid), body, 0, props, 0, host.clock.now_ms(),
+            host.store_host, host.store_host,
         )  # fmt: skip
+        if self.timer is not None:
+            props[TIMER_DELIVER_MS] = str(deliver_ms)
+            refused = self.timer.schedule(inner, deliver_ms)
+            if refused is not None:
+                future: Future[PutResult] = Future()
+                future.set_result(PutResult(PutStatus.MESSAGE_ILLEGAL, remark=refused.remark))
+                return future
         return host.store.submit_message(inner)
 
 
@@ -257,12 +296,15 @@ class PopReviveService:
         return revived
 
     def _scan(self, qid: int, q: _Queue) -> int:
-        """Read what was appended since the last pass; returns the watermark."""
+        """Read what was appended since the last pass; returns the watermark: every record
+        due (timer) or appended (no timer) before it has been read."""
         store = self.host.store
         topic = self.log.topic
+        timer = self.log.timer
         started = self.host.clock.now_ms()
+        if timer is not None:
+            started = min(started, timer.read_time_ms())
         dispatched = store.dispatch_behind_bytes() == 0
-        last_dispatched = store.dispatcher.last_store_timestamp
         last_read = -1
         read = 0
         while read < _MAX_READ_PER_PASS:
@@ -284,13 +326,14 @@ class PopReviveService:
                 last_read = self._apply(q, record, position)
             read += len(res.messages)
             q.read_offset = res.next_begin_offset
-        caught_up = q.read_offset >= store.get_max_offset_in_queue(topic, qid)
-        if not caught_up:
-            return last_read
-        return started if dispatched else min(started, last_dispatched)
+        if dispatched and q.read_offset >= store.get_max_offset_in_queue(topic, qid):
+            return started
+        # records are in due order (timer) within a slot's precision: keep a margin
+        return last_read - (_TIMER_ORDER_MARGIN_MS if timer is not None else 0)
 
     def _apply(self, q: _Queue, record: bytes, position: int) -> int:
-        """Take one revive record into the waiting set; returns its store time."""
+        """Take one revive record into the waiting set; returns when it was due (timer
+        records) or stored."""
         broker = self.host.config.broker_name
         try:
             msg, _ = decode_record(record)
@@ -312,6 +355,12 @@ class PopReviveService:
                         del q.waiting[ack.key]
         except RemoteProtocolError as exc:
             logger.error("revive record at %d (%s) is not readable: %s", position, tag, exc)
+        due = msg.properties.get(TIMER_DELIVER_MS)
+        if due is not None and self.log.timer is not None:
+            try:
+                return min(int(due), msg.store_timestamp_ms)
+            except ValueError:
+                pass
         return msg.store_timestamp_ms
 
     # -- reviving ----------------------------------------------------------------------------

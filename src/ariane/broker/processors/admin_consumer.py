@@ -482,7 +482,7 @@ class AdminConsumerProcessor:
         try:
             offset = decode_offset_msg_id(header.msg_id or "").phys_offset
         except InvalidArgumentError as exc:
-            return error(ResponseCode.SYSTEM_ERROR, str(exc))
+            return error(ResponseCode.INVALID_PARAMETER, str(exc))
         record = self.broker.store.look_message_by_offset(offset)
         if record is None:
             return error(ResponseCode.SYSTEM_ERROR, f"can not find message by id {header.msg_id}")

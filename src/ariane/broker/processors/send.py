@@ -5,7 +5,8 @@ How it works, per send: parse the header (V1 or the short-key V2, one type after
 the broker may be written, the topic name, that it is not a system topic closed to senders;
 find the topic or auto-create it from its template; check the queue id (a negative one picks a
 random writable queue) and the topic's write permission; decode the properties once, add
-``UNIQ_KEY`` when the client did not and ``CLUSTER``, appending them to the client's encoded
+``UNIQ_KEY`` when the client did not, ``CLUSTER``, and (as RocketMQ 5 does, for message
+trace) the broker's ``MSG_REGION`` and ``TRACE_ON``, appending them to the client's encoded
 string instead of re-encoding it; run the *send interceptors*; append to the store. Under
 ASYNC_FLUSH the store's future is already done and the answer goes out at once; under
 SYNC_FLUSH it is answered from the future's callback (hopped to the event loop). Then the
@@ -43,8 +44,10 @@ from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id
 from ariane.common.properties import (
     CLUSTER,
     DELAY,
+    MSG_REGION,
     ORIGIN_MESSAGE_ID,
     RETRY_TOPIC,
+    TRACE_SWITCH,
     TRANSACTION_PREPARED,
     UNIQ_KEY,
     WAIT_STORE_MSG_OK,
@@ -203,6 +206,10 @@ class SendMessageProcessor:
         self._msg_id_prefix = create_offset_msg_id(
             broker.store_host.addr, broker.store_host.port, 0
         )[:-16]
+        # MSG_REGION/TRACE_ON stamped into stored messages (see _stamp_trace)
+        self._trace_config: object = None
+        self._trace_values = ("", "")
+        self._trace_text = ""
 
     def register(self, server: RemotingServer) -> None:
         """Register the handlers on ``server``."""
@@ -250,6 +257,8 @@ class SendMessageProcessor:
         if CLUSTER not in props:
             cluster = props[CLUSTER] = self.broker.config.broker_cluster_name
             extra += f"{CLUSTER}\x01{cluster}\x02"
+        if MSG_REGION not in props:  # message trace: consumers' region and trace switch
+            extra += self._stamp_trace(props)
         if extra and props_text and props_text[-1] != "\x02":
             props_text += "\x02"
         inner = MessageInner(
@@ -283,6 +292,20 @@ class SendMessageProcessor:
             return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
         future = self.store.submit_message(inner)
         return self._answer(ctx, future, topic, queue_id, uniq, wait)
+
+    def _stamp_trace(self, props: dict[str, str]) -> str:
+        """Set ``MSG_REGION`` and ``TRACE_ON`` of this broker in ``props``; their encoded
+        text (recomputed only when the broker's config object changes)."""
+        config = self.broker.config
+        if config is not self._trace_config:
+            self._trace_config = config
+            self._trace_values = (config.region_id, "true" if config.trace_on else "false")
+            self._trace_text = (
+                f"{MSG_REGION}\x01{self._trace_values[0]}\x02"
+                f"{TRACE_SWITCH}\x01{self._trace_values[1]}\x02"
+            )
+        props[MSG_REGION], props[TRACE_SWITCH] = self._trace_values
+        return self._trace_text
 
     # -- checks --------------------------------------------------------------------------------
 
@@ -380,6 +403,8 @@ class SendMessageProcessor:
             if CLUSTER not in props:
                 props[CLUSTER] = cluster
                 extra += f"{CLUSTER}\x01{cluster}\x02"
+            if MSG_REGION not in props:
+                extra += self._stamp_trace(props)
             if extra and text and text[-1] != "\x02":
                 text += "\x02"
             items.append(BatchItem(entry.body, entry.flag, props, text + extra))

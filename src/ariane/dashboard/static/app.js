@@ -83,7 +83,7 @@ function drawCharts() {
   if (topics && values && top && typeof Chart !== "undefined") {
     new Chart(top, {
       type: "bar",
-      data: { labels: topics, datasets: [{ label: "messages in 24 h", data: values, backgroundColor: PALETTE[0] }] },
+      data: { labels: topics, datasets: [{ label: "messages in 24 h", data: values, backgroundColor: PALETTE[0], maxBarThickness: 26 }] },
       options: { animation: false, indexAxis: "y", responsive: true, maintainAspectRatio: false, plugins: { legend: { display: false } } },
     });
   }

@@ -10,8 +10,9 @@ like every other body. Decoders raise only ``RemoteProtocolError``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ariane.errors import RemoteProtocolError
 from ariane.remoting.protocol import fastjson
@@ -25,6 +26,8 @@ from ariane.remoting.protocol._jsonfields import (
 )
 
 __all__ = ["GroupSummary", "GroupSummaryTable", "TopicSummary", "TopicSummaryTable"]
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +163,18 @@ def _typed(value: Any, default: Any, what: str) -> Any:
     raise RemoteProtocolError(f"{what}: unexpected value {value!r}")
 
 
+def _encode_table(broker_addr: str, table: dict[str, Any]) -> bytes:
+    return fastjson.dumps(
+        {"brokerAddr": broker_addr, "table": {k: v.to_json() for k, v in table.items()}}
+    )
+
+
+def _decode_table(body: bytes, what: str, row: Callable[[Any, str], R]) -> tuple[str, dict[str, R]]:
+    obj = parse_object(body, what)
+    table = {str(k): row(v, f"{what}[{k}]") for k, v in get_object(obj, "table", what).items()}
+    return get_str(obj, "brokerAddr", what), table
+
+
 @dataclass(slots=True)
 class TopicSummaryTable:
     """ARIANE_GET_TOPIC_SUMMARY body: topic -> its summary on the answering broker."""
@@ -169,23 +184,12 @@ class TopicSummaryTable:
 
     def encode(self) -> bytes:
         """Body bytes."""
-        return fastjson.dumps(
-            {
-                "brokerAddr": self.broker_addr,
-                "table": {k: v.to_json() for k, v in self.table.items()},
-            }
-        )
+        return _encode_table(self.broker_addr, self.table)
 
     @classmethod
     def decode(cls, body: bytes) -> TopicSummaryTable:
         """Parse body bytes."""
-        what = "TopicSummaryTable"
-        obj = parse_object(body, what)
-        table = {
-            str(k): TopicSummary.from_json(v, f"{what}[{k}]")
-            for k, v in get_object(obj, "table", what).items()
-        }
-        return cls(get_str(obj, "brokerAddr", what), table)
+        return cls(*_decode_table(body, "TopicSummaryTable", TopicSummary.from_json))
 
 
 @dataclass(slots=True)
@@ -197,20 +201,9 @@ class GroupSummaryTable:
 
     def encode(self) -> bytes:
         """Body bytes."""
-        return fastjson.dumps(
-            {
-                "brokerAddr": self.broker_addr,
-                "table": {k: v.to_json() for k, v in self.table.items()},
-            }
-        )
+        return _encode_table(self.broker_addr, self.table)
 
     @classmethod
     def decode(cls, body: bytes) -> GroupSummaryTable:
         """Parse body bytes."""
-        what = "GroupSummaryTable"
-        obj = parse_object(body, what)
-        table = {
-            str(k): GroupSummary.from_json(v, f"{what}[{k}]")
-            for k, v in get_object(obj, "table", what).items()
-        }
-        return cls(get_str(obj, "brokerAddr", what), table)
+        return cls(*_decode_table(body, "GroupSummaryTable", GroupSummary.from_json))

@@ -1,0 +1,277 @@
+"""Timer messages through the dispatcher, on a real store with a manual clock: the send hook,
+delivery at the slot boundary, many timers in one slot, rolls, restarts (graceful and in the
+middle of a slot) and downtime catch-up, 4.x delay levels next to them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ariane.common.message import MessageExt
+from ariane.common.record import decode_records
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from tests.unit.broker.harness import Broker, run
+
+TIMER = "rmq_sys_wheel_timer"
+T0 = 1_700_000_000_000  # the harness clock's start
+
+
+def messages(b: Broker, topic: str = "T", queue_id: int = 0) -> list[MessageExt]:
+    b.c.store.wait_dispatched()
+    res = b.c.store.get_message("G", topic, queue_id, 0, 10_000)
+    out: list[MessageExt] = []
+    offset = 0
+    while res.messages:
+        out += decode_records(b"".join(res.messages))
+        offset = res.next_begin_offset
+        res = b.c.store.get_message("G", topic, queue_id, offset, 10_000)
+    return out
+
+
+def deliver(b: Broker) -> int:
+    b.c.store.wait_dispatched()
+    n = b.c.timer.wheel.run_pass()
+    b.c.store.wait_dispatched()
+    return n
+
+
+async def start(root: Path, clock_ms: int = T0, **store: Any) -> Broker:
+    b = Broker(root, store=store)
+    b.clock.advance(clock_ms - T0)
+    return await b.start()
+
+
+def test_timer_message_is_delivered_at_its_slot_boundary(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        b.clock.advance(123)
+        due = T0 + 30_500
+        r = await b.send("T", b"later", queue_id=2, tags="A", props={"TIMER_DELIVER_MS": str(due)})
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        hdr = h.SendMessageResponseHeader.from_ext_fields(r.ext_fields)
+        assert (hdr.queue_id, hdr.queue_offset) == (2, 0)  # queue offset: the timer queue's
+        (parked,) = messages(b, TIMER)
+        assert parked.properties["TIMER_OUT_MS"] == str(T0 + 30_000)
+        assert parked.properties["REAL_TOPIC"] == "T"
+        assert parked.properties["REAL_QID"] == "2"
+        assert deliver(b) == 0
+        b.clock.advance(30_999 - 123)  # T0 + 30 999: slot 30 000 is not over yet
+        assert deliver(b) == 0
+        assert messages(b, "T", 2) == []
+        b.clock.advance(1)  # T0 + 31 000
+        assert deliver(b) == 1
+        (msg,) = messages(b, "T", 2)
+        assert msg.body == b"later"
+        assert msg.tags == "A"
+        assert msg.msg_id == parked.msg_id
+        assert "REAL_TOPIC" not in msg.properties
+        assert "REAL_QID" not in msg.properties
+        assert msg.properties["TIMER_OUT_MS"] == str(T0 + 30_000)
+        assert msg.properties["TIMER_DELIVER_MS"] == str(due)
+        assert msg.properties["TIMER_DEQUEUE_MS"] == str(T0 + 31_000)
+        assert msg.properties["TIMER_ENQUEUE_MS"] == str(T0)
+        assert deliver(b) == 0  # once
+        await b.stop()
+
+    run(main())
+
+
+def test_relative_delays_past_times_and_refusals(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path, timer_max_delay_sec=3600)
+        await b.send("T", b"sec", props={"TIMER_DELAY_SEC": "5", "TIMER_DELIVER_MS": "1"})
+        await b.send("T", b"ms", props={"TIMER_DELAY_MS": "2500"})
+        r = await b.send("T", b"past", props={"TIMER_DELIVER_MS": str(T0 - 1)})
+        assert r.code == ResponseCode.SUCCESS
+        assert [m.body for m in messages(b)] == [b"past"]  # not timed
+        assert [m.properties["TIMER_OUT_MS"] for m in messages(b, TIMER)] == [
+            str(T0 + 4000), str(T0 + 2000),
+        ]  # fmt: skip
+        too_far = await b.send("T", b"x", props={"TIMER_DELAY_SEC": "3601"})
+        assert too_far.code == ResponseCode.MESSAGE_ILLEGAL
+        assert "max delay 3600000ms" in (too_far.remark or "")
+        bad = await b.send("T", b"x", props={"TIMER_DELIVER_MS": "soon"})
+        assert bad.code == ResponseCode.MESSAGE_ILLEGAL
+        level = await b.send("T", b"level", props={"DELAY": "1", "TIMER_DELAY_SEC": "100"})
+        assert level.code == ResponseCode.SUCCESS
+        b.clock.advance(3000)
+        deliver(b)
+        assert [m.body for m in messages(b)] == [b"past", b"ms"]
+        b.clock.advance(2000)
+        deliver(b)
+        assert [m.body for m in messages(b)] == [b"past", b"ms", b"sec"]
+        b.c.schedule.deliver_due()  # the 4.x level (1 s) wins over the timer properties
+        assert [m.body for m in messages(b)][-1] == b"level"
+        await b.stop()
+
+    run(main())
+
+
+def test_many_timers_in_one_slot_are_each_delivered_once(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path, mapped_file_size_timer_log=52 * 200 + 16)
+        n = 1500
+        for i in range(n):
+            r = await b.send("T", b"%d" % i, props={"TIMER_DELIVER_MS": str(T0 + 10_000 + i % 7)})
+            assert r.code == ResponseCode.SUCCESS
+        b.clock.advance(5_000)
+        assert deliver(b) == 0
+        assert b.c.timer.wheel.stats.enqueued == n
+        b.clock.advance(6_000)
+        assert deliver(b) == n
+        got = messages(b)
+        assert sorted(int(m.body) for m in got) == list(range(n))
+        assert len({m.msg_id for m in got}) == n
+        assert deliver(b) == 0
+        await b.stop()
+
+    run(main())
+
+
+def test_far_timers_roll_through_the_window(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path, timer_roll_window_slot=10)
+        # 12 s > the 10 s window: parked in the slot at +5 s (half the window), then rolled
+        await b.send("T", b"far", props={"TIMER_DELAY_SEC": "12"})
+        deliver(b)
+        b.clock.advance(5_999)
+        deliver(b)
+        assert [m for m in messages(b, TIMER) if "TIMER_ROLL_TIMES" in m.properties] == []
+        b.clock.advance(1)
+        deliver(b)
+        (rolled,) = [m for m in messages(b, TIMER) if "TIMER_ROLL_TIMES" in m.properties]
+        assert rolled.properties["TIMER_ROLL_TIMES"] == "1"
+        assert b.c.timer.wheel.stats.rolled == 1
+        deliver(b)  # the rolled copy is enqueued again, into its own slot now
+        b.clock.advance(5_999)
+        deliver(b)
+        assert messages(b) == []
+        b.clock.advance(1)
+        deliver(b)
+        (msg,) = messages(b)
+        assert msg.body == b"far"
+        assert msg.properties["TIMER_ROLL_TIMES"] == "1"
+        await b.stop()
+
+    run(main())
+
+
+def test_restart_between_slots_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        for i in range(40):
+            await b.send("T", b"%d" % i, props={"TIMER_DELIVER_MS": str(T0 + 1000 * (i % 8 + 1))})
+        b.clock.advance(4_000)
+        deliver(b)
+        first = sorted(int(m.body) for m in messages(b))
+        assert len(first) == 20  # slots 1..3 s
+        b.c.timer.shutdown()
+        for f in (b.c.topics.file, b.c.offsets.file):
+            f.write_now()
+        await b.stop()
+        b.c.store.shutdown()
+        b2 = await start(tmp_path, T0 + 4_000)
+        b2.clock.advance(60_000)  # down for a minute: the overdue slots come at once
+        assert deliver(b2) == 20
+        got = sorted(int(m.body) for m in messages(b2))
+        assert got == list(range(40))
+        await b2.stop()
+
+    run(main())
+
+
+def test_crash_in_the_middle_of_a_slot_delivers_nothing_twice(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        for i in range(30):
+            await b.send("T", b"%d" % i, props={"TIMER_DELIVER_MS": str(T0 + 2_000)})
+        await b.send("T", b"later", props={"TIMER_DELIVER_MS": str(T0 + 9_000)})
+        b.clock.advance(3_000)
+        assert deliver(b) == 30
+        # the crash: the slot's copies are stored, the progress past it is not
+        wheel = b.c.timer.wheel
+        wheel.read_time_ms = T0 + 1_000
+        wheel._write_checkpoint()
+        wheel.flush()
+        for f in (b.c.topics.file, b.c.offsets.file):
+            f.write_now()
+        await b.c.hold.stop()
+        await b.c.registration.stop()
+        b.c.store.close_without_cleanup()  # the abort file stays: an abnormal exit
+        wheel.shutdown()
+        b2 = await start(tmp_path, T0 + 3_000)
+        assert not b2.c.store.last_exit_ok
+        deliver(b2)
+        assert b2.c.timer.wheel.stats.skipped_as_delivered == 30
+        assert sorted(m.body for m in messages(b2)) == sorted(b"%d" % i for i in range(30))
+        b2.clock.advance(7_000)
+        assert deliver(b2) == 1
+        assert len(messages(b2)) == 31
+        await b2.stop()
+
+    run(main())
+
+
+def test_timer_queue_entries_not_yet_in_the_log_are_enqueued_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        for i in range(5):
+            await b.send("T", b"%d" % i, props={"TIMER_DELAY_SEC": "3"})
+        b.c.store.wait_dispatched()  # stored in the timer queue, never enqueued
+        b.c.timer.shutdown()
+        await b.stop()
+        b2 = await start(tmp_path, T0)
+        b2.clock.advance(3_000)
+        assert deliver(b2) == 5
+        assert sorted(m.body for m in messages(b2)) == [b"%d" % i for i in range(5)]
+        await b2.stop()
+
+    run(main())
+
+
+def test_fine_precision(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path, timer_precision_ms=150)  # snaps to 100 ms
+        assert b.c.store_config.timer_precision_ms == 100
+        await b.send("T", b"soon", props={"TIMER_DELAY_MS": "250"})
+        b.clock.advance(299)
+        deliver(b)
+        assert messages(b) == []
+        b.clock.advance(1)
+        deliver(b)
+        assert [m.body for m in messages(b)] == [b"soon"]
+        r = await b.answer(RequestCode.GET_TIMER_CHECK_POINT)
+        assert r.code == ResponseCode.SUCCESS
+        assert int.from_bytes((r.body or b"")[:8], "big") == T0 + 300
+        await b.stop()
+
+    run(main())
+
+
+def test_timer_transaction_counts_from_the_commit(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        r = await b.send(
+            "T", b"tx", props={"TRAN_MSG": "true", "PGROUP": "PG", "TIMER_DELAY_SEC": "2"}
+        )
+        assert r.code == ResponseCode.SUCCESS
+        hdr = h.SendMessageResponseHeader.from_ext_fields(r.ext_fields)
+        b.clock.advance(10_000)
+        end = h.EndTransactionRequestHeader(
+            producer_group="PG", tran_state_table_offset=hdr.queue_offset,
+            commit_log_offset=int(hdr.msg_id[-16:], 16), commit_or_rollback=8,
+            from_transaction_check=False, msg_id=hdr.msg_id, transaction_id=hdr.transaction_id,
+        )  # fmt: skip
+        r = await b.answer(RequestCode.END_TRANSACTION, end)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        deliver(b)
+        assert messages(b) == []
+        b.clock.advance(2_000)
+        deliver(b)
+        assert [m.body for m in messages(b)] == [b"tx"]
+        await b.stop()
+
+    run(main())
