@@ -101,9 +101,13 @@ class FakeInstance:
     brokers: dict[str, str]
     client_id: str = "127.0.0.1@test"
     spawned: list[Any] = field(default_factory=list)
+    route_refreshes: list[str] = field(default_factory=list)
 
     def find_broker_addr_in_publish(self, name: str) -> str | None:
         return self.brokers.get(name)
+
+    def refresh_route_soon(self, topic: str) -> None:
+        self.route_refreshes.append(topic)
 
     async def update_topic_route(self, topic: str, **kwargs: Any) -> bool:
         return False

@@ -1,0 +1,184 @@
+"""``ariane bench ha``: what replication costs producers, and how far a slave lags.
+
+For each master role (ASYNC_MASTER, then SYNC_MASTER) it starts a throw-away ``ariane
+cluster`` of one group (a master and one slave, same machine), then runs the producer
+benchmark (:mod:`ariane.bench.producer`):
+
+1. as fast as the group takes messages: messages per second and RT;
+2. at ``--load`` (default 80 %) of the ASYNC_MASTER rate, while the master's replication status
+   (GET_BROKER_HA_STATUS) is sampled every 100 ms: how many bytes, and how many seconds of
+   messages, the slave has not acknowledged (``lagSeconds``: the age of the oldest message the
+   slave lacks).
+
+The summary gives SYNC_MASTER's throughput as a fraction of ASYNC_MASTER's (group transfer is
+what keeps it close: concurrent sends share one wait for the slave) and the lag quantiles.
+``--json`` ends with one JSON line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import click
+import numpy as np
+
+from ariane.bench.producer import _bench, _Plan
+from ariane.client import Admin
+from ariane.errors import ArianeError
+from ariane.remoting.eventloop import run
+
+__all__ = ["ha_bench"]
+
+_ROLES = ("ASYNC_MASTER", "SYNC_MASTER")
+_CLUSTER_PROPS = (
+    "mappedFileSizeCommitLog=268435456",  # 256 MiB files: a fresh 1 GiB one costs seconds
+    "maxHashSlotNum=500000",
+    "maxIndexNum=2000000",
+    "haSendHeartbeatInterval=1000",
+)
+
+
+@contextlib.contextmanager
+def _cluster(role: str, extra: tuple[str, ...]) -> Iterator[dict[str, str]]:
+    """A one-group cluster (master + slave) in a temporary directory; yields its ready line."""
+    with tempfile.TemporaryDirectory(prefix="ariane-bench-ha-") as tmp:
+        args = [sys.executable, "-m", "ariane", "cluster", "--data-dir", tmp, "--groups", "1",
+                "--slaves", "1", "--role", role, "--namesrv-port", "0", "--base-port", "0",
+                "--log-level", "WARNING"]  # fmt: skip
+        for prop in (*_CLUSTER_PROPS, *extra):
+            args += ["-o", prop]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert proc.stdout is not None
+            ready: dict[str, str] | None = None
+            for line in proc.stdout:
+                if line.startswith("ready "):
+                    ready = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+                    break
+            if ready is None:
+                raise click.ClickException(f"the {role} cluster did not start")
+            yield ready
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(90)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+async def _sample_lag(
+    namesrv: str, master: str, stop: asyncio.Event, interval_s: float
+) -> dict[str, float]:
+    """Sample the slave's lag behind ``master`` until ``stop``; quantiles of bytes and s."""
+    lag_bytes: list[float] = []
+    lag_s: list[float] = []
+    async with Admin(namesrv_addr=namesrv) as admin:
+        while not stop.is_set():
+            try:
+                status = await admin.broker_ha_status(master)
+            except ArianeError:
+                status = {}
+            for conn in status.get("haConnectionInfo") or []:
+                lag_bytes.append(float(conn.get("diff", 0)))
+                lag_s.append(float(conn.get("lagSeconds", 0.0)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval_s)
+    if not lag_s:
+        return {"samples": 0}
+    b = np.array(lag_bytes)
+    s = np.array(lag_s)
+    return {
+        "samples": len(lag_s),
+        "lag_s_p50": round(float(np.percentile(s, 50)), 4),
+        "lag_s_p99": round(float(np.percentile(s, 99)), 4),
+        "lag_s_max": round(float(s.max()), 4),
+        "lag_bytes_p99": int(np.percentile(b, 99)),
+        "lag_bytes_max": int(b.max()),
+    }
+
+
+async def _loaded(
+    namesrv: str, master: str, plan: _Plan, use_async: bool, group: str
+) -> dict[str, Any]:
+    stop = asyncio.Event()
+    sampler = asyncio.create_task(_sample_lag(namesrv, master, stop, 0.1))
+    try:
+        result = await _bench(namesrv, plan, use_async, group, 1e9, True, False)
+    finally:
+        stop.set()
+    result.update(await sampler)
+    return result
+
+
+@click.command("ha")
+@click.option("-s", "--size", default=128, show_default=True, help="Body bytes per message.")
+@click.option("--duration", default=10.0, show_default=True, help="Seconds per phase.")
+@click.option("-b", "--batch", default=1, show_default=True, help="Messages per request.")
+@click.option("--async/--sync", "use_async", default=True, show_default=True,
+              help="Pipelined sends (send_async) or concurrent awaiting senders.")  # fmt: skip
+@click.option("-c", "--concurrency", default=256, show_default=True,
+              help="Requests in flight (--async) or senders (--sync).")  # fmt: skip
+@click.option("--load", type=click.FloatRange(0.01, 1.0), default=0.8, show_default=True,
+              help="Rate of the lag phase, as a fraction of ASYNC_MASTER's maximum.")  # fmt: skip
+@click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="A broker property for both clusters (e.g. flushDiskType=SYNC_FLUSH).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
+def ha_bench(
+    size: int,
+    duration: float,
+    batch: int,
+    use_async: bool,
+    concurrency: int,
+    load: float,
+    options: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Producer throughput against ASYNC_MASTER and SYNC_MASTER groups (one slave each), and
+    the slave's lag at a steady fraction of the maximum rate."""
+    if size <= 0 or batch <= 0 or concurrency <= 0 or duration <= 0:
+        raise click.BadParameter("size, batch, concurrency and duration must be > 0")
+    plan = _Plan("BenchmarkTest", size, batch, False, None, 0, None, duration, concurrency)
+    results: dict[str, Any] = {"size": size, "batch": batch, "concurrency": concurrency,
+                               "async": use_async, "load": load}  # fmt: skip
+    async_max = 0.0
+    for role in _ROLES:
+        with _cluster(role, options) as ready:
+            namesrv, master = ready["namesrv"], ready["broker-a/0"]
+            click.echo(f"{role}: cluster {namesrv}, master {master}", err=as_json)
+            peak = run(_bench(namesrv, plan, use_async, "bench_ha", 1e9, True, False))
+            if role == "ASYNC_MASTER":
+                async_max = float(peak["msgs_per_s"])
+            rate = load * async_max
+            steady_plan = _Plan(
+                plan.topic, size, batch, False, None, 0, None, duration, concurrency, rate
+            )
+            time.sleep(1.0)  # let the slave catch up before the steady phase
+            steady = run(_loaded(namesrv, master, steady_plan, use_async, "bench_ha_load"))
+        results[role] = {"max": peak, "steady": steady}
+        click.echo(
+            f"{role}: max {peak['msgs_per_s']:,} msg/s (p99 RT {peak['p99_rt_ms']} ms); at "
+            f"{rate:,.0f} msg/s sent {steady['msgs_per_s']:,}/s, slave lag p50 "
+            f"{steady.get('lag_s_p50', '-')} s, p99 {steady.get('lag_s_p99', '-')} s, max "
+            f"{steady.get('lag_s_max', '-')} s ({steady.get('lag_bytes_max', '-')} bytes)",
+            err=as_json,
+        )
+    sync_max = results["SYNC_MASTER"]["max"]["msgs_per_s"]
+    ratio = sync_max / async_max if async_max else 0.0
+    results["sync_to_async_ratio"] = round(ratio, 3)
+    click.echo(f"SYNC_MASTER / ASYNC_MASTER throughput: {ratio:.2f}", err=as_json)
+    if as_json:
+        click.echo(json.dumps(results, default=str))
