@@ -1,14 +1,15 @@
 """``ariane bench ha``: what replication costs producers, and how far a slave lags.
 
-For each master role (ASYNC_MASTER, then SYNC_MASTER) it starts a throw-away ``ariane
-cluster`` of one group (a master and one slave, same machine), then runs the producer
+It starts two throw-away ``ariane cluster`` runs side by side, each one group of a master and
+one slave (same machine), an ASYNC_MASTER and a SYNC_MASTER one, then runs the producer
 benchmark (:mod:`ariane.bench.producer`):
 
-1. as fast as the group takes messages: messages per second and RT;
-2. at ``--load`` (default 80 %) of the ASYNC_MASTER rate, while the master's replication status
-   (GET_BROKER_HA_STATUS) is sampled every 100 ms: how many bytes, and how many seconds of
-   messages, the slave has not acknowledged (``lagSeconds``: the age of the oldest message the
-   slave lacks).
+1. as fast as each group takes messages, ``--rounds`` times, alternating the roles (the
+   machine is noisy: compare ratios of one run): messages per second and RT;
+2. at ``--load`` (default 80 %) of ASYNC_MASTER's median rate, while the master's replication
+   status (GET_BROKER_HA_STATUS) is sampled every 100 ms: how many bytes, and how many seconds
+   of messages, the slave has not acknowledged (``lagSeconds``: the age of the oldest message
+   the slave lacks).
 
 The summary gives SYNC_MASTER's throughput as a fraction of ASYNC_MASTER's (group transfer is
 what keeps it close: concurrent sends share one wait for the slave) and the lag quantiles.
@@ -42,10 +43,13 @@ __all__ = ["ha_bench"]
 _ROLES = ("ASYNC_MASTER", "SYNC_MASTER")
 _CLUSTER_PROPS = (
     "mappedFileSizeCommitLog=268435456",  # 256 MiB files: a fresh 1 GiB one costs seconds
+    "mappedFileSizeConsumeQueue=2000000",
     "maxHashSlotNum=500000",
     "maxIndexNum=2000000",
     "haSendHeartbeatInterval=1000",
 )
+#: an auto-created topic of 4 queues (BenchmarkTest has 1024, each with its own files)
+_TOPIC = "BenchHA"
 
 
 @contextlib.contextmanager
@@ -132,6 +136,8 @@ async def _loaded(
               help="Pipelined sends (send_async) or concurrent awaiting senders.")  # fmt: skip
 @click.option("-c", "--concurrency", default=256, show_default=True,
               help="Requests in flight (--async) or senders (--sync).")  # fmt: skip
+@click.option("--rounds", default=3, show_default=True,
+              help="Maximum-rate rounds per role, alternating (the machine is noisy).")  # fmt: skip
 @click.option("--load", type=click.FloatRange(0.01, 1.0), default=0.8, show_default=True,
               help="Rate of the lag phase, as a fraction of ASYNC_MASTER's maximum.")  # fmt: skip
 @click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE",
@@ -143,42 +149,66 @@ def ha_bench(
     batch: int,
     use_async: bool,
     concurrency: int,
+    rounds: int,
     load: float,
     options: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Producer throughput against ASYNC_MASTER and SYNC_MASTER groups (one slave each), and
-    the slave's lag at a steady fraction of the maximum rate."""
-    if size <= 0 or batch <= 0 or concurrency <= 0 or duration <= 0:
-        raise click.BadParameter("size, batch, concurrency and duration must be > 0")
-    plan = _Plan("BenchmarkTest", size, batch, False, None, 0, None, duration, concurrency)
+    """Producer throughput against ASYNC_MASTER and SYNC_MASTER groups (one slave each; both
+    clusters run side by side and the rounds alternate), and the slave's lag at a steady
+    fraction of ASYNC_MASTER's median maximum."""
+    if min(size, batch, concurrency, rounds) <= 0 or duration <= 0:
+        raise click.BadParameter("size, batch, concurrency, rounds and duration must be > 0")
+    plan = _Plan(_TOPIC, size, batch, False, None, 0, None, duration, concurrency)
     results: dict[str, Any] = {"size": size, "batch": batch, "concurrency": concurrency,
-                               "async": use_async, "load": load}  # fmt: skip
-    async_max = 0.0
-    for role in _ROLES:
-        with _cluster(role, options) as ready:
-            namesrv, master = ready["namesrv"], ready["broker-a/0"]
-            click.echo(f"{role}: cluster {namesrv}, master {master}", err=as_json)
-            peak = run(_bench(namesrv, plan, use_async, "bench_ha", 1e9, True, False))
-            if role == "ASYNC_MASTER":
-                async_max = float(peak["msgs_per_s"])
-            rate = load * async_max
-            steady_plan = _Plan(
-                plan.topic, size, batch, False, None, 0, None, duration, concurrency, rate
-            )
-            time.sleep(1.0)  # let the slave catch up before the steady phase
-            steady = run(_loaded(namesrv, master, steady_plan, use_async, "bench_ha_load"))
-        results[role] = {"max": peak, "steady": steady}
-        click.echo(
-            f"{role}: max {peak['msgs_per_s']:,} msg/s (p99 RT {peak['p99_rt_ms']} ms); at "
-            f"{rate:,.0f} msg/s sent {steady['msgs_per_s']:,}/s, slave lag p50 "
-            f"{steady.get('lag_s_p50', '-')} s, p99 {steady.get('lag_s_p99', '-')} s, max "
-            f"{steady.get('lag_s_max', '-')} s ({steady.get('lag_bytes_max', '-')} bytes)",
-            err=as_json,
+                               "async": use_async, "load": load, "rounds": rounds}  # fmt: skip
+    with _cluster("ASYNC_MASTER", options) as a, _cluster("SYNC_MASTER", options) as s:
+        ready = {"ASYNC_MASTER": a, "SYNC_MASTER": s}
+        peaks: dict[str, list[dict[str, Any]]] = {role: [] for role in _ROLES}
+        for r in range(rounds):
+            for role in _ROLES if r % 2 == 0 else tuple(reversed(_ROLES)):
+                peak = run(_bench(ready[role]["namesrv"], plan, use_async, "bench_ha", 1e9,
+                                  True, False))  # fmt: skip
+                peaks[role].append(peak)
+                click.echo(
+                    f"round {r + 1} {role}: {peak['msgs_per_s']:,} msg/s "
+                    f"(p99 RT {peak['p99_rt_ms']} ms)",
+                    err=as_json,
+                )
+        medians = {
+            role: float(np.median([p["msgs_per_s"] for p in peaks[role]])) for role in _ROLES
+        }
+        ratios = [
+            sp["msgs_per_s"] / ap["msgs_per_s"]
+            for ap, sp in zip(peaks["ASYNC_MASTER"], peaks["SYNC_MASTER"], strict=True)
+            if ap["msgs_per_s"]
+        ]
+        rate = load * medians["ASYNC_MASTER"]
+        steady_plan = _Plan(
+            plan.topic, size, batch, False, None, 0, None, duration, concurrency, rate
         )
-    sync_max = results["SYNC_MASTER"]["max"]["msgs_per_s"]
-    ratio = sync_max / async_max if async_max else 0.0
+        for role in _ROLES:
+            time.sleep(1.0)  # let the slaves catch up before the steady phase
+            steady = run(
+                _loaded(ready[role]["namesrv"], ready[role]["broker-a/0"], steady_plan,
+                        use_async, "bench_ha_load")
+            )  # fmt: skip
+            results[role] = {"max": peaks[role], "median_msgs_per_s": medians[role],
+                             "steady": steady}  # fmt: skip
+            click.echo(
+                f"{role}: median max {medians[role]:,.0f} msg/s; at {rate:,.0f} msg/s sent "
+                f"{steady['msgs_per_s']:,}/s (p99 RT {steady['p99_rt_ms']} ms), slave lag p50 "
+                f"{steady.get('lag_s_p50', '-')} s, p99 {steady.get('lag_s_p99', '-')} s, max "
+                f"{steady.get('lag_s_max', '-')} s ({steady.get('lag_bytes_max', '-')} bytes)",
+                err=as_json,
+            )
+    ratio = float(np.median(ratios)) if ratios else 0.0
     results["sync_to_async_ratio"] = round(ratio, 3)
-    click.echo(f"SYNC_MASTER / ASYNC_MASTER throughput: {ratio:.2f}", err=as_json)
+    results["sync_to_async_ratios"] = [round(x, 3) for x in ratios]
+    click.echo(
+        f"SYNC_MASTER / ASYNC_MASTER throughput: {ratio:.2f} (median of rounds "
+        f"{', '.join(f'{x:.2f}' for x in ratios)})",
+        err=as_json,
+    )
     if as_json:
         click.echo(json.dumps(results, default=str))

@@ -13,7 +13,6 @@ transaction service, the pull processor) extends the protocol in its own module.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
@@ -30,7 +29,7 @@ from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import Clock
 from ariane.common.message import HostPort
 from ariane.common.roles import BrokerRole
-from ariane.ha import SlaveLag
+from ariane.ha import ReplicaWait, SlaveLag
 from ariane.remoting.server import RemotingServer
 from ariane.store import MessageStore, PutResult, PutStatus, StoreConfig
 
@@ -57,9 +56,7 @@ class ReplicationSeam(Protocol):
     """What processors use of replication
     (:class:`~ariane.broker.replication.BrokerReplication` implements it)."""
 
-    def after_put(
-        self, result: PutResult, wait: bool
-    ) -> PutStatus | asyncio.Future[PutStatus] | None:
+    def after_put(self, result: PutResult, wait: bool) -> PutStatus | ReplicaWait | None:
         """After a put on the loop: wake the transfer; a SYNC_MASTER's wait, if any."""
         ...
 

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ariane.broker.context import BrokerContext, ReplicationCounters
 from ariane.broker.slave_sync import SlaveSynchronize
 from ariane.common.roles import BrokerRole
-from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy, SlaveLag, SlaveState
+from ariane.ha import (
+    HAClient,
+    HAConfig,
+    HAMaster,
+    ReplicaPolicy,
+    ReplicaWait,
+    SlaveLag,
+    SlaveState,
+)
 from ariane.remoting.client import RemotingClient
 from ariane.store import PutResult, PutStatus
 from ariane.store.format import BLANK_MAGIC_CODE, SIZE_MAGIC
@@ -154,9 +162,7 @@ class BrokerReplication:
 
     # -- the send path --------------------------------------------------------------------------
 
-    def after_put(
-        self, result: PutResult, wait: bool
-    ) -> PutStatus | asyncio.Future[PutStatus] | None:
+    def after_put(self, result: PutResult, wait: bool) -> PutStatus | ReplicaWait | None:
         """After a put on the event loop: wake the transfer; for a SYNC_MASTER send that
         waits (``WAIT`` not ``false``) return the replication outcome, a status now or a
         future; None when the answer need not wait."""
@@ -324,6 +330,8 @@ class BrokerReplication:
                     "inSync": lag.in_sync,
                     "transferredByteInSecond": conn.transferred_per_second if conn else 0,
                     "transferFromWhere": conn.next_offset if conn else -1,
+                    "framesSent": conn.frames_sent if conn else 0,
+                    "reportsReceived": conn.reports if conn else 0,
                     "lagMessages": lag.lag_messages,
                     "lagSeconds": round(lag.lag_seconds, 3),
                 }
