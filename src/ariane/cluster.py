@@ -26,7 +26,6 @@ returns members with their own properties.
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,14 @@ from typing import Any
 import click
 
 from ariane.common.process import log_backup_count_option, log_level_option, log_max_bytes_option
-from ariane.standalone import _Child, _fail, _read_conf, _Supervisor
+from ariane.standalone import (
+    _Child,
+    _child_log_args,
+    _fail,
+    _read_conf,
+    _stop_on_signals,
+    _Supervisor,
+)
 
 __all__ = ["Member", "cluster", "plan_members"]
 
@@ -229,19 +235,8 @@ def cluster(
     )  # fmt: skip
     members = _apply_member_options(members, member_options)
     sup = _Supervisor()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        sup.stop_requested = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-    def log_args(name: str) -> list[str]:
-        return [
-            "--log-level", log_level, "--no-log-stderr", "--log-file", str(logs / f"{name}.log"),
-            "--log-max-bytes", str(log_max_bytes), "--log-backup-count", str(log_backup_count),
-        ]  # fmt: skip
-
+    _stop_on_signals(sup)
+    log_args = _child_log_args(logs, log_level, log_max_bytes, log_backup_count)
     ns_args = ["namesrv", "-p", str(namesrv_port), "--data-dir", str(data / "namesrv")]
     ns_args += log_args("namesrv") + (["--host", host] if host else [])
     namesrv = _Child("namesrv", ns_args, logs / "namesrv.out")

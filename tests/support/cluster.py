@@ -208,29 +208,23 @@ class HACluster:
 
     def kill(self, key: str) -> None:
         """SIGKILL a member (a crash) and wait until it is gone."""
-        member = self.members[key]
-        proc = self.restarted.pop(key, None)
-        if proc is not None:
-            proc.kill()
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(member.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and _alive(member.pid):
-            time.sleep(0.02)
+        self._signal(key, signal.SIGKILL, 20)
 
     def stop_member(self, key: str) -> None:
         """SIGTERM a member (a clean stop) and wait until it is gone."""
+        self._signal(key, signal.SIGTERM, 30)
+
+    def _signal(self, key: str, sig: int, wait_s: float) -> None:
         member = self.members[key]
         proc = self.restarted.pop(key, None)
-        if proc is not None:
-            proc.stop()
+        if proc is not None:  # restarted by this test: its own child
+            proc.kill() if sig == signal.SIGKILL else proc.stop()
             return
         with contextlib.suppress(ProcessLookupError):
-            os.kill(member.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
+            os.kill(member.pid, sig)
+        deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and _alive(member.pid):
-            time.sleep(0.05)
+            time.sleep(0.02)
 
     def restart(self, key: str, **conf: object) -> ServerProcess:
         """Start a stopped member again on its old ports with its ``broker.conf``."""

@@ -21,8 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +31,7 @@ from typing import Any
 import click
 import numpy as np
 
+from ariane.bench._child import stop_child
 from ariane.bench.producer import _bench, _Plan
 from ariane.client import Admin
 from ariane.errors import ArianeError
@@ -73,15 +72,7 @@ def _cluster(role: str, extra: tuple[str, ...]) -> Iterator[dict[str, str]]:
                 raise click.ClickException(f"the {role} cluster did not start")
             yield ready
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(90)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-            if proc.stdout is not None:
-                proc.stdout.close()
+            stop_child(proc)
 
 
 async def _sample_lag(

@@ -62,6 +62,16 @@ class SlaveLag(NamedTuple):
     in_sync: bool
 
 
+def no_delay(transport: asyncio.BaseTransport) -> None:
+    """Send small writes (reports, heartbeats) at once (TCP_NODELAY)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+
 class ReplicaWait:
     """A SYNC_MASTER send waiting for its slaves: the owner sets ``callback``, called once
     with PUT_OK or FLUSH_SLAVE_TIMEOUT on the event loop (no future, no extra loop turn)."""
@@ -122,12 +132,7 @@ class SlaveConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.address = f"{peer[0]}:{peer[1]}"
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
+        no_delay(transport)
         batch = self.master.config.transfer_batch_size
         self._transport.set_write_buffer_limits(high=max(256 * 1024, 4 * batch))
         self.master._add(self)
