@@ -5,7 +5,8 @@ one slave (same machine), an ASYNC_MASTER and a SYNC_MASTER one, then runs the p
 benchmark (:mod:`ariane.bench.producer`):
 
 1. as fast as each group takes messages, ``--rounds`` times, alternating the roles (the
-   machine is noisy: compare ratios of one run): messages per second and RT;
+   machine is noisy: compare ratios of one run): messages per second, RT, and the CPU the
+   master and the slave used per message (from ``/proc``);
 2. at ``--load`` (default 80 %) of ASYNC_MASTER's median rate, while the master's replication
    status (GET_BROKER_HA_STATUS) is sampled every 100 ms: how many bytes, and how many seconds
    of messages, the slave has not acknowledged (``lagSeconds``: the age of the oldest message
@@ -73,6 +74,34 @@ def _cluster(role: str, extra: tuple[str, ...]) -> Iterator[dict[str, str]]:
             yield ready
         finally:
             stop_child(proc)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _broker_pids(ready: dict[str, str]) -> dict[str, int]:
+    with open(ready["cluster"], encoding="utf-8") as f:
+        doc = json.load(f)
+    return {"master": doc["brokers"][0]["pid"], "slave": doc["brokers"][1]["pid"]}
+
+
+def _peak(ready: dict[str, str], plan: _Plan, use_async: bool) -> dict[str, Any]:
+    """One run at full speed, with the brokers' CPU per message."""
+    pids = _broker_pids(ready)
+    before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    result = run(_bench(ready["namesrv"], plan, use_async, "bench_ha", 1e9, True, False))
+    sent = max(1, int(result["sent"]))
+    for name, pid in pids.items():
+        used = _cpu_seconds(pid) - before[name]
+        result[f"{name}_cpu_us_per_msg"] = round(used * 1e6 / sent, 1)
+    return result
 
 
 async def _sample_lag(
@@ -158,12 +187,12 @@ def ha_bench(
         peaks: dict[str, list[dict[str, Any]]] = {role: [] for role in _ROLES}
         for r in range(rounds):
             for role in _ROLES if r % 2 == 0 else tuple(reversed(_ROLES)):
-                peak = run(_bench(ready[role]["namesrv"], plan, use_async, "bench_ha", 1e9,
-                                  True, False))  # fmt: skip
+                peak = _peak(ready[role], plan, use_async)
                 peaks[role].append(peak)
                 click.echo(
                     f"round {r + 1} {role}: {peak['msgs_per_s']:,} msg/s "
-                    f"(p99 RT {peak['p99_rt_ms']} ms)",
+                    f"(p99 RT {peak['p99_rt_ms']} ms; CPU per message: master "
+                    f"{peak['master_cpu_us_per_msg']} us, slave {peak['slave_cpu_us_per_msg']} us)",
                     err=as_json,
                 )
         medians = {
