@@ -19,8 +19,10 @@ dies is reported and the others keep running (that is what failover tests need);
 NameServer dying, Ctrl-C or SIGTERM stops everything (slaves first, then masters, then the
 NameServer).
 
-The layout is data, not code: a later mode (DLedger groups) only needs another planner that
-returns members with their own properties.
+The layout is data, not code: ``--dledger N`` uses another planner
+(:func:`plan_dledger_members`): groups of N DLedger nodes, all started at once, whose master
+is whichever node Raft elects (``cluster.json`` gives each node's ``dLegerSelfId`` and Raft
+address; ``mqadmin clusterList`` shows who leads).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from ariane.standalone import (
     _Supervisor,
 )
 
-__all__ = ["Member", "cluster", "plan_members"]
+__all__ = ["Member", "cluster", "plan_dledger_members", "plan_members"]
 
 _START_TIMEOUT_S = 120.0
 _STOP_TIMEOUT_S = 30.0
@@ -138,6 +140,59 @@ def _apply_member_options(members: list[Member], items: tuple[str, ...]) -> list
     return members
 
 
+def plan_dledger_members(
+    *,
+    groups: int,
+    nodes: int,
+    cluster_name: str,
+    base_port: int,
+    common: dict[str, str],
+    host: str = "127.0.0.1",
+    free_port: Any = None,
+) -> list[Member]:
+    """The brokers of a cluster of DLedger groups (issue 14): each group ``nodes`` peers
+    ``n0``.. that elect their master; node ``i`` of group ``g`` listens on
+    ``base + 100*g + 10*i`` and speaks Raft on the port two above (``--base-port 0``: free
+    ports). ``Member.broker_id`` is the node's index (its broker id follows its role).
+
+    Raises:
+        click.BadParameter: the ports would not fit below 65536.
+    """
+    if base_port and base_port + 100 * (groups - 1) + 10 * (nodes - 1) + 2 > 65535:
+        raise click.BadParameter("ports past 65535: lower --base-port", param_hint="--base-port")
+    members = []
+    for g in range(groups):
+        name = group_name(g)
+        ports = [base_port + 100 * g + 10 * i if base_port else 0 for i in range(nodes)]
+        raft = [p + 2 if p else free_port() for p in ports]
+        peers = ";".join(f"n{i}-{host}:{raft[i]}" for i in range(nodes))
+        for i in range(nodes):
+            props = dict(common)
+            props.update(
+                {
+                    "brokerClusterName": cluster_name,
+                    "brokerName": name,
+                    "brokerId": str(i + 1),  # a slave until elected: the role follows Raft
+                    "brokerRole": "SLAVE",
+                    "listenPort": str(ports[i]),
+                    "enableDLegerCommitLog": "true",
+                    "dLegerGroup": name,
+                    "dLegerPeers": peers,
+                    "dLegerSelfId": f"n{i}",
+                }
+            )
+            members.append(Member(name, i, props))
+    return members
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
 def _write_conf(path: Path, props: dict[str, str]) -> None:
     from ariane.common.javaprops import format_properties
 
@@ -167,6 +222,10 @@ def _option_pairs(values: tuple[str, ...]) -> dict[str, str]:
               help="Broker groups (broker-a, broker-b...).")  # fmt: skip
 @click.option("--slaves", type=click.IntRange(0, 9), default=1, show_default=True,
               help="Slaves per group.")  # fmt: skip
+@click.option("--dledger", "dledger_nodes", type=click.IntRange(0, 9), default=0,
+              show_default=True,
+              help="DLedger groups of this many nodes electing their master (issue 14) "
+              "instead of a master with --slaves; 3 or 5.")  # fmt: skip
 @click.option("--cluster-name", default="DefaultCluster", show_default=True)
 @click.option(
     "--role",
@@ -210,6 +269,7 @@ def cluster(
     data_dir: str,
     groups: int,
     slaves: int,
+    dledger_nodes: int,
     cluster_name: str,
     role: str,
     namesrv_port: int,
@@ -222,17 +282,24 @@ def cluster(
     log_max_bytes: int,
     log_backup_count: int,
 ) -> None:
-    """Run a NameServer and GROUPS broker groups of one master and SLAVES slaves until
-    Ctrl-C or SIGTERM."""
+    """Run a NameServer and GROUPS broker groups of one master and SLAVES slaves (or, with
+    --dledger N, of N DLedger nodes that elect their master) until Ctrl-C or SIGTERM."""
     data = Path(data_dir).resolve()
     logs = data / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     common = _read_conf(broker_conf)
     common.update(_option_pairs(options))
-    members = plan_members(
-        groups=groups, slaves=slaves, cluster_name=cluster_name, master_role=role.upper(),
-        base_port=base_port, common=common,
-    )  # fmt: skip
+    if dledger_nodes:
+        members = plan_dledger_members(
+            groups=groups, nodes=dledger_nodes, cluster_name=cluster_name, base_port=base_port,
+            common=common, host=host or "127.0.0.1",
+            free_port=lambda: _free_port(host or "127.0.0.1"),
+        )  # fmt: skip
+    else:
+        members = plan_members(
+            groups=groups, slaves=slaves, cluster_name=cluster_name, master_role=role.upper(),
+            base_port=base_port, common=common,
+        )  # fmt: skip
     members = _apply_member_options(members, member_options)
     sup = _Supervisor()
     _stop_on_signals(sup)
@@ -302,6 +369,11 @@ def _describe(
                 "name": m.group,
                 "id": m.broker_id,
                 "role": m.props["brokerRole"],
+                **(
+                    {"dLegerSelfId": m.props["dLegerSelfId"], "raft": c.ready.get("raft", "")}
+                    if "dLegerSelfId" in m.props
+                    else {}
+                ),
                 "addr": c.ready["broker"],
                 "ha": c.ready.get("ha", ""),
                 "pid": c.proc.pid,

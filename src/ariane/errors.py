@@ -12,6 +12,7 @@ RocketMQ; exceptions mean bad input, corruption, transport failure or a broker r
     │   └── FilterEvaluationError   a SQL92 filter failed on one message (not a match)
     ├── StoreError
     │   ├── CorruptionError         bytes on disk or on the wire do not decode (path, pos)
+    │   ├── StoreDamagedError       the store refuses to start: damage it must not guess about
     │   └── StoreClosedError        the store was shut down
     ├── ProtocolError
     │   ├── LocalProtocolError      we were asked to encode something illegal
@@ -55,6 +56,7 @@ __all__ = [
     "RequestError",
     "RequestTimeoutError",
     "StoreClosedError",
+    "StoreDamagedError",
     "StoreError",
     "TraceDecodeError",
 ]
@@ -127,6 +129,32 @@ class CorruptionError(StoreError):
         super().__init__(message + where)
         self.path = path
         self.pos = pos
+
+
+class StoreDamagedError(StoreError):
+    """The store's files are damaged in a way recovery must not guess about (a CommitLog file
+    of the wrong size, a missing or overlapping one, a damaged checkpoint, ConsumeQueue
+    entries pointing at the wrong records). Nothing was changed on disk.
+
+    Args:
+        path: the damaged file or directory.
+        what: what is wrong with it.
+        root: the store directory (for the repair command in the message).
+        aside: what a repair moves aside to get past it (default: ``path``).
+    """
+
+    def __init__(
+        self, path: str, what: str, root: str, aside: tuple[str, ...] | None = None
+    ) -> None:
+        super().__init__(
+            f"{what} ({path}); nothing was changed. Check the disk and restore the file if "
+            f"you can, or run 'ariane store repair {root}' to set the damaged files aside "
+            "(copies are kept) and recover what precedes them"
+        )
+        self.path = path
+        self.what = what
+        self.root = root
+        self.aside = aside if aside is not None else (path,)
 
 
 class StoreClosedError(StoreError):

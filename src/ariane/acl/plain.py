@@ -22,6 +22,7 @@ Pure: text in, records and text out.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 import yaml
 
 from ariane.acl.address import IpRule, parse_ip_rule
+from ariane.acl.credentials import SessionCredentials, hmac_key
 from ariane.acl.permission import DENY, is_valid_perm_word, parse_perm
 from ariane.common.topics import RETRY_PREFIX
 from ariane.errors import AclError, RemoteProtocolError
@@ -43,6 +45,7 @@ __all__ = [
     "AclDocument",
     "AclRules",
     "PlainAccessConfig",
+    "credentials_from_tools_yml",
     "delete_account",
     "dump_document",
     "load_yaml_mapping",
@@ -132,6 +135,7 @@ class Account:
         default_group_perm: bits for unlisted groups.
         perms: resource -> bits; groups under ``%RETRY%<group>``.
         source: the file it came from.
+        mac: HMAC-SHA1 keyed with the secret (``copy()`` it per signature).
     """
 
     config: PlainAccessConfig
@@ -140,6 +144,7 @@ class Account:
     default_group_perm: int
     perms: Mapping[str, int]
     source: str
+    mac: hmac.HMAC | None = None
 
     @property
     def access_key(self) -> str:
@@ -326,6 +331,7 @@ def build_account(
         parse_perm(config.default_group_perm) if config.default_group_perm else DENY,
         perms,
         source,
+        hmac_key(config.secret_key),
     )
 
 
@@ -574,3 +580,17 @@ class AclConfig:
         except AclError as exc:
             raise RemoteProtocolError(f"AclConfig: {exc}") from None
         return cls(white, accounts)
+
+
+def credentials_from_tools_yml(text: str | bytes, path: str) -> SessionCredentials | None:
+    """The account of RocketMQ's ``conf/tools.yml`` (``accessKey``/``secretKey`` at the top
+    level, as ``AclUtils.getAclRPCHook`` reads it); None when either is blank.
+
+    Raises:
+        AclError: the text is not a YAML mapping.
+    """
+    data = load_yaml_mapping(text, path)
+    ak, sk = data.get("accessKey"), data.get("secretKey")
+    if ak is None or sk is None or not str(ak).strip() or not str(sk).strip():
+        return None
+    return SessionCredentials(str(ak).strip(), str(sk).strip())

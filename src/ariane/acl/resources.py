@@ -35,7 +35,7 @@ A body that does not decode is a refusal ("cannot parse the request"), never an 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ariane.acl.address import client_ip
 from ariane.acl.credentials import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE
@@ -52,12 +52,14 @@ __all__ = ["AccessRequest", "parse_request", "retry_topic"]
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 
 
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
 def retry_topic(group: str) -> str:
     """The resource name of a group (``PlainAccessResource.getRetryTopic``)."""
     return group if group.startswith(RETRY_PREFIX) else RETRY_PREFIX + group
 
 
-@dataclass(slots=True)
 class AccessRequest:
     """One request as the validator sees it (``PlainAccessResource`` of the request).
 
@@ -73,15 +75,21 @@ class AccessRequest:
         parse_error: why the resources could not be read (the request is then refused).
     """
 
-    code: int
-    ip: str
-    access_key: str | None = None
-    signature: str | None = None
-    security_token: str | None = None
-    resources: dict[str, int] = field(default_factory=dict)
-    ext_fields: Mapping[str, str] = field(default_factory=dict)
-    body: bytes | None = None
-    parse_error: str | None = None
+    __slots__ = (
+        "access_key", "body", "code", "ext_fields", "ip", "parse_error", "resources",
+        "security_token", "signature",
+    )  # fmt: skip
+
+    def __init__(self, code: int, ip: str) -> None:  # a plain class: built once per request
+        self.code = code
+        self.ip = ip
+        self.access_key: str | None = None
+        self.signature: str | None = None
+        self.security_token: str | None = None
+        self.resources: dict[str, int] = {}
+        self.ext_fields: Mapping[str, str] = _EMPTY
+        self.body: bytes | None = None
+        self.parse_error: str | None = None
 
     def need(self, resource: str | None, perm: int) -> None:
         """Add a needed permission (a blank resource is skipped, as upstream skips null);

@@ -26,6 +26,7 @@ _S = "ariane.admin.stats"
 _TR = "ariane.admin.trace"
 _A = "ariane.admin.acl"
 _H = "ariane.admin.ha"
+_D = "ariane.admin.dledger"
 
 #: command name -> (module, attribute, one-line summary)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -91,6 +92,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "getAclConfig": (_A, "get_acl_config", "The ACL accounts and white addresses of brokers."),
     # replication (issue 13)
     "haStatus": (_H, "ha_status", "The replication status of brokers."),
+    # DLedger (issue 14)
+    "transferLeadership": (
+        _D,
+        "transfer_leadership",
+        "Hand a DLedger group's leadership to one of its nodes.",
+    ),
 }
 
 _BY_LOWER = {name.lower(): name for name in COMMANDS}

@@ -60,8 +60,9 @@ async def _cluster_view(ctx: AdminContext, more: bool) -> View:
     else:
         columns += ["InTPS(LOAD)", "OutTPS(LOAD)", "PCWait(ms)", "Hour", "SPACE", "ACTIVATED"]
         columns += ["ROLE", "BEHIND(B)"]
+    raft = any("raftRole" in r for r in rows)
     table = Table(
-        columns,
+        [*columns, "Raft(Term)"] if raft else columns,
         numeric=frozenset({"BID", *columns[5:-3], "BEHIND(B)"})
         if not more
         else frozenset({"BID", *columns[5:]}),
@@ -69,8 +70,10 @@ async def _cluster_view(ctx: AdminContext, more: bool) -> View:
     for r in rows:
         head = (r["cluster"], r["brokerName"], r["brokerId"], r["addr"])
         if not r["reachable"]:
-            table.rows.append((*head, "unreachable", *(["-"] * (len(columns) - 5))))
-        elif more:
+            table.rows.append((*head, "unreachable", *(["-"] * (len(table.columns) - 5))))
+            continue
+        tail = (f"{r['raftRole']}({r['raftTerm']})" if "raftRole" in r else "-",) if raft else ()
+        if more:
             table.rows.append(
                 (
                     *head,
@@ -79,6 +82,7 @@ async def _cluster_view(ctx: AdminContext, more: bool) -> View:
                     r["outTotalYesterday"],
                     r["inTotalToday"],
                     r["outTotalToday"],
+                    *tail,
                 )
             )
         else:
@@ -92,8 +96,9 @@ async def _cluster_view(ctx: AdminContext, more: bool) -> View:
                     f"{r['hoursOfData']:.2f}",
                     f"{r['commitLogDiskRatio']:.4f}",
                     r["activated"],
-                    r["role"],
+                    r["role"] or "-",
                     "-" if r.get("behindBytes") is None else r["behindBytes"],
+                    *tail,
                 )
             )
     clusters = {c: sorted(names) for c, names in sorted(info.cluster_addr_table.items())}
@@ -109,7 +114,8 @@ async def cluster_list(ctx: AdminContext, more: bool, interval: int | None) -> V
     """Every broker of every cluster with its version, InTPS/OutTPS (with the send/pull
     queue sizes and wait, "LOAD"), page-cache lock wait, hours of stored data, disk use, its
     role and, for a slave, how many bytes its CommitLog is behind its master's (-m: messages
-    in/out yesterday and today)."""
+    in/out yesterday and today); nodes of DLedger groups also show their Raft role and
+    term."""
     view = await _cluster_view(ctx, more)
     while interval is not None:
         from ariane.admin.output import render_text

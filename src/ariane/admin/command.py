@@ -136,7 +136,8 @@ def resolve_credentials(
     Raises:
         click.BadParameter: only one of the two flags, or an unreadable tools.yml.
     """
-    from ariane.acl.credentials import SessionCredentials, credentials_from_tools_yml
+    from ariane.acl.credentials import SessionCredentials
+    from ariane.acl.plain import credentials_from_tools_yml
     from ariane.errors import AclError
 
     if access_key or secret_key:

@@ -18,6 +18,8 @@ BENCHMARKS: dict[str, str] = {
     "consumer": "ariane.bench.consumer:consumer_bench",
     "spark": "ariane.bench.spark:spark_bench",
     "grpc": "ariane.bench.grpc:grpc_bench",
+    # POP receive+ack next to pulls, timer accuracy (issue 16)
+    "pop": "ariane.bench.pop:pop_bench",
     # the web dashboard at 1,000 topics / 10,000 groups (issue 17)
     "dashboard": "ariane.bench.dashboard:dashboard_bench",
     # master/slave replication: SYNC vs ASYNC_MASTER throughput, slave lag (issue 13)

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Sequence
 
 from ariane.acl.files import ACL_SUFFIXES, AclFileSet, AclPaths, RefreshReport
-from ariane.acl.hook import AclHook, RefusalThrottle
+from ariane.acl.hook import AclHook, throttled_refusal_log
 from ariane.acl.plain import (
     AclDocument,
     PlainAccessConfig,
@@ -30,12 +30,9 @@ from ariane.acl.plain import (
     set_global_white,
     update_account,
 )
-from ariane.acl.validator import Decision
 from ariane.common.clock import Clock
 from ariane.common.fileio import read_file_tree, write_file_atomically
 from ariane.errors import AclError, ConfigError
-from ariane.remoting.channel import Channel
-from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["BrokerAcl"]
 
@@ -73,8 +70,9 @@ class BrokerAcl:
         self.watch_interval_ms = watch_interval_ms
         self.what = what
         self.files = AclFileSet(self.paths)
-        self.hook = AclHook(self.files.rules, codes=codes, on_refused=self._refused)
-        self._throttle = RefusalThrottle()
+        self.hook = AclHook(
+            self.files.rules, codes=codes, on_refused=throttled_refusal_log(_warn, clock.now_ms)
+        )
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
@@ -131,15 +129,6 @@ class BrokerAcl:
                     await self.reload()
             except Exception:
                 logger.exception("reading the ACL files failed")
-
-    def _refused(self, channel: Channel, request: RemotingCommand, decision: Decision) -> None:
-        ip = channel.remote_addr.rpartition(":")[0] or channel.remote_addr
-        count = self._throttle.note(ip, decision.reason, self.clock.now_ms())
-        if count is not None:
-            logger.warning(
-                "ACL refused %s from %s (%d in the last minute): %s",
-                _code_name(request.code), channel.remote_addr, count, decision.reason,
-            )  # fmt: skip
 
     # -- admin edits ---------------------------------------------------------------------------
 
@@ -219,10 +208,5 @@ def _abs(path: str) -> str:
     return os.path.abspath(path)
 
 
-def _code_name(code: int) -> str:
-    from ariane.remoting.protocol.codes import RequestCode
-
-    try:
-        return f"{RequestCode(code).name}({code})"
-    except ValueError:
-        return f"code {code}"
+def _warn(line: str) -> None:
+    logger.warning("%s", line)

@@ -124,6 +124,7 @@ async def _serve(loaded: LoadedConfig) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    controller.on_fatal = lambda reason: stop.set()
     name = loaded.broker.broker_name
     namesrv = loaded.broker.namesrv_addr or "(none)"
     click.echo(
@@ -134,6 +135,8 @@ async def _serve(loaded: LoadedConfig) -> int:
     suffix = f" metrics={metrics.address}" if metrics is not None else ""
     suffix += "".join(f" {service.ready_field}" for service in services)
     ha = controller.replication.ha_server_addr(controller.broker_addr)
+    if loaded.broker.enable_dleger_commit_log:
+        suffix += f" raft={ha} dledger={loaded.broker.dleger_self_id}"
     click.echo(f"ready broker={controller.broker_addr} ha={ha}{suffix}")
     sys.stdout.flush()
     await stop.wait()
@@ -142,6 +145,9 @@ async def _serve(loaded: LoadedConfig) -> int:
         await service.stop()
     await controller.shutdown()
     click.echo(f"The broker[{name}, {controller.broker_addr}] shut down.")
+    if controller.fatal_reason is not None:
+        click.echo(f"ariane broker: {controller.fatal_reason}", err=True)
+        return 1
     return 0
 
 

@@ -20,6 +20,8 @@ from ariane.common.javaprops import PROPERTY, config_from_properties, config_to_
 from ariane.common.roles import BrokerRole, parse_role
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import validate_topic
+from ariane.dledger.config import DLedgerConfig
+from ariane.dledger.format import parse_peers
 from ariane.errors import ConfigError, InvalidArgumentError
 from ariane.remoting.client import parse_address
 from ariane.store.config import FlushDiskType, StoreConfig
@@ -160,6 +162,17 @@ class BrokerConfig:
         init_pop_offset_by_check_msg_in_mem: ``initPopOffsetByCheckMsgInMem``: a new POP
             group (init mode MAX) starts at 0 when the queue's first message is in memory.
         pop_response_return_actual_retry_topic: ``popResponseReturnActualRetryTopic``.
+        enable_pop_buffer_merge: ``enablePopBufferMerge``: hold POP checkpoints in memory
+            while their messages are acked (Ariane's default true; RocketMQ's false).
+        pop_ck_stay_buffer_time_ms: ``popCkStayBufferTime``: longest a checkpoint is held.
+        pop_ck_stay_buffer_time_out_ms: ``popCkStayBufferTimeOut``: a held checkpoint is
+            written this long before its revive time at the latest.
+        pop_ck_max_buffer_size: ``popCkMaxBufferSize``: most checkpoints held.
+        enable_mixed_message_type: ``enableMixedMessageType``: topics may be
+            ``message.type=MIXED``.
+        enable_remoting_message_type_check: ``enableRemotingMessageTypeCheck`` (Ariane's):
+            remoting sends must match the topic's ``message.type`` too (RocketMQ checks gRPC
+            sends only; off by default so 4.x clients keep working).
     """
 
     broker_cluster_name: str = _prop("brokerClusterName", "DefaultCluster")
@@ -260,6 +273,28 @@ class BrokerConfig:
     max_pop_polling_size: int = _prop("maxPopPollingSize", 100_000)
     init_pop_offset_by_check_msg_in_mem: bool = _prop("initPopOffsetByCheckMsgInMem", True)
     pop_response_return_actual_retry_topic: bool = _prop("popResponseReturnActualRetryTopic", False)
+    enable_pop_buffer_merge: bool = _prop("enablePopBufferMerge", True)
+    pop_ck_stay_buffer_time_ms: int = _prop("popCkStayBufferTime", 10_000)
+    pop_ck_stay_buffer_time_out_ms: int = _prop("popCkStayBufferTimeOut", 3000)
+    pop_ck_max_buffer_size: int = _prop("popCkMaxBufferSize", 200_000)
+    # -- topic message types (issue 16) --
+    enable_mixed_message_type: bool = _prop("enableMixedMessageType", False)
+    enable_remoting_message_type_check: bool = _prop("enableRemotingMessageTypeCheck", False)
+    # -- DLedger: the CommitLog under Raft (issue 14; docs/dledger.md) ---------------------------
+    enable_dleger_commit_log: bool = _prop("enableDLegerCommitLog", False)
+    dleger_group: str = _prop("dLegerGroup", "")
+    dleger_peers: str = _prop("dLegerPeers", "")
+    dleger_self_id: str = _prop("dLegerSelfId", "")
+    preferred_leader_id: str = _prop("preferredLeaderId", "")
+    # Ariane's names for DLedger's timings (DLedgerConfig), DLedger's defaults
+    dleger_heart_beat_time_interval_ms: int = _prop("dLegerHeartBeatTimeIntervalMs", 2000)
+    dleger_max_heart_beat_leak: int = _prop("dLegerMaxHeartBeatLeak", 3)
+    dleger_min_vote_interval_ms: int = _prop("dLegerMinVoteIntervalMs", 300)
+    dleger_max_vote_interval_ms: int = _prop("dLegerMaxVoteIntervalMs", 1000)
+    dleger_vote_wait_ms: int = _prop("dLegerVoteWaitMs", 3000)
+    dleger_max_wait_ack_time_ms: int = _prop("dLegerMaxWaitAckTimeMs", 2500)
+    dleger_max_pending_requests_num: int = _prop("dLegerMaxPendingRequestsNum", 10_000)
+    dleger_listen_port: int = _prop("dLegerListenPort", -1)
 
     def __post_init__(self) -> None:
         try:  # normalise the spelling ("slave" -> "SLAVE")
@@ -280,6 +315,35 @@ class BrokerConfig:
         if self.ha_listen_port >= 0:
             return self.ha_listen_port
         return self.listen_port + 1 if self.listen_port else 0
+
+    def dledger(self) -> DLedgerConfig:
+        """The DLedger settings (``enableDLegerCommitLog=true``).
+
+        Raises:
+            ConfigError: a DLedger key is missing or wrong (names it).
+        """
+        for key, value in (
+            ("dLegerGroup", self.dleger_group),
+            ("dLegerSelfId", self.dleger_self_id),
+            ("dLegerPeers", self.dleger_peers),
+        ):
+            if not value.strip():
+                raise ConfigError(key, "required with enableDLegerCommitLog=true")
+        preferred = self.preferred_leader_id.replace(",", ";").split(";")
+        return DLedgerConfig(
+            group=self.dleger_group.strip(),
+            self_id=self.dleger_self_id.strip(),
+            peers=parse_peers(self.dleger_peers),
+            heart_beat_time_interval_ms=self.dleger_heart_beat_time_interval_ms,
+            max_heart_beat_leak=self.dleger_max_heart_beat_leak,
+            min_vote_interval_ms=self.dleger_min_vote_interval_ms,
+            max_vote_interval_ms=self.dleger_max_vote_interval_ms,
+            vote_wait_ms=self.dleger_vote_wait_ms,
+            max_wait_ack_time_ms=self.dleger_max_wait_ack_time_ms,
+            max_pending_requests_num=self.dleger_max_pending_requests_num,
+            listen_port=self.dleger_listen_port,
+            preferred_leader_ids=tuple(p.strip() for p in preferred if p.strip()),
+        )
 
     @property
     def advertised_host(self) -> str:
@@ -375,11 +439,16 @@ def _check(c: BrokerConfig) -> None:
         ("popFromRetryProbability", 0 <= c.pop_from_retry_probability <= 100, "0..100"),
         ("popPollingSize", c.pop_polling_size >= 1, "must be >= 1"),
         ("maxPopPollingSize", c.max_pop_polling_size >= 1, "must be >= 1"),
+        ("popCkStayBufferTime", c.pop_ck_stay_buffer_time_ms > 0, "must be > 0"),
+        ("popCkStayBufferTimeOut", c.pop_ck_stay_buffer_time_out_ms >= 0, "must be >= 0"),
+        ("popCkMaxBufferSize", c.pop_ck_max_buffer_size >= 0, "must be >= 0"),
     ]
     for key, ok, problem in rules:
         if not ok:
             raise ConfigError(key, f"{problem}, got {getattr(c, _field_of(key))!r}")
     _check_replication(c)
+    if c.enable_dleger_commit_log:
+        c.dledger()
     if bool(c.secret_key) != bool(c.access_key):
         raise ConfigError("accessKey", "accessKey and secretKey must be set together")
     for key, value in (("brokerName", c.broker_name), ("brokerClusterName", c.broker_cluster_name)):
@@ -529,7 +598,6 @@ IGNORED_PROPERTIES = frozenset(
         "fetchNameSrvAddrByDnsLookup", "sendHeartbeatTimeoutMillis",
         "brokerFastFailureEnable", "waitTimeMillsInSendQueue", "waitTimeMillsInPullQueue",
         "waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "osPageCacheBusyTimeOutMills",
-        "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
         "enableCalcFilterBitMap", "accountStatsEnable", "transferMsgByHeap",
         "metricsInDelta", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
         "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",

@@ -29,7 +29,7 @@ from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import Clock
 from ariane.common.message import HostPort
 from ariane.common.roles import BrokerRole
-from ariane.ha import ReplicaWait, SlaveLag
+from ariane.ha import ReplicaWait
 from ariane.remoting.server import RemotingServer
 from ariane.store import MessageStore, PutResult, PutStatus, StoreConfig
 
@@ -74,14 +74,6 @@ class ReplicationSeam(Protocol):
 
     def ha_status(self) -> dict[str, Any]:
         """``HARuntimeInfo`` JSON."""
-        ...
-
-    def slave_lags(self) -> list[SlaveLag]:
-        """Each connected slave's lag (a master; empty on a slave)."""
-        ...
-
-    def metrics(self) -> ReplicationCounters:
-        """Counters and states for the metrics endpoint."""
         ...
 
 

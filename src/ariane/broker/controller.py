@@ -35,7 +35,9 @@ from ariane.broker.acl import BrokerAcl
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig, load_properties
 from ariane.broker.consumer_offset import ConsumerOffsetManager
+from ariane.broker.dledger import DLedgerReplication, new_dledger_store
 from ariane.broker.long_polling import PullRequestHoldService
+from ariane.broker.message_type import MessageTypeInterceptor
 from ariane.broker.metrics_hook import BrokerRpcMetrics
 from ariane.broker.pop import PopConsumption
 from ariane.broker.processors.acl import AclAdminProcessor
@@ -43,6 +45,7 @@ from ariane.broker.processors.admin import AdminBrokerProcessor
 from ariane.broker.processors.admin_consumer import AdminConsumerProcessor
 from ariane.broker.processors.client_manage import ClientManageProcessor
 from ariane.broker.processors.consumer_manage import ConsumerManageProcessor
+from ariane.broker.processors.dledger import DLedgerProcessor
 from ariane.broker.processors.end_transaction import EndTransactionProcessor
 from ariane.broker.processors.ha import HAStatusProcessor
 from ariane.broker.processors.pop import PopMessageProcessor
@@ -71,6 +74,7 @@ from ariane.common.netaddr import is_loopback
 from ariane.common.roles import BrokerRole
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
+from ariane.dledger import DLedgerMessageStore
 from ariane.errors import ConfigError, ConnectionClosedError, LocalProtocolError, StoreError
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
@@ -144,6 +148,10 @@ class BrokerController:
     def __init__(
         self, config: BrokerConfig, store_config: StoreConfig, *, clock: Clock | None = None
     ) -> None:
+        if config.enable_dleger_commit_log:  # DLedger (issue 14): a slave until elected
+            config = dataclasses.replace(
+                config, broker_role="SLAVE", broker_id=config.dledger().broker_id
+            )
         self.config = config
         self.store_config = store_config
         self.clock: Clock = clock or SystemClock()
@@ -176,7 +184,11 @@ class BrokerController:
             long_polling=config.long_polling_enable,
             short_polling_ms=config.short_polling_time_ms,
         )
-        self.store = MessageStore(store_config, clock=clock, arriving_listener=self._arriving)
+        self.store = (
+            new_dledger_store(config, store_config, clock, self._arriving)
+            if config.enable_dleger_commit_log
+            else MessageStore(store_config, clock=clock, arriving_listener=self._arriving)
+        )
         self.schedule = ScheduleMessageService(
             self.store, store_config.delay_levels_ms, os.path.join(cdir, DELAY_OFFSET_FILE),
             self.clock, lambda: self.config.flush_delay_offset_interval_ms,
@@ -199,10 +211,18 @@ class BrokerController:
         self.remoting.register_hook(self.rpc_metrics)
         self.metrics_server: MetricsServer | None = None
         self.acl: BrokerAcl | None = None
+        self._acl_warned = False
         self.namesrv_client = RemotingClient(signer=_signer(config))
         self.registration = BrokerRegistration(self, self.namesrv_client)
-        self.replication = BrokerReplication(self)
-        self.replication.request_registration = self.registration.trigger
+        self.fatal_reason: str | None = None
+        self.on_fatal: Callable[[str], None] | None = None
+        self.replication: BrokerReplication | DLedgerReplication = (
+            DLedgerReplication(self, self.store, on_fatal=self._fatal)
+            if isinstance(self.store, DLedgerMessageStore)
+            else BrokerReplication(self)
+        )
+        if isinstance(self.replication, BrokerReplication):
+            self.replication.request_registration = self.registration.trigger
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
         self.store_host = HostPort(b"\x7f\x00\x00\x01", config.listen_port)
         self.boot_timestamp_ms = self.clock.now_ms()
@@ -225,7 +245,8 @@ class BrokerController:
         """
         config = self.config
         if not config.acl_enable:
-            if not is_loopback(config.bind_address):
+            if not is_loopback(config.bind_address) and not self._acl_warned:
+                self._acl_warned = True
                 logger.warning(
                     "the broker listens on %s with aclEnable=false: anyone who can reach it may "
                     "send, consume, delete topics and reset offsets; set aclEnable=true",
@@ -298,6 +319,7 @@ class BrokerController:
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.serve(port)
+        self.pop.start_buffer()
         try:
             await self.replication.start()
         except OSError:
@@ -388,6 +410,7 @@ class BrokerController:
     def _register_processors(self) -> None:
         self.send_processor = SendMessageProcessor(self)
         self.send_processor.rewriters.append(self.timer.hook)
+        self.send_processor.interceptors.append(MessageTypeInterceptor(self))
         for processor in (
             self.send_processor,
             self.pull_processor,
@@ -401,6 +424,7 @@ class BrokerController:
             AclAdminProcessor(self),
             PopMessageProcessor(self),
             HAStatusProcessor(self),
+            DLedgerProcessor(self),
             TimerProcessor(self),
         ):
             processor.register(self.remoting)
@@ -500,6 +524,14 @@ class BrokerController:
             self.transactions.load()
             self._start_master_services()
         await self.registration.register_all(force=True)
+
+    def _fatal(self, reason: str) -> None:
+        """The broker cannot go on (a DLedger node refused by its group...): stop."""
+        if self.fatal_reason is None:
+            self.fatal_reason = reason
+            logger.critical("the broker stops: %s", reason)
+            if self.on_fatal is not None:
+                self.on_fatal(reason)
 
     # -- events ------------------------------------------------------------------------------
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ariane.broker.filters import PullFilter
+from ariane.broker.loop_relay import LoopRelay
 from ariane.remoting.channel import Channel
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol.command import RemotingCommand
@@ -87,8 +87,9 @@ class PullRequestHoldService:
         self.max_per_channel = max_per_channel
         self.table: dict[_Key, list[HeldPull]] = {}
         self._by_channel: dict[int, set[HeldPull]] = {}
-        self._arrivals: deque[tuple[str, int, int, int, dict[str, str] | None]] = deque()
-        self._drain_scheduled = False
+        self._arrivals: LoopRelay[tuple[str, int, int, int, dict[str, str] | None]] = LoopRelay(
+            lambda a: self.notify_message_arriving(*a)
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self.woken_by_arrival = 0
@@ -99,6 +100,7 @@ class PullRequestHoldService:
     def start(self) -> None:
         """Start the periodic re-check (on the running loop)."""
         self._loop = asyncio.get_running_loop()
+        self._arrivals.bind()
         self._task = self._loop.create_task(self._check_loop(), name="pull-hold-check")
 
     async def stop(self) -> None:
@@ -254,23 +256,9 @@ class PullRequestHoldService:
     ) -> None:
         """The store's arriving listener (dispatch thread): queue the arrival for the loop when
         somebody waits on that queue."""
-        loop = self._loop
-        if loop is None or not self.long_polling or (topic, queue_id) not in self.table:
+        if not self.long_polling or (topic, queue_id) not in self.table:
             return
-        self._arrivals.append((topic, queue_id, next_logic_offset, tags_code, properties))
-        if not self._drain_scheduled:
-            self._drain_scheduled = True
-            try:
-                loop.call_soon_threadsafe(self._drain_arrivals)
-            except RuntimeError:  # loop closed during shutdown
-                self._drain_scheduled = False
-
-    def _drain_arrivals(self) -> None:
-        self._drain_scheduled = False
-        arrivals = self._arrivals
-        while arrivals:
-            topic, queue_id, offset, tags_code, props = arrivals.popleft()
-            self.notify_message_arriving(topic, queue_id, offset, tags_code, props)
+        self._arrivals.push((topic, queue_id, next_logic_offset, tags_code, properties))
 
     # -- periodic check ------------------------------------------------------------------------
 

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.core import Metric
 
+from ariane.broker.dledger import DLedgerReplication
+from ariane.broker.replication import BrokerReplication
 from ariane.broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
 from ariane.common.topics import (
     DLQ_PREFIX,
@@ -144,13 +146,18 @@ class BrokerMetrics:
         self._rpc(fam)
         self._storage(fam)
         self._stats_sets(fam)
-
-        self._replication(fam)
+        replication = self.broker.replication
+        if isinstance(replication, DLedgerReplication):  # issue 14
+            replication.add_metrics(fam)
+        master_slave = replication if isinstance(replication, BrokerReplication) else None
+        if master_slave is not None:  # issue 13
+            self._replication(fam, master_slave)
 
         def finish() -> list[Metric]:
             self._lag(fam, lags)
             self._disk(fam)
-            self._slave_lags(fam)
+            if master_slave is not None:
+                self._slave_lags(fam, master_slave)
             return fam.finish()
 
         return finish
@@ -409,8 +416,8 @@ class BrokerMetrics:
 
     # -- replication (issue 13) ---------------------------------------------------------------
 
-    def _replication(self, fam: Families) -> None:
-        r = self.broker.replication.metrics()
+    def _replication(self, fam: Families, replication: BrokerReplication) -> None:
+        r = replication.metrics()
         role = fam.gauge("ariane_broker_role", "1 for the broker's current role", ["role"])
         for name in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
             role.add([name], 1 if r.role == name else 0)
@@ -447,9 +454,9 @@ class BrokerMetrics:
             "ariane_replication_master_connections_total", "Connections a slave made to its master"
         ).add([], r.master_connections)
 
-    def _slave_lags(self, fam: Families) -> None:
+    def _slave_lags(self, fam: Families, replication: BrokerReplication) -> None:
         """Each slave's lag behind this master (off the loop: reads the CommitLog)."""
-        lags = self.broker.replication.slave_lags()
+        lags = replication.slave_lags()
         if not lags:
             return
         by_bytes = fam.gauge(

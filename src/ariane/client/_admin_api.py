@@ -454,6 +454,17 @@ class AdminRequests(RpcBase):
             raise RemoteProtocolError("HARuntimeInfo is not a JSON object")
         return status
 
+    async def transfer_leadership(
+        self, addr: str, transferee_id: str, timeout_ms: int | None = None
+    ) -> str:
+        """ARIANE_DLEDGER_TRANSFER_LEADERSHIP: ask the DLedger leader at ``addr`` to hand over
+        to node ``transferee_id``; the broker's remark."""
+        header = h.TransferLeadershipRequestHeader(transferee_id=transferee_id)
+        response = await self.call(
+            addr, RequestCode.ARIANE_DLEDGER_TRANSFER_LEADERSHIP, header, timeout_ms=timeout_ms
+        )
+        return response.remark or ""
+
     async def get_broker_config(self, addr: str, timeout_ms: int | None = None) -> dict[str, str]:
         """GET_BROKER_CONFIG: every setting as a string."""
         response = await self.call(addr, RequestCode.GET_BROKER_CONFIG, timeout_ms=timeout_ms)

@@ -26,10 +26,9 @@ from ariane.client._offset_store import (
     OffsetStore,
     RemoteBrokerOffsetStore,
 )
-from ariane.client._producer import trace_sender
+from ariane.client._producer import trace_dispatcher
 from ariane.client._rebalance import RebalanceImpl, parse_consume_timestamp
 from ariane.client._route import subscribe_queues_from_route
-from ariane.client._trace_dispatch import AsyncTraceDispatcher
 from ariane.client._trace_hooks import ConsumeTracer
 from ariane.client.config import ClientConfig
 from ariane.client.consumer_types import MessageSelector
@@ -39,12 +38,7 @@ from ariane.common import properties as props
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.message import MessageExt
 from ariane.common.topics import retry_topic, validate_group, validate_topic
-from ariane.errors import (
-    ArianeError,
-    ConnectionError_,
-    InvalidArgumentError,
-    RequestTimeoutError,
-)
+from ariane.errors import ArianeError, InvalidArgumentError
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.client_bodies import (
     SUB_ALL,
@@ -149,13 +143,7 @@ class ConsumerBase:
         # message trace (issue 15): None unless enable_trace; consume paths test only that
         self.tracer: ConsumeTracer | None = None
         if enable_trace:
-            dispatcher = AsyncTraceDispatcher(
-                trace_topic=trace_topic,
-                host_config=client_config,
-                host_group=group,
-                kind="CONSUME",
-                sender_factory=trace_sender,
-            )
+            dispatcher = trace_dispatcher(client_config, group, "CONSUME", trace_topic)
             self.tracer = ConsumeTracer(dispatcher, group)
 
     # -- properties ------------------------------------------------------------------------------
@@ -366,11 +354,7 @@ class ConsumerBase:
             expression_type=sd.expression_type,
             broker_name=mq.broker_name,
         )
-        try:
-            result = await instance.api.pull_message(addr, header, timeout_ms)
-        except (ConnectionError_, RequestTimeoutError):
-            instance.refresh_route_soon(mq.topic)
-            raise
+        result = await instance.api.pull_message(addr, header, timeout_ms)
         self._pull_from_which_node[mq] = result.suggest_which_broker_id
         return result
 

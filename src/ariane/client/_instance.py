@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Protocol
@@ -215,6 +214,8 @@ class ClientInstance:
         )
         self.api = ClientAPI(self.remoting, config.namesrv_addrs, timeout_ms=config.api_timeout_ms)
         self.topic_route_table: dict[str, TopicRouteData] = {}
+        #: when a failure last made each topic's route be fetched (monotonic ms)
+        self._failure_refresh_ms: dict[str, float] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}
         self.producers: dict[str, ProducerMember] = {}
         self.consumers: dict[str, ConsumerMember] = {}
@@ -225,8 +226,6 @@ class ClientInstance:
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._route_lock = asyncio.Lock()
-        #: topic -> monotonic time of the last refresh asked by a failure (throttle)
-        self._failure_refresh: dict[str, float] = {}
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._rebalance_wakeup = asyncio.Event()
@@ -466,6 +465,22 @@ class ClientInstance:
                 self._apply_route(topic, route)
             return changed
 
+    async def refresh_route_after_failure(self, topic: str) -> bool:
+        """Fetch ``topic``'s route now because a send or pull failed (refused by a slave, a
+        lost connection), at most once per ``route_refresh_on_failure_ms``: a new master is
+        used as soon as it registered, not at the next 30 s refresh. Returns whether the
+        route changed."""
+        now = self.config.clock.monotonic() * 1000
+        last = self._failure_refresh_ms.get(topic)
+        if last is not None and now - last < self.config.route_refresh_on_failure_ms:
+            return False
+        self._failure_refresh_ms[topic] = now
+        try:
+            return await self.update_topic_route(topic)
+        except ArianeError as exc:
+            logger.debug("route refresh of %s after a failure failed: %s", topic, exc)
+            return False
+
     def _needs_update(self, topic: str) -> bool:
         return any(p.is_publish_topic_need_update(topic) for p in self.producers.values()) or any(
             c.is_subscribe_topic_need_update(topic) for c in self.consumers.values()
@@ -508,24 +523,16 @@ class ClientInstance:
                 logger.warning("route refresh of %s failed: %s", topic, exc)
 
     def refresh_route_soon(self, topic: str) -> None:
-        """Fetch ``topic``'s route again in the background, at most once per
-        ``route_refresh_on_failure_ms`` (a broker could not be reached, or a pull had to go
-        to another broker of the group than the one wanted)."""
+        """:meth:`refresh_route_after_failure` in the background (a pull went to another
+        member of the group than the one wanted, a commit or a one-way send failed); nothing
+        is started while the topic's last refresh is recent."""
         if self._closed:
             return
-        now = time.monotonic()
-        if now - self._failure_refresh.get(topic, -1e9) < (
-            self.config.route_refresh_on_failure_ms / 1000
-        ):
+        last = self._failure_refresh_ms.get(topic)
+        now = self.config.clock.monotonic() * 1000
+        if last is not None and now - last < self.config.route_refresh_on_failure_ms:
             return
-        self._failure_refresh[topic] = now
-        self.spawn(self._refresh_quietly(topic), f"route-refresh-{topic}")
-
-    async def _refresh_quietly(self, topic: str) -> None:
-        try:
-            await self.update_topic_route(topic)
-        except ArianeError as exc:
-            logger.info("route refresh of %s failed: %s", topic, exc)
+        self.spawn(self.refresh_route_after_failure(topic), f"route-refresh-{topic}")
 
     def find_broker_addr_in_publish(self, broker_name: str) -> str | None:
         """The master address of ``broker_name``, if known."""

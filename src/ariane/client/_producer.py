@@ -10,7 +10,9 @@ with ``send_latency_fault_enable`` the brokers that were slow or failed recently
 
 * ``send`` (sync result): up to ``1 + retry_times`` attempts sharing one ``timeout_ms``
   budget; transport errors and the retriable response codes (``retry_response_codes``)
-  move to another broker; with ``retry_another_broker_when_not_store_ok`` so do stored-but-
+  move to another broker (a lost connection, or a refusal saying the broker is no longer
+  the master, also fetches the route again at once, rate-limited, so the next attempt finds
+  a new master; a route left without a master is looked at again after a short wait); with ``retry_another_broker_when_not_store_ok`` so do stored-but-
   not-OK statuses. A custom queue, selector or sharding key gets exactly one attempt.
 * ``send_async``: returns a future at once; no task is created when the route is cached and
   the connection is open (the response callback finishes the future). Transport failures and
@@ -76,6 +78,7 @@ __all__ = [
     "DEFAULT_RETRY_RESPONSE_CODES",
     "Producer",
     "new_producer",
+    "trace_dispatcher",
     "trace_sender",
 ]
 
@@ -95,6 +98,13 @@ DEFAULT_RETRY_RESPONSE_CODES = frozenset(
 )
 #: Exceptions of an attempt that count as transport trouble (retried, broker isolated).
 _TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
+#: Answers after which the route is fetched again at once: the broker is no longer the master
+#: (a slave's refusal, a DLedger leader that lost its term).
+_ROUTE_STALE_CODES = frozenset({ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR})
+#: How long a send whose route has no master left waits before looking again (ms), and how
+#: many times (the send's time budget comes first).
+_NO_MASTER_WAIT_MS = 200
+_NO_MASTER_WAITS = 15
 
 
 def new_producer(group: str, config: ClientConfig) -> Producer:
@@ -199,13 +209,7 @@ class Producer:
         # message trace (issue 15): None unless enable_trace; the send paths test only that
         self._tracer: SendTracer | None = None
         if enable_trace:
-            dispatcher = AsyncTraceDispatcher(
-                trace_topic=trace_topic,
-                host_config=client_config,
-                host_group=group,
-                kind="PRODUCE",
-                sender_factory=trace_sender,
-            )
+            dispatcher = trace_dispatcher(client_config, group, "PRODUCE", trace_topic)
             self._tracer = SendTracer(dispatcher, group)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -397,8 +401,9 @@ class Producer:
         """
         prepared = prepare_single(msg, self.settings, self._ids)
         sending = self._send_prepared(
-            prepared, msg, timeout_ms, SendTarget.of(queue, selector, arg, sharding_key)
-        )
+            prepared, msg, timeout_ms,
+            SendTarget.for_message(msg, queue, selector, arg, sharding_key),
+        )  # fmt: skip
         if self._tracer is None:
             return await sending
         return await self._tracer.around(sending, msg, len(msg.body), self._store_host)
@@ -485,10 +490,18 @@ class Producer:
         result: SendResult | None = None
         timed_out = False
         made = 0
-        for _ in range(attempts):
+        waits = 0
+        while made < attempts:
             info = self._publish.get(prepared.topic) or info
             if not info.ok:
-                break
+                waits += 1
+                if (
+                    not made
+                    or waits > _NO_MASTER_WAITS
+                    or not await self._wait_for_route(prepared.topic, started, timeout_ms)
+                ):
+                    break
+                continue
             mq = self.fault.select_one_message_queue(info, last_broker)
             last_broker = mq.broker_name
             left = timeout_ms - (self.now_ms() - started)
@@ -507,12 +520,14 @@ class Producer:
                     raise
                 last_error = exc
                 logger.info("send to %s failed (%s), retrying", mq, exc)
+                if exc.code in _ROUTE_STALE_CODES:  # e.g. a slave refused: a new master?
+                    await self.instance.refresh_route_after_failure(prepared.topic)
                 continue
             except _TRANSPORT_ERRORS as exc:
                 self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
-                self.instance.refresh_route_soon(mq.topic)
                 last_error = exc
                 logger.info("send to %s failed (%s), retrying", mq, exc)
+                await self.instance.refresh_route_after_failure(prepared.topic)
                 continue
             self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, False)
             if (
@@ -531,6 +546,17 @@ class Producer:
             attempts=made,
             timed_out=timed_out,
         ) from last_error
+
+    async def _wait_for_route(self, topic: str, started: int, timeout_ms: int) -> bool:
+        """The route lost its last master during this send (a DLedger group electing, a
+        master restarting): wait a moment for a new one within the send's time budget.
+        Returns False when the budget is spent."""
+        left = timeout_ms - (self.now_ms() - started)
+        if left <= 0:
+            return False
+        await asyncio.sleep(min(left, _NO_MASTER_WAIT_MS) / 1000)
+        await self.instance.refresh_route_after_failure(topic)
+        return True
 
     async def _attempt(
         self, prepared: PreparedSend, mq: MessageQueue, timeout_ms: int
@@ -568,7 +594,7 @@ class Producer:
             prepared,
             msg,
             timeout_ms,
-            SendTarget.of(queue, selector, arg, sharding_key),
+            SendTarget.for_message(msg, queue, selector, arg, sharding_key),
             len(msg.body),
         )
 
@@ -650,7 +676,7 @@ class Producer:
             ConnectError: the broker cannot be reached.
         """
         prepared = prepare_single(msg, self.settings, self._ids)
-        target = SendTarget.of(queue, selector, arg, sharding_key)
+        target = SendTarget.for_message(msg, queue, selector, arg, sharding_key)
         if target is None:
             info = await self.find_publish_info(prepared.topic)
             mq = self.fault.select_one_message_queue(info, None)
@@ -675,6 +701,24 @@ def trace_sender(config: ClientConfig, group: str) -> Producer:
     bodies are not compressed: zlib would cost the traced client more CPU per record than
     writing them does."""
     return Producer(group, client_config=config, send_timeout_ms=5000, compress_over_bytes=1 << 30)
+
+
+def trace_dispatcher(
+    config: ClientConfig, group: str, kind: str, trace_topic: str | None
+) -> AsyncTraceDispatcher:
+    """The trace dispatcher of a client of ``group`` (``kind``: PRODUCE or CONSUME), sending
+    with ``trace_sender`` producers.
+
+    Raises:
+        InvalidArgumentError: ``trace_topic`` is not a legal topic name.
+    """
+    return AsyncTraceDispatcher(
+        trace_topic=trace_topic,
+        host_config=config,
+        host_group=group,
+        kind=kind,
+        sender_factory=trace_sender,
+    )
 
 
 class _AsyncSend:

@@ -62,7 +62,7 @@ from ariane.client.errors import ClientStateError
 from ariane.client.message import Message, MessageExt, MessageQueue, PullResult, PullStatus
 from ariane.common import properties as props
 from ariane.common.clock import monotonic_ms
-from ariane.errors import ArianeError, InvalidArgumentError
+from ariane.errors import ArianeError, ConnectionError_, InvalidArgumentError
 from ariane.remoting.protocol.client_bodies import SubscriptionData
 
 __all__ = ["PushConsumer"]
@@ -436,6 +436,8 @@ class PushConsumer(ConsumerBase):
         except (ArianeError, OSError) as exc:
             if not mq.topic.startswith("%RETRY%"):
                 logger.warning("pull of %s failed: %s", mq, exc)
+            if isinstance(exc, ConnectionError_ | OSError):  # the broker may have moved
+                self.instance.spawn(self.instance.refresh_route_after_failure(mq.topic))
             return PULL_DELAY_ON_ERROR_S
         if pq.dropped:
             return 0.0

@@ -14,13 +14,15 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol, TypeAlias
 
-from ariane.common.hashing import java_string_hash
+from ariane.common.hashing import consistent_hash, java_string_hash
 from ariane.common.message import Message
+from ariane.common.properties import SHARDING_KEY
 from ariane.errors import InvalidArgumentError
 from ariane.remoting.protocol.client_bodies import MessageQueue
 
 __all__ = [
     "MessageQueueSelector",
+    "SelectMessageQueueByGroup",
     "SelectMessageQueueByHash",
     "SelectMessageQueueByRandom",
     "SelectorLike",
@@ -78,6 +80,15 @@ class SelectMessageQueueByHash:
         return mqs[value]
 
 
+class SelectMessageQueueByGroup:
+    """RocketMQ 5's queue of a message group: Guava's consistent hash of the group's Java
+    hash over the queues (what the gRPC proxy picks, so both protocols agree)."""
+
+    def select(self, mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
+        """Pick by the message group ``arg``."""
+        return mqs[consistent_hash(java_string_hash(str(arg)), len(mqs))]
+
+
 class SelectMessageQueueByRandom:
     """A uniformly random queue."""
 
@@ -112,6 +123,23 @@ class SendTarget(NamedTuple):
     arg: Any
 
     @classmethod
+    def for_message(
+        cls,
+        msg: Message,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: Any,
+        sharding_key: str | None,
+    ) -> SendTarget | None:
+        """``of``, and a RocketMQ 5 message group's queue when nothing else is given."""
+        target = cls.of(queue, selector, arg, sharding_key)
+        if target is None:
+            group = msg.properties.get(SHARDING_KEY)
+            if group:
+                return cls(None, _BY_GROUP, group)
+        return target
+
+    @classmethod
     def of(
         cls,
         queue: MessageQueue | None,
@@ -131,3 +159,6 @@ class SendTarget(NamedTuple):
         if sharding_key is not None:
             return cls(queue, SelectMessageQueueByHash(), sharding_key)
         return cls(queue, selector, arg)
+
+
+_BY_GROUP = SelectMessageQueueByGroup()

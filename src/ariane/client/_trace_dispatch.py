@@ -5,11 +5,11 @@ How it works: hooks on the send and consume paths encode their records
 which never blocks and never raises: it puts the records in a bounded deque (``queue_size``
 contexts, 10000; when full they are dropped and ``stats.discarded`` counted) and, at most
 once per wake-up, wakes the worker (``call_soon_threadsafe`` when called from a listener
-thread). The worker task runs on the host client's event loop: unless ``batch_size`` (500)
-contexts are already queued it lingers ``linger_ms`` (10 ms) to let a batch build up, then
-takes everything queued and packs it into trace messages of at most ~118000 characters
-whose ``KEYS`` are the traced msgIds and business keys. Big trace messages matter: a send
-costs the client as much as encoding a hundred records. Each trace message is sent by the dispatcher's own
+thread). The worker task runs on the host client's event loop: it lingers ``linger_ms``
+(50 ms) after the first record of a round, or until ``batch_size`` (2000) contexts are
+queued, then takes everything queued and packs it into trace messages of at most ~118000
+characters whose ``KEYS`` are the traced msgIds and business keys. Big trace messages
+matter: a send costs the client as much as encoding a hundred records. Each trace message is sent by the dispatcher's own
 producer (group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>``, client instance
 ``PID_CLIENT_INNER_TRACE_PRODUCER_<namesrv>``, so trace traffic has its own connections)
 with a 5 s timeout; at most ``max_in_flight`` sends run at once. The producer is the normal
@@ -97,7 +97,8 @@ class TraceSettings:
     Attributes:
         queue_size: contexts buffered before new ones are dropped (Java 2048; more here
             because a round takes everything queued).
-        batch_size: with this many contexts queued a round starts without lingering.
+        batch_size: with this many contexts queued a round starts at once (no lingering,
+            or the lingering ends).
         max_message_chars: a trace message body is closed at this size (Java 118000).
         linger_ms: how long a round waits for more contexts before sending.
         max_in_flight: trace messages being sent at once.
@@ -106,9 +107,9 @@ class TraceSettings:
     """
 
     queue_size: int = 10_000
-    batch_size: int = 500
+    batch_size: int = 2000
     max_message_chars: int = MAX_TRACE_MESSAGE_CHARS
-    linger_ms: int = 10
+    linger_ms: int = 50
     max_in_flight: int = 16
     send_timeout_ms: int = 5000
     flush_timeout_ms: int = 3000
@@ -262,6 +263,7 @@ class AsyncTraceDispatcher:
         self._loop_thread = 0
         self._wake: asyncio.Event | None = None
         self._wake_pending = False
+        self._lingering = False
         self._worker: asyncio.Task[None] | None = None
         self._slots: asyncio.Semaphore | None = None
         self._sending: set[asyncio.Task[None]] = set()
@@ -295,16 +297,25 @@ class AsyncTraceDispatcher:
             return False
         queue.append(trace)
         self.stats.appended += 1
-        if not self._wake_pending and self._wake is not None:
+        if not self._wake_pending:
             self._wake_pending = True
-            if threading.get_ident() == self._loop_thread:
-                self._wake.set()
-            else:
-                loop = self._loop
-                assert loop is not None
-                with contextlib.suppress(RuntimeError):  # the loop closed: nothing to wake
-                    loop.call_soon_threadsafe(self._wake.set)
+            self._notify()
+        elif self._lingering and len(queue) >= self.settings.batch_size:
+            self._lingering = False  # enough for a round: stop lingering now
+            self._notify()
         return True
+
+    def _notify(self) -> None:
+        wake = self._wake
+        if wake is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            wake.set()
+            return
+        loop = self._loop
+        assert loop is not None
+        with contextlib.suppress(RuntimeError):  # the loop closed: nothing to wake
+            loop.call_soon_threadsafe(wake.set)
 
     @property
     def queued(self) -> int:
@@ -374,9 +385,14 @@ class AsyncTraceDispatcher:
         while True:
             await wake.wait()
             wake.clear()
-            self._wake_pending = False  # before draining: later appends wake us again
             if len(queue) < settings.batch_size and settings.linger_ms:
-                await asyncio.sleep(settings.linger_ms / 1000)
+                # appends do not wake us while we linger, unless a round's worth is queued
+                self._lingering = True
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), settings.linger_ms / 1000)
+                self._lingering = False
+                wake.clear()
+            self._wake_pending = False  # before draining: later appends wake us again
             while queue:
                 await self._dispatch([queue.popleft() for _ in range(len(queue))])
 

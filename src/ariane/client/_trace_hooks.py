@@ -54,6 +54,7 @@ from ariane.common.trace import (
     sub_after_record,
     sub_before_record,
 )
+from ariane.remoting.protocol import headers as h
 
 __all__ = ["ConsumeTracer", "SendTracer", "TraceBefore", "batch_sources", "consume_outcome"]
 
@@ -64,12 +65,12 @@ def _text(value: str | None) -> str:
     return value if value else JAVA_NULL
 
 
-class SendTracer:
-    """Pub and EndTransaction records of one producer group.
+class _Tracer:
+    """What both tracers hold.
 
     Args:
         dispatcher: where records go.
-        group: the producer group.
+        group: the producer or consumer group.
         clock: wall-clock source.
     """
 
@@ -84,6 +85,12 @@ class SendTracer:
         #: the clock's wall time in milliseconds
         self.now_ms = self.clock.now_ms
         self.trace_topic = dispatcher.trace_topic
+
+
+class SendTracer(_Tracer):
+    """Pub and EndTransaction records of one producer group (see ``_Tracer``)."""
+
+    __slots__ = ()
 
     async def around(
         self,
@@ -149,28 +156,26 @@ class SendTracer:
     def end_transaction(
         self,
         msg: Message,
-        *,
-        msg_id: str,
-        transaction_id: str | None,
+        end: h.EndTransactionRequestHeader,
         state: str,
-        from_check: bool,
         store_host: str,
         region_id: str | None,
     ) -> None:
-        """Record the decision sent to the broker for a half message."""
+        """Record the decision ``end`` (END_TRANSACTION, sent to ``store_host``) for the half
+        message ``msg``."""
         try:
             if not self.traced(msg.topic):
                 return
             bean = TraceBean(
                 topic=msg.topic,
-                msg_id=msg_id,
+                msg_id=end.msg_id or "",
                 tags=_text(msg.tags),
                 keys=_text(msg.properties.get(props.KEYS)),
                 store_host=store_host,
                 msg_type=TraceMessageType.Trans_msg_Commit,
-                transaction_id=_text(transaction_id),
+                transaction_id=_text(end.transaction_id),
                 transaction_state=state,
-                from_transaction_check=from_check,
+                from_transaction_check=bool(end.from_transaction_check),
             )
             ctx = TraceContext(
                 TraceType.EndTransaction,
@@ -181,7 +186,9 @@ class SendTracer:
             )
             self.dispatcher.append(ctx)
         except Exception:
-            logger.warning("recording the EndTransaction trace of %s failed", msg_id, exc_info=True)
+            logger.warning(
+                "recording the EndTransaction trace of %s failed", end.msg_id, exc_info=True
+            )
 
 
 def batch_sources(messages: list[Message], batches: Sequence[PreparedSend]) -> list[list[Message]]:
@@ -224,27 +231,14 @@ _REQUEST_PREFIX = os.urandom(8).hex().upper()
 _request_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
 
 
-class ConsumeTracer:
+class ConsumeTracer(_Tracer):
     """SubBefore and SubAfter records of one consumer group (callable from listener
-    threads). The values recorded come from stored messages' properties, which were split
-    on the record separators, so records are written without the separator check.
-
-    Args:
-        dispatcher: where records go.
-        group: the consumer group.
-        clock: wall-clock source.
+    threads; see ``_Tracer``). The values recorded come from stored messages' properties,
+    which were split on the record separators, so records are written without the
+    separator check.
     """
 
-    __slots__ = ("clock", "dispatcher", "group", "now_ms", "trace_topic")
-
-    def __init__(
-        self, dispatcher: AsyncTraceDispatcher, group: str, clock: Clock | None = None
-    ) -> None:
-        self.dispatcher = dispatcher
-        self.group = group
-        self.clock = clock or SystemClock()
-        self.now_ms = self.clock.now_ms
-        self.trace_topic = dispatcher.trace_topic
+    __slots__ = ()
 
     def before(self, msgs: Sequence[MessageExt]) -> TraceBefore | None:
         """Record that ``msgs`` go to the listener now; what to pass to ``after`` (``None``

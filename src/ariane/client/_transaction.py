@@ -206,17 +206,8 @@ class TransactionProducer(Producer):
         except ArianeError as exc:
             logger.warning("END_TRANSACTION for %s failed: %s", result.msg_id, exc)
             return
-        tracer = self._tracer
-        if tracer is not None and msg is not None:
-            tracer.end_transaction(
-                msg,
-                msg_id=result.msg_id,
-                transaction_id=result.transaction_id,
-                state=state.value,
-                from_check=False,
-                store_host=addr,
-                region_id=result.region_id,
-            )
+        if self._tracer is not None and msg is not None:
+            self._tracer.end_transaction(msg, header, state.value, addr, result.region_id)
 
     # -- check-backs ----------------------------------------------------------------------------
 
@@ -258,16 +249,8 @@ class TransactionProducer(Producer):
         except ArianeError as exc:
             logger.warning("END_TRANSACTION (check) for %s failed: %s", msg.msg_id, exc)
             return
-        tracer = self._tracer
-        if tracer is not None:
+        if self._tracer is not None:
             real_topic = msg.properties.get(props.REAL_TOPIC)
             shown = msg if not real_topic else Message(real_topic, b"", properties=msg.properties)
-            tracer.end_transaction(
-                shown,
-                msg_id=end.msg_id,
-                transaction_id=header.transaction_id,
-                state=state.value,
-                from_check=True,
-                store_host=broker_addr,
-                region_id=msg.properties.get(props.MSG_REGION),
-            )
+            region = msg.properties.get(props.MSG_REGION)
+            self._tracer.end_transaction(shown, end, state.value, broker_addr, region)

@@ -158,6 +158,16 @@ class Admin(AdminBulk):
         status: dict[str, Any] = await self.api.get_broker_ha_status(broker_addr, self.timeout_ms)
         return status
 
+    async def transfer_leadership(self, broker_addr: str, transferee_id: str) -> str:
+        """Ask the DLedger leader at ``broker_addr`` to hand leadership to node
+        ``transferee_id`` (``n1``...); returns once the transfer started (the broker's remark).
+
+        Raises:
+            BrokerResponseError: the broker is not a DLedger leader, the node is unknown or too
+                far behind, or a transfer is under way (the remark says which).
+        """
+        return await self.api.transfer_leadership(broker_addr, transferee_id, self.timeout_ms)
+
     async def broker_config(self, broker_addr: str) -> dict[str, str]:
         """A broker's settings."""
         config: dict[str, str] = await self.api.get_broker_config(broker_addr, self.timeout_ms)

@@ -60,6 +60,8 @@ def broker_row(
         role=rt.get("brokerRole") or ("ASYNC_MASTER" if bid == 0 else "SLAVE"),
         maxOffset=int_of(rt.get("commitLogMaxOffset")),
     )
+    if "dLegerRole" in rt:  # a DLedger node: its Raft role and term (issue 14)
+        row.update(raftRole=rt["dLegerRole"], raftTerm=int_of(rt.get("dLegerTerm")))
     return row
 
 

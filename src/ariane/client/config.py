@@ -76,16 +76,13 @@ class ClientConfig:
             waitInterval``).
         api_timeout_ms: timeout of route, heartbeat and admin requests (``mqClientApiTimeout``).
         connect_timeout_ms: time allowed to open a connection.
+        route_refresh_on_failure_ms: least time between two route fetches of one topic that a
+            failure triggers (a send refused by a slave, a broker connection lost).
         credentials: ACL account that signs every request (``AclClientRPCHook``); None
             sends requests unsigned.
         clock: where the clients of the instance read time (send deadlines, broker fault
             isolation, queue lock and pull expiry, consume timeouts); tests pass a
             ``ManualClock``. Not part of the instance's identity.
-        route_refresh_on_failure_ms: (Ariane's) when a broker cannot be reached, or a pull
-            goes to another broker of the group than the one wanted (its master is down), the
-            topic's route is fetched again at once, then at most this often, so clients leave
-            a dead master and come back to a returning one within about this long instead of
-            ``pollNameServerInterval``.
     """
 
     namesrv_addr: str
@@ -98,11 +95,12 @@ class ClientConfig:
     rebalance_interval_ms: int = 20_000
     api_timeout_ms: int = 3_000
     connect_timeout_ms: int = 3_000
+    #: after a failed send or pull (a refused send, a lost connection) a topic's route is
+    #: fetched again at once, at most this often (DLedger failover, issue 14)
+    route_refresh_on_failure_ms: int = 500
     # ACL (issue 11)
     credentials: SessionCredentials | None = None
     clock: Clock = field(default_factory=SystemClock, compare=False, repr=False)
-    # replication (issue 13)
-    route_refresh_on_failure_ms: int = 1_000
 
     def __post_init__(self) -> None:
         parse_namesrv_addr(self.namesrv_addr)
@@ -117,7 +115,7 @@ class ClientConfig:
             ("rebalanceInterval", self.rebalance_interval_ms),
             ("mqClientApiTimeout", self.api_timeout_ms),
             ("connectTimeoutMillis", self.connect_timeout_ms),
-            ("routeRefreshOnFailure", self.route_refresh_on_failure_ms),
+            ("routeRefreshOnFailureMillis", self.route_refresh_on_failure_ms),
         ):
             if value <= 0:
                 raise ConfigError(key, f"must be > 0, got {value}")

@@ -49,6 +49,9 @@ class Message(_common.Message):
         deliver_time_ms: deliver at this time (epoch ms; RocketMQ 5 timer messages,
             property ``TIMER_DELIVER_MS``; at most ``timerMaxDelaySec``, 3 days, ahead).
         delay_time_ms: deliver this many ms after the broker stores it (``TIMER_DELAY_MS``).
+        message_group: RocketMQ 5 FIFO message group (``__SHARDINGKEY``): the producer sends
+            every message of a group to one queue (the queue RocketMQ 5's proxy picks), so a
+            FIFO consumer gets them in order.
         wait_store_msg_ok: ``False`` sets ``WAIT=false``: a SYNC_FLUSH broker answers without
             waiting for the flush.
 
@@ -71,6 +74,7 @@ class Message(_common.Message):
         wait_store_msg_ok: bool = True,
         deliver_time_ms: int | None = None,
         delay_time_ms: int | None = None,
+        message_group: str | None = None,
     ) -> None:
         super().__init__(topic, bytes(body), flag, dict(properties) if properties else {})
         if tags:
@@ -87,6 +91,8 @@ class Message(_common.Message):
             if delay_time_ms < 0:
                 raise InvalidArgumentError(f"delay_time_ms must be >= 0, got {delay_time_ms}")
             self.properties[props.TIMER_DELAY_MS] = str(delay_time_ms)
+        if message_group:
+            self.properties[props.SHARDING_KEY] = message_group
 
     @property
     def tags(self) -> str | None:
@@ -131,6 +137,11 @@ class Message(_common.Message):
             self.properties[props.DELAY] = str(level)
         else:
             self.properties.pop(props.DELAY, None)
+
+    @property
+    def message_group(self) -> str | None:
+        """The RocketMQ 5 message group (``__SHARDINGKEY``)."""
+        return self.properties.get(props.SHARDING_KEY)
 
     @property
     def deliver_time_ms(self) -> int | None:

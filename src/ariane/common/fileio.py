@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+from ariane.common import faults
+
 __all__ = ["read_file_tree", "write_file_atomically"]
 
 
@@ -30,7 +32,9 @@ def write_file_atomically(path: str, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        faults.point("metadata.before_rename")
         os.replace(tmp, path)
+        faults.point("metadata.after_rename")
     except BaseException:
         try:
             os.unlink(tmp)

@@ -13,6 +13,7 @@ from functools import lru_cache
 from operator import mul
 
 __all__ = [
+    "consistent_hash",
     "index_key_hash",
     "index_key_hash_with_prefix",
     "java_string_hash",
@@ -98,3 +99,20 @@ def index_key_hash_with_prefix(prefix: str, key: str) -> int:
     if h == 0x80000000:
         return 0
     return (1 << 32) - h if h & 0x80000000 else h
+
+
+def consistent_hash(key: int, buckets: int) -> int:
+    """Guava's ``Hashing.consistentHash`` (how RocketMQ 5's proxy maps a message group's
+    Java hash to one of ``buckets`` queues; few keys move when ``buckets`` changes)."""
+    state = key & 0xFFFFFFFFFFFFFFFF
+    candidate = 0
+    while True:
+        state = (2862933555777941757 * state + 1) & 0xFFFFFFFFFFFFFFFF
+        high = (state >> 33) & 0xFFFFFFFF
+        as_int = high - (1 << 32) if high & 0x80000000 else high
+        next_double = (as_int + 1) / 2.0**31
+        nxt = int((candidate + 1) / next_double) if next_double > 0 else -1
+        if 0 <= nxt < buckets:
+            candidate = nxt
+        else:
+            return candidate

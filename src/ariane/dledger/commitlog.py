@@ -116,8 +116,9 @@ class DLedgerCommitLog(CommitLog):
         #: wakes the reput thread when records became committed (set by the store)
         self.wake_dispatch: Callable[[], None] | None = None
         self.role_listener: RoleListener | None = None
-        #: called after a put left messages to send (the transport wakes up)
-        self.on_work: Callable[[], None] | None = None
+        #: called after a put left work (messages to send: the transport; entries to sync:
+        #: the SYNC_FLUSH persister)
+        self.work_listeners: list[Callable[[], None]] = []
         self._waiting: deque[tuple[int, int, Future[PutResult], PutResult]] = deque()
 
     # -- reading ------------------------------------------------------------------------------
@@ -244,8 +245,8 @@ class DLedgerCommitLog(CommitLog):
 
     def _after_put(self) -> None:
         self.replica.complete()
-        if self.on_work is not None:
-            self.on_work()
+        for listener in self.work_listeners:
+            listener()
 
     # -- what the replica reports (under the lock) ---------------------------------------------
     def on_copied(self, head: EntryHeader, pos: int) -> None:

@@ -43,6 +43,9 @@ class DLedgerConfig:
     mapped_file_size_for_entry_index: int = 32 * 5 * 1024 * 1024
     #: how often ``checkpoint`` (end and commit index) is written
     check_point_interval_ms: int = 3000
+    #: the port this node listens on for Raft when ``dLegerPeers`` names an address in front
+    #: of it (a proxy, a NAT); -1: the port ``dLegerPeers`` gives this node
+    listen_port: int = -1
 
     def __post_init__(self) -> None:
         if not self.group:
@@ -56,6 +59,8 @@ class DLedgerConfig:
         for node in self.preferred_leader_ids:
             if node not in ids:
                 raise ConfigError("preferredLeaderIds", f"{node} is not one of dLegerPeers")
+        if not -1 <= self.listen_port <= 65535:
+            raise ConfigError("dLegerListenPort", f"must be -1..65535, got {self.listen_port}")
         if self.mapped_file_size_for_entry_index <= 0 or self.mapped_file_size_for_entry_index % 32:
             raise ConfigError("mappedFileSizeForEntryIndex", "must be a positive multiple of 32")
         self.raft_config()  # the timing checks
@@ -74,6 +79,11 @@ class DLedgerConfig:
     def self_peer(self) -> Peer:
         """This node's entry of ``dLegerPeers``."""
         return next(p for p in self.peers if p.node_id == self.self_id)
+
+    @property
+    def bind_port(self) -> int:
+        """The port the Raft server listens on."""
+        return self.listen_port if self.listen_port >= 0 else self.self_peer.port
 
     @property
     def broker_id(self) -> int:

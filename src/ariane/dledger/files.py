@@ -490,7 +490,7 @@ class DLedgerFiles:
             at = max(0, pos - mf.file_from_offset)
             stop = mf.nonzero_end(at)
             if keep and stop > at:
-                self._save_cut(mf.file_from_offset + at, mf.mm[at:stop])
+                self._save_cut(mf.file_from_offset + at, bytes(mf.mm[at:stop]))
             if stop > at:
                 mf.mm[at:stop] = bytes(stop - at)
                 mf.sync()

@@ -15,16 +15,20 @@ for the quorum); under ASYNC_FLUSH the page cache counts, as in DLedger. The DLe
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from concurrent.futures import Future
 
 from ariane.common.clock import Clock
+from ariane.common.fileio import write_file_atomically
+from ariane.common.javaprops import format_properties, parse_properties
 from ariane.common.properties import WAIT_STORE_MSG_OK
 from ariane.common.sysflag import enters_consume_queue, is_rollback
 from ariane.dledger.commitlog import DLedgerCommitLog
 from ariane.dledger.config import DLedgerConfig
 from ariane.dledger.format import ENTRY_HEADER_SIZE
 from ariane.dledger.upgrade import prepare_old_commit_log
+from ariane.errors import ConfigError
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.cleanup import DiskUsage
 from ariane.store.commit_log import CommitLog
@@ -39,7 +43,7 @@ from ariane.store.recovery import redispatch
 from ariane.store.results import PutResult, PutStatus
 from ariane.store.service import ServiceThread
 
-__all__ = ["DLedgerMessageStore"]
+__all__ = ["DLedgerMessageStore", "check_identity"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +120,16 @@ class DLedgerMessageStore(MessageStore):
         return self.commit_log.replica
 
     # -- loading --------------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Check the node's identity, then load and recover (see ``MessageStore.load``).
+
+        Raises:
+            ConfigError: the DLedger files belong to another group, node or peer list.
+            StoreError: another process holds the store lock.
+        """
+        check_identity(self.config, self.dledger)
+        return super().load()
+
     def _recover(self) -> StoreCheckpoint:
         return load_dledger_store(self)
 
@@ -132,15 +146,7 @@ class DLedgerMessageStore(MessageStore):
         if self._sync:
             self.persister = _Periodic("DLedgerFlush", 0.01, cl.replica.flush)
             self.persister.start()
-            previous = cl.on_work
-            persister = self.persister
-
-            def wake() -> None:
-                persister.wakeup()
-                if previous is not None:
-                    previous()
-
-            cl.on_work = wake
+            cl.work_listeners.append(self.persister.wakeup)
         self.checkpointer = _Periodic(
             "DLedgerCheckpoint", self.dledger.check_point_interval_ms / 1000,
             self._write_checkpoint,
@@ -164,6 +170,9 @@ class DLedgerMessageStore(MessageStore):
             if svc is not None:
                 svc.abandon()
         super().close_without_cleanup()
+
+    def set_replica_mode(self, on: bool) -> None:
+        """Not used: who may write is Raft's business (:meth:`promote`)."""
 
     # -- the master's role ------------------------------------------------------------------------
     def master_ready(self) -> bool:
@@ -229,6 +238,11 @@ class DLedgerMessageStore(MessageStore):
 
         future.add_done_callback(done)
         return future
+
+    @property
+    def answers_at_once(self) -> bool:
+        """Never: a put waits for the quorum."""
+        return False
 
     def submit_message(self, msg: MessageInner) -> Future[PutResult]:
         """Propose ``msg``; the future completes when a quorum stored it (``WAIT=false``:
@@ -376,3 +390,30 @@ def _redispatch_start(store: DLedgerMessageStore, rebuild_from: int | None) -> i
             starts.append(req.commit_log_offset)
             break
     return min(starts) if starts else None
+
+
+def check_identity(store_config: StoreConfig, dledger: DLedgerConfig) -> None:
+    """A node keeps its group, id and peers in ``dledger-<selfId>/identity`` and refuses to
+    start with others: its log belongs to the group it was written for.
+
+    Raises:
+        ConfigError: the configuration differs from the one the files were made with.
+    """
+    path = os.path.join(dledger.base_dir(store_config.store_path_root_dir), "identity")
+    mine = {"group": dledger.group, "selfId": dledger.self_id, "peers": dledger.peers_text}
+    try:
+        with open(path, "rb") as f:
+            saved = parse_properties(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        write_file_atomically(path, format_properties(mine).encode())
+        return
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("dLegerPeers", f"cannot read {path}: {exc}") from None
+    names = {"group": "dLegerGroup", "selfId": "dLegerSelfId", "peers": "dLegerPeers"}
+    for key, value in mine.items():
+        if saved.get(key, value) != value:
+            raise ConfigError(
+                names[key],
+                f"{value!r} differs from {saved.get(key)!r}, the setting this node's DLedger "
+                f"files under {os.path.dirname(path)} were written with",
+            )

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import cast
 
 from ariane.dledger.config import DLedgerConfig
 from ariane.dledger.format import Peer
@@ -52,8 +53,7 @@ class _Inbound(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -118,11 +118,10 @@ class _Link(asyncio.Protocol):
         self.closed: asyncio.Event = asyncio.Event()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         owner = self.owner
         hello = Hello(PROTOCOL_VERSION, owner.config.group, owner.config.self_id, owner.peers_text)
-        transport.write(encode_frame(hello))
+        self.transport.write(encode_frame(hello))
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -150,7 +149,10 @@ class _Link(asyncio.Protocol):
         self.transport = None
         self.ready = False
         if self.hello_done is not None and not self.hello_done.done():
-            self.hello_done.set_result("connection closed before the Hello was answered")
+            # not a refusal: the peer (or something in between) went away; try again
+            self.hello_done.set_exception(
+                ConnectionResetError("connection closed before the Hello was answered")
+            )
         self.closed.set()
 
 
@@ -206,7 +208,7 @@ class RaftTransport:
         self._loop = loop
         me = self.config.self_peer
         self._server = await loop.create_server(
-            lambda: self._new_inbound(), me.host, me.port, reuse_address=True
+            lambda: self._new_inbound(), me.host, self.config.bind_port, reuse_address=True
         )
         first: list[asyncio.Future[str | None]] = []
         for peer in self.config.peers:

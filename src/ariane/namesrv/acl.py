@@ -18,14 +18,11 @@ import contextlib
 import logging
 
 from ariane.acl.files import ACL_SUFFIXES, AclFileSet, AclPaths
-from ariane.acl.hook import AclHook, RefusalThrottle
-from ariane.acl.validator import Decision
+from ariane.acl.hook import AclHook, throttled_refusal_log
 from ariane.common.clock import Clock
 from ariane.common.fileio import read_file_tree
 from ariane.errors import ConfigError
-from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.codes import RequestCode
-from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["WRITE_CODES", "NamesrvAcl"]
 
@@ -67,10 +64,13 @@ class NamesrvAcl:
             )
         self.paths = AclPaths.of(home)
         self.files = AclFileSet(self.paths)
-        self.hook = AclHook(self.files.rules, codes=WRITE_CODES, on_refused=self._refused)
+        self.hook = AclHook(
+            self.files.rules,
+            codes=WRITE_CODES,
+            on_refused=throttled_refusal_log(_warn, clock.now_ms),
+        )
         self.clock = clock
         self.watch_interval_ms = watch_interval_ms
-        self._throttle = RefusalThrottle()
         self._task: asyncio.Task[None] | None = None
 
     def _apply(self, found: tuple[dict[str, bytes], dict[str, str]]) -> None:
@@ -107,11 +107,6 @@ class NamesrvAcl:
             except Exception:
                 logger.exception("reading the ACL files failed")
 
-    def _refused(self, channel: Channel, request: RemotingCommand, decision: Decision) -> None:
-        ip = channel.remote_addr.rpartition(":")[0] or channel.remote_addr
-        count = self._throttle.note(ip, decision.reason, self.clock.now_ms())
-        if count is not None:
-            logger.warning(
-                "ACL refused request code %d from %s (%d in the last minute): %s",
-                request.code, channel.remote_addr, count, decision.reason,
-            )  # fmt: skip
+
+def _warn(line: str) -> None:
+    logger.warning("%s", line)

@@ -44,6 +44,7 @@ from ariane.proxy.convert import (
 )
 from ariane.proxy.core import CallContext, ProxyCore, check_request, rpc
 from ariane.proxy.renew import Lease
+from ariane.proxy.settings import effective_settings
 from ariane.proxy.status import ProxyError, from_remoting, overall_status, status
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
@@ -155,14 +156,20 @@ class ConsumerService:
     async def _receive(
         self, request: spb.ReceiveMessageRequest, ctx: CallContext
     ) -> list[spb.ReceiveMessageResponse]:
-        settings = ctx.session.settings
-        if settings is None:
-            raise ProxyError(
-                pb.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client"
-            )
         polling = self._polling_ms(request, ctx)
         topic = validate_topic(request.message_queue.topic)
         group = validate_group(request.group)
+        settings = ctx.session.settings
+        if settings is None:
+            # a client that does not wait for its settings reply (the Python SimpleConsumer)
+            # may receive first: use what the reply would say, from the group's config
+            defaults = pb.Settings(
+                client_type=pb.SIMPLE_CONSUMER,
+                subscription=pb.Subscription(group=pb.Resource(name=group)),
+            )
+            settings = effective_settings(
+                defaults, self.core.cfg, self.core.broker.groups.find(group)
+            )
         invisible = self._invisible_ms(request)
         expression = request.filter_expression
         fifo = settings.subscription.fifo

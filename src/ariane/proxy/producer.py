@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 
 from ariane.common import properties as p
-from ariane.common.hashing import java_string_hash
+from ariane.common.hashing import consistent_hash, java_string_hash
 from ariane.common.sysflag import (
     PERM_READ,
     PERM_WRITE,
@@ -70,22 +70,6 @@ _STORED: dict[int, int] = {
     ResponseCode.FLUSH_SLAVE_TIMEOUT: pb.SLAVE_PERSISTENCE_TIMEOUT,
     ResponseCode.SLAVE_NOT_AVAILABLE: pb.HA_NOT_AVAILABLE,
 }
-
-
-def consistent_hash(key: int, buckets: int) -> int:
-    """Guava's ``Hashing.consistentHash`` (the Java proxy's queue choice for a message group)."""
-    state = key & 0xFFFFFFFFFFFFFFFF
-    candidate = 0
-    while True:
-        state = (2862933555777941757 * state + 1) & 0xFFFFFFFFFFFFFFFF
-        high = (state >> 33) & 0xFFFFFFFF
-        as_int = high - (1 << 32) if high & 0x80000000 else high
-        next_double = (as_int + 1) / 2.0**31
-        nxt = int((candidate + 1) / next_double) if next_double > 0 else -1
-        if 0 <= nxt < buckets:
-            candidate = nxt
-        else:
-            return candidate
 
 
 def topic_type(tc: TopicConfig | None) -> str:

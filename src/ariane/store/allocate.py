@@ -6,9 +6,17 @@ left to do: it creates (``posix_fallocate``) the next CommitLog file once the wr
 half of the current one, and reads the next ``window`` bytes ahead of the writer into the page
 cache, a few MiB at a time with the GIL released. The writer then finds its file ready and
 its pages present; if it ever gets ahead, it creates the file itself and takes the faults.
+
+A file whose blocks cannot be reserved (``ENOSPC``) is not created: the service reports the
+store full (``on_space(reason)``: puts are refused with that reason, never written into an
+unbacked page) and tries again every second; the first file it creates after that reports
+the space back (``on_space(None)``).
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Callable
 
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.service import ServiceThread
@@ -21,6 +29,10 @@ WARM_WINDOW_BYTES = 64 << 20
 WARM_CHUNK_BYTES = 8 << 20
 #: Idle poll interval.
 POLL_S = 0.02
+#: Retry interval while files cannot be created.
+RETRY_S = 1.0
+
+logger = logging.getLogger(__name__)
 
 
 class AllocateMappedFileService(ServiceThread):
@@ -29,14 +41,37 @@ class AllocateMappedFileService(ServiceThread):
     Args:
         queue: the CommitLog's file queue.
         window_bytes: how far ahead of the write position to warm.
+        on_space: called with why files cannot be created, and with None once they can.
     """
 
-    def __init__(self, queue: MappedFileQueue, *, window_bytes: int = WARM_WINDOW_BYTES) -> None:
+    def __init__(
+        self,
+        queue: MappedFileQueue,
+        *,
+        window_bytes: int = WARM_WINDOW_BYTES,
+        on_space: Callable[[str | None], None] = lambda reason: None,
+    ) -> None:
         super().__init__("AllocateMappedFileService")
         self.queue = queue
         self.window = min(window_bytes, queue.mapped_file_size)
+        self.on_space = on_space
+        self.failing = False
         self._buf = bytearray(WARM_CHUNK_BYTES)
 
     def run_once(self) -> None:
-        if not self.queue.prepare_ahead(self.queue.max_offset, self.window, self._buf):
+        try:
+            did = self.queue.prepare_ahead(self.queue.max_offset, self.window, self._buf)
+        except OSError as exc:
+            if not self.failing:
+                logger.error("cannot create the next CommitLog file: %s", exc)
+            self.failing = True
+            self.on_space(f"disk full: cannot reserve a new CommitLog file ({exc.strerror})")
+            self.wait(RETRY_S)
+            return
+        last = self.queue.last
+        if self.queue.next_ready or (last is not None and not last.is_full):
+            # the writer has room (the reason may have come from the writer itself)
+            self.failing = False
+            self.on_space(None)
+        if not did:
             self.wait(POLL_S)

@@ -17,6 +17,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable
 
+from ariane.common import faults
 from ariane.common.clock import Clock
 from ariane.store.commit_log import CommitLog
 from ariane.store.config import StoreConfig
@@ -93,7 +94,10 @@ class CleanService(ServiceThread):
 
     def clean_once(self) -> tuple[int, int]:
         """One full pass; returns (CommitLog files deleted, ConsumeQueue/index files deleted)."""
-        return self.clean_commit_log(), self.clean_consume_queues()
+        deleted = self.clean_commit_log()
+        if deleted:
+            faults.point("cleanup.after_commitlog_delete")
+        return deleted, self.clean_consume_queues()
 
     def request_manual_delete(self) -> None:
         """``executeDeleteFilesManually``: run the next 20 passes regardless of hour/space."""
@@ -156,6 +160,8 @@ class CleanService(ServiceThread):
         deleted = 0
         for cq in list(self.queues()):
             deleted += cq.delete_expired_files(min_offset)
+            if deleted:
+                faults.point("cleanup.after_queue_delete")
         if self.index is not None:
             deleted += self.index.delete_expired_files(min_offset)
         return deleted

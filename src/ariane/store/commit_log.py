@@ -22,6 +22,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 
+from ariane.common import faults
 from ariane.common.clock import Clock
 from ariane.common.hashing import tags_code
 from ariane.common.histogram import Histogram
@@ -37,6 +38,7 @@ from ariane.common.sysflag import (
 )
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.store.config import StoreConfig
+from ariane.store.disk import OS_DISK, Disk
 from ariane.store.format import (
     BLANK_MAGIC_CODE,
     END_FILE_MIN_BLANK_LENGTH,
@@ -181,11 +183,12 @@ class CommitLog:
         clock: time source for store timestamps.
     """
 
-    def __init__(self, config: StoreConfig, clock: Clock) -> None:
+    def __init__(self, config: StoreConfig, clock: Clock, disk: Disk = OS_DISK) -> None:
         self.config = config
         self.clock = clock
+        self.disk = disk
         self.queue = MappedFileQueue(
-            config.commit_log_dir, config.mapped_file_size_commit_log, populate=True
+            config.commit_log_dir, config.mapped_file_size_commit_log, populate=True, disk=disk
         )
         self.file_size = config.mapped_file_size_commit_log
         #: next queue offset per (topic, queue_id), rebuilt from the ConsumeQueues at load.
@@ -546,6 +549,7 @@ class CommitLog:
         if total + END_FILE_MIN_BLANK_LENGTH > remaining:
             SIZE_MAGIC.pack_into(mf.mm, pos, remaining, BLANK_MAGIC_CODE)
             mf.wrote_position = self.file_size
+            faults.point("commitlog.roll.after_blank")
             mf = self.queue.get_last_mapped_file(0)
             assert mf is not None
             assert mf.wrote_position == 0
@@ -641,12 +645,13 @@ class CommitLog:
             if not (now_ms >= mf.last_modified_ms() + reserved_ms or force):
                 break
             mf.shutdown_mark(now_ms)
-            if not mf.destroy():
+            if not mf.destroy(sync_dir=False):
                 break
             doomed.append(mf)
             if len(doomed) >= limit:
                 break
         if doomed:
+            self.disk.sync_dir(self.queue.store_path)
             self.queue.remove_files(doomed)
             logger.info("deleted %d expired CommitLog file(s)", len(doomed))
         return len(doomed)
@@ -658,13 +663,15 @@ class CommitLog:
             mf.destroy()
             return
         mf.close()
-        target = _free_tr_name(mf.path)
-        os.replace(mf.path, target)
+        target = free_tr_name(self.disk, mf.path)
+        self.disk.replace(mf.path, target)
+        self.disk.sync_dir(os.path.dirname(mf.path) or ".")
         logger.warning("recovery set aside %s as %s", mf.path, target)
 
 
-def _free_tr_name(path: str) -> str:
+def free_tr_name(disk: Disk, path: str) -> str:
+    """``<path>.tr<N>`` for the first N not taken (where cut bytes are kept)."""
     n = 0
-    while os.path.exists(f"{path}.tr{n}"):
+    while disk.exists(f"{path}.tr{n}"):
         n += 1
     return f"{path}.tr{n}"

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
-from ariane.store.format import CQ_BLANK_ENTRY, CQ_UNIT, CQ_UNIT_SIZE
+from ariane.store.disk import OS_DISK, Disk
+from ariane.store.format import CQ_BLANK_ENTRY, CQ_UNIT, CQ_UNIT_SIZE, DispatchRequest
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import LoadReport, MappedFileQueue
 from ariane.store.vector import I64, consume_queue_units
@@ -26,6 +29,9 @@ __all__ = ["ConsumeQueue"]
 logger = logging.getLogger(__name__)
 
 _MAX_BLANK_FILL = 0x7FFFFFFF
+_CQ_DTYPE = np.dtype([("off", ">i8"), ("size", ">i4"), ("tags", ">i8")])
+#: Entries compared with their records at each end of a queue when loading.
+_CHECK_EACH_END = 8
 
 
 class ConsumeQueue:
@@ -36,14 +42,17 @@ class ConsumeQueue:
         queue_id: the queue id.
         root: the ``consumequeue`` directory.
         file_size: bytes per file (a multiple of 20).
+        disk: the file system.
     """
 
-    def __init__(self, topic: str, queue_id: int, root: str, file_size: int) -> None:
+    def __init__(
+        self, topic: str, queue_id: int, root: str, file_size: int, disk: Disk = OS_DISK
+    ) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
         self.store_path = os.path.join(root, topic, str(queue_id))
-        self.queue = MappedFileQueue(self.store_path, file_size)
+        self.queue = MappedFileQueue(self.store_path, file_size, disk=disk)
         self.max_physic_offset = -1
         self.min_logic_offset = 0
         self.dirty = False
@@ -58,12 +67,17 @@ class ConsumeQueue:
 
     def recover(self) -> None:
         """Find the last valid entry (scanning from the third-last file) and cut after it."""
+        self.apply_recovery(self.scan_recovery())
+
+    def scan_recovery(self) -> _RecoveryPlan | None:
+        """Where the valid entries end (read-only; ``apply_recovery`` acts on it)."""
         files = self.queue.files
         if not files:
-            return
+            return None
         index = max(0, len(files) - 3)
         process_offset = files[index].file_from_offset
         max_phys = -1
+        zero: tuple[MappedFile, int] | None = None
         while index < len(files):
             mf = files[index]
             valid_bytes, last = _valid_prefix(mf, self.file_size)
@@ -72,18 +86,85 @@ class ConsumeQueue:
             process_offset = mf.file_from_offset + valid_bytes
             if valid_bytes != self.file_size:
                 if mf.nonzero_end(valid_bytes) > valid_bytes:
-                    # Stale or torn bytes after the end: zero them so they are never read
-                    # as entries once new entries are appended before them.
-                    mf.mm[valid_bytes:] = bytes(self.file_size - valid_bytes)
-                    self.dirty = True
-                    mf.flushed_position = 0
+                    zero = (mf, valid_bytes)
                 break
             index += 1
-        self.max_physic_offset = max(max_phys, self.max_physic_offset)
-        self.queue.truncate_dirty_files(process_offset)
-        self.queue.flushed_where = process_offset
-        if max_phys < 0:
+        return _RecoveryPlan(process_offset, max_phys, zero)
+
+    def apply_recovery(self, plan: _RecoveryPlan | None) -> None:
+        """Cut the queue where ``plan`` says its valid entries end."""
+        if plan is None:
+            return
+        if plan.zero is not None:
+            # Stale or torn bytes after the end: zero them so they are never read as
+            # entries once new entries are appended before them.
+            mf, valid_bytes = plan.zero
+            mf.mm[valid_bytes:] = bytes(self.file_size - valid_bytes)
+            self.dirty = True
+            mf.flushed_position = 0
+        self.max_physic_offset = max(plan.max_phys, self.max_physic_offset)
+        self.queue.truncate_dirty_files(plan.process_offset)
+        self.queue.flushed_where = plan.process_offset
+        if plan.max_phys < 0:
             self.max_physic_offset = self._scan_last_phys()
+
+    def entries_problem(
+        self,
+        plan: _RecoveryPlan | None,
+        record_at: Callable[[int], DispatchRequest | None],
+        start: int,
+        end: int,
+    ) -> str | None:
+        """Why the valid entries are not this queue's (None when they are): physical offsets
+        that do not grow, or, for the newest and the oldest entries below the CommitLog's
+        valid ``end`` and not below its ``start`` (deleted files), a record at the offset that
+        is not the entry's (size, queue, queue offset, topic). ``record_at(offset)`` decodes
+        the record there (None if there is none).
+
+        Entries at or past ``end`` are not checked: a crash leaves them legitimately (the
+        queue was flushed before the log) and recovery cuts them.
+        """
+        if plan is None:
+            return None
+        units: list[tuple[int, int, int]] = []  # (queue offset, phys, size), valid only
+        prev = -1
+        for mf in self.queue.files:
+            if mf.file_from_offset >= plan.process_offset:
+                break
+            stop = min(self.file_size, plan.process_offset - mf.file_from_offset)
+            table = np.frombuffer(mf.mm[: stop - stop % CQ_UNIT_SIZE], dtype=_CQ_DTYPE)
+            real = (table["size"] > 0) & ~((table["off"] == 0) & (table["size"] == _MAX_BLANK_FILL))
+            offs = table["off"][real]
+            if len(offs):
+                if offs[0] <= prev or (len(offs) > 1 and not bool((np.diff(offs) > 0).all())):
+                    return f"{mf.path}: physical offsets of its entries do not grow"
+                prev = int(offs[-1])
+                first_unit = mf.file_from_offset // CQ_UNIT_SIZE
+                rows = np.flatnonzero(real)
+                for i in (*rows[:_CHECK_EACH_END].tolist(), *rows[-_CHECK_EACH_END:].tolist()):
+                    units.append((first_unit + i, int(table["off"][i]), int(table["size"][i])))
+        checked = units[:_CHECK_EACH_END] + units[-_CHECK_EACH_END:]
+        for qoff, phys, size in checked:
+            if phys + size > end or phys < start:
+                continue
+            problem = self._record_problem(record_at(phys), qoff, phys, size)
+            if problem is not None:
+                return f"{self.store_path}: entry {qoff} {problem}"
+        return None
+
+    def _record_problem(
+        self, d: DispatchRequest | None, qoff: int, phys: int, size: int
+    ) -> str | None:
+        if d is None:
+            return f"points at {phys}, where no record starts"
+        if (d.msg_size, d.topic, d.queue_id, d.consume_queue_offset) != (
+            size, self.topic, self.queue_id, qoff,
+        ):  # fmt: skip
+            return (
+                f"(offset {phys}, size {size}) points at a record of {d.topic!r} queue "
+                f"{d.queue_id} offset {d.consume_queue_offset} size {d.msg_size}"
+            )
+        return None
 
     def _scan_last_phys(self) -> int:
         """Largest real physical offset in the queue (-1 if none), scanning back from the end."""
@@ -112,7 +193,9 @@ class ConsumeQueue:
                     keep = (i + 1) * CQ_UNIT_SIZE
                 else:
                     break
-            if first_bad:
+            if first_bad or (not data and len(self.queue.files) > 1):
+                # the last file starts past the cut, or holds nothing (created just before
+                # a crash): the entries to check are in the file before it
                 self.queue.delete_last_mapped_file()
                 continue
             mf.wrote_position = keep
@@ -126,25 +209,31 @@ class ConsumeQueue:
 
     def correct_min_offset(self, min_phy_offset: int) -> None:
         """Set ``min_logic_offset`` to the first entry pointing at or beyond ``min_phy_offset``
-        (binary search: entries are in physical order after any leading blank fillers)."""
-        mf = self.queue.first
-        if mf is None:
-            return
-        mm = mf.mm
-        lo, hi = 0, mf.wrote_position // CQ_UNIT_SIZE
-        while lo < hi:
-            mid = (lo + hi) // 2
-            off, size, _ = CQ_UNIT.unpack_from(mm, mid * CQ_UNIT_SIZE)
-            if _is_blank(off, size) or off < min_phy_offset:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < mf.wrote_position // CQ_UNIT_SIZE:
-            self.min_logic_offset = mf.file_from_offset + lo * CQ_UNIT_SIZE
-        else:  # nothing left in the first file: everything in it is gone
+        (binary search: entries are in physical order after any leading blank fillers). Files
+        wholly below it (their CommitLog files are gone, the queue's cleanup has not run yet:
+        a crash between the two) are skipped."""
+        for mf in self.queue.files:
+            units = mf.wrote_position // CQ_UNIT_SIZE
+            mm = mf.mm
+            lo, hi = 0, units
+            while lo < hi:
+                mid = (lo + hi) // 2
+                off, size, _ = CQ_UNIT.unpack_from(mm, mid * CQ_UNIT_SIZE)
+                if _is_blank(off, size) or off < min_phy_offset:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < units:
+                self.min_logic_offset = max(
+                    self.min_logic_offset, mf.file_from_offset + lo * CQ_UNIT_SIZE
+                )
+                return
+            # nothing left in this file: everything in it is gone
             self.min_logic_offset = max(
                 self.min_logic_offset, mf.file_from_offset + mf.wrote_position
             )
+            if units * CQ_UNIT_SIZE < self.file_size:
+                return  # the last, partly written file
 
     # -- writing -------------------------------------------------------------------------
     def put(self, phys: int, size: int, tags_code: int, cq_offset: int) -> bool:
@@ -295,11 +384,12 @@ class ConsumeQueue:
             if last is None:
                 break
             off, size, _ = CQ_UNIT.unpack(last)
-            if (off < min_commit_log_offset or _is_blank(off, size)) and mf.destroy():
+            if (off < min_commit_log_offset or _is_blank(off, size)) and mf.destroy(sync_dir=False):
                 doomed.append(mf)
                 continue
             break
         if doomed:
+            self.queue.disk.sync_dir(self.store_path)
             self.queue.remove_files(doomed)
         self.correct_min_offset(min_commit_log_offset)
         return len(doomed)
@@ -330,6 +420,15 @@ def _valid_prefix(mf: MappedFile, file_size: int) -> tuple[int, int]:
             if not _is_blank(off, size):
                 last = off
     return valid, last
+
+
+class _RecoveryPlan(NamedTuple):
+    """Where a queue's valid entries end (``scan_recovery``)."""
+
+    process_offset: int
+    max_phys: int
+    #: a file and the position from which it holds stale bytes to zero
+    zero: tuple[MappedFile, int] | None
 
 
 def _is_blank(off: int, size: int) -> bool:

@@ -25,6 +25,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+from ariane.common import faults
 from ariane.common.clock import Clock
 from ariane.common.hashing import (
     index_key_hash,
@@ -33,6 +34,7 @@ from ariane.common.hashing import (
 )
 from ariane.common.sysflag import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK, is_rollback
 from ariane.errors import CorruptionError
+from ariane.store.disk import OS_DISK, Disk
 from ariane.store.format import (
     INDEX_ENTRY,
     INDEX_ENTRY_SIZE,
@@ -79,12 +81,13 @@ class IndexFile:
         create: bool,
         seed_phy_offset: int = 0,
         seed_timestamp_ms: int = 0,
+        disk: Disk = OS_DISK,
     ) -> None:
         self.slot_num = slot_num
         self.index_num = index_num
         self.size = INDEX_HEADER_SIZE + slot_num * 4 + index_num * INDEX_ENTRY_SIZE
         self.entries_at = INDEX_HEADER_SIZE + slot_num * 4
-        self.mf = MappedFile(path, self.size, create=create)
+        self.mf = MappedFile(path, self.size, create=create, disk=disk)
         self.mf.wrote_position = self.size
         if create:
             self.begin_timestamp = self.end_timestamp = seed_timestamp_ms
@@ -270,8 +273,11 @@ class IndexService:
         clock: names new files.
     """
 
-    def __init__(self, index_dir: str, slot_num: int, index_num: int, clock: Clock) -> None:
+    def __init__(
+        self, index_dir: str, slot_num: int, index_num: int, clock: Clock, disk: Disk = OS_DISK
+    ) -> None:
         self.index_dir = index_dir
+        self.disk = disk
         self.slot_num = slot_num
         self.index_num = index_num
         self.clock = clock
@@ -287,30 +293,44 @@ class IndexService:
         physical offset is where re-dispatch must start to rebuild what was dropped (None if
         nothing was).
         """
-        os.makedirs(self.index_dir, exist_ok=True)
-        rebuild_from: int | None = None
-        files: list[IndexFile] = []
-        for name in sorted(os.listdir(self.index_dir)):
+        return self.apply_load(self.scan_load(last_exit_ok, index_checkpoint_ms))
+
+    def scan_load(self, last_exit_ok: bool, index_checkpoint_ms: int) -> IndexLoadPlan:
+        """``load`` without changing anything: which files are kept, which dropped."""
+        plan = IndexLoadPlan()
+        try:
+            names = sorted(self.disk.listdir(self.index_dir))
+        except FileNotFoundError:
+            names = []
+        for name in names:
             if not (len(name) == 17 and name.isdigit()):
                 continue
             path = os.path.join(self.index_dir, name)
             try:
-                f = IndexFile(path, self.slot_num, self.index_num, create=False)
+                f = IndexFile(path, self.slot_num, self.index_num, create=False, disk=self.disk)
             except (CorruptionError, OSError) as exc:
                 logger.warning("dropping damaged index file %s: %s", path, exc)
-                _unlink(path)
-                start = files[-1].end_phy_offset if files else 0
-                rebuild_from = start if rebuild_from is None else min(rebuild_from, start)
+                plan.drop(path, None, plan.kept[-1].end_phy_offset if plan.kept else 0)
                 continue
             if not last_exit_ok and f.end_timestamp > index_checkpoint_ms:
                 logger.info("dropping index file %s written after the checkpoint", path)
-                start = f.begin_phy_offset
-                f.mf.destroy()
-                rebuild_from = start if rebuild_from is None else min(rebuild_from, start)
+                plan.drop(path, f, f.begin_phy_offset)
                 continue
-            files.append(f)
-        self.files = files
-        return rebuild_from
+            plan.kept.append(f)
+        return plan
+
+    def apply_load(self, plan: IndexLoadPlan) -> int | None:
+        """Delete what ``plan`` drops and keep the rest; returns where to rebuild from."""
+        self.disk.makedirs(self.index_dir)
+        for path, f in plan.dropped:
+            if f is not None:
+                f.mf.destroy(sync_dir=False)
+            else:
+                _unlink(self.disk, path)
+        if plan.dropped:
+            self.disk.sync_dir(self.index_dir)
+        self.files = plan.kept
+        return plan.rebuild_from
 
     @property
     def is_empty(self) -> bool:
@@ -329,17 +349,18 @@ class IndexService:
         with self._lock:
             prev = self.files[-1] if self.files else None
             now = self.clock.now_ms()
-            os.makedirs(self.index_dir, exist_ok=True)
+            self.disk.makedirs(self.index_dir)
             while True:
                 path = os.path.join(self.index_dir, _index_file_name(now))
-                if not os.path.exists(path) and (prev is None or path > prev.path):
+                if not self.disk.exists(path) and (prev is None or path > prev.path):
                     break
                 now += 1
             f = IndexFile(
                 path, self.slot_num, self.index_num, create=True,
                 seed_phy_offset=prev.end_phy_offset if prev else 0,
-                seed_timestamp_ms=prev.end_timestamp if prev else 0,
+                seed_timestamp_ms=prev.end_timestamp if prev else 0, disk=self.disk,
             )  # fmt: skip
+            faults.point("index.create.after_file")
             if prev is not None:
                 prev.write_header()
             self.files = [*self.files, f]
@@ -497,8 +518,35 @@ class IndexService:
             f.mf.destroy()
 
 
-def _unlink(path: str) -> None:
+def _unlink(disk: Disk, path: str) -> None:
     try:
-        os.unlink(path)
+        disk.unlink(path)
     except OSError:
         logger.exception("could not delete %s", path)
+
+
+class IndexLoadPlan:
+    """What ``IndexService.scan_load`` found: files kept (mapped) and dropped."""
+
+    def __init__(self) -> None:
+        self.kept: list[IndexFile] = []
+        self.dropped: list[tuple[str, IndexFile | None]] = []
+        self.rebuild_from: int | None = None
+
+    def drop(self, path: str, f: IndexFile | None, rebuild_from: int) -> None:
+        self.dropped.append((path, f))
+        if self.rebuild_from is None or rebuild_from < self.rebuild_from:
+            self.rebuild_from = rebuild_from
+
+    @property
+    def end_phy_offset(self) -> int:
+        """The newest kept file's end offset (-1 when none is kept)."""
+        return self.kept[-1].end_phy_offset if self.kept else -1
+
+    def close(self) -> None:
+        """Unmap every file (the start was refused)."""
+        for kept in self.kept:
+            kept.mf.close()
+        for _, dropped in self.dropped:
+            if dropped is not None:
+                dropped.mf.close()

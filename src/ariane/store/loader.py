@@ -1,10 +1,21 @@
 """Start-up: load every file and recover (``DefaultMessageStore.load`` + ``recover``).
 
+Fail-safe first, then recovery. Loading *looks* before it changes anything: the CommitLog
+files (sizes, names, no gap), the checkpoint, the ConsumeQueues (where their valid entries
+end), a walk of the CommitLog to where its valid records end, and a comparison of each
+queue's oldest and newest entries with the records they point at. Damage that recovery must
+not guess about (a CommitLog file of the wrong size, a missing or overlapping one, a damaged
+checkpoint, entries pointing at the wrong records) stops the start with
+:class:`~ariane.errors.StoreDamagedError` naming the file, and nothing on disk has changed;
+``ariane store repair`` is the operator's way past it. What a crash leaves behind is not
+damage and is recovered as RocketMQ does:
+
 Order (spec §17.21): CommitLog files -> ConsumeQueues -> checkpoint -> index (dropping files
 that may have lost writes after an abnormal exit) -> ConsumeQueue recovery -> CommitLog walk
-and cut -> ConsumeQueue truncation -> re-dispatch -> per-queue next offsets and minimums.
-Damaged derived files (ConsumeQueue or index files of a wrong size, missing entries) are
-rebuilt from the CommitLog by re-dispatching from the first record that lacks them.
+and cut (a torn tail is saved to ``<file>.trN`` and zeroed) -> ConsumeQueue truncation ->
+re-dispatch -> per-queue next offsets and minimums. ConsumeQueue or index files of a wrong
+size or missing are derived data: they are rebuilt from the CommitLog by re-dispatching from
+the first record that lacks them.
 """
 
 from __future__ import annotations
@@ -14,12 +25,13 @@ import os
 from typing import Protocol
 
 from ariane.common.sysflag import enters_consume_queue, is_rollback
+from ariane.errors import CorruptionError, StoreDamagedError
 from ariane.store.checkpoint import StoreCheckpoint
-from ariane.store.commit_log import CommitLog, _free_tr_name
+from ariane.store.commit_log import CommitLog
 from ariane.store.config import StoreConfig
 from ariane.store.consume_queue import ConsumeQueue
 from ariane.store.dispatch import Dispatcher, ReputService
-from ariane.store.format import DispatchRequest
+from ariane.store.format import Decoded, DispatchRequest, check_record
 from ariane.store.index_file import IndexService
 from ariane.store.recovery import (
     choose_abnormal_start,
@@ -55,37 +67,82 @@ class LoadTarget(Protocol):
     def all_consume_queues(self) -> list[ConsumeQueue]: ...
 
 
-def _set_aside_paths(paths: list[str]) -> None:
-    for path in paths:
-        target = _free_tr_name(path)
-        os.replace(path, target)
-        logger.error("set aside unloadable CommitLog file %s as %s", path, target)
+def _refuse(
+    store: LoadTarget, path: str, what: str, aside: tuple[str, ...] | None = None
+) -> StoreDamagedError:
+    """Unmap what was mapped and build the refusal (nothing was written)."""
+    store.commit_log.queue.shutdown()
+    for cq in store.all_consume_queues():
+        cq.shutdown()
+    store.consume_queue_table.clear()
+    return StoreDamagedError(path, what, store.config.store_path_root_dir, aside)
+
+
+def load_commit_log_files(store: LoadTarget) -> None:
+    """Map the CommitLog files, or refuse the start if one is missing, misplaced or of the
+    wrong size.
+
+    Raises:
+        StoreDamagedError: see the module docs.
+    """
+    queue = store.commit_log.queue
+    report = queue.load()
+    if report.damaged:
+        path = report.bad_file or queue.store_path
+        aside = tuple(p for p in (report.bad_file, *report.set_aside) if p)
+        raise _refuse(store, path, f"CommitLog damaged: {report.reason}", aside)
+
+
+def load_checkpoint(store: LoadTarget) -> StoreCheckpoint:
+    """The checkpoint, or refuse the start if it is damaged.
+
+    Raises:
+        StoreDamagedError: the checkpoint is not one this store wrote.
+    """
+    cfg = store.config
+    try:
+        return StoreCheckpoint(cfg.checkpoint_path, store.commit_log.disk)
+    except CorruptionError as exc:
+        raise _refuse(store, cfg.checkpoint_path, f"damaged checkpoint: {exc}") from None
+
+
+def _remove_leftovers(store: LoadTarget) -> None:
+    """Delete files of interrupted creations (``*.new``): they never hold data."""
+    store.commit_log.queue.remove_leftovers()
+    for cq in store.all_consume_queues():
+        cq.queue.remove_leftovers()
 
 
 def load_consume_queues(store: LoadTarget) -> int | None:
     """Map every ConsumeQueue; return the earliest physical offset needing a rebuild."""
     root = store.config.consume_queue_dir
+    disk = store.commit_log.disk
     rebuild: int | None = None
     try:
-        topics = sorted(os.listdir(root))
+        topics = sorted(disk.listdir(root))
     except FileNotFoundError:
         return None
     for topic in topics:
         topic_dir = os.path.join(root, topic)
-        if not os.path.isdir(topic_dir):
+        if not disk.isdir(topic_dir):
             continue
-        for qdir in sorted(os.listdir(topic_dir)):
+        for qdir in sorted(disk.listdir(topic_dir)):
             if not qdir.isdigit():
                 continue
-            cq = ConsumeQueue(topic, int(qdir), root, store.config.mapped_file_size_consume_queue)
+            size = store.config.mapped_file_size_consume_queue
+            cq = ConsumeQueue(topic, int(qdir), root, size, disk)
             report = cq.load()
             if report.damaged:
+                # derived data: the files from the damage on are rebuilt from the CommitLog
                 for path in [p for p in [report.bad_file, *report.set_aside] if p]:
-                    logger.warning("deleting damaged ConsumeQueue file %s (rebuilt)", path)
+                    logger.warning(
+                        "deleting ConsumeQueue file %s (%s; rebuilt)", path, report.reason
+                    )
                     try:
-                        os.unlink(path)
+                        disk.unlink(path)
                     except OSError:
                         logger.exception("could not delete %s", path)
+                disk.sync_dir(cq.store_path)
                 cq.recover()
                 point = cq.max_physic_offset + 1 if cq.max_physic_offset >= 0 else 0
                 rebuild = point if rebuild is None else min(rebuild, point)
@@ -101,21 +158,11 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
     """
     cfg = store.config
     commit_log = store.commit_log
-    report = commit_log.queue.load()
-    if report.damaged:
-        _set_aside_paths([p for p in [report.bad_file, *report.set_aside] if p])
+    load_commit_log_files(store)
+    checkpoint = load_checkpoint(store)
     rebuild_from = load_consume_queues(store)
-    checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+    plans = {id(cq): cq.scan_recovery() for cq in store.all_consume_queues()}
     index = store.index
-    if index is not None:
-        point = index.load(store.last_exit_ok, checkpoint.index_msg_timestamp)
-        if index.is_empty and commit_log.queue.files:
-            point = 0
-        if point is not None:
-            rebuild_from = point if rebuild_from is None else min(rebuild_from, point)
-    for cq in store.all_consume_queues():
-        cq.recover()
-    max_phy_cq = max((cq.max_physic_offset for cq in store.all_consume_queues()), default=-1)
     levels = cfg.delay_levels_ms
     files = commit_log.queue.files
     if not files:
@@ -126,10 +173,18 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
         if index is not None:
             index.destroy()
             index.ensure_file()
+        _remove_leftovers(store)
         return checkpoint
-
+    for cq in store.all_consume_queues():  # what the walk compares with (nothing cut yet)
+        plan = plans[id(cq)]
+        cq.max_physic_offset = plan.max_phys if plan is not None else -1
+    index_plan = (
+        index.scan_load(store.last_exit_ok, checkpoint.index_msg_timestamp)
+        if index is not None
+        else None
+    )
     missing: list[int] = []
-    index_end = index.files[-1].end_phy_offset if index is not None and index.files else -1
+    index_end = index_plan.end_phy_offset if index_plan is not None else -1
 
     def observe(req: DispatchRequest) -> None:
         if missing:
@@ -152,6 +207,31 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
         observe=observe,
     )  # fmt: skip
     end = result.process_offset
+
+    def record_at(phys: int) -> DispatchRequest | None:
+        raw = commit_log.look_message_by_offset(phys)
+        if raw is None:
+            return None
+        res = check_record(raw, 0, len(raw), check_crc=False, want_dispatch=True, levels_ms=levels)
+        return res.dispatch if isinstance(res, Decoded) else None
+
+    for cq in store.all_consume_queues():
+        problem = cq.entries_problem(plans[id(cq)], record_at, commit_log.min_offset, end)
+        if problem is not None:
+            if index_plan is not None:
+                index_plan.close()
+            raise _refuse(store, cq.store_path, f"ConsumeQueue damaged: {problem}")
+    # -- nothing was changed up to here; now recover ------------------------------------
+    _remove_leftovers(store)
+    if index is not None and index_plan is not None:
+        point = index.apply_load(index_plan)
+        if index.is_empty:
+            point = 0
+        if point is not None:
+            rebuild_from = point if rebuild_from is None else min(rebuild_from, point)
+    for cq in store.all_consume_queues():
+        cq.apply_recovery(plans[id(cq)])
+    max_phy_cq = max((cq.max_physic_offset for cq in store.all_consume_queues()), default=-1)
     if result.stop_reason:
         logger.warning("CommitLog valid data ends at %d: %s", end, result.stop_reason)
     truncate_tail(commit_log, end)

@@ -1,10 +1,12 @@
 """One fixed-size, memory-mapped store file (RocketMQ ``MappedFile``).
 
-How it works: the file is sized with ``ftruncate`` and mapped read-write once. Writers copy
-bytes into the map and only then advance ``wrote_position`` (so concurrent readers, which never
-look past it, never see a half-written record). ``flush`` forces the file with ``fdatasync``
-(releases the GIL; on Linux it writes back pages dirtied through the shared mapping) and
-moves ``flushed_position``. Readers get ``bytes`` copies, never views, so a file can be
+How it works: the file is created whole through the store's :class:`~ariane.store.disk.Disk`
+(sized, its blocks reserved, synced, renamed into place, directory synced: a crash never
+leaves a short file, and a full disk refuses the file instead of a later page fault) and
+mapped read-write once. Writers copy bytes into the map and only then advance
+``wrote_position`` (so concurrent readers, which never look past it, never see a
+half-written record). ``flush`` forces the file with ``fdatasync`` (releases the GIL; on Linux
+it writes back pages dirtied through the shared mapping) and moves ``flushed_position``. Readers get ``bytes`` copies, never views, so a file can be
 unmapped while other threads keep what they read; all map accesses are single C calls under
 the GIL, and a reader that races with ``destroy`` sees ``None`` instead of a crash.
 """
@@ -12,11 +14,11 @@ the GIL, and a reader that races with ``destroy`` sees ``None`` instead of a cra
 from __future__ import annotations
 
 import logging
-import mmap
 import os
 import threading
 
 from ariane.errors import CorruptionError
+from ariane.store.disk import OS_DISK, Disk, DiskFile, FileMap, create_file
 from ariane.store.format import OS_PAGE_SIZE, parse_file_name
 
 __all__ = ["MappedFile"]
@@ -31,19 +33,21 @@ class MappedFile:
         path: the file path; its base name is the 20-digit start offset (or, for index files,
             any name: then ``file_from_offset`` is 0).
         file_size: the exact size of the file in bytes.
-        create: create (and size) the file if it does not exist. New files are
-            ``posix_fallocate``d; :meth:`warm` pulls ranges of them into the page cache.
+        create: create the file (whole, see the module docs) if it does not exist.
+        disk: the file system (tests pass a simulated one).
 
     Raises:
         CorruptionError: an existing file has another size.
-        OSError: the file cannot be opened or mapped.
+        OSError: the file cannot be created (``ENOSPC``: no room for its blocks), opened or
+            mapped.
     """
 
     __slots__ = (
         "_closed",
-        "_fd",
+        "_file",
         "_flush_lock",
         "available",
+        "disk",
         "file_from_offset",
         "file_size",
         "first_shutdown_ms",
@@ -54,27 +58,30 @@ class MappedFile:
         "wrote_position",
     )
 
-    def __init__(self, path: str, file_size: int, *, create: bool = True) -> None:
+    def __init__(
+        self, path: str, file_size: int, *, create: bool = True, disk: Disk = OS_DISK
+    ) -> None:
         self.path = path
         self.file_size = file_size
+        self.disk = disk
         start = parse_file_name(os.path.basename(path))
         self.file_from_offset = start if start is not None else 0
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
-        fd = os.open(path, flags, 0o644)
+        f: DiskFile
+        if create and not disk.exists(path):
+            f = create_file(disk, path, file_size)
+        else:
+            f = disk.open(path)
         try:
-            size = os.fstat(fd).st_size
-            if size == 0 and create:
-                os.ftruncate(fd, file_size)
-                _preallocate(fd, file_size)
-            elif size != file_size:
+            size = f.size
+            if size != file_size:
                 raise CorruptionError(
                     f"file size {size} differs from the configured {file_size}", path=path
                 )
-            self.mm = mmap.mmap(fd, file_size, flags=mmap.MAP_SHARED)
+            self.mm: FileMap = f.map(file_size)
         except BaseException:
-            os.close(fd)
+            f.close()
             raise
-        self._fd = fd
+        self._file = f
         self._closed = False
         self._flush_lock = threading.Lock()
         self.wrote_position = 0
@@ -104,7 +111,7 @@ class MappedFile:
     def last_modified_ms(self) -> int:
         """The file's mtime in milliseconds (0 if it is gone)."""
         try:
-            return os.stat(self.path).st_mtime_ns // 1_000_000
+            return self.disk.mtime_ms(self.path)
         except OSError:
             return 0
 
@@ -123,7 +130,7 @@ class MappedFile:
         if pos < 0 or size < 0 or pos + size > self.wrote_position:
             return None
         try:
-            return self.mm[pos : pos + size]
+            return bytes(self.mm[pos : pos + size])  # a copy; no-op for an mmap slice
         except ValueError:  # unmapped by a concurrent destroy
             return None
 
@@ -133,7 +140,7 @@ class MappedFile:
         if pos < 0 or pos >= end:
             return None
         try:
-            return self.mm[pos:end]
+            return bytes(self.mm[pos:end])
         except ValueError:
             return None
 
@@ -163,11 +170,11 @@ class MappedFile:
         with self._flush_lock:
             if self._closed:
                 return
-            fd = os.dup(self._fd)
+            reader = self._file.duplicate()
         try:
-            os.preadv(fd, [buf], pos)
+            reader.read_into(buf, pos)
         finally:
-            os.close(fd)
+            reader.close()
 
     def is_able_to_flush(self, least_pages: int) -> bool:
         """``isAbleToFlush``: full-and-unflushed, enough dirty pages, or anything if 0."""
@@ -186,7 +193,7 @@ class MappedFile:
                 if self._closed:
                     return self.flushed_position
                 value = self.wrote_position
-                os.fdatasync(self._fd)
+                self._file.sync()
                 if value > self.flushed_position:
                     self.flushed_position = value
         return self.flushed_position
@@ -195,7 +202,7 @@ class MappedFile:
         """Force the whole file regardless of positions (used after in-place repairs)."""
         with self._flush_lock:
             if not self._closed:
-                os.fdatasync(self._fd)
+                self._file.sync()
 
     def shutdown_mark(self, now_ms: int) -> None:
         """First step of destruction: make the file unavailable to new readers."""
@@ -209,31 +216,21 @@ class MappedFile:
             if self._closed:
                 return
             self._closed = True
-            try:
-                self.mm.close()
-            except BufferError:  # pragma: no cover - we never export views
-                logger.warning("%s still has exported buffers; leaving it mapped", self.path)
-            os.close(self._fd)
+            self._file.close()
 
-    def destroy(self) -> bool:
-        """Close and delete the file. Returns True when the file is gone."""
+    def destroy(self, *, sync_dir: bool = True) -> bool:
+        """Close and delete the file (the deletion synced into its directory unless the caller
+        syncs once for several files). Returns True when the file is gone."""
         self.available = False
         self.close()
         try:
-            os.unlink(self.path)
+            self.disk.unlink(self.path)
         except FileNotFoundError:
             pass
         except OSError:
             logger.exception("could not delete %s", self.path)
             return False
+        if sync_dir:
+            self.disk.sync_dir(os.path.dirname(self.path) or ".")
         logger.info("deleted %s", self.path)
         return True
-
-
-def _preallocate(fd: int, size: int) -> None:
-    """Reserve the blocks now (like RocketMQ's file warm-up): writes into a sparse mapping
-    page-fault into block allocation, which costs several times the copy itself."""
-    try:
-        os.posix_fallocate(fd, 0, size)
-    except OSError as exc:  # pragma: no cover - file systems without fallocate
-        logger.debug("posix_fallocate failed (%s); the file stays sparse", exc)

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 
 from ariane.errors import CorruptionError
+from ariane.store.disk import FILE_SUFFIX_NEW, OS_DISK, Disk
 from ariane.store.format import file_name, parse_file_name
 from ariane.store.mapped_file import MappedFile
 
@@ -25,16 +26,20 @@ logger = logging.getLogger(__name__)
 class LoadReport:
     """What ``MappedFileQueue.load`` found besides the good files.
 
-    ``bad_file`` is the first file of a wrong size (or unreadable) and ``set_aside`` lists
-    the files after it that were not loaded; the caller decides what to do with them.
+    ``bad_file`` is the first file of a wrong size, misplaced (its name is not a multiple of
+    the file size: it overlaps its neighbours) or unreadable; ``gap_at`` the offset where a
+    file is missing; ``set_aside`` lists the files after the damage that were not loaded;
+    ``reason`` says what is wrong in one line. Loading changes nothing on disk: the caller
+    decides (the store refuses to start; ``ariane store repair`` moves them aside).
     """
 
-    __slots__ = ("bad_file", "gap_at", "set_aside")
+    __slots__ = ("bad_file", "gap_at", "reason", "set_aside")
 
     def __init__(self) -> None:
         self.bad_file: str | None = None
         self.set_aside: list[str] = []
         self.gap_at: int | None = None
+        self.reason: str | None = None
 
     @property
     def damaged(self) -> bool:
@@ -50,10 +55,19 @@ class MappedFileQueue:
         mapped_file_size: the size of every file in bytes.
         populate: files are created and warmed ahead of the writer by :meth:`prepare_ahead`
             (the CommitLog's).
+        disk: the file system (tests pass a simulated one).
     """
 
-    def __init__(self, store_path: str, mapped_file_size: int, *, populate: bool = False) -> None:
+    def __init__(
+        self,
+        store_path: str,
+        mapped_file_size: int,
+        *,
+        populate: bool = False,
+        disk: Disk = OS_DISK,
+    ) -> None:
         self.store_path = store_path
+        self.disk = disk
         self.mapped_file_size = mapped_file_size
         self.populate = populate
         self._next: MappedFile | None = None
@@ -67,10 +81,29 @@ class MappedFileQueue:
     def list_file_names(self) -> list[str]:
         """Sorted 20-digit file names in the directory (other names are ignored)."""
         try:
-            names = os.listdir(self.store_path)
+            names = self.disk.listdir(self.store_path)
         except FileNotFoundError:
             return []
         return sorted(n for n in names if parse_file_name(n) is not None)
+
+    def leftovers(self) -> list[str]:
+        """Files of interrupted creations (``<name>.new``): never holding data."""
+        try:
+            names = self.disk.listdir(self.store_path)
+        except FileNotFoundError:
+            return []
+        return sorted(
+            os.path.join(self.store_path, n) for n in names if n.endswith(FILE_SUFFIX_NEW)
+        )
+
+    def remove_leftovers(self) -> None:
+        """Delete the files of interrupted creations (after a load that is going ahead)."""
+        doomed = self.leftovers()
+        for path in doomed:
+            logger.info("deleting %s (an interrupted file creation)", path)
+            self.disk.unlink(path)
+        if doomed:
+            self.disk.sync_dir(self.store_path)
 
     def load(self) -> LoadReport:
         """Map every file in order; stop at the first file of a wrong size or a gap.
@@ -80,25 +113,36 @@ class MappedFileQueue:
         report = LoadReport()
         files: list[MappedFile] = []
         names = self.list_file_names()
+        size = self.mapped_file_size
         for i, name in enumerate(names):
             path = os.path.join(self.store_path, name)
             start = parse_file_name(name)
-            if start is None or start % self.mapped_file_size:
+            assert start is not None
+            if start % size:
                 report.bad_file = path
+                report.reason = (
+                    f"{path}: its name is not a multiple of the file size {size}, so it "
+                    "overlaps its neighbours"
+                )
                 report.set_aside = [os.path.join(self.store_path, n) for n in names[i + 1 :]]
                 break
-            if files and start != files[-1].file_from_offset + self.mapped_file_size:
-                report.gap_at = files[-1].file_from_offset + self.mapped_file_size
+            if files and start != files[-1].file_from_offset + size:
+                report.gap_at = files[-1].file_from_offset + size
+                report.reason = (
+                    f"{self.store_path}: the file for offset {report.gap_at} "
+                    f"({file_name(report.gap_at)}) is missing before {name}"
+                )
                 report.set_aside = [os.path.join(self.store_path, n) for n in names[i:]]
                 break
             try:
-                mf = MappedFile(path, self.mapped_file_size, create=False)
+                mf = MappedFile(path, size, create=False, disk=self.disk)
             except (CorruptionError, OSError) as exc:
                 logger.warning("stopped loading %s at %s: %s", self.store_path, name, exc)
                 report.bad_file = path
+                report.reason = f"{path}: {exc.args[0] if exc.args else exc}"
                 report.set_aside = [os.path.join(self.store_path, n) for n in names[i + 1 :]]
                 break
-            mf.wrote_position = mf.flushed_position = self.mapped_file_size
+            mf.wrote_position = mf.flushed_position = size
             files.append(mf)
         self.files = files
         return report
@@ -139,9 +183,11 @@ class MappedFileQueue:
                 mf.destroy()
                 mf = None
             if mf is None:
-                os.makedirs(self.store_path, exist_ok=True)
+                self.disk.makedirs(self.store_path)
                 mf = MappedFile(
-                    os.path.join(self.store_path, file_name(create_offset)), self.mapped_file_size
+                    os.path.join(self.store_path, file_name(create_offset)),
+                    self.mapped_file_size,
+                    disk=self.disk,
                 )
             self.files = [*files, mf]
         return mf
@@ -184,11 +230,16 @@ class MappedFileQueue:
             if self._next is not None or self.last is not last:
                 return False
             path = os.path.join(self.store_path, file_name(offset))
-            if os.path.exists(path):
+            if self.disk.exists(path):
                 return False
-            os.makedirs(self.store_path, exist_ok=True)
-            self._next = MappedFile(path, self.mapped_file_size)
+            self.disk.makedirs(self.store_path)
+            self._next = MappedFile(path, self.mapped_file_size, disk=self.disk)
             return True
+
+    @property
+    def next_ready(self) -> bool:
+        """A file is prepared for the writer's next roll."""
+        return self._next is not None
 
     def drop_preallocated(self) -> None:
         """Delete a pre-allocated file that was never used (at shutdown)."""
@@ -308,6 +359,7 @@ class MappedFileQueue:
             mf.destroy()
         self.flushed_where = 0
         try:
-            os.rmdir(self.store_path)
+            self.disk.rmdir(self.store_path)
+            self.disk.sync_dir(os.path.dirname(self.store_path) or ".")
         except OSError:
             pass

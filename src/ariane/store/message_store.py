@@ -15,7 +15,6 @@ a single writer lock.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import threading
@@ -26,13 +25,14 @@ from types import TracebackType
 
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.properties import WAIT_STORE_MSG_OK
-from ariane.errors import StoreClosedError, StoreError
+from ariane.errors import StoreClosedError, StoreDamagedError, StoreError
 from ariane.store.allocate import AllocateMappedFileService
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.cleanup import CleanService, DiskUsage, disk_usage_ratio
 from ariane.store.commit_log import CommitLog
 from ariane.store.config import FlushDiskType, StoreConfig
 from ariane.store.consume_queue import ConsumeQueue
+from ariane.store.disk import OS_DISK, Disk
 from ariane.store.dispatch import ArrivingListener, Dispatcher, ReputService
 from ariane.store.filter import MessageFilter
 from ariane.store.flush import (
@@ -63,6 +63,7 @@ class MessageStore(StoreReads):
             disk-full rule). Defaults to ``shutil.disk_usage``.
         arriving_listener: called on the dispatch thread when messages become visible (see
             :mod:`ariane.store.dispatch` for the exact contract).
+        disk: the file system (:mod:`ariane.store.disk`; tests pass a simulated one).
     """
 
     def __init__(
@@ -72,17 +73,23 @@ class MessageStore(StoreReads):
         clock: Clock | None = None,
         disk_usage: DiskUsage | None = None,
         arriving_listener: ArrivingListener | None = None,
+        disk: Disk = OS_DISK,
     ) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.disk_usage: DiskUsage = disk_usage or disk_usage_ratio
-        self.commit_log = CommitLog(config, self.clock)
+        self.disk = disk
+        self.commit_log = CommitLog(config, self.clock, disk)
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self._cq_lock = threading.RLock()
         self.checkpoint: StoreCheckpoint | None = None
         self.index: IndexService | None = (
             IndexService(
-                config.index_dir, config.max_hash_slot_num, config.max_index_num, self.clock
+                config.index_dir,
+                config.max_hash_slot_num,
+                config.max_index_num,
+                self.clock,
+                disk,
             )
             if config.message_index_enable
             else None
@@ -136,12 +143,18 @@ class MessageStore(StoreReads):
 
         Raises:
             StoreError: another process holds the store lock.
+            StoreDamagedError: the files are damaged (nothing was changed; the message names
+                the file and what to do).
         """
-        os.makedirs(self.config.store_path_root_dir, exist_ok=True)
+        self.disk.makedirs(self.config.store_path_root_dir)
         self._take_lock()
-        self.last_exit_ok = not os.path.exists(self.config.abort_path)
+        self.last_exit_ok = not self.disk.exists(self.config.abort_path)
         try:
             self.checkpoint = self._recover()
+        except StoreDamagedError as exc:
+            logger.error("message store not started: %s", exc)
+            self._release_lock()
+            raise
         except Exception:
             logger.exception("loading the message store failed")
             return False
@@ -153,13 +166,15 @@ class MessageStore(StoreReads):
         return load_store(self)
 
     def _take_lock(self) -> None:
-        fd = os.open(self.config.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._lock_fd = self.disk.lock(self.config.lock_path)
         except OSError as exc:
-            os.close(fd)
             raise StoreError(f"store {self.config.store_path_root_dir} is in use") from exc
-        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            self.disk.unlock(self._lock_fd)
+            self._lock_fd = None
 
     def start(self) -> None:
         """Create the abort file and start the background services."""
@@ -167,8 +182,11 @@ class MessageStore(StoreReads):
             raise StoreError("load() must succeed before start()")
         if self._running:
             return
-        _create_abort_file(self.config.abort_path)
-        self.allocator = AllocateMappedFileService(self.commit_log.queue)
+        self.disk.write_file(self.config.abort_path, b"", sync=True)
+        self.disk.sync_dir(self.config.store_path_root_dir)
+        self.allocator = AllocateMappedFileService(
+            self.commit_log.queue, on_space=lambda r: self._set_unwriteable("space", r)
+        )
         self.allocator.start()
         cfg = self.config
         cp = self.checkpoint
@@ -244,14 +262,13 @@ class MessageStore(StoreReads):
             self.index.shutdown()
         if clean:
             try:
-                os.unlink(self.config.abort_path)
+                self.disk.unlink(self.config.abort_path)
+                self.disk.sync_dir(self.config.store_path_root_dir)
             except FileNotFoundError:
                 pass
         elif was_running:
             logger.warning("keeping the abort file: dispatch behind or store not writeable")
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._release_lock()
 
     def close_without_cleanup(self) -> None:
         """Stop the threads and unmap the files with no final flush, no checkpoint and the
@@ -268,9 +285,7 @@ class MessageStore(StoreReads):
         if self.index is not None:
             for f in self.index.files:
                 f.mf.close()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._release_lock()
 
     # -- writeability --------------------------------------------------------------------
     def _set_unwriteable(self, kind: str, reason: str | None) -> None:
@@ -316,7 +331,7 @@ class MessageStore(StoreReads):
             if cq is None:
                 cq = ConsumeQueue(
                     topic, queue_id, self.config.consume_queue_dir,
-                    self.config.mapped_file_size_consume_queue,
+                    self.config.mapped_file_size_consume_queue, self.disk,
                 )  # fmt: skip
                 queues[queue_id] = cq
             return cq
@@ -353,11 +368,13 @@ class MessageStore(StoreReads):
         try:
             result = do()
         except OSError as exc:
-            logger.exception("CommitLog append failed")
+            # no file was mapped without its blocks: writes stop until the allocator can
+            # create the next file again (it clears this)
+            reason = f"disk full: cannot reserve a new CommitLog file ({exc.strerror or exc})"
+            logger.error("CommitLog append failed: %s", exc)
+            self._set_unwriteable("space", reason)
             self.put_failed_times += 1
-            return PutResult(
-                PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {exc}"
-            )
+            return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=reason)
         if result.msg_num == 0:
             self.put_failed_times += 1
         elif self.reput.idle and not self._sync:
@@ -377,6 +394,11 @@ class MessageStore(StoreReads):
             return future
         gc.put_request(result.wrote_offset + result.wrote_bytes, future, result)
         return future
+
+    @property
+    def answers_at_once(self) -> bool:
+        """True when ``put_message`` never waits (ASYNC_FLUSH): an event loop may call it."""
+        return not self._sync
 
     def submit_message(self, msg: MessageInner) -> Future[PutResult]:
         """Append ``msg`` now; the future completes when the flush policy is met.
@@ -557,7 +579,8 @@ class MessageStore(StoreReads):
                     cq.destroy()
                     deleted += 1
                 try:
-                    os.rmdir(os.path.join(self.config.consume_queue_dir, topic))
+                    self.disk.rmdir(os.path.join(self.config.consume_queue_dir, topic))
+                    self.disk.sync_dir(self.config.consume_queue_dir)
                 except OSError:
                     pass
         return deleted
@@ -616,16 +639,3 @@ def _runtime(ms: int) -> str:
     return (
         f"[ {s // 86400} days, {s // 3600 % 24} hours, {s // 60 % 60} minutes, {s % 60} seconds ]"
     )
-
-
-def _create_abort_file(path: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    dir_fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

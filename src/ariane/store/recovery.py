@@ -20,8 +20,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ariane.common import faults
 from ariane.store.checkpoint import StoreCheckpoint
-from ariane.store.commit_log import CommitLog, _free_tr_name
+from ariane.store.commit_log import CommitLog, free_tr_name
 from ariane.store.format import (
     MESSAGE_MAGIC_CODE_V1,
     MESSAGE_MAGIC_CODE_V2,
@@ -128,17 +129,18 @@ def truncate_tail(commit_log: CommitLog, offset: int) -> None:
         pos = offset - mf.file_from_offset
         end = mf.nonzero_end(pos)
         if end > pos:
-            saved = _free_tr_name(mf.path)
-            with open(saved, "wb") as f:
-                f.write(mf.mm[pos:end])
-                f.flush()
-                os.fsync(f.fileno())
+            disk = commit_log.disk
+            saved = free_tr_name(disk, mf.path)
+            disk.write_file(saved, bytes(mf.mm[pos:end]), sync=True)
+            disk.sync_dir(os.path.dirname(saved) or ".")
             logger.warning(
                 "recovery cut %d bytes at offset %d of %s; saved them in %s",
                 end - pos, offset, mf.path, saved,
             )  # fmt: skip
+            faults.point("recovery.after_save_tail")
             mf.mm[pos:end] = bytes(end - pos)
             mf.sync()
+            faults.point("recovery.after_zero_tail")
     queue.truncate_dirty_files(offset, commit_log.set_aside)
     queue.flushed_where = offset
 

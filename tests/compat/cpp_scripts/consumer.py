@@ -59,12 +59,16 @@ def main():
         "--extra-props", default="", help="more property names to print, comma separated"
     )
     p.add_argument("--hex", action="store_true", help="also print each body as hex")
+    p.add_argument("--access-key", default="", help="ACL account (set_session_credentials)")
+    p.add_argument("--secret-key", default="")
     args = p.parse_args()
 
     prop_names = PROPS + tuple(n for n in args.extra_props.split(",") if n)
     model = MessageModel.BROADCASTING if args.model == "broadcasting" else MessageModel.CLUSTERING
     consumer = PushConsumer(args.group, orderly=args.orderly, message_model=model)
     consumer.set_namesrv_addr(args.namesrv)
+    if args.access_key:
+        consumer.set_session_credentials(args.access_key, args.secret_key, "ALIYUN")
     if args.instance:
         consumer.set_instance_name(args.instance)
     if args.threads:

@@ -57,10 +57,14 @@ def main():
     p.add_argument("--order-keys", type=int, default=4, help="orderly: number of sharding keys")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--timeout-ms", type=int, default=5000)
+    p.add_argument("--access-key", default="", help="ACL account (set_session_credentials)")
+    p.add_argument("--secret-key", default="")
     args = p.parse_args()
 
     producer = Producer(args.group, timeout=args.timeout_ms)
     producer.set_namesrv_addr(args.namesrv)
+    if args.access_key:
+        producer.set_session_credentials(args.access_key, args.secret_key, "ALIYUN")
     producer.start()
     emit(event="started")
     errors = 0

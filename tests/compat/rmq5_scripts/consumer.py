@@ -110,14 +110,23 @@ def main() -> int:
         emit(event="started")
         deadline = time.monotonic() + args.timeout
         while not done.is_set() and time.monotonic() < deadline:
-            for msg in consumer.receive(args.batch, args.invisible):
+            try:
+                received = consumer.receive(args.batch, args.invisible)
+            except Exception as exc:  # a transient failure (deadline on a loaded machine)
+                emit(event="error", op="receive", error=repr(exc))
+                continue
+            for msg in received:
                 n = note(msg)
                 emit(event="msg", **describe(msg, n))
-                if n <= args.fail_times:
-                    if args.nack:
-                        consumer.change_invisible_duration(msg, 1)
+                try:
+                    if n <= args.fail_times:
+                        if args.nack:
+                            consumer.change_invisible_duration(msg, 1)
+                        continue
+                    consumer.ack(msg)
+                except Exception as exc:
+                    emit(event="error", op="ack", error=repr(exc))
                     continue
-                consumer.ack(msg)
                 with lock:
                     acked.add(msg.message_id)
                 finished()

@@ -27,7 +27,7 @@ from ariane.client import (
     TopicNotWritableError,
 )
 from tests.integration.client.conftest import run, wait_for_route
-from tests.integration.client.consumer_support import Collector
+from tests.integration.client.consumer_support import Collector, fast_config
 from tests.support.cluster import Cluster
 from tests.support.polling import await_until
 
@@ -81,15 +81,7 @@ async def _create_topics(cluster: Cluster) -> None:
 
 
 def _config(cluster: Cluster, instance: str, creds: SessionCredentials | None) -> ClientConfig:
-    return ClientConfig(
-        namesrv_addr=cluster.namesrv_addr,
-        instance_name=instance,
-        rebalance_interval_ms=500,
-        persist_consumer_offset_interval_ms=200,
-        poll_name_server_interval_ms=500,
-        heartbeat_broker_interval_ms=1000,
-        credentials=creds,
-    )
+    return dataclasses.replace(fast_config(cluster, instance), credentials=creds)
 
 
 async def _refusal(cluster: Cluster, creds: SessionCredentials | None, topic: str) -> str:

@@ -17,8 +17,8 @@ def test_sends_keep_succeeding_while_one_broker_crashes_and_restarts(
     fresh_cluster: Cluster,
 ) -> None:
     fresh_cluster.start(("broker-a", "broker-b"))
-    # routes are refreshed every 30 s: during the outage the producer still believes in
-    # broker-a, so every send that picks it must retry on broker-b
+    # a send that cannot reach broker-a retries on broker-b and fetches the route again at
+    # once (the NameServer may still list broker-a: retries do the rest)
     config = ClientConfig(namesrv_addr=fresh_cluster.namesrv_addr)
 
     async def go() -> None:
@@ -48,8 +48,6 @@ def test_sends_keep_succeeding_while_one_broker_crashes_and_restarts(
             for i in range(40):
                 during.append(await send(b"during-%d" % i))
             assert {r.message_queue.broker_name for r in during} == {"broker-b"}
-            cached = await producer.fetch_publish_message_queues("RideThrough")
-            assert "broker-a" in {mq.broker_name for mq in cached}  # so retries did the work
             async_results = await asyncio.gather(
                 *(producer.send_async(Message("RideThrough", b"async-%d" % i)) for i in range(40))
             )

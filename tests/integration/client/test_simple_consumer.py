@@ -9,27 +9,33 @@ import asyncio
 import random
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from ariane.admin.cli import admin
 from ariane.client import (
     Admin,
     Message,
     MessageExt,
+    Producer,
     PushConsumer,
     SimpleConsumer,
     SyncSimpleConsumer,
 )
+from ariane.client._pop_api import receipt_handle_of
+from ariane.common.hashing import consistent_hash, java_string_hash
 from ariane.errors import InvalidArgumentError
-from tests.integration.client.conftest import run
+from tests.integration.client.conftest import run, wait_for_route
 from tests.integration.client.consumer_support import (
     Collector,
     create_topic,
     fast_config,
     send_all,
-    wait_until,
 )
 from tests.support.cluster import Cluster
+from tests.support.polling import await_until
 
 pytestmark = pytest.mark.integration
 
@@ -98,9 +104,10 @@ def test_unacked_message_comes_back_after_its_invisible_duration(scluster: Clust
         async with consumer(scluster, "cg_simple_retry", "SimpleRetry") as c:
             (first,) = await receive_until(c, 1, invisible_duration_ms=1000)
             assert first.msg_id == mid
-            started = time.monotonic()
             (second,) = await receive_until(c, 1, invisible_duration_ms=1000)
-            assert time.monotonic() - started >= 0.5
+            # popped again only after the first lease ended (broker times, not the test's)
+            first_lease = receipt_handle_of(first)
+            assert receipt_handle_of(second).pop_time >= first_lease.next_visible_time
             assert (second.msg_id, second.body, second.reconsume_times) == (mid, b"again", 1)
             assert second.topic == "SimpleRetry"
             # keep it longer, then give it back at once
@@ -153,12 +160,15 @@ def test_fifo_group_delivers_a_queue_in_order(scluster: Cluster) -> None:
         for i in range(6):  # one by one: in this order
             await send_all(scluster, [Message("SimpleFifo", b"%d" % i)])
         async with consumer(scluster, "cg_simple_fifo", "SimpleFifo", fifo=True) as c:
-            first = await c.receive(3, invisible_duration_ms=1000)
+            first = await c.receive(3, invisible_duration_ms=60_000)
             assert [m.body for m in first] == [b"0", b"1", b"2"]
             assert await c.receive(3) == []  # blocked until acked or expired
             await c.ack(first[0])
-            # 1 and 2 are not acked: after the lease they come back first, counted
-            again = await receive_until(c, 3, invisible_duration_ms=10_000)
+            assert await c.receive(3) == []  # 1 and 2 are not acked
+            # their leases end: they come back first, counted
+            await c.change_invisible_duration(first[1], 0)
+            await c.change_invisible_duration(first[2], 0)
+            again = await receive_until(c, 3, invisible_duration_ms=60_000)
             assert [(m.body, m.reconsume_times) for m in again] == [
                 (b"1", 1), (b"2", 1), (b"3", 0),
             ]  # fmt: skip
@@ -166,6 +176,52 @@ def test_fifo_group_delivers_a_queue_in_order(scluster: Cluster) -> None:
                 await c.ack(m)
             rest = await receive_until(c, 2)
             assert [m.body for m in rest] == [b"4", b"5"]
+
+    run(go())
+
+
+def test_fifo_topic_from_mqadmin_and_message_groups(scluster: Cluster) -> None:
+    runner = CliRunner()
+
+    def mqadmin(*args: str) -> Any:
+        argv = [*args, "-n", scluster.namesrv_addr]
+        return runner.invoke(admin, argv, prog_name="mqadmin", catch_exceptions=False)
+
+    base = ("updateTopic", "-t", "SimpleGroups", "-c", "DefaultCluster", "-r", "4", "-w", "4")
+    mixed = mqadmin(*base, "-a", "+message.type=MIXED")
+    assert mixed.exit_code != 0
+    assert "MIXED message type is not supported" in mixed.stderr
+    assert len(mixed.stderr.strip().splitlines()) == 1
+    done = mqadmin(*base, "-a", "+message.type=FIFO")
+    assert done.exit_code == 0, done.stderr
+
+    async def go() -> None:
+        async with Admin(namesrv_addr=scluster.namesrv_addr) as adm:
+            tc = await adm.topic_config("SimpleGroups", scluster.broker_addr())
+            assert tc.attributes == {"message.type": "FIFO"}
+            await wait_for_route(adm, "SimpleGroups")
+        groups = [f"g{g}" for g in range(5)]
+        async with Producer("groups_producer", namesrv_addr=scluster.namesrv_addr) as producer:
+            for i in range(40):
+                msg = Message("SimpleGroups", b"%d" % i, message_group=groups[i % 5])
+                result = await producer.send(msg)
+                # one queue per group, the one RocketMQ 5's proxy picks
+                assert result.message_queue.queue_id == consistent_hash(
+                    java_string_hash(groups[i % 5]), 4
+                )
+        async with consumer(scluster, "cg_simple_groups", "SimpleGroups", fifo=True) as c:
+            got: list[MessageExt] = []
+            deadline = time.monotonic() + 30
+            while len(got) < 40:
+                assert time.monotonic() < deadline
+                batch = await c.receive(8)
+                for m in batch:
+                    await c.ack(m)
+                got += batch
+        for g in groups:  # every group in send order
+            bodies = [int(m.body) for m in got if m.properties["__SHARDINGKEY"] == g]
+            assert bodies == sorted(bodies)
+            assert len(bodies) == 8
 
     run(go())
 
@@ -188,7 +244,7 @@ def test_pop_and_push_consumers_of_different_groups_side_by_side(scluster: Clust
                 for m in got:
                     await c.ack(m)
                 assert {m.msg_id for m in got} == ids
-            await wait_until(lambda: collector.ids() >= ids, what="push consumer")
+            await await_until(lambda: collector.ids() >= ids, what="push consumer")
         finally:
             await push.close()
 

@@ -5,6 +5,7 @@ Pub, SubBefore/SubAfter and EndTransaction records to the trace topic of a real 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -69,6 +70,19 @@ async def trace_of(
     return trace
 
 
+def traced_consumer(cluster: Cluster, group: str, topic: str, listener: Any) -> PushConsumer:
+    """A traced push consumer of ``topic`` from its first offset, with fast client settings."""
+    consumer = PushConsumer(
+        group,
+        client_config=fast_config(cluster, f"{group}-c"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        enable_trace=True,
+    )
+    consumer.subscribe(topic)
+    consumer.register_message_listener(listener)
+    return consumer
+
+
 def mqadmin(cluster: Cluster, *args: str) -> tuple[int, str, str]:
     """``mqadmin <args> -n <namesrv>`` in-process: (exit code, stdout, stderr)."""
     r = CliRunner().invoke(
@@ -87,14 +101,7 @@ def test_send_then_consume_gives_pub_sub_before_sub_after(tcluster: Cluster) -> 
             got.extend(msgs)
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-        consumer = PushConsumer(
-            "cg_trace_ok",
-            client_config=fast_config(tcluster, "trace-ok-c"),
-            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-            enable_trace=True,
-        )
-        consumer.subscribe("TraceOk")
-        consumer.register_message_listener(listener)
+        consumer = traced_consumer(tcluster, "cg_trace_ok", "TraceOk", listener)
         async with (
             Producer("pg_trace_ok", namesrv_addr=addr, enable_trace=True) as producer,
             consumer,
@@ -155,14 +162,7 @@ def test_two_failures_then_success_and_a_transaction_checked_back(tcluster: Clus
                 return ConsumeConcurrentlyStatus.RECONSUME_LATER
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-        consumer = PushConsumer(
-            "cg_trace_retry",
-            client_config=fast_config(tcluster, "trace-retry-c"),
-            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-            enable_trace=True,
-        )
-        consumer.subscribe("TraceRetry")
-        consumer.register_message_listener(listener)
+        consumer = traced_consumer(tcluster, "cg_trace_retry", "TraceRetry", listener)
         tx = TransactionProducer(
             "txg_trace",
             checker=lambda m: LocalTransactionState.COMMIT_MESSAGE,
@@ -260,14 +260,7 @@ def test_trace_on_its_own_broker_and_a_dead_trace_broker(fresh_cluster: Cluster)
             got.extend(m.msg_id for m in msgs)
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-        consumer = PushConsumer(
-            "cg_trace_split",
-            client_config=fast_config(c, "trace-split-c"),
-            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-            enable_trace=True,
-        )
-        consumer.subscribe("TraceSplit")
-        consumer.register_message_listener(listener)
+        consumer = traced_consumer(c, "cg_trace_split", "TraceSplit", listener)
         async with (
             Producer("pg_trace_split", namesrv_addr=addr, enable_trace=True) as producer,
             consumer,

@@ -14,7 +14,7 @@ from tests.integration.dashboard.support import DashClient, start_dashboard, wai
 from tests.support.cluster import Cluster
 from tests.support.processes import ServerProcess
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("dashboard")]
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("dashboard-acl")]
 RULES = {
     "globalWhiteRemoteAddresses": ["10.10.*"],
     "accounts": [

@@ -17,9 +17,9 @@ import pytest
 from ariane.client import Admin
 from tests.integration.dashboard.support import DashClient, start_dashboard, wait_for
 from tests.support.cluster import Cluster
-from tests.support.processes import free_port
+from tests.support.processes import free_port, start_server
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("dashboard")]
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("dashboard-api")]
 T = TypeVar("T")
 
 
@@ -409,3 +409,23 @@ def test_cli_refuses_bad_flags(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert "cannot read users file" in missing.stderr
     assert "Traceback" not in bad_ns.stderr + missing.stderr
+
+
+def test_standalone_serves_the_dashboard(tmp_path: Path) -> None:
+    proc = start_server(
+        ["standalone", "--data-dir", str(tmp_path / "data"), "--namesrv-port", "0",
+         "--broker-port", "0", "--dashboard-port", "0"],
+        name="standalone",
+    )  # fmt: skip
+    try:
+        addr = proc.ready["dashboard"]
+        assert addr.startswith("127.0.0.1:")
+        c = DashClient(addr)
+        try:
+            brokers = c.api("/cluster")["brokers"]
+            assert [b["addr"] for b in brokers] == [proc.ready["broker"]]
+        finally:
+            c.close()
+    finally:
+        assert proc.stop() == 0
+    assert (tmp_path / "data" / "logs" / "dashboard.out").exists()

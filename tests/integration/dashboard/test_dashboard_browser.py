@@ -30,7 +30,7 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.browser,
     pytest.mark.slow,
-    pytest.mark.xdist_group("dashboard"),
+    pytest.mark.xdist_group("dashboard-browser"),
 ]
 T = TypeVar("T")
 
@@ -169,6 +169,15 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
             wait_for("every message consumed twice", lambda: len(got) >= 12)
             assert sorted(bytes(m.body) for m in got[6:]) == sorted(bytes(m.body) for m in got[:6])
 
+            # resend one message to the running consumer (CONSUME_MESSAGE_DIRECTLY)
+            page.goto(f"{base}/message/detail?topic=WalkTopic&msgId={msg_id}")
+            assert "CONSUMED" in page.inner_text("#tracks")
+            page.click("#tracks button[type=submit]")
+            page.wait_for_url(re.compile(r"/message/detail"))
+            assert "CR_SUCCESS" in flash()
+            wait_for("the directly consumed message", lambda: len(got) >= 13)
+            assert bytes(got[12].body) == b"hello from the browser"
+
         # a DLQ message resent to its group
         async def dead_letter() -> None:
             async with Admin(namesrv_addr=cluster.namesrv_addr) as admin:
@@ -201,6 +210,13 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
             (msg_id, b"hello from the browser", "WalkTopic", "TagW")
         ]
 
+        # the test message's trace (the dashboard's producer traces what it sends)
+        def traced() -> bool:
+            page.goto(f"{base}/messageTrace?msgId={msg_id}")
+            return "Pub" in page.inner_text("main")
+
+        wait_for("the Pub record on the trace page", traced)
+
         # every other page renders; a screenshot of each
         for name, path in [
             ("dashboard", "/"),
@@ -209,6 +225,9 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
             ("topic", "/topic/detail?topic=WalkTopic"),
             ("consumers", "/consumer"),
             ("producers", "/producer"),
+            ("broker", f"/cluster/broker?addr={cluster.broker_addr()}"),
+            ("trace", f"/messageTrace?msgId={msg_id}"),
+            ("acl", "/acl"),
         ]:
             page.goto(base + path)
             assert page.locator("h1").count() == 1

@@ -19,7 +19,7 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.browser,
     pytest.mark.slow,
-    pytest.mark.xdist_group("dashboard"),
+    pytest.mark.xdist_group("dashboard-scale"),
 ]
 TOPICS = 1000
 GROUPS = 10_000

@@ -49,7 +49,7 @@ class Node:
         assert await asyncio.to_thread(store.load)
         store.start()
         transport = RaftTransport(store.commit_log.replica, self.config())
-        store.commit_log.on_work = transport.kick
+        store.commit_log.work_listeners.append(transport.kick)
         try:
             await transport.start(verify_s=0.3)
         except BaseException:

@@ -158,7 +158,7 @@ def test_single_ipv6_rule_matches_every_spelling(
     assert rule.matches(str(other)) == (other == rule_ip)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 255), st.integers(0, 255)), min_size=4, max_size=4),
     ipv4,
@@ -183,7 +183,7 @@ def test_range_rule_is_per_segment_interval(
     assert rule.matches(str(ip)) == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.text(alphabet="0123456789abcdef.:*-{},ABCDEF %x", max_size=40))
 def test_any_rule_text_parses_or_raises_acl_error(text: str) -> None:
     try:

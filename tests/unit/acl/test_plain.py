@@ -247,7 +247,7 @@ account_like = st.dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(
         st.sampled_from(["globalWhiteRemoteAddresses", "accounts", "dataVersion", "x"]),
@@ -268,7 +268,7 @@ def test_any_mapping_loads_or_raises_acl_error(mapping: dict[str, object]) -> No
     assert "fuzz.yml" in message
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.text(max_size=200))
 def test_any_text_loads_or_raises_acl_error(text: str) -> None:
     try:

@@ -327,7 +327,7 @@ ext_maps = st.dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     codes,
     ext_maps,
@@ -346,3 +346,62 @@ def test_parsing_any_request_never_raises(
     assert isinstance(decision.reason, str)
     if not ext.get("AccessKey") and not addr.startswith("10.99."):
         assert not decision.allowed
+
+
+fast_topics = st.sampled_from(["Orders", "Audit", "Else", "%RETRY%G1", "RMQ_SYS_TRACE_TOPIC", ""])
+fast_creds = st.sampled_from(
+    [PRODUCER, CONSUMER, ADMIN, SessionCredentials("producer1", "bad-secret1"), None]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            int(RequestCode.SEND_MESSAGE_V2),
+            int(RequestCode.SEND_BATCH_MESSAGE),
+            int(RequestCode.PULL_MESSAGE),
+        ]
+    ),
+    fast_topics,
+    st.sampled_from(["G1", "Blocked", ""]),
+    fast_creds,
+    st.binary(max_size=3000),
+    st.booleans(),
+)
+def test_the_fast_path_agrees_with_decide(
+    code: int, topic: str, group: str, creds: SessionCredentials | None, body: bytes, white: bool
+) -> None:
+    from ariane.acl.validator import allows_fast
+
+    rules = AclRules.merge(
+        [
+            parse_document(
+                RULES_TEXT.replace("['10.99.*']", "[]") if not white else RULES_TEXT, "p.yml"
+            )
+        ]
+    )
+    ext = (
+        {"b": topic, "a": "P"}
+        if code != RequestCode.PULL_MESSAGE
+        else {"topic": topic, "consumerGroup": group}
+    )
+    cmd = signed(code, ext, body, creds)
+    decided = decide(rules, parse_request(code, cmd.ext_fields, cmd.body, "127.0.0.1:1"))
+    if allows_fast(rules, code, cmd.ext_fields, cmd.body):
+        assert decided.allowed
+
+
+def test_the_fast_path_takes_signed_sends_and_pulls() -> None:
+    from ariane.acl.validator import allows_fast
+
+    rules = AclRules.merge([parse_document(RULES_TEXT.replace("['10.99.*']", "[]"), "p.yml")])
+    send = signed(RequestCode.SEND_MESSAGE_V2, {"b": "Orders", "a": "P"}, b"m" * 5000, PRODUCER)
+    assert allows_fast(rules, send.code, send.ext_fields, send.body)
+    pull = signed(
+        RequestCode.PULL_MESSAGE, {"topic": "Orders", "consumerGroup": "G1"}, None, CONSUMER
+    )
+    assert allows_fast(rules, pull.code, pull.ext_fields, pull.body)
+    assert not allows_fast(RULES, send.code, send.ext_fields, send.body)  # global white rules
+    denied = signed(RequestCode.SEND_MESSAGE_V2, {"b": "Audit", "a": "P"}, b"m", PRODUCER)
+    assert not allows_fast(rules, denied.code, denied.ext_fields, denied.body)

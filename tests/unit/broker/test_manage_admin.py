@@ -220,7 +220,7 @@ def test_broker_config_update_persists_and_applies_permission(tmp_path: Path) ->
         props = parse_properties((r.body or b"").decode())
         assert props["brokerName"] == "broker-a"
         assert props["flushDiskType"] == "ASYNC_FLUSH"
-        assert props["diskSpaceWarningLevelRatio"] == "90"
+        assert props["diskSpaceWarningLevelRatio"] == "99"  # tests/unit/store/helpers.py
         assert json.loads(r.ext_fields["version"])["counter"] == 0
         body = format_properties({"brokerPermission": "4"}).encode()
         r = await b.answer(RequestCode.UPDATE_BROKER_CONFIG, None, body)

@@ -77,7 +77,9 @@ async def change(b: Broker, msg: MessageExt, invisible: int) -> RemotingCommand:
 
 
 async def revive(b: Broker) -> int:
-    """Deliver the due revive records (timer wheel), then revive."""
+    """Write the checkpoints held too long, deliver the due revive records (timer wheel),
+    then revive."""
+    b.c.pop.buffer.scan()
     b.c.store.wait_dispatched()
     b.c.timer.wheel.run_pass()
     b.c.store.wait_dispatched()
@@ -94,7 +96,7 @@ async def fill(b: Broker, bodies: list[bytes], queue_id: int = 0, **kw: Any) -> 
 
 def test_pop_leases_messages_commits_at_once_and_answers_210_when_empty(tmp_path: Path) -> None:
     async def main() -> None:
-        b = await start(tmp_path)
+        b = await start(tmp_path, enable_pop_buffer_merge=False)
         await fill(b, [b"a", b"b"], queue_id=1)
         await fill(b, [b"c"], queue_id=3)
         r = await pop(b)
@@ -248,7 +250,7 @@ def test_messages_delivered_too_often_go_to_the_dlq(tmp_path: Path) -> None:
 
 def test_filters_and_filtered_ranges_are_consumed(tmp_path: Path) -> None:
     async def main() -> None:
-        b = await start(tmp_path, enable_property_filter=True)
+        b = await start(tmp_path, enable_property_filter=True, enable_pop_buffer_merge=False)
         for i, tag in enumerate("ABAB"):
             await b.send("T", f"m{i}".encode(), tags=tag)
         msgs = popped(await pop(b, exp="B"))
@@ -496,7 +498,7 @@ def test_revive_state_survives_a_restart(tmp_path: Path) -> None:
 
 def test_pop_and_pull_consumers_of_different_groups_side_by_side(tmp_path: Path) -> None:
     async def main() -> None:
-        b = await start(tmp_path)
+        b = await start(tmp_path, enable_pop_buffer_merge=False)
         await fill(b, [b"one", b"two"])
         msgs = popped(await pop(b))
         assert [m.body for m in msgs] == [b"one", b"two"]
@@ -521,6 +523,112 @@ def test_python_api_pop_decodes_messages_with_handles(tmp_path: Path) -> None:
         assert pm.handle.commit_log_offset == pm.message.commit_log_offset
         assert len(pm.receipt_handle.split(" ")) == 9
         assert b.c.pop.ack_by_handle("G", "T", pm.receipt_handle).ok
+        await b.stop()
+
+    run(main())
+
+
+def test_held_checkpoints_acked_in_time_write_nothing(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        await fill(b, [b"a", b"b", b"c"])
+        msgs = popped(await pop(b, invisible=30_000))
+        assert b.c.pop.buffer.held == 1
+        assert b.c.offsets.query("G", "T", 0) == 0  # not committed while held and unacked
+        assert popped(await pop(b)) == []  # yet the next pop reads on
+        for m in msgs:
+            assert (await ack(b, m)).code == ResponseCode.SUCCESS
+        assert b.c.pop.buffer.held == 0
+        assert b.c.offsets.query("G", "T", 0) == 3  # all acked: committed
+        b.c.store.wait_dispatched()
+        assert b.c.store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0) == 0  # no writes
+        b.clock.advance(60_000)
+        assert await revive(b) == 0
+        await b.stop()
+
+    run(main())
+
+
+def test_held_checkpoint_written_with_what_is_still_unacked(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        await fill(b, [b"a", b"b", b"c"])
+        msgs = popped(await pop(b, invisible=30_000))
+        assert (await ack(b, msgs[0])).code == ResponseCode.SUCCESS
+        b.clock.advance(9_000)
+        assert b.c.pop.buffer.scan() == 0  # held up to 10 s
+        b.clock.advance(1_001)
+        assert b.c.pop.buffer.scan() == 1
+        assert b.c.offsets.query("G", "T", 0) == 3  # stored: committed
+        b.c.store.wait_dispatched()
+        (written,) = [
+            m
+            for m in decode_records(
+                b"".join(b.c.store.get_message("G", "rmq_sys_wheel_timer", 0, 0, 8).messages)
+            )
+        ]
+        assert written.properties["TAGS"] == "ck"
+        assert b'"d":[1,2]' in written.body
+        assert (await ack(b, msgs[2])).code == ResponseCode.SUCCESS  # an ack record now
+        b.clock.advance(30_000)
+        assert await revive(b) == 1
+        (again,) = popped(await pop(b))
+        assert again.body == b"b"
+        await b.stop()
+
+    run(main())
+
+
+def test_graceful_stop_writes_held_checkpoints(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        await fill(b, [b"kept"])
+        popped(await pop(b, invisible=30_000))
+        await b.c.pop.stop()
+        assert b.c.pop.buffer.held == 0
+        assert b.c.offsets.query("G", "T", 0) == 1
+        b.clock.advance(31_000)
+        assert await revive(b) == 1
+        await b.stop()
+
+    run(main())
+
+
+def test_a_crash_loses_held_checkpoints_but_no_message(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        await fill(b, [b"x", b"y"])
+        assert len(popped(await pop(b, invisible=30_000))) == 2
+        for f in (b.c.offsets.file, b.c.topics.file):
+            f.write_now()  # offsets on disk: not past the held checkpoint
+        await b.stop()
+        b2 = await start(tmp_path)
+        assert [m.body for m in popped(await pop(b2))] == [b"x", b"y"]
+        await b2.stop()
+
+    run(main())
+
+
+def test_ack_of_a_checkpoint_about_to_be_written_is_recorded_after_it(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        await fill(b, [b"late", b"never"])
+        msgs = popped(await pop(b, invisible=30_000))
+        b.clock.advance(9_000)  # past popCkStayBufferTime - 1.5 s: no more in-memory acks
+        assert (await ack(b, msgs[0])).code == ResponseCode.SUCCESS
+        assert b.c.pop.buffer.held == 0  # written at once, before the ack record
+        b.c.store.wait_dispatched()
+        tags = [
+            m.properties["TAGS"]
+            for m in decode_records(
+                b"".join(b.c.store.get_message("G", "rmq_sys_wheel_timer", 0, 0, 8).messages)
+            )
+        ]
+        assert tags == ["ck", "ack"]
+        b.clock.advance(30_000)
+        assert await revive(b) == 1  # only the un-acked one
+        (again,) = popped(await pop(b))
+        assert again.body == b"never"
         await b.stop()
 
     run(main())

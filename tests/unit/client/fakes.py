@@ -101,15 +101,20 @@ class FakeInstance:
     brokers: dict[str, str]
     client_id: str = "127.0.0.1@test"
     spawned: list[Any] = field(default_factory=list)
-    route_refreshes: list[str] = field(default_factory=list)
+    #: topics whose route a failure asked to fetch again, in order
+    failure_refreshes: list[str] = field(default_factory=list)
 
     def find_broker_addr_in_publish(self, name: str) -> str | None:
         return self.brokers.get(name)
 
     def refresh_route_soon(self, topic: str) -> None:
-        self.route_refreshes.append(topic)
+        self.failure_refreshes.append(topic)
 
     async def update_topic_route(self, topic: str, **kwargs: Any) -> bool:
+        return False
+
+    async def refresh_route_after_failure(self, topic: str) -> bool:
+        self.failure_refreshes.append(topic)
         return False
 
     def spawn(self, coro: Any, name: str | None = None) -> asyncio.Task[Any]:

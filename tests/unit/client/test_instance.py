@@ -276,3 +276,36 @@ def test_acquire_shares_one_instance_per_loop_and_config() -> None:
         await fresh.release()
 
     asyncio.run(go())
+
+
+def test_failures_refresh_a_route_at_most_once_per_interval() -> None:
+    from ariane.common.clock import ManualClock
+
+    clock = ManualClock()
+    config = ClientConfig(
+        namesrv_addr="127.0.0.1:9876", client_ip="10.0.0.1", instance_name="t-fail",
+        route_refresh_on_failure_ms=500, clock=clock,
+    )  # fmt: skip
+
+    async def go() -> list[str]:
+        instance = ClientInstance(config)
+        fetched: list[str] = []
+
+        async def fetch(topic: str) -> TopicRouteData | None:
+            fetched.append(topic)
+            return _route()
+
+        instance.api.get_topic_route = fetch  # type: ignore[method-assign]
+        try:
+            assert await instance.refresh_route_after_failure("T")
+            assert not await instance.refresh_route_after_failure("T")  # too soon
+            await instance.refresh_route_after_failure("U")  # another topic: its own limit
+            clock.advance(499)
+            await instance.refresh_route_after_failure("T")
+            clock.advance(1)
+            await instance.refresh_route_after_failure("T")
+        finally:
+            await instance.close()
+        return fetched
+
+    assert asyncio.run(go()) == ["T", "U", "T"]

@@ -208,3 +208,49 @@ def test_send_async_refuses_other_threads(clock: ManualClock) -> None:
             producer.send_async(Message("T", b"x"))
 
     run(go)
+
+
+# -- finding a new master at once (DLedger failover, issue 14) ------------------------------------
+
+
+def test_a_slave_refusal_or_a_lost_connection_fetches_the_route_again(clock: ManualClock) -> None:
+    producer, api = _producer_with(clock)
+    api.script[A] = [14]  # SERVICE_NOT_AVAILABLE: "message store is slave mode"
+    run(lambda: producer.send(Message("T", b"x")))
+    assert producer._instance.failure_refreshes == ["T"]  # type: ignore[union-attr]
+    producer, api = _producer_with(clock)
+    api.script[A] = [ConnectError("down")]
+    run(lambda: producer.send(Message("T", b"x")))
+    assert producer._instance.failure_refreshes == ["T"]  # type: ignore[union-attr]
+
+
+def test_other_refusals_do_not_fetch_the_route(clock: ManualClock) -> None:
+    producer, api = _producer_with(clock)
+    api.script[A] = [17]  # TOPIC_NOT_EXIST: retried, the route is not in doubt
+    run(lambda: producer.send(Message("T", b"x")))
+    assert producer._instance.failure_refreshes == []  # type: ignore[union-attr]
+
+
+def test_a_route_left_without_a_master_is_waited_for_within_the_budget(clock: ManualClock) -> None:
+    from ariane.client._route import TopicPublishInfo
+
+    producer, api = _producer_with(clock, retry_times=2)
+    api.script[A] = [ConnectError("down")]
+    api.script[B] = [ConnectError("down")]
+    calls = 0
+
+    async def refresh(topic: str) -> bool:
+        nonlocal calls
+        calls += 1
+        if calls == 2:  # the second look finds no master, the third a new one
+            producer._publish["T"] = TopicPublishInfo("T", [], have_route=True)
+        if calls == 3:
+            producer._publish["T"] = TopicPublishInfo(
+                "T", [MessageQueue("T", "c", 0)], have_route=True
+            )
+            producer._instance.brokers["c"] = "127.0.0.1:1003"  # type: ignore[union-attr]
+        return True
+
+    producer._instance.refresh_route_after_failure = refresh  # type: ignore[union-attr, method-assign]
+    result = run(lambda: producer.send(Message("T", b"x")))
+    assert result.message_queue.broker_name == "c"

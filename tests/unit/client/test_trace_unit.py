@@ -31,6 +31,7 @@ from ariane.common.trace import (
     decode_trace_data,
 )
 from ariane.errors import ConnectError, InvalidArgumentError
+from ariane.remoting.protocol import headers as h
 
 CONFIG = ClientConfig(namesrv_addr="127.0.0.1:9876", instance_name="app")
 
@@ -281,15 +282,15 @@ def test_pub_record_of_a_batch() -> None:
 def test_end_transaction_record() -> None:
     sink = Sink()
     tracer = SendTracer(sink, "txg", ManualClock(7))  # type: ignore[arg-type]
-    tracer.end_transaction(
-        Message("T", b"x"),
+    end = h.EndTransactionRequestHeader(
+        producer_group="txg",
+        tran_state_table_offset=3,
+        commit_log_offset=100,
+        commit_or_rollback=8,
         msg_id="M",
-        transaction_id=None,
-        state="COMMIT_MESSAGE",
-        from_check=True,
-        store_host="h:1",
-        region_id=None,
+        from_transaction_check=True,
     )
+    tracer.end_transaction(Message("T", b"x"), end, "COMMIT_MESSAGE", "h:1", None)
     (ctx,) = sink.got
     assert (ctx.trace_type, ctx.timestamp_ms, ctx.region_id, ctx.group) == (
         TraceType.EndTransaction,
@@ -396,3 +397,34 @@ def test_consume_outcomes(
     status: Any, raised: bool, elapsed: int, expected: tuple[bool, ConsumeReturnType]
 ) -> None:
     assert consume_outcome(status, raised, elapsed, 100) == expected
+
+
+def test_a_full_round_ends_the_lingering() -> None:
+    """The worker lingers for more records, but not once a round's worth is queued."""
+
+    async def go() -> None:
+        factory = Factory()
+        d = AsyncTraceDispatcher(
+            trace_topic=None,
+            host_config=CONFIG,
+            host_group="pg",
+            kind="PRODUCE",
+            sender_factory=factory,
+            settings=TraceSettings(linger_ms=600_000, batch_size=3, flush_timeout_ms=0),
+        )
+        await d.start()
+        d.append(pub("m1"))
+        d.append(pub("m2"))
+        for _ in range(100):  # the worker woke and lingers (ten minutes)
+            await asyncio.sleep(0)
+        assert d.queued == 2
+        d.append(pub("m3"))  # a round's worth: the worker goes at once
+        for _ in range(1000):
+            if d.stats.sent_records == 3:
+                break
+            await asyncio.sleep(0)
+        assert d.stats.sent_records == 3
+        assert [sorted(m.keys) for m in factory.senders[0].sent] == [["m1", "m2", "m3"]]
+        await d.close()
+
+    asyncio.run(go())

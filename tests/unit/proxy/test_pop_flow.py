@@ -49,7 +49,9 @@ def messages_of(frames: list[spb.ReceiveMessageResponse]) -> list[pb.Message]:
 
 
 async def revive(e: Env) -> int:
-    """Deliver the due revive records (the timer wheel), then revive."""
+    """Write held checkpoints that are due, deliver the due revive records (the timer
+    wheel), then revive."""
+    e.b.c.pop.buffer.scan()
     e.b.c.store.wait_dispatched()
     e.b.c.timer.wheel.run_pass()
     e.b.c.store.wait_dispatched()

@@ -27,7 +27,13 @@ def _local_noon_ms() -> int:
 
 
 def make(tmp_path: Path, clock: ManualClock, disk: Disk) -> MessageStore:
-    store = MessageStore(small_config(tmp_path), clock=clock, disk_usage=disk)
+    store = MessageStore(
+        small_config(
+            tmp_path, disk_space_warning_level_ratio=0.90, disk_space_clean_forcibly_ratio=0.85
+        ),
+        clock=clock,
+        disk_usage=disk,
+    )
     assert store.load()
     store.start()
     return store

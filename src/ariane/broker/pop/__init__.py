@@ -19,16 +19,20 @@ Parts: :mod:`.service` (POP), :mod:`.ack` (ACK, BATCH_ACK, CHANGE_MESSAGE_INVISI
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
 import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ariane.broker.pop.ack import AckService
+from ariane.broker.pop.buffer import CheckpointBuffer
 from ariane.broker.pop.order import ORDER_INFO_FILE, OrderInfoManager
 from ariane.broker.pop.peek import PeekService
 from ariane.broker.pop.polling import PopLongPolling
-from ariane.broker.pop.revive import PopReviveService, ReviveLog, ReviveTimer, original_topic
+from ariane.broker.pop.revive import PopReviveService, ReviveLog, ReviveTimer
 from ariane.broker.pop.service import FilterBuilder, PopService
 from ariane.broker.pop.types import (
     AckResult,
@@ -45,6 +49,11 @@ from ariane.common.sysflag import PERM_READ, PERM_WRITE
 
 if TYPE_CHECKING:
     from ariane.broker.context import BrokerContext
+
+logger = logging.getLogger(__name__)
+
+#: Period of the held-checkpoint scan (commits of SYNC_FLUSH writes wait for it too).
+_BUFFER_SCAN_S = 0.05
 
 __all__ = [
     "AckResult",
@@ -93,10 +102,14 @@ class PopConsumption:
             host.clock, host.store.get_max_offset_in_queue,
             max_total=cfg.max_pop_polling_size, max_per_key=cfg.pop_polling_size,
         )  # fmt: skip
-        self.service = PopService(host, self.revive_log, self.orders, self.polling, filters, rng)
-        self.acks = AckService(host, self.revive_log, self.orders, self.polling)
+        self.buffer = CheckpointBuffer(host, self.revive_log)
+        self.service = PopService(
+            host, self.revive_log, self.orders, self.polling, filters, self.buffer, rng
+        )
+        self.acks = AckService(host, self.revive_log, self.orders, self.polling, self.buffer)
         self.peeks = PeekService(host, self.orders, self.polling, self.notify_polling, rng)
         self.revive = PopReviveService(host, self.revive_log)
+        self._buffer_task: asyncio.Task[None] | None = None
 
     def _alive(self, topic: str, group: str) -> bool:
         return topic in self.host.topics.table and (
@@ -125,18 +138,41 @@ class PopConsumption:
         """
         self.orders.load()
 
-    def start(self) -> None:
-        """Start the long polling and the revive service (on the running loop)."""
-        self.polling.start()
-        self.notify_polling.start()
-        self.revive.start()
+    def start_buffer(self) -> None:
+        """Scan the held checkpoints every ``_BUFFER_SCAN_S`` (on the running loop)."""
+        self._buffer_task = asyncio.get_running_loop().create_task(
+            self._scan_loop(), name="pop-buffer"
+        )
+
+    async def _scan_loop(self) -> None:
+        while True:
+            await asyncio.sleep(_BUFFER_SCAN_S)
+            try:
+                self.buffer.scan()
+            except Exception:
+                logger.exception("POP checkpoint buffer scan failed")
 
     async def stop(self) -> None:
-        """Stop reviving, answer parked requests, write the FIFO state."""
-        await self.revive.stop()
+        """Answer parked requests, write every held checkpoint (and commit), stop reviving,
+        write the FIFO state."""
         self.polling.stop()
         self.notify_polling.stop()
+        task, self._buffer_task = self._buffer_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.flush_buffer()
+        await self.revive.stop()
         self.orders.file.write_now()
+
+    async def flush_buffer(self) -> None:
+        """Write every held checkpoint and commit the offsets they let move."""
+        self.buffer.scan(flush_all=True)
+        for future in self.buffer.pending_writes():
+            if not future.done():
+                await asyncio.wrap_future(future)
+        self.buffer.scan()
 
     def persist_if_dirty(self) -> None:
         """Schedule a write of the FIFO state when it changed (periodic task)."""
@@ -173,27 +209,9 @@ class PopConsumption:
         """Ack by receipt handle and original topic."""
         return self.acks.ack_by_handle(group, topic, handle)
 
-    async def change_invisible(
-        self,
-        group: str,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        extra_info: str,
-        invisible_time_ms: int,
-    ) -> ChangeInvisibleResult:
-        """CHANGE_MESSAGE_INVISIBLETIME with the remoting header's fields."""
-        return await self.acks.change_invisible(
-            group, topic, queue_id, offset, extra_info, invisible_time_ms
-        )
-
     async def change_by_handle(
         self, group: str, topic: str, handle: ReceiptHandle | str, invisible_time_ms: int
     ) -> ChangeInvisibleResult:
         """Change the lease by receipt handle and original topic; the result has the new
         handle."""
         return await self.acks.change_by_handle(group, topic, handle, invisible_time_ms)
-
-    def original_topic(self, topic: str, group: str) -> str:
-        """The topic a POP retry topic retries."""
-        return original_topic(topic, group)

@@ -25,6 +25,7 @@ import logging
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+from ariane.broker.pop.buffer import CheckpointBuffer
 from ariane.broker.pop.order import ILLEGAL, STALE, OrderInfoManager
 from ariane.broker.pop.polling import PopLongPolling
 from ariane.broker.pop.records import AckMsg, PopCheckPoint
@@ -57,6 +58,7 @@ class AckService:
         revive_log: where acks and new checkpoints go.
         orders: FIFO state.
         polling: parked POPs (a FIFO ack that unblocks a queue wakes one).
+        buffer: held checkpoints (their acks stay in memory).
     """
 
     def __init__(
@@ -65,9 +67,11 @@ class AckService:
         revive_log: ReviveLog,
         orders: OrderInfoManager,
         polling: PopLongPolling,
+        buffer: CheckpointBuffer,
     ) -> None:
         self.host = host
         self.revive_log = revive_log
+        self.buffer = buffer
         self.orders = orders
         self.polling = polling
         self.acked_messages = 0
@@ -139,7 +143,12 @@ class AckService:
             handle.encode(),
         )  # fmt: skip
 
-    def _write_ack(self, ack: AckMsg, revive_qid: int, revive_time: int) -> Future[PutResult]:
+    def _write_ack(
+        self, ack: AckMsg, revive_qid: int, revive_time: int
+    ) -> Future[PutResult] | None:
+        """Ack a held checkpoint in memory, else append an ack record."""
+        if self.buffer.ack(ack.key, ack.offsets):
+            return None
         future = self.revive_log.append_ack(ack, revive_qid, revive_time)
         if future.done() and not future.result().stored:
             logger.error(
@@ -251,7 +260,7 @@ class AckService:
         result = ChangeInvisibleResult(
             ResponseCode.SUCCESS, "", now, invisible_time_ms, handle.revive_qid, new
         )
-        return result, [ck_future, ack_future]
+        return result, [ck_future] if ack_future is None else [ck_future, ack_future]
 
     async def change_invisible(
         self,

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ariane.broker.filters import PullFilter
+from ariane.broker.loop_relay import LoopRelay
 from ariane.common.clock import Clock
 from ariane.common.topics import RETRY_PREFIX
 
@@ -78,13 +79,15 @@ class PopLongPolling:
         self._refs: dict[tuple[str, str], tuple[list[int], set[str]]] = {}
         self._total = 0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._arrivals: deque[tuple[str, int, int, dict[str, str] | None]] = deque()
-        self._drain_scheduled = False
+        self._arrivals: LoopRelay[tuple[str, int, int, dict[str, str] | None]] = LoopRelay(
+            lambda a: self.notify_arrival(*a)
+        )
         self.woken_by_arrival = 0
 
     def start(self) -> None:
         """Bind to the running loop (arrivals are hopped to it)."""
         self._loop = asyncio.get_running_loop()
+        self._arrivals.bind()
 
     def stop(self) -> None:
         """Wake every parked request (it answers with what it finds)."""
@@ -246,26 +249,8 @@ class PopLongPolling:
         properties: dict[str, str] | None,
     ) -> None:
         """The store's arriving listener (dispatch thread)."""
-        loop = self._loop
-        if loop is None or topic not in self._groups:
-            return
-        self._arrivals.append((topic, queue_id, tags_code, properties))
-        if not self._drain_scheduled:
-            self._drain_scheduled = True
-            try:
-                loop.call_soon_threadsafe(self._drain)
-            except RuntimeError:  # loop closed during shutdown
-                self._drain_scheduled = False
-
-    def _drain(self) -> None:
-        self._drain_scheduled = False
-        arrivals = self._arrivals
-        while arrivals:
-            topic, queue_id, tags_code, props = arrivals.popleft()
-            try:
-                self.notify_arrival(topic, queue_id, tags_code, props)
-            except Exception:
-                logger.exception("waking POP requests of %s failed", topic)
+        if topic in self._groups:
+            self._arrivals.push((topic, queue_id, tags_code, properties))
 
     def wake_later(self, topic: str, group: str, queue_id: int, at_ms: int) -> None:
         """Wake one request of the key (and of -1) at ``at_ms`` (a FIFO batch's end)."""

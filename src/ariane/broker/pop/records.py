@@ -26,6 +26,7 @@ from ariane.remoting.protocol._jsonfields import (
     get_opt_str,
     get_str,
     parse_object,
+    pick,
 )
 
 __all__ = [
@@ -157,11 +158,6 @@ class PopCheckPoint:
         )
 
 
-def _pick(obj: dict[Any, Any], short: str, long: str) -> Any:
-    value = obj.get(short)
-    return obj.get(long) if value is None else value
-
-
 @dataclass(frozen=True, slots=True)
 class AckMsg:
     """An ack (``ack``) or batch ack (``bAck``): ``offsets`` of checkpoint ``start_offset``."""
@@ -212,14 +208,14 @@ def decode_ack(data: bytes, batch: bool, default_broker: str) -> AckMsg:
     what = "BatchAckMsg" if batch else "AckMsg"
     raw = parse_object(data, what)
     obj = {
-        "ao": _pick(raw, "ao", "ackOffset"),
-        "so": _pick(raw, "so", "startOffset"),
-        "c": _pick(raw, "c", "consumerGroup"),
-        "t": _pick(raw, "t", "topic"),
-        "q": _pick(raw, "q", "queueId"),
-        "pt": _pick(raw, "pt", "popTime"),
-        "bn": _pick(raw, "bn", "brokerName"),
-        "aol": _pick(raw, "aol", "ackOffsetList"),
+        "ao": pick(raw, "ao", "ackOffset"),
+        "so": pick(raw, "so", "startOffset"),
+        "c": pick(raw, "c", "consumerGroup"),
+        "t": pick(raw, "t", "topic"),
+        "q": pick(raw, "q", "queueId"),
+        "pt": pick(raw, "pt", "popTime"),
+        "bn": pick(raw, "bn", "brokerName"),
+        "aol": pick(raw, "aol", "ackOffsetList"),
     }
     if batch:
         offsets = tuple(get_int({"o": o}, "o", what) for o in get_list(obj, "aol", what))

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ariane.broker.filters import PullFilter
+from ariane.broker.pop.buffer import CheckpointBuffer
 from ariane.broker.pop.order import OrderInfoManager
 from ariane.broker.pop.polling import PopLongPolling, Probe
 from ariane.broker.pop.records import PopCheckPoint
@@ -115,6 +116,7 @@ class PopService:
         host: the broker.
         revive_log: where checkpoints go.
         orders: FIFO state.
+        buffer: held checkpoints and the order of offset commits.
         polling: parked POP requests.
         filters: builds a request's filter (the pull processor's cache).
         rng: randomness (tests pass a seeded one).
@@ -127,10 +129,12 @@ class PopService:
         orders: OrderInfoManager,
         polling: PopLongPolling,
         filters: FilterBuilder,
+        buffer: CheckpointBuffer,
         rng: random.Random | None = None,
     ) -> None:
         self.host = host
         self.revive_log = revive_log
+        self.buffer = buffer
         self.orders = orders
         self.polling = polling
         self.filters = filters
@@ -323,13 +327,14 @@ class PopService:
             reset = offsets.take_reset(group, topic, queue_id)
             if reset is not None:
                 self.orders.clear(topic, group, queue_id)
+                self.buffer.clear_queue(topic, group, queue_id)
                 offsets.commit(group, topic, queue_id, reset)
                 return reset
         offset = offsets.query(group, topic, queue_id)
         if offset < 0:
             offset = self._init_offset(topic, queue_id, init_mode)
             offsets.commit(group, topic, queue_id, offset)
-        return offset
+        return max(offset, self.buffer.next_offset(topic, group, queue_id))
 
     def _init_offset(self, topic: str, queue_id: int, init_mode: int) -> int:
         """``getInitOffset``: MIN (and every retry topic) starts at the queue's min offset;
@@ -377,8 +382,11 @@ class PopService:
                 else:
                     self._take(pop, topic, queue_id, start, res)
             elif res.status in _NOTHING_MATCHED and res.next_begin_offset > start:
-                # a filtered-out range is consumed: commit past it
-                self.host.offsets.commit(req.group, topic, queue_id, res.next_begin_offset)
+                # a filtered-out range is consumed: committed past (in order)
+                if req.order:
+                    self.host.offsets.commit(req.group, topic, queue_id, res.next_begin_offset)
+                else:
+                    self.buffer.add(topic, req.group, queue_id, res.next_begin_offset, None, 0)
             if dead == 0 or pop.room <= 0 or res.next_begin_offset >= res.max_offset:
                 pop.rest += max(0, res.max_offset - res.next_begin_offset)
                 return
@@ -391,15 +399,17 @@ class PopService:
             start, pop.pop_time, req.invisible_time_ms, queue_id, topic, req.group,
             self.host.config.broker_name, tuple(o - start for o in res.message_queue_offsets),
         )  # fmt: skip
-        future = self.revive_log.append_ck(ck, pop.revive_qid)
-        if future.done() and not future.result().stored:
-            logger.error(
-                "cannot write the checkpoint of %s:%d for %s (%s): its messages stay unconsumed",
-                topic, queue_id, req.group, future.result().status.value,
-            )  # fmt: skip
-            return
-        pop.pending.append(future)
-        self.host.offsets.commit(req.group, topic, queue_id, res.next_begin_offset)
+        write = self.buffer.add(
+            topic, req.group, queue_id, res.next_begin_offset, ck, pop.revive_qid
+        )
+        if write is not None:
+            if write.done() and not write.result().stored:
+                logger.error(
+                    "cannot write the checkpoint of %s:%d for %s (%s): its messages stay "
+                    "unconsumed", topic, queue_id, req.group, write.result().status.value,
+                )  # fmt: skip
+                return
+            pop.pending.append(write)
         self._add(pop, topic, queue_id, start, res.messages, res.message_queue_offsets, {})
 
     def _take_order(self, pop: _Pop, topic: str, queue_id: int, start: int, res: GetResult) -> int:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ariane.broker.processors import error, ok
 from ariane.broker.runtime_config import RESTART_REMARK, check_wire_update, is_wire_key
 from ariane.common.javaprops import format_properties, parse_properties
+from ariane.common.topic_attributes import alter_attributes
 from ariane.common.topics import is_system_topic, validate_topic
 from ariane.errors import ConfigError, InvalidArgumentError
 from ariane.remoting.dispatch import RequestContext
@@ -41,29 +42,16 @@ _MAX_QUEUE_NUMS = 65535
 _FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
 
 
-def parse_attributes(text: str | None, current: dict[str, str]) -> dict[str, str]:
-    """Apply ``"+k=v,+k2=v2,-k3"`` to ``current`` (``AttributeParser``).
+def parse_attributes(
+    text: str | None, current: dict[str, str], *, create: bool = False, enable_mixed: bool = False
+) -> dict[str, str]:
+    """Apply ``"+k=v,+k2=v2,-k3"`` to ``current`` (``AttributeUtil.alterCurrentAttributes``;
+    see :mod:`ariane.common.topic_attributes`).
 
     Raises:
-        InvalidArgumentError: an entry is neither ``+k=v`` nor ``-k``.
+        InvalidArgumentError: a malformed entry, an unknown attribute or a refused value.
     """
-    out = dict(current)
-    if not text:
-        return out
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if part.startswith("+") and "=" in part:
-            key, _, value = part[1:].partition("=")
-            if not key:
-                raise InvalidArgumentError(f"bad attribute {part!r}")
-            out[key] = value
-        elif part.startswith("-") and len(part) > 1 and "=" not in part:
-            out.pop(part[1:], None)
-        else:
-            raise InvalidArgumentError(f"bad attribute {part!r}: expected +key=value or -key")
-    return out
+    return alter_attributes(current, text, create=create, enable_mixed=enable_mixed)
 
 
 class AdminBrokerProcessor:
@@ -140,7 +128,10 @@ class AdminBrokerProcessor:
         existing = self.broker.topics.get(header.topic)
         try:
             attributes = parse_attributes(
-                header.attributes, existing.attributes if existing is not None else {}
+                header.attributes,
+                existing.attributes if existing is not None else {},
+                create=existing is None,
+                enable_mixed=self.broker.config.enable_mixed_message_type,
             )
         except InvalidArgumentError as exc:
             return error(ResponseCode.INVALID_PARAMETER, str(exc))
@@ -169,6 +160,14 @@ class AdminBrokerProcessor:
             refused = self._check_topic_config(tc)
             if refused is not None:
                 return refused
+            try:  # the body carries whole attribute maps: check them as a creation
+                modification = ",".join(f"+{k}={v}" for k, v in tc.attributes.items())
+                alter_attributes(
+                    {}, modification, create=True,
+                    enable_mixed=self.broker.config.enable_mixed_message_type,
+                )  # fmt: skip
+            except InvalidArgumentError as exc:
+                return error(ResponseCode.INVALID_PARAMETER, f"{tc.topic_name}: {exc}")
         for tc in configs:
             self.broker.topics.put(tc)
         await self.broker.topics.file.persist()

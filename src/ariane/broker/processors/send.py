@@ -88,7 +88,6 @@ from ariane.remoting.protocol.command import (
 from ariane.remoting.server import RemotingServer
 from ariane.store import (
     BatchItem,
-    FlushDiskType,
     MessageBatchInner,
     MessageInner,
     PutResult,
@@ -202,7 +201,7 @@ class SendMessageProcessor:
         self._after_put = broker.replication.after_put
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._async_flush = broker.store_config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+        self._async_flush = broker.store.answers_at_once  # else puts complete later
         # offsetMsgId = hex(host + port) + hex(offset, 16 digits): the first part is fixed
         self._msg_id_prefix = create_offset_msg_id(
             broker.store_host.addr, broker.store_host.port, 0
@@ -516,7 +515,9 @@ class SendMessageProcessor:
             # = RemotingCommand.response(code, None, ext), positional (hot path)
             return RemotingCommand(code, _PYTHON, CURRENT_VERSION, 0, FLAG_RESPONSE, None, ext)
         if status is PutStatus.CREATE_MAPPED_FILE_FAILED:
-            remark = "create mapped file failed, server is busy or broken."
+            remark = "create mapped file failed, server is busy or broken." + (
+                f" ({result.remark})" if result.remark else ""
+            )
         else:
             remark = result.remark or result.status.value
         return error(code, remark)

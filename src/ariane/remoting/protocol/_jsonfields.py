@@ -22,7 +22,14 @@ __all__ = [
     "get_opt_str",
     "get_str",
     "parse_object",
+    "pick",
 ]
+
+
+def pick(obj: dict[Any, Any], short: str, long: str) -> Any:
+    """A property written under its short name or, by older writers, its long one."""
+    value = obj.get(short)
+    return obj.get(long) if value is None else value
 
 
 def parse_object(data: bytes | bytearray | memoryview | str, what: str) -> dict[Any, Any]:

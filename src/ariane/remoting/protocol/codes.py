@@ -183,6 +183,9 @@ class RequestCode(IntEnum):
     # group shows, in one request per broker; RocketMQ brokers answer REQUEST_CODE_NOT_SUPPORTED.
     ARIANE_GET_TOPIC_SUMMARY = 90001
     ARIANE_GET_GROUP_SUMMARY = 90002
+    # Ariane extension (issue 14): hand a DLedger group's leadership to another node
+    # (``mqadmin transferLeadership``)
+    ARIANE_DLEDGER_TRANSFER_LEADERSHIP = 90011
 
 
 class ResponseCode(IntEnum):

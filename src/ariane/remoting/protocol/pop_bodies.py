@@ -22,16 +22,12 @@ from ariane.remoting.protocol._jsonfields import (
     get_list,
     get_str,
     parse_object,
+    pick,
 )
 
 __all__ = ["BatchAck", "BatchAckMessageRequestBody"]
 
 _WHAT = "BatchAck"
-
-
-def _pick(obj: dict[Any, Any], short: str, long: str) -> Any:
-    value = obj.get(short)
-    return obj.get(long) if value is None else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,15 +72,15 @@ class BatchAck:
         """
         obj = as_object(value, _WHAT)
         norm = {
-            "c": _pick(obj, "c", "consumerGroup"),
-            "t": _pick(obj, "t", "topic"),
-            "r": _pick(obj, "r", "retry"),
-            "so": _pick(obj, "so", "startOffset"),
-            "q": _pick(obj, "q", "queueId"),
-            "rq": _pick(obj, "rq", "reviveQueueId"),
-            "pt": _pick(obj, "pt", "popTime"),
-            "it": _pick(obj, "it", "invisibleTime"),
-            "b": _pick(obj, "b", "bitSet"),
+            "c": pick(obj, "c", "consumerGroup"),
+            "t": pick(obj, "t", "topic"),
+            "r": pick(obj, "r", "retry"),
+            "so": pick(obj, "so", "startOffset"),
+            "q": pick(obj, "q", "queueId"),
+            "rq": pick(obj, "rq", "reviveQueueId"),
+            "pt": pick(obj, "pt", "popTime"),
+            "it": pick(obj, "it", "invisibleTime"),
+            "b": pick(obj, "b", "bitSet"),
         }
         try:
             bits = tuple(decode_bitset(get_str(norm, "b", _WHAT)))

@@ -53,7 +53,25 @@ def _map(path: str, size: int, what: str) -> tuple[int, mmap.mmap]:
         raise
 
 
-class TimerWheel:
+class _WholeMap:
+    """A file mapped whole, written in place."""
+
+    def __init__(self, path: str, size: int, what: str) -> None:
+        self.path = path
+        self._fd, self._mm = _map(path, size, what)
+
+    def flush(self) -> None:
+        """Make what was written durable."""
+        self._mm.flush()
+
+    def close(self) -> None:
+        """Unmap (what was written stays in the page cache and the file)."""
+        if not self._mm.closed:
+            self._mm.close()
+            os.close(self._fd)
+
+
+class TimerWheel(_WholeMap):
     """The slots of the next 7 days (14 with the mirror half), in one mapped file.
 
     Args:
@@ -66,9 +84,8 @@ class TimerWheel:
     """
 
     def __init__(self, path: str, precision_ms: int) -> None:
-        self.path = path
+        super().__init__(path, WHEEL_FILE_SIZE, "timer wheel")
         self.precision_ms = precision_ms
-        self._fd, self._mm = _map(path, WHEEL_FILE_SIZE, "timer wheel")
 
     def _offset(self, time_ms: int) -> int:
         return (time_ms // self.precision_ms) % _SLOTS * SLOT_SIZE
@@ -109,16 +126,6 @@ class TimerWheel:
                 total += slot.num
             t += p
         return total
-
-    def flush(self) -> None:
-        """Make the slots durable."""
-        self._mm.flush()
-
-    def close(self) -> None:
-        """Unmap (written slots stay in the page cache and the file)."""
-        if not self._mm.closed:
-            self._mm.close()
-            os.close(self._fd)
 
 
 class TimerLog:
@@ -221,7 +228,7 @@ class TimerLog:
         self.queue.shutdown()
 
 
-class TimerCheckpointFile:
+class TimerCheckpointFile(_WholeMap):
     """``config/timercheck``, mapped.
 
     Args:
@@ -229,8 +236,7 @@ class TimerCheckpointFile:
     """
 
     def __init__(self, path: str) -> None:
-        self.path = path
-        self._fd, self._mm = _map(path, CHECKPOINT_SIZE, "timer checkpoint")
+        super().__init__(path, CHECKPOINT_SIZE, "timer checkpoint")
 
     def read(self) -> Checkpoint:
         """The stored progress (zeros for a new file)."""
@@ -239,13 +245,3 @@ class TimerCheckpointFile:
     def write(self, cp: Checkpoint) -> None:
         """Store ``cp`` (durable after :meth:`flush`)."""
         self._mm[:56] = cp.pack()
-
-    def flush(self) -> None:
-        """Make the last write durable."""
-        self._mm.flush()
-
-    def close(self) -> None:
-        """Unmap."""
-        if not self._mm.closed:
-            self._mm.close()
-            os.close(self._fd)

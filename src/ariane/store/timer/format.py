@@ -46,6 +46,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from ariane.common.hashing import java_string_hash
 from ariane.errors import CorruptionError
 from ariane.store.format import ReadableBuffer
 
@@ -96,15 +97,6 @@ def slot_time(deliver_ms: int, precision_ms: int) -> int:
     if deliver_ms % precision_ms == 0:
         return deliver_ms - precision_ms
     return deliver_ms // precision_ms * precision_ms
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode()`` (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 class Slot(NamedTuple):

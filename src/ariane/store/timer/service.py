@@ -142,6 +142,7 @@ class TimerMessageStore(ServiceThread):
         #: slots (and at-once deliveries) before this time are checked against the index
         self.verify_before_ms = 0
         self._last_flush = 0.0
+        self._backlog = False
         #: real topic -> timer messages enqueued and not delivered yet (since start)
         self._waiting: dict[str, int] = {}
         self._lock = threading.RLock()
@@ -215,6 +216,8 @@ class TimerMessageStore(ServiceThread):
     def run_once(self) -> None:
         self.run_pass()
         self._flush_if_due()
+        if self._backlog:
+            return  # more of the timer queue to enqueue: no sleep
         p = self.precision_ms
         now = self.clock.now_ms()
         until_next = (now // p + 1) * p - now
@@ -264,7 +267,11 @@ class TimerMessageStore(ServiceThread):
             return 0
         offset = max(self.queue_offset, cq.min_offset_in_queue)
         taken = 0
-        while offset < cq.max_offset_in_queue and taken < _ENQUEUE_BATCH * 8:
+        self._backlog = False
+        while offset < cq.max_offset_in_queue:
+            if taken >= _ENQUEUE_BATCH * 8:  # deliver due slots in between
+                self._backlog = True
+                break
             entries = cq.get_entries(offset, _ENQUEUE_BATCH)
             if not entries:
                 offset = min(cq.roll_next_file(offset), cq.max_offset_in_queue)

@@ -6,7 +6,9 @@ import sys
 
 import click
 
+from ariane.errors import StoreError
 from ariane.store.tools.dump import dump
+from ariane.store.tools.repair import repair
 from ariane.store.tools.verify import verify
 
 __all__ = ["store"]
@@ -41,4 +43,21 @@ def verify_cmd(directory: str) -> None:
         + ("OK" if not problems else f"{len(problems)} problem(s)")
     )
     if problems:
+        sys.exit(1)
+
+
+@store.command("repair")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+def repair_cmd(directory: str) -> None:
+    """Get a damaged store (one the broker refuses to start) loading again.
+
+    What stops the start (a CommitLog file of the wrong size, a missing or overlapping one, a
+    damaged checkpoint, ConsumeQueue entries pointing at the wrong records) is moved into
+    DIRECTORY/repair-<time>/ (nothing is deleted), then the store is recovered in full: queues
+    and index rebuilt from the CommitLog. Run it on a stopped store.
+    """
+    try:
+        repair(directory, click.echo)
+    except StoreError as exc:
+        click.echo(f"ariane store repair: {exc}", err=True)
         sys.exit(1)

@@ -37,6 +37,7 @@ from ariane.remoting.protocol.headers.admin import (
     QueryTopicConsumeByWhoRequestHeader,
     QueryTopicsByConsumerRequestHeader,
     ResumeCheckHalfMessageRequestHeader,
+    TransferLeadershipRequestHeader,
     UpdateGroupForbiddenRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
@@ -198,6 +199,7 @@ __all__ = [
     "SendMessageRequestHeader",
     "SendMessageRequestHeaderV2",
     "SendMessageResponseHeader",
+    "TransferLeadershipRequestHeader",
     "UnRegisterBrokerRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
@@ -295,6 +297,7 @@ ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
     UpdateGroupForbiddenRequestHeader,
+    TransferLeadershipRequestHeader,
     ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,

@@ -28,6 +28,7 @@ __all__ = [
     "QueryTopicConsumeByWhoRequestHeader",
     "QueryTopicsByConsumerRequestHeader",
     "ResumeCheckHalfMessageRequestHeader",
+    "TransferLeadershipRequestHeader",
     "UpdateGroupForbiddenRequestHeader",
     "ViewBrokerStatsDataRequestHeader",
 ]
@@ -237,3 +238,11 @@ class UpdateGroupForbiddenRequestHeader(CommandHeader):
     group: str
     topic: str
     readable: bool | None = None
+
+
+@header()
+class TransferLeadershipRequestHeader(CommandHeader):
+    """ARIANE_DLEDGER_TRANSFER_LEADERSHIP (90011, an Ariane extension): hand the DLedger
+    group's leadership to node ``transferee_id`` (``n1``...)."""
+
+    transferee_id: str
