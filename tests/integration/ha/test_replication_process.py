@@ -26,7 +26,8 @@ from ariane.client import (
     SendStatus,
 )
 from ariane.client.errors import BrokerResponseError
-from ariane.remoting.protocol.codes import ResponseCode
+from ariane.remoting.protocol.admin_bodies import DelayOffsetSerializeWrapper
+from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from tests.integration.ha.support import (
     client_config,
     commit_log_bytes,
@@ -38,7 +39,7 @@ from tests.integration.ha.support import (
 )
 from tests.support.cluster import HACluster
 from tests.support.processes import free_port
-from tests.support.rpc import send_message
+from tests.support.rpc import request, send_message
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -128,6 +129,10 @@ def test_slave_refuses_writes_and_copies_metadata(ha_cluster: HACluster) -> None
             await create_topic(admin, ha_cluster, "Meta", 2)
             await admin.create_group("cg_meta", broker_addr=master, retry_max_times=3)
             await admin.api.update_consumer_offset(master, "cg_meta", "Meta", 1, 42)
+            delayed = await asyncio.to_thread(
+                send_message, master, "Meta", b"in a second", properties="DELAY\x011\x02"
+            )
+            assert delayed.code == ResponseCode.SUCCESS
             deadline = time.monotonic() + 20
             while True:
                 try:
@@ -135,9 +140,14 @@ def test_slave_refuses_writes_and_copies_metadata(ha_cluster: HACluster) -> None
                 except BrokerResponseError:
                     group = None
                 offset = await admin.api.query_consumer_offset(slave, "cg_meta", "Meta", 1)
-                if group is not None and group.retry_max_times == 3 and offset == 42:
+                delay = await asyncio.to_thread(
+                    request, slave, RequestCode.GET_ALL_DELAY_OFFSET
+                )  # the delay progress: level 1 delivered once on the master, copied
+                levels = DelayOffsetSerializeWrapper.decode(delay.body or b"{}").offset_table
+                copied = group is not None and group.retry_max_times == 3 and offset == 42
+                if copied and levels.get(1) == 1:
                     break
-                assert time.monotonic() < deadline, (group, offset)
+                assert time.monotonic() < deadline, (group, offset, levels)
                 await asyncio.sleep(0.1)
             info = await runtime(admin, slave)
             assert info["brokerRole"] == "SLAVE"
