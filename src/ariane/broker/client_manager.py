@@ -108,6 +108,8 @@ class ClientManager:
         self.expired_s = expired_s
         #: connections one group may have (``maxClientsPerGroup``)
         self.max_per_group = 4096
+        #: called with a consumer group whose last connection left
+        self.on_group_offline: Callable[[str], None] | None = None
         self.producers: dict[str, dict[int, ClientChannelInfo]] = {}
         self.consumers: dict[str, ConsumerGroupInfo] = {}
         self._groups_of_channel: dict[int, tuple[set[str], set[str]]] = {}
@@ -209,6 +211,8 @@ class ClientManager:
         logger.info("consumer of %s gone: %r", group, channel)
         if not group_info.channels:
             del self.consumers[group]
+            if self.on_group_offline is not None:
+                self.on_group_offline(group)
         elif notify:
             self.notify(group, group_info.all_channels())
         return True

@@ -145,13 +145,32 @@ class ConsumerOffsetManager:
             queues = self.pull_offset_table[key] = {}
         queues[queue_id] = next_offset
 
+    def consuming(self, group: str, topic: str, online: bool) -> bool:
+        """Whether ``group`` consumes ``topic`` now: a consumer is ``online``, or something
+        pulled for the group since its last consumer left (clients without heartbeats)."""
+        return online or bool(self.pull_offset_table.get(f"{topic}@{group}"))
+
     def pull_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The last pull position, or -1."""
         return self.pull_offset_table.get(f"{topic}@{group}", {}).get(queue_id, -1)
 
-    def assign_reset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        """Reset the group's position: commit it and make the next pull jump there."""
+    def forget_pull_positions(self, group: str) -> None:
+        """The group's last consumer left: nothing it pulled is in flight any more."""
+        suffix = "@" + group
+        for key in [k for k in self.pull_offset_table if k.endswith(suffix)]:
+            del self.pull_offset_table[key]
+
+    def commit_reset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """An administrator moved the group's position: commit it; what was pulled beyond the
+        old position is no longer in flight (the next pull records a new position)."""
         self.commit(group, topic, queue_id, offset)
+        pulls = self.pull_offset_table.get(f"{topic}@{group}")
+        if pulls is not None:
+            pulls.pop(queue_id, None)
+
+    def assign_reset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Reset the group's position (``commit_reset``) and make the next pull jump there."""
+        self.commit_reset(group, topic, queue_id, offset)
         self.reset_offset_table.setdefault(f"{topic}@{group}", {})[queue_id] = offset
 
     def has_reset(self, group: str, topic: str, queue_id: int) -> bool:

@@ -169,6 +169,8 @@ class BrokerController:
         self.clients = ClientManager(
             self.clock, self.notify_consumers_changed, config.channel_expired_timeout_ms / 1000
         )
+        # issue 20: a group with no consumer online has nothing in flight
+        self.clients.on_group_offline = self.offsets.forget_pull_positions
         self.locks = RebalanceLockManager(self.clock, config.rebalance_lock_max_live_time_ms)
         self.stats = BrokerStats(
             self.clock,

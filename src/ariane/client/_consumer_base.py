@@ -284,6 +284,14 @@ class ConsumerBase:
         instance.rebalance_immediately()
         return instance
 
+    async def close(self) -> None:
+        """Leave the cluster (each consumer says what it finishes first)."""
+        raise NotImplementedError
+
+    async def shutdown(self) -> None:
+        """``close`` under Java's name (``DefaultMQPushConsumer.shutdown()``)."""
+        await self.close()
+
     async def _leave(self) -> None:
         """Unregister from the brokers and release the instance."""
         instance, self._instance = self._instance, None

@@ -275,6 +275,10 @@ class Producer:
             await instance.unregister_producer(self._group)
             await instance.release()
 
+    async def shutdown(self) -> None:
+        """``close`` under Java's name (``DefaultMQProducer.shutdown()``)."""
+        await self.close()
+
     def now_ms(self) -> int:
         """Monotonic milliseconds from the client config's clock."""
         return monotonic_ms(self.client_config.clock)

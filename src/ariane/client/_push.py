@@ -315,10 +315,6 @@ class PushConsumer(ConsumerBase):
         await self._leave()
         logger.info("push consumer %s closed", self.group)
 
-    async def shutdown(self) -> None:
-        """Alias of ``close`` (Java's name)."""
-        await self.close()
-
     async def __aenter__(self) -> PushConsumer:
         await self.start()
         return self

@@ -140,10 +140,6 @@ class SimpleConsumer(ConsumerBase):
             return
         await self._leave()
 
-    async def shutdown(self) -> None:
-        """``close`` (the name of RocketMQ 5's clients)."""
-        await self.close()
-
     async def __aenter__(self) -> SimpleConsumer:
         await self.start()
         return self

@@ -154,7 +154,7 @@ class TransactionProducer(Producer):
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
         await self.end_transaction(result, state, error, msg=msg)
-        return TransactionSendResult(result, state)
+        return TransactionSendResult.of(result, state)
 
     async def send_half(self, msg: Message, *, timeout_ms: int | None = None) -> SendResult:
         """Step 1 of ``send_in_transaction``: store ``msg`` as a half message.

@@ -109,6 +109,10 @@ class Admin(AdminBulk):
             if instance is not None:
                 await instance.release()
 
+    async def shutdown(self) -> None:
+        """``close`` under Java's name (``DefaultMQAdminExt.shutdown()``)."""
+        await self.close()
+
     async def __aenter__(self) -> Admin:
         await self.start()
         return self

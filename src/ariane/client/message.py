@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ariane.common import message as _common
 from ariane.common import properties as props
@@ -242,27 +242,28 @@ _TRANSACTION_FLAGS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class TransactionSendResult:
-    """A half message's send result and what the local transaction decided.
+@dataclass(slots=True)
+class TransactionSendResult(SendResult):
+    """A half message's ``SendResult`` with what the local transaction decided (Java's
+    ``TransactionSendResult extends SendResult``): ``status``, ``msg_id``, ``queue_offset``...
+    are the half message's.
 
     Attributes:
-        send_result: the half message's ``SendResult``.
         local_transaction_state: the state reported to the broker by END_TRANSACTION.
     """
 
-    send_result: SendResult
-    local_transaction_state: LocalTransactionState
+    local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
+
+    @classmethod
+    def of(cls, result: SendResult, state: LocalTransactionState) -> TransactionSendResult:
+        """``result`` with the local transaction's ``state`` added."""
+        values = {f.name: getattr(result, f.name) for f in fields(SendResult)}
+        return cls(**values, local_transaction_state=state)
 
     @property
-    def msg_id(self) -> str:
-        """The message's unique id."""
-        return self.send_result.msg_id
-
-    @property
-    def transaction_id(self) -> str | None:
-        """The broker's transaction id."""
-        return self.send_result.transaction_id
+    def send_result(self) -> SendResult:
+        """The half message's send result (this object; kept for older callers)."""
+        return self
 
 
 class PullStatus(enum.Enum):

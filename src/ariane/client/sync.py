@@ -187,6 +187,10 @@ class _Blocking:
 
         self._run(go())
 
+    def shutdown(self) -> None:
+        """``close`` under Java's name."""
+        self.close()
+
     def __enter__(self: Any) -> Any:
         self.start()
         return self
@@ -347,7 +351,7 @@ class SyncTransactionProducer(SyncProducer):
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
         self._run(self.producer.end_transaction(result, state, error))
-        return TransactionSendResult(result, state)
+        return TransactionSendResult.of(result, state)
 
 
 class SyncAdmin(_Blocking):

@@ -32,10 +32,6 @@ class _SyncConsumer(_Blocking):
     def _close_coro(self) -> Awaitable[None]:
         return self.consumer.close()
 
-    def shutdown(self) -> None:
-        """Shut down gracefully (``close``)."""
-        self.close()
-
     def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
         """``subscribe`` of the asyncio consumer."""
         self._bg.run(_call(self.consumer.subscribe, topic, expression))

@@ -8,6 +8,10 @@ above the forced-cleanup ratio (85 %), and at most 10 files per pass. Above the 
 (90 %) the store refuses writes; at or below 85 % it accepts them again. Then ConsumeQueue
 files whose entries all point below the new CommitLog minimum, and likewise index files, are
 deleted. Clock and disk usage are injected so tests need neither waiting nor a full disk.
+
+When space is short and no file can be deleted, the warning is logged when that state begins,
+then at most every ``NO_ROOM_WARN_INTERVAL_MS`` while it lasts (not on every 10 s pass), and
+its end is logged once.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 DELETE_FILES_BATCH_MAX = 10
 MANUAL_DELETE_TIMES = 20
+#: while space stays short with nothing deletable, the warning repeats at most this often
+NO_ROOM_WARN_INTERVAL_MS = 600_000
 
 #: Returns the used fraction (0..1) of the partition holding a path, or -1 when unknown.
 DiskUsage = Callable[[str], float]
@@ -85,6 +91,8 @@ class CleanService(ServiceThread):
         self.last_physical_min_offset = 0
         self.disk_ratio = 0.0
         self._first = True
+        #: monotonic ms of the last "no file could be deleted" warning; None outside that state
+        self._no_room_warned_ms: float | None = None
 
     def run_once(self) -> None:
         self.wait(60.0 if self._first else self.config.clean_resource_interval_ms / 1000)
@@ -134,14 +142,35 @@ class CleanService(ServiceThread):
         space_short, clean_now = self._space_check()
         manual = self.manual_delete_times > 0
         if not (time_up or space_short or manual):
+            self._report_no_room(False)
             return 0
         if manual:
             self.manual_delete_times -= 1
         force = self.config.clean_file_forcibly_enable and clean_now
         deleted = self.delete_expired_commit_log_files(force)
-        if not deleted and space_short:
-            logger.warning("disk space will be full soon, but no file could be deleted")
+        self._report_no_room(space_short and not deleted)
         return deleted
+
+    def _report_no_room(self, no_room: bool) -> None:
+        """Warn when space is short and nothing could be deleted: when it starts, then at
+        most every ``NO_ROOM_WARN_INTERVAL_MS``; say once when it is over."""
+        now = self.clock.monotonic() * 1000
+        last = self._no_room_warned_ms
+        if not no_room:
+            if last is not None:
+                self._no_room_warned_ms = None
+                logger.info("disk space: files can be deleted again (or space is no longer short)")
+            return
+        if last is not None and now - last < NO_ROOM_WARN_INTERVAL_MS:
+            return
+        self._no_room_warned_ms = now
+        used = f"{self.disk_ratio:.0%} used" if self.disk_ratio >= 0 else "usage unknown"
+        logger.warning(
+            "disk space will be full soon (%s), but no file could be deleted: free space "
+            "or raise the disk limits (repeated every %d min while it lasts)",
+            used,
+            NO_ROOM_WARN_INTERVAL_MS // 60_000,
+        )
 
     def delete_expired_commit_log_files(self, force: bool) -> int:
         """``deleteExpiredFileByTime``: oldest first, never the last file, at most 10."""

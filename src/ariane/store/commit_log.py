@@ -641,19 +641,29 @@ class CommitLog:
         is not older than ``reserved_ms`` (unless ``force``); at most ``limit``. Returns how
         many were deleted."""
         doomed: list[MappedFile] = []
+        forced = 0
         for mf in self.queue.files[:-1]:
-            if not (now_ms >= mf.last_modified_ms() + reserved_ms or force):
+            expired = now_ms >= mf.last_modified_ms() + reserved_ms
+            if not (expired or force):
                 break
             mf.shutdown_mark(now_ms)
             if not mf.destroy(sync_dir=False):
                 break
             doomed.append(mf)
+            forced += not expired
             if len(doomed) >= limit:
                 break
         if doomed:
             self.disk.sync_dir(self.queue.store_path)
             self.queue.remove_files(doomed)
-            logger.info("deleted %d expired CommitLog file(s)", len(doomed))
+            if len(doomed) > forced:
+                logger.info("deleted %d expired CommitLog file(s)", len(doomed) - forced)
+            if forced:
+                logger.warning(
+                    "forced cleanup: deleted %d CommitLog file(s) before they expired "
+                    "(disk space is short)",
+                    forced,
+                )
         return len(doomed)
 
     def set_aside(self, mf: MappedFile) -> None:

@@ -349,3 +349,52 @@ def test_reset_offset_client_side_uses_the_cpp_body_for_cpp_clients(tmp_path: Pa
         await b.stop()
 
     run(main())
+
+
+def test_progress_after_a_reset_with_no_consumer_online(tmp_path: Path) -> None:
+    """Issue 20 item 5: a reset with nobody online leaves nothing in flight and no TPS."""
+
+    async def main() -> None:
+        b = await Broker(tmp_path, use_server_side_reset_offset=True).start()
+        for i in range(25):
+            await b.send("T", f"m{i}".encode())
+        channel = FakeChannel("127.0.0.1:50001")
+        await b.heartbeat("c1", "CG", ("T",), channel)
+        pull = b.pull_header("T", "CG", sys_flag=PULL_SUBSCRIPTION, suspend_ms=0)
+        r = await b.answer(RequestCode.PULL_MESSAGE, pull, channel=channel)
+        assert (r.code, r.ext_fields["nextBeginOffset"]) == (ResponseCode.SUCCESS, "25")
+        b.c.offsets.commit("CG", "T", 0, 25)
+        for _ in range(2):  # two 10 s samples: the minute window sees the 25 messages
+            b.clock.advance(10_000)
+            b.c.stats.tick()
+
+        async def progress() -> tuple[float, int, int, int]:
+            r = await b.answer(RequestCode.GET_CONSUME_STATS, {"consumerGroup": "CG"})
+            stats = ConsumeStats.decode(r.body or b"")
+            w = stats.offset_table[MessageQueue("T", "broker-a", 0)]
+            return stats.consume_tps, w.broker_offset, w.consumer_offset, w.pull_offset
+
+        tps, *offsets = await progress()
+        assert tps > 0
+        assert offsets == [25, 25, 25]
+        # a pulled but uncommitted message is in flight while its consumer is online
+        b.c.offsets.commit("CG", "T", 0, 24)
+        assert (await progress())[1:] == (25, 24, 25)
+        r = await b.answer(
+            RequestCode.UNREGISTER_CLIENT,
+            {"clientID": "c1", "producerGroup": "", "consumerGroup": "CG"},
+            channel=channel,
+        )
+        assert r.code == ResponseCode.SUCCESS
+        header = h.ResetOffsetRequestHeader(group="CG", topic="T", timestamp=0, is_force=True)
+        r = await b.answer(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        # nothing pulled is in flight (pull offset = consumer offset) and nobody consumes
+        assert await progress() == (0.0, 25, 0, 0)
+        r = await b.answer(RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": "false"})
+        body = fastjson.loads(r.body or b"{}")
+        assert body["totalDiff"] == 25
+        assert body["totalInflightDiff"] == 0
+        await b.stop()
+
+    run(main())

@@ -1,8 +1,12 @@
+import logging
 import os
 import time
 from pathlib import Path
 
+import pytest
+
 from ariane.common.clock import ManualClock
+from ariane.store import cleanup
 from ariane.store.message_store import MessageStore
 from ariane.store.results import GetStatus, PutStatus
 
@@ -157,5 +161,56 @@ def test_clean_expired_consume_queue(tmp_path: Path) -> None:
         assert store.clean_expired_consume_queue() == 1
         assert "Old" not in store.topic_queues()
         assert store.get_message("g", "Old", 0, 0, 1).status is GetStatus.NO_MATCHED_LOGIC_QUEUE
+    finally:
+        store.shutdown()
+
+
+def test_forced_cleanup_says_forced_and_the_no_room_warning_is_rate_limited(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 20 item 5: files deleted before they expired are 'forced', and a disk that stays
+    short with nothing left to delete warns once, not on every pass (a manual minute)."""
+    clock = ManualClock(_local_noon_ms())
+    disk = Disk()
+    store = make(tmp_path, clock, disk)
+    try:
+        fill(store, 200)
+        n = len(store.commit_log.queue.files)
+        first = store.commit_log.queue.files[0].path
+        old = (clock.now_ms() - 80 * HOUR_MS) / 1000
+        os.utime(first, (old, old))  # one expired file, the others young
+        disk.ratio = 0.87
+        caplog.set_level(logging.INFO, logger="ariane.store")
+        assert store.clean_files_once()[0] == n - 1
+        texts = [r.getMessage() for r in caplog.records if "CommitLog file" in r.getMessage()]
+        assert texts == [
+            "deleted 1 expired CommitLog file(s)",
+            f"forced cleanup: deleted {n - 2} CommitLog file(s) before they expired "
+            "(disk space is short)",
+        ]
+        caplog.clear()
+        for _ in range(30):  # a minute of passes every 2 s: only the active file is left
+            clock.advance(2000)
+            assert store.clean_files_once()[0] == 0
+        warnings = [r for r in caplog.records if "no file could be deleted" in r.getMessage()]
+        assert len(warnings) == 1
+        assert warnings[0].levelno == logging.WARNING
+        assert "87% used" in warnings[0].getMessage()
+        caplog.clear()
+        clock.advance(cleanup.NO_ROOM_WARN_INTERVAL_MS)  # still short ten minutes later
+        store.clean_files_once()
+        store.clean_files_once()
+        assert sum("no file could be deleted" in r.getMessage() for r in caplog.records) == 1
+        caplog.clear()
+        disk.ratio = 0.50  # space freed: said once
+        for _ in range(3):
+            store.clean_files_once()
+        assert [r.getMessage() for r in caplog.records if "disk space" in r.getMessage()] == [
+            "disk space: files can be deleted again (or space is no longer short)"
+        ]
+        caplog.clear()
+        disk.ratio = 0.87  # short again: a new state, warned at once
+        store.clean_files_once()
+        assert sum("no file could be deleted" in r.getMessage() for r in caplog.records) == 1
     finally:
         store.shutdown()

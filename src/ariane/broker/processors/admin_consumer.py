@@ -199,11 +199,13 @@ class AdminConsumerProcessor:
             topics = sorted(broker.offsets.topics_of_group(group))
         stats = ConsumeStats()
         store = broker.store
+        online = broker.clients.consumer_group(group) is not None
         for topic in topics:
             tc = broker.topics.get(topic)
             if tc is None or self._subscribed_elsewhere(group, topic):
                 continue
-            stats.consume_tps += broker.stats.group_get_tps(group, topic)
+            if broker.offsets.consuming(group, topic, online):  # else 0, not the last minute's
+                stats.consume_tps += broker.stats.group_get_tps(group, topic)
             for queue_id in range(tc.read_queue_nums):
                 consumer = max(0, broker.offsets.query(group, topic, queue_id))
                 last = 0
@@ -298,7 +300,7 @@ class AdminConsumerProcessor:
             if server_side:
                 broker.offsets.assign_reset(group, topic, mq.queue_id, offset)
             else:
-                broker.offsets.commit(group, topic, mq.queue_id, offset)
+                broker.offsets.commit_reset(group, topic, mq.queue_id, offset)
         await broker.offsets.persist()
         if online is not None:
             self._tell_clients_to_reset(online.channels.values(), header, table)

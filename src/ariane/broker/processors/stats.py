@@ -97,7 +97,10 @@ class StatsProcessor:
                     and topic not in online.subscriptions
                 ):
                     continue  # RocketMQ skips topics the online group does not subscribe
-                stats = ConsumeStats(consume_tps=broker.stats.group_get_tps(group, topic))
+                tps = 0.0  # nobody consumes now: not the rate of the last minute
+                if broker.offsets.consuming(group, topic, online is not None):
+                    tps = broker.stats.group_get_tps(group, topic)
+                stats = ConsumeStats(consume_tps=tps)
                 for queue_id in range(tc.write_queue_nums):
                     max_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
                     consumer = max(0, broker.offsets.query(group, topic, queue_id))
@@ -165,7 +168,9 @@ class StatsProcessor:
                 tc = broker.topics.get(topic)
                 if tc is None:
                     continue
-                window = get_nums.minute(f"{topic}@{group}")
+                window = None
+                if broker.offsets.consuming(group, topic, online is not None):
+                    window = get_nums.minute(f"{topic}@{group}")
                 tps += 0.0 if window is None else window.tps
                 for queue_id in range(tc.write_queue_nums):
                     consumer = broker.offsets.query(group, topic, queue_id)
