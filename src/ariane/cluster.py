@@ -7,8 +7,8 @@ How it works: :func:`plan_members` lays out the brokers: ``--groups`` groups nam
 custom: group ``g``, broker id ``i`` listens on ``base + 100*g + 10*i`` and replicates on the
 port after it; ``--base-port 0`` gives every broker a free port instead. Each broker gets
 ``<data-dir>/<name>-<id>/broker.conf`` (common properties from ``--broker-conf`` and ``-o``,
-then its identity) and its store next to it. The NameServer starts first, then the masters,
-then the slaves (which learn their master's HA address from the NameServer). When every
+then its identity) and its store next to it. The NameServer starts first, then every broker at
+once (slaves learn their master's HA address from their NameServer registrations). When every
 process is ready this prints one line::
 
     ready namesrv=HOST:PORT broker-a/0=HOST:PORT broker-a/1=HOST:PORT ... cluster=PATH
@@ -28,7 +28,6 @@ address; ``mqadmin clusterList`` shows who leads).
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,14 @@ from typing import Any
 import click
 
 from ariane.common.process import log_backup_count_option, log_level_option, log_max_bytes_option
-from ariane.standalone import _Child, _fail, _read_conf, _Supervisor
+from ariane.standalone import (
+    _Child,
+    _child_log_args,
+    _fail,
+    _read_conf,
+    _stop_on_signals,
+    _Supervisor,
+)
 
 __all__ = ["Member", "cluster", "plan_dledger_members", "plan_members"]
 
@@ -114,6 +120,23 @@ def plan_members(
                 }
             )
             members.append(Member(group_name(g), broker_id, props))
+    return members
+
+
+def _apply_member_options(members: list[Member], items: tuple[str, ...]) -> list[Member]:
+    """Apply ``GROUP/ID:KEY=VALUE`` options to the members they name.
+
+    Raises:
+        click.BadParameter: a malformed option or one naming no member.
+    """
+    by_key = {m.key: m for m in members}
+    for item in items:
+        target, sep, pair = item.partition(":")
+        if not sep or target not in by_key:
+            raise click.BadParameter(
+                f"{item!r} names no member (members: {', '.join(by_key)})", param_hint="-m"
+            )
+        by_key[target].props.update(_option_pairs((pair,)))
     return members
 
 
@@ -230,6 +253,15 @@ def _option_pairs(values: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE",
               help="A property for every broker (repeatable; wins over --broker-conf).")  # fmt: skip
+@click.option(
+    "-m",
+    "--member-option",
+    "member_options",
+    multiple=True,
+    metavar="GROUP/ID:KEY=VALUE",
+    help="A property for one broker, e.g. -m broker-a/1:haMasterAddress=127.0.0.1:7000 "
+    "(repeatable; wins over -o).",
+)
 @log_level_option("Logging threshold of every server.")
 @log_max_bytes_option()
 @log_backup_count_option()
@@ -245,6 +277,7 @@ def cluster(
     host: str | None,
     broker_conf: str | None,
     options: tuple[str, ...],
+    member_options: tuple[str, ...],
     log_level: str,
     log_max_bytes: int,
     log_backup_count: int,
@@ -267,20 +300,10 @@ def cluster(
             groups=groups, slaves=slaves, cluster_name=cluster_name, master_role=role.upper(),
             base_port=base_port, common=common,
         )  # fmt: skip
+    members = _apply_member_options(members, member_options)
     sup = _Supervisor()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        sup.stop_requested = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-    def log_args(name: str) -> list[str]:
-        return [
-            "--log-level", log_level, "--no-log-stderr", "--log-file", str(logs / f"{name}.log"),
-            "--log-max-bytes", str(log_max_bytes), "--log-backup-count", str(log_backup_count),
-        ]  # fmt: skip
-
+    _stop_on_signals(sup)
+    log_args = _child_log_args(logs, log_level, log_max_bytes, log_backup_count)
     ns_args = ["namesrv", "-p", str(namesrv_port), "--data-dir", str(data / "namesrv")]
     ns_args += log_args("namesrv") + (["--host", host] if host else [])
     namesrv = _Child("namesrv", ns_args, logs / "namesrv.out")
@@ -289,18 +312,12 @@ def cluster(
     status = 0
     try:
         problem = sup.wait_ready(namesrv, _START_TIMEOUT_S)
-        for wave in (0, 1):  # masters, then slaves (DLedger nodes all at once)
-            if problem is not None:
-                break
-            started = []
+        if problem is None:  # all brokers at once: slaves find their master by registering
             for member in members:
-                if (member.broker_id > 0 and not dledger_nodes) != bool(wave):
-                    continue
                 child, conf = _start_broker(member, data, namesrv.ready["namesrv"], host, log_args)
                 sup.add(child)
                 brokers.append((member, child, conf))
-                started.append(child)
-            for child in started:
+            for _, child, _ in brokers:
                 problem = sup.wait_ready(child, _START_TIMEOUT_S)
                 if problem is not None:
                     break

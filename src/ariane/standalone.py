@@ -176,6 +176,31 @@ class _Supervisor:
         return None
 
 
+def _stop_on_signals(sup: _Supervisor) -> None:
+    """SIGTERM and SIGINT ask the supervisor to stop its children."""
+
+    def on_signal(signum: int, frame: Any) -> None:
+        sup.stop_requested = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+
+def _child_log_args(
+    logs: Path, level: str, max_bytes: int, backup_count: int
+) -> Callable[[str], list[str]]:
+    """The logging flags of a child server named ``name``: ``<logs>/<name>.log``, rotated,
+    nothing on stderr."""
+
+    def log_args(name: str) -> list[str]:
+        return [
+            "--log-level", level, "--no-log-stderr", "--log-file", str(logs / f"{name}.log"),
+            "--log-max-bytes", str(max_bytes), "--log-backup-count", str(backup_count),
+        ]  # fmt: skip
+
+    return log_args
+
+
 def _read_conf(path: str | None) -> dict[str, str]:
     if path is None:
         return {}
@@ -335,19 +360,8 @@ def standalone(
     for d in (logs, data / "namesrv", data / "broker"):
         d.mkdir(parents=True, exist_ok=True)
     sup = _Supervisor()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        sup.stop_requested = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-    def log_args(name: str) -> list[str]:
-        return [
-            "--log-level", log_level, "--no-log-stderr", "--log-file", str(logs / f"{name}.log"),
-            "--log-max-bytes", str(log_max_bytes), "--log-backup-count", str(log_backup_count),
-        ]  # fmt: skip
-
+    _stop_on_signals(sup)
+    log_args = _child_log_args(logs, log_level, log_max_bytes, log_backup_count)
     ns_args = ["namesrv", "-p", str(namesrv_port), "--data-dir", str(data / "namesrv")]
     ns_args += log_args("namesrv") + (["--host", host] if host else [])
     if namesrv_metrics_port is not None:

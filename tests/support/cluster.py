@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -9,7 +13,7 @@ from pathlib import Path
 
 from tests.support.processes import ServerProcess, start_server
 
-__all__ = ["Cluster", "start_broker", "start_namesrv"]
+__all__ = ["HA_TEST_CONF", "Cluster", "HACluster", "HAMember", "start_broker", "start_namesrv"]
 
 
 def start_namesrv(workdir: Path, *extra: str) -> ServerProcess:
@@ -119,3 +123,146 @@ class Cluster:
             proc.stop()
         if self.namesrv is not None:
             self.namesrv.stop()
+
+
+# -- master/slave clusters through ``ariane cluster`` (issue 13) ------------------------------
+
+#: Settings that keep replication tests fast: small files, short HA intervals.
+HA_TEST_CONF: dict[str, object] = {
+    "mappedFileSizeCommitLog": 1024 * 1024,
+    "maxMessageSize": 256 * 1024,
+    "mappedFileSizeConsumeQueue": 20_000 * 20,
+    "maxHashSlotNum": 10_000,
+    "maxIndexNum": 40_000,
+    "flushDiskType": "ASYNC_FLUSH",
+    "haSendHeartbeatInterval": 200,
+    "haHousekeepingInterval": 3000,
+    "slaveSynchronizeInterval": 300,
+    "registerNameServerPeriod": 1000,
+    "syncFlushTimeout": 1500,
+}
+
+
+@dataclass
+class HAMember:
+    """One broker of an ``ariane cluster`` (from its ``cluster.json``)."""
+
+    name: str
+    broker_id: int
+    role: str
+    addr: str
+    ha: str
+    pid: int
+    conf: Path
+    store: Path
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}/{self.broker_id}"
+
+
+@dataclass
+class HACluster:
+    """``ariane cluster`` run by a test: a NameServer and broker groups with slaves.
+
+    Members are killed by PID and restarted by the test itself (on their old ports, with
+    their ``broker.conf``); everything is stopped by PID at the end.
+    """
+
+    root: Path
+    groups: int = 1
+    slaves: int = 1
+    role: str = "ASYNC_MASTER"
+    conf: dict[str, object] = field(default_factory=dict)
+    member_conf: dict[str, dict[str, object]] = field(default_factory=dict)
+    proc: ServerProcess | None = None
+    members: dict[str, HAMember] = field(default_factory=dict)
+    namesrv_addr: str = ""
+    restarted: dict[str, ServerProcess] = field(default_factory=dict)
+
+    def start(self) -> HACluster:
+        props = {**HA_TEST_CONF, **self.conf}
+        args = [
+            "cluster", "--data-dir", str(self.root), "--groups", str(self.groups),
+            "--slaves", str(self.slaves), "--role", self.role, "--namesrv-port", "0",
+            "--base-port", "0", "--log-level", "INFO",
+        ]  # fmt: skip
+        for key, value in props.items():
+            args += ["-o", f"{key}={value}"]
+        for target, extra in self.member_conf.items():
+            for key, value in extra.items():
+                args += ["-m", f"{target}:{key}={value}"]
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.proc = start_server(args, name="cluster", cwd=self.root)
+        self.namesrv_addr = self.proc.ready["namesrv"]
+        doc = json.loads(Path(self.proc.ready["cluster"]).read_text(encoding="utf-8"))
+        for b in doc["brokers"]:
+            member = HAMember(
+                b["name"], b["id"], b["role"], b["addr"], b["ha"], b["pid"], Path(b["conf"]),
+                Path(b["store"]),
+            )  # fmt: skip
+            self.members[member.key] = member
+        return self
+
+    def member(self, key: str = "broker-a/0") -> HAMember:
+        return self.members[key]
+
+    def addr(self, key: str = "broker-a/0") -> str:
+        return self.members[key].addr
+
+    def kill(self, key: str) -> None:
+        """SIGKILL a member (a crash) and wait until it is gone."""
+        self._signal(key, signal.SIGKILL, 20)
+
+    def stop_member(self, key: str) -> None:
+        """SIGTERM a member (a clean stop) and wait until it is gone."""
+        self._signal(key, signal.SIGTERM, 30)
+
+    def _signal(self, key: str, sig: int, wait_s: float) -> None:
+        member = self.members[key]
+        proc = self.restarted.pop(key, None)
+        if proc is not None:  # restarted by this test: its own child
+            proc.kill() if sig == signal.SIGKILL else proc.stop()
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member.pid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and _alive(member.pid):
+            time.sleep(0.02)
+
+    def restart(self, key: str, **conf: object) -> ServerProcess:
+        """Start a stopped member again on its old ports with its ``broker.conf``."""
+        member = self.members[key]
+        port = member.addr.rsplit(":", 1)[1]
+        ha_port = member.ha.rsplit(":", 1)[1]
+        args = ["broker", "-c", str(member.conf), "-o", f"listenPort={port}",
+                "-o", f"haListenPort={ha_port}"]  # fmt: skip
+        for k, v in conf.items():
+            args += ["-o", f"{k}={v}"]
+        for attempt in range(_RESTART_ATTEMPTS):
+            try:
+                proc = start_server(args, name=key, cwd=member.conf.parent)
+                break
+            except RuntimeError as exc:
+                if "already in use" not in str(exc) or attempt + 1 == _RESTART_ATTEMPTS:
+                    raise
+                time.sleep(0.5)
+        self.restarted[key] = proc
+        member.pid = proc.pid
+        return proc
+
+    def stop(self) -> None:
+        for proc in self.restarted.values():
+            proc.stop()
+        self.restarted.clear()
+        if self.proc is not None:
+            self.proc.stop(60)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(") ", 1)[1][:1] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False

@@ -25,6 +25,7 @@ _N = "ariane.admin.namesrv"
 _S = "ariane.admin.stats"
 _TR = "ariane.admin.trace"
 _A = "ariane.admin.acl"
+_H = "ariane.admin.ha"
 _D = "ariane.admin.dledger"
 
 #: command name -> (module, attribute, one-line summary)
@@ -89,6 +90,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "The ACL file versions of brokers.",
     ),
     "getAclConfig": (_A, "get_acl_config", "The ACL accounts and white addresses of brokers."),
+    # replication (issue 13)
+    "haStatus": (_H, "ha_status", "The replication status of brokers."),
     # DLedger (issue 14)
     "transferLeadership": (
         _D,

@@ -12,7 +12,7 @@ import click
 
 from ariane.admin.command import AdminContext, CommandFailed, admin_command, one_of
 from ariane.admin.output import Table, View, kv_table
-from ariane.client.broker_status import broker_row
+from ariane.client.broker_status import add_replication_lag, broker_row
 
 __all__ = [
     "add_write_perm",
@@ -53,15 +53,17 @@ async def _cluster_view(ctx: AdminContext, more: bool) -> View:
     answers = await asyncio.gather(*(_runtime(ctx, t[3]) for t in targets))
     now_ms = int(time.time() * 1000)
     rows = [broker_row(*t, rt, now_ms) for t, rt in zip(targets, answers, strict=True)]
+    add_replication_lag(rows)
     columns = ["Cluster Name", "Broker Name", "BID", "Addr", "Version"]
     if more:
         columns += ["InTotalYest", "OutTotalYest", "InTotalToday", "OutTotalToday"]
     else:
         columns += ["InTPS(LOAD)", "OutTPS(LOAD)", "PCWait(ms)", "Hour", "SPACE", "ACTIVATED"]
+        columns += ["ROLE", "BEHIND(B)"]
     raft = any("raftRole" in r for r in rows)
     table = Table(
         [*columns, "Raft(Term)"] if raft else columns,
-        numeric=frozenset({"BID", *columns[5:-1]})
+        numeric=frozenset({"BID", *columns[5:-3], "BEHIND(B)"})
         if not more
         else frozenset({"BID", *columns[5:]}),
     )
@@ -94,6 +96,8 @@ async def _cluster_view(ctx: AdminContext, more: bool) -> View:
                     f"{r['hoursOfData']:.2f}",
                     f"{r['commitLogDiskRatio']:.4f}",
                     r["activated"],
+                    r["role"] or "-",
+                    "-" if r.get("behindBytes") is None else r["behindBytes"],
                     *tail,
                 )
             )
@@ -108,9 +112,10 @@ async def _cluster_view(ctx: AdminContext, more: bool) -> View:
 )
 async def cluster_list(ctx: AdminContext, more: bool, interval: int | None) -> View:
     """Every broker of every cluster with its version, InTPS/OutTPS (with the send/pull
-    queue sizes and wait, "LOAD"), page-cache lock wait, hours of stored data and disk use
-    (-m: messages in/out yesterday and today); nodes of DLedger groups also show their Raft
-    role and term."""
+    queue sizes and wait, "LOAD"), page-cache lock wait, hours of stored data, disk use, its
+    role and, for a slave, how many bytes its CommitLog is behind its master's (-m: messages
+    in/out yesterday and today); nodes of DLedger groups also show their Raft role and
+    term."""
     view = await _cluster_view(ctx, more)
     while interval is not None:
         from ariane.admin.output import render_text

@@ -22,6 +22,8 @@ BENCHMARKS: dict[str, str] = {
     "pop": "ariane.bench.pop:pop_bench",
     # the web dashboard at 1,000 topics / 10,000 groups (issue 17)
     "dashboard": "ariane.bench.dashboard:dashboard_bench",
+    # master/slave replication: SYNC vs ASYNC_MASTER throughput, slave lag (issue 13)
+    "ha": "ariane.bench.ha:ha_bench",
 }
 
 

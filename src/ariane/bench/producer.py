@@ -8,7 +8,8 @@ Two ways to keep the broker busy:
 * ``--async``: ``--concurrency`` sends in flight through ``send_async()``; each completion
   starts the next send from its callback, so no task per message exists.
 
-``--batch K`` sends lists of K messages (``send_batch`` / ``send_batch_async``). Every
+``--batch K`` sends lists of K messages (``send_batch`` / ``send_batch_async``); ``--rate R``
+holds R messages per second (requests wait for their turn). Every
 ``--report-interval`` seconds one line shows TPS, MB/s, average and max RT and failures; the
 end prints a summary (``--json``: one JSON object as the last line, with ``msgs_per_s``,
 ``mb_per_s``, ``avg_rt_ms``, ``max_rt_ms``, ``p99_rt_ms``, ``failed``...). RT is per request.
@@ -72,6 +73,8 @@ class _Plan:
     messages: int | None
     duration_s: float
     concurrency: int
+    #: messages per second to aim at (0: as fast as the cluster takes them)
+    rate: float = 0.0
 
 
 class _Source:
@@ -108,8 +111,17 @@ class _Runner:
         self.plan = plan
         self.stats = stats
         self.source = _Source(plan)
-        self.deadline = time.perf_counter() + plan.duration_s
+        self.started = time.perf_counter()
+        self.deadline = self.started + plan.duration_s
         self.limit = plan.messages
+
+    def delay(self) -> float:
+        """Seconds to wait before the next request to hold ``--rate`` (0: go now)."""
+        rate = self.plan.rate
+        if rate <= 0:
+            return 0.0
+        due = self.started + self.source.issued / rate
+        return max(0.0, due - time.perf_counter())
 
     def more(self) -> bool:
         if self.limit is not None:
@@ -120,6 +132,9 @@ class _Runner:
         async def sender() -> None:
             batch = self.plan.batch > 1
             while self.more():
+                wait = self.delay()
+                if wait:
+                    await asyncio.sleep(wait)
                 msgs = self.source.next_request()
                 started = time.perf_counter()
                 try:
@@ -160,6 +175,16 @@ class _Runner:
             if error_and_count is not None:
                 inflight -= 1
                 stats.record(*error_and_count)
+            if self.more():
+                wait = self.delay()
+                if wait:
+                    loop.call_later(wait, launch_if_more)
+                else:
+                    launch()
+            elif inflight == 0 and not done.done():
+                done.set_result(None)
+
+        def launch_if_more() -> None:
             if self.more():
                 launch()
             elif inflight == 0 and not done.done():
@@ -296,6 +321,12 @@ async def _bench(
 @click.option("--latency-fault", is_flag=True, help="sendLatencyFaultEnable.")
 @click.option("--report-interval", default=5.0, show_default=True, help="Seconds between lines.")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
+@click.option(
+    "--rate",
+    type=click.FloatRange(0),
+    default=0.0,
+    help="Messages per second (0: as fast as possible).",
+)
 @click.option("--access-key", default=None, help="ACL account that signs every send.")
 @click.option("--secret-key", default=None, help="That account's secret.")
 @TRACE_OPTIONS[0]
@@ -317,6 +348,7 @@ def producer_bench(
     latency_fault: bool,
     report_interval: float,
     as_json: bool,
+    rate: float,
     access_key: str | None,
     secret_key: str | None,
     trace: str,
@@ -330,7 +362,7 @@ def producer_bench(
     if bool(access_key) != bool(secret_key):
         raise click.BadParameter("give both --access-key and --secret-key")
     creds = SessionCredentials(access_key, secret_key) if access_key and secret_key else None
-    plan = _Plan(topic, size, batch, keys, tags, delay_level, messages, duration, concurrency)
+    plan = _Plan(topic, size, batch, keys, tags, delay_level, messages, duration, concurrency, rate)
 
     def one(traced: bool, index: int) -> dict[str, Any]:
         return run(

@@ -13,9 +13,8 @@ transaction service, the pull processor) extends the protocol in its own module.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ariane.broker.client_manager import ClientManager
 from ariane.broker.config import BrokerConfig
@@ -30,19 +29,34 @@ from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import Clock
 from ariane.common.message import HostPort
 from ariane.common.roles import BrokerRole
+from ariane.ha import ReplicaWait
 from ariane.remoting.server import RemotingServer
 from ariane.store import MessageStore, PutResult, PutStatus, StoreConfig
 
-__all__ = ["BrokerContext", "ReplicationSeam"]
+__all__ = ["BrokerContext", "ReplicationCounters", "ReplicationSeam"]
+
+
+class ReplicationCounters(NamedTuple):
+    """Replication state and counters of a broker (for ``/metrics``)."""
+
+    role: str
+    connected_slaves: int
+    in_sync_slaves: int
+    sync_waiting: int
+    sync_acked: int
+    sync_timeouts: int
+    sync_not_available: int
+    slave_state: str
+    replicated_records: int
+    replicated_bytes: int
+    master_connections: int
 
 
 class ReplicationSeam(Protocol):
     """What processors use of replication
     (:class:`~ariane.broker.replication.BrokerReplication` implements it)."""
 
-    def after_put(
-        self, result: PutResult, wait: bool
-    ) -> PutStatus | asyncio.Future[PutStatus] | None:
+    def after_put(self, result: PutResult, wait: bool) -> PutStatus | ReplicaWait | None:
         """After a put on the loop: wake the transfer; a SYNC_MASTER's wait, if any."""
         ...
 

@@ -28,6 +28,7 @@ from ariane.broker.slave_sync import SlaveSynchronize
 from ariane.common.clock import Clock
 from ariane.common.roles import MASTER_ID, BrokerRole
 from ariane.dledger import DLedgerMessageStore, RaftTransport
+from ariane.ha import ReplicaWait
 from ariane.observability.families import Families
 from ariane.raft import Code, NodeStatus, Role
 from ariane.store import PutResult, PutStatus, StoreConfig
@@ -196,9 +197,7 @@ class DLedgerReplication:
         await self.broker.change_role(BrokerRole.SYNC_MASTER, MASTER_ID)
 
     # -- the replication seam ---------------------------------------------------------------------
-    def after_put(
-        self, result: PutResult, wait: bool
-    ) -> PutStatus | asyncio.Future[PutStatus] | None:
+    def after_put(self, result: PutResult, wait: bool) -> PutStatus | ReplicaWait | None:
         """Puts complete on commit already: nothing to wait for."""
         return None
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import Metric
 
 from ariane.broker.dledger import DLedgerReplication
+from ariane.broker.replication import BrokerReplication
 from ariane.broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
 from ariane.common.topics import (
     DLQ_PREFIX,
@@ -145,12 +146,18 @@ class BrokerMetrics:
         self._rpc(fam)
         self._storage(fam)
         self._stats_sets(fam)
-        if isinstance(self.broker.replication, DLedgerReplication):  # issue 14
-            self.broker.replication.add_metrics(fam)
+        replication = self.broker.replication
+        if isinstance(replication, DLedgerReplication):  # issue 14
+            replication.add_metrics(fam)
+        master_slave = replication if isinstance(replication, BrokerReplication) else None
+        if master_slave is not None:  # issue 13
+            self._replication(fam, master_slave)
 
         def finish() -> list[Metric]:
             self._lag(fam, lags)
             self._disk(fam)
+            if master_slave is not None:
+                self._slave_lags(fam, master_slave)
             return fam.finish()
 
         return finish
@@ -406,6 +413,77 @@ class BrokerMetrics:
                 "Age of the oldest stored message in milliseconds",
                 _MEDIUM,
             ).add(_WHERE, max(0, self.broker.clock.now_ms() - earliest))
+
+    # -- replication (issue 13) ---------------------------------------------------------------
+
+    def _replication(self, fam: Families, replication: BrokerReplication) -> None:
+        r = replication.metrics()
+        role = fam.gauge("ariane_broker_role", "1 for the broker's current role", ["role"])
+        for name in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
+            role.add([name], 1 if r.role == name else 0)
+        fam.gauge("ariane_replication_connected_slaves", "Slaves connected to this master").add(
+            [], r.connected_slaves
+        )
+        fam.gauge(
+            "ariane_replication_in_sync_slaves", "Connected slaves within haMaxGapNotInSync"
+        ).add([], r.in_sync_slaves)
+        fam.gauge(
+            "ariane_replication_sync_waiting", "SYNC_MASTER sends waiting for slaves now"
+        ).add([], r.sync_waiting)
+        outcomes = fam.counter(
+            "ariane_replication_sync_sends_total",
+            "SYNC_MASTER sends that waited for slaves, by outcome",
+            ["result"],
+        )
+        outcomes.add(["acked"], r.sync_acked)
+        outcomes.add(["flush_slave_timeout"], r.sync_timeouts)
+        outcomes.add(["slave_not_available"], r.sync_not_available)
+        if r.slave_state:
+            state = fam.gauge(
+                "ariane_replication_slave_state", "1 for the slave's state", ["state"]
+            )
+            for name in ("IDLE", "CONNECTING", "CHECKING", "TRANSFER", "REFUSED"):
+                state.add([name], 1 if r.slave_state == name else 0)
+        fam.counter(
+            "ariane_replication_received_records_total", "Records a slave appended from its master"
+        ).add([], r.replicated_records)
+        fam.counter(
+            "ariane_replication_received_bytes_total", "Bytes a slave appended from its master"
+        ).add([], r.replicated_bytes)
+        fam.counter(
+            "ariane_replication_master_connections_total", "Connections a slave made to its master"
+        ).add([], r.master_connections)
+
+    def _slave_lags(self, fam: Families, replication: BrokerReplication) -> None:
+        """Each slave's lag behind this master (off the loop: reads the CommitLog)."""
+        lags = replication.slave_lags()
+        if not lags:
+            return
+        by_bytes = fam.gauge(
+            "ariane_replication_lag_bytes",
+            "CommitLog bytes a slave has not acknowledged",
+            ["slave"],
+        )
+        by_messages = fam.gauge(
+            "ariane_replication_lag_messages",
+            "Messages a slave has not acknowledged (counted to 20,000, then estimated)",
+            ["slave"],
+        )
+        by_time = fam.gauge(
+            "ariane_replication_lag_seconds",
+            "Age of the oldest message a slave has not acknowledged",
+            ["slave"],
+        )
+        acked = fam.gauge(
+            "ariane_replication_slave_ack_offset",
+            "CommitLog offset a slave acknowledged",
+            ["slave"],
+        )
+        for lag in lags:
+            by_bytes.add([lag.address], lag.lag_bytes)
+            by_messages.add([lag.address], lag.lag_messages)
+            by_time.add([lag.address], lag.lag_seconds)
+            acked.add([lag.address], lag.ack_offset)
 
     def _stats_sets(self, fam: Families) -> None:
         keys = fam.gauge("ariane_stats_keys", "Keys tracked per stats item", ["stats_name"])

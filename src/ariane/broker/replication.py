@@ -22,13 +22,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ariane.broker.context import BrokerContext
+from ariane.broker.context import BrokerContext, ReplicationCounters
 from ariane.broker.slave_sync import SlaveSynchronize
 from ariane.common.roles import BrokerRole
-from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy
+from ariane.ha import (
+    HAClient,
+    HAConfig,
+    HAMaster,
+    ReplicaPolicy,
+    ReplicaWait,
+    SlaveLag,
+    SlaveState,
+)
 from ariane.remoting.client import RemotingClient
 from ariane.store import PutResult, PutStatus
 from ariane.store.format import BLANK_MAGIC_CODE, SIZE_MAGIC
@@ -64,18 +72,6 @@ def ha_config(config: BrokerConfig, store: StoreConfig) -> HAConfig:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class SlaveLag:
-    """How far one connected slave is behind this master."""
-
-    address: str
-    ack_offset: int
-    lag_bytes: int
-    lag_messages: int
-    lag_seconds: float
-    in_sync: bool
-
-
 class ReplicationBroker(BrokerContext, Protocol):
     """What replication needs of the broker: the processors' view plus the client that
     reaches other servers."""
@@ -102,6 +98,9 @@ class BrokerReplication:
         self.master_addr = ""
         self.ha_port = 0
         self._sync_master = self.role is BrokerRole.SYNC_MASTER
+        #: asks the broker to register with the NameServers soon (set by the broker)
+        self.request_registration: Callable[[], None] = lambda: None
+        self._watch_task: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -116,10 +115,31 @@ class BrokerReplication:
         if cfg.ha_master_address:
             self.client.set_master_address(cfg.ha_master_address)
         await self.set_role(self.role)
+        self._watch_task = asyncio.get_running_loop().create_task(
+            self._find_master(), name="ha-find-master"
+        )
         return self.ha_port
+
+    async def _find_master(self) -> None:
+        """While a slave has no master to replicate from (it started first, or the master
+        moved), register again every ``haSendHeartbeatInterval`` (at least every second): the
+        NameServer's answer names the master and its HA address."""
+        period = max(1.0, self.config.heartbeat_interval_ms / 1000)
+        while True:
+            await asyncio.sleep(period)
+            client = self.client
+            if self.role.is_slave and client.state is not SlaveState.TRANSFER:
+                self.request_registration()
 
     async def stop(self) -> None:
         """Stop both sides (waiting sends are answered FLUSH_SLAVE_TIMEOUT)."""
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            try:
+                await self._watch_task
+            except asyncio.CancelledError:
+                pass
+            self._watch_task = None
         await self.slave_sync.stop()
         await self.client.stop()
         await self.master.stop()
@@ -142,9 +162,7 @@ class BrokerReplication:
 
     # -- the send path --------------------------------------------------------------------------
 
-    def after_put(
-        self, result: PutResult, wait: bool
-    ) -> PutStatus | asyncio.Future[PutStatus] | None:
+    def after_put(self, result: PutResult, wait: bool) -> PutStatus | ReplicaWait | None:
         """After a put on the event loop: wake the transfer; for a SYNC_MASTER send that
         waits (``WAIT`` not ``false``) return the replication outcome, a status now or a
         future; None when the answer need not wait."""
@@ -241,6 +259,24 @@ class BrokerReplication:
             count = int(count * (end - start) / (pos - start))
         return count
 
+    def metrics(self) -> ReplicationCounters:
+        """Counters and states for ``/metrics``."""
+        master = self.master
+        writer = self.store.replica_writer
+        return ReplicationCounters(
+            role=self.role.value,
+            connected_slaves=len(master.connections),
+            in_sync_slaves=master.in_sync_slaves(),
+            sync_waiting=len(master.waits),
+            sync_acked=master.sync_acked,
+            sync_timeouts=master.sync_timeouts,
+            sync_not_available=master.sync_not_available,
+            slave_state=self.client.state.value if self.role.is_slave else "",
+            replicated_records=writer.records,
+            replicated_bytes=writer.bytes,
+            master_connections=self.client.connections,
+        )
+
     def runtime_info(self) -> dict[str, str]:
         """The replication part of GET_BROKER_RUNTIME_INFO."""
         store = self.store
@@ -294,6 +330,8 @@ class BrokerReplication:
                     "inSync": lag.in_sync,
                     "transferredByteInSecond": conn.transferred_per_second if conn else 0,
                     "transferFromWhere": conn.next_offset if conn else -1,
+                    "framesSent": conn.frames_sent if conn else 0,
+                    "reportsReceived": conn.reports if conn else 0,
                     "lagMessages": lag.lag_messages,
                     "lagSeconds": round(lag.lag_seconds, 3),
                 }

@@ -444,6 +444,16 @@ class AdminRequests(RpcBase):
         response = await self.call(addr, RequestCode.GET_BROKER_RUNTIME_INFO, timeout_ms=timeout_ms)
         return KVTable.decode(_body(response, "KVTable")).table
 
+    async def get_broker_ha_status(
+        self, addr: str, timeout_ms: int | None = None
+    ) -> dict[str, Any]:
+        """GET_BROKER_HA_STATUS: the ``HARuntimeInfo`` JSON of a master or a slave."""
+        response = await self.call(addr, RequestCode.GET_BROKER_HA_STATUS, timeout_ms=timeout_ms)
+        status = fastjson.loads(_body(response, "HARuntimeInfo"))
+        if not isinstance(status, dict):
+            raise RemoteProtocolError("HARuntimeInfo is not a JSON object")
+        return status
+
     async def transfer_leadership(
         self, addr: str, transferee_id: str, timeout_ms: int | None = None
     ) -> str:

@@ -358,6 +358,9 @@ class ConsumerBase:
             if found is None:
                 raise BrokerNotFoundError(mq.broker_name)
         addr, is_slave = found
+        if broker_id not in instance.broker_addr_table.get(mq.broker_name, {}):
+            # another member than the one wanted (its master is down): look again soon
+            instance.refresh_route_soon(mq.topic)
         if is_slave:
             sys_flag &= ~FLAG_COMMIT_OFFSET
         header = h.PullMessageRequestHeader(

@@ -296,7 +296,13 @@ class ClientInstance:
         for name, interval_ms, first_ms, job in (
             ("route", cfg.poll_name_server_interval_ms, 10, self.update_all_routes),
             ("heartbeat", cfg.heartbeat_broker_interval_ms, 1000, self._heartbeat_round),
-            ("persist", cfg.persist_consumer_offset_interval_ms, 10_000, self._persist_all),
+            # first commit after 10 s as in RocketMQ, or sooner with a shorter period
+            (
+                "persist",
+                cfg.persist_consumer_offset_interval_ms,
+                min(10_000, cfg.persist_consumer_offset_interval_ms),
+                self._persist_all,
+            ),
         ):
             self._tasks.append(
                 asyncio.create_task(self._every(name, interval_ms, first_ms, job), name=name)
@@ -540,6 +546,18 @@ class ClientInstance:
                 await self.update_topic_route(topic)
             except ArianeError as exc:
                 logger.warning("route refresh of %s failed: %s", topic, exc)
+
+    def refresh_route_soon(self, topic: str) -> None:
+        """:meth:`refresh_route_after_failure` in the background (a pull went to another
+        member of the group than the one wanted, a commit or a one-way send failed); nothing
+        is started while the topic's last refresh is recent."""
+        if self._closed:
+            return
+        last = self._failure_refresh_ms.get(topic)
+        now = self.config.clock.monotonic() * 1000
+        if last is not None and now - last < self.config.route_refresh_on_failure_ms:
+            return
+        self.spawn(self.refresh_route_after_failure(topic), f"route-refresh-{topic}")
 
     def find_broker_addr_in_publish(self, broker_name: str) -> str | None:
         """The master address of ``broker_name``, if known."""

@@ -178,12 +178,18 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         return offset
 
     async def _commit(self, mq: MessageQueue, offset: int, oneway: bool) -> None:
+        """To the master when it is known, else to a slave (book §20: a slave keeps the
+        progress made while the master is down and hands it back)."""
         addr = await self._broker_addr(mq)
         if addr is None:
             raise ArianeError(f"no broker for {mq}")
-        await self.instance.api.update_consumer_offset(
-            addr, self.group, mq.topic, mq.queue_id, offset, oneway=oneway
-        )
+        try:
+            await self.instance.api.update_consumer_offset(
+                addr, self.group, mq.topic, mq.queue_id, offset, oneway=oneway
+            )
+        except ArianeError:
+            self.instance.refresh_route_soon(mq.topic)
+            raise
 
     async def persist_all(self, mqs: Collection[MessageQueue]) -> None:
         """UPDATE_CONSUMER_OFFSET (one-way) for each of ``mqs``; other queues are forgotten."""

@@ -692,8 +692,10 @@ class Producer:
             await self.instance.api.invoke_oneway(
                 addr, build_request(prepared, mq, self._header_base)
             )
-        except ArianeError:
+        except ArianeError as exc:
             self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
+            if isinstance(exc, _TRANSPORT_ERRORS):
+                self.instance.refresh_route_soon(mq.topic)
             raise
         self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, False)
 
@@ -829,6 +831,7 @@ class _AsyncSend:
         last = self.mq.broker_name if self.mq is not None else None
         if last is not None:
             producer.fault.update_fault_item(last, producer.now_ms() - self.begin_ms, True)
+        producer.instance.refresh_route_soon(self.prepared.topic)
         info = producer._publish.get(self.prepared.topic)
         if (
             self.retries > 0

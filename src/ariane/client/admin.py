@@ -155,6 +155,13 @@ class Admin(AdminBulk):
         table: dict[str, str] = await self.api.get_broker_runtime_info(broker_addr, self.timeout_ms)
         return table
 
+    async def broker_ha_status(self, broker_addr: str) -> dict[str, Any]:
+        """A broker's replication status, ``HARuntimeInfo`` (``haStatus``): for a master its
+        end offset and each slave's acknowledged offset and gap; for a slave its master and
+        state."""
+        status: dict[str, Any] = await self.api.get_broker_ha_status(broker_addr, self.timeout_ms)
+        return status
+
     async def transfer_leadership(self, broker_addr: str, transferee_id: str) -> str:
         """Ask the DLedger leader at ``broker_addr`` to hand leadership to node
         ``transferee_id`` (``n1``...); returns once the transfer started (the broker's remark).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["broker_row", "first_float", "int_of"]
+__all__ = ["add_replication_lag", "broker_row", "first_float", "int_of"]
 
 
 def first_float(text: str | None) -> float:
@@ -57,8 +57,22 @@ def broker_row(
         - int_of(rt.get("msgPutTotalTodayMorning")),
         outTotalToday=int_of(rt.get("msgGetTotalTodayNow"))
         - int_of(rt.get("msgGetTotalTodayMorning")),
-        role=rt.get("brokerRole", ""),
+        role=rt.get("brokerRole") or ("ASYNC_MASTER" if bid == 0 else "SLAVE"),
+        maxOffset=int_of(rt.get("commitLogMaxOffset")),
     )
     if "dLegerRole" in rt:  # a DLedger node: its Raft role and term (issue 14)
         row.update(raftRole=rt["dLegerRole"], raftTerm=int_of(rt.get("dLegerTerm")))
     return row
+
+
+def add_replication_lag(rows: list[dict[str, Any]]) -> None:
+    """Give every reachable slave's row ``behindBytes``: how far its CommitLog ends before its
+    master's (None while the master does not answer)."""
+    masters = {
+        (r["cluster"], r["brokerName"]): r for r in rows if r["brokerId"] == 0 and r["reachable"]
+    }
+    for r in rows:
+        if r["brokerId"] == 0 or not r["reachable"]:
+            continue
+        master = masters.get((r["cluster"], r["brokerName"]))
+        r["behindBytes"] = None if master is None else max(0, master["maxOffset"] - r["maxOffset"])

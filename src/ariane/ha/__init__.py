@@ -11,8 +11,16 @@ The store is reached through its public API only: ``get_commit_log_data`` on the
 """
 
 from ariane.ha.config import HAConfig
-from ariane.ha.master import HAMaster
+from ariane.ha.master import HAMaster, ReplicaWait, SlaveLag
 from ariane.ha.slave import HAClient, SlaveState
 from ariane.ha.transfer import ReplicaPolicy
 
-__all__ = ["HAClient", "HAConfig", "HAMaster", "ReplicaPolicy", "SlaveState"]
+__all__ = [
+    "HAClient",
+    "HAConfig",
+    "HAMaster",
+    "ReplicaPolicy",
+    "ReplicaWait",
+    "SlaveLag",
+    "SlaveState",
+]

@@ -17,8 +17,8 @@ slave stops rather than mixing two histories (see :mod:`ariane.ha.wire`).
 
 A SYNC_MASTER send registers the end offset of its message with :meth:`HAMaster.replicate`,
 which answers at once (nothing to wait for, or SLAVE_NOT_AVAILABLE when too few slaves are
-close enough) or returns a future completed with PUT_OK once enough slaves acknowledged, or
-FLUSH_SLAVE_TIMEOUT after ``syncFlushTimeout``. Everything runs on one event loop; the store
+close enough) or returns a :class:`ReplicaWait` finished with PUT_OK once enough slaves
+acknowledged, or FLUSH_SLAVE_TIMEOUT after ``syncFlushTimeout``. Everything runs on one event loop; the store
 is read synchronously (a frame is one copy out of the mapped file).
 """
 
@@ -29,7 +29,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from ariane.errors import RemoteProtocolError
 from ariane.ha.config import HAConfig
@@ -40,7 +40,7 @@ from ariane.store.results import PutStatus
 if TYPE_CHECKING:
     from ariane.store.message_store import MessageStore
 
-__all__ = ["HAMaster", "SlaveConnection"]
+__all__ = ["HAMaster", "ReplicaWait", "SlaveConnection", "SlaveLag"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,50 @@ _TICK_S = 0.1
 
 def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
+
+
+class SlaveLag(NamedTuple):
+    """How far one connected slave is behind its master."""
+
+    address: str
+    ack_offset: int
+    lag_bytes: int
+    lag_messages: int
+    lag_seconds: float
+    in_sync: bool
+
+
+def no_delay(transport: asyncio.BaseTransport) -> None:
+    """Send small writes (reports, heartbeats) at once (TCP_NODELAY)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+
+class ReplicaWait:
+    """A SYNC_MASTER send waiting for its slaves: the owner sets ``callback``, called once
+    with PUT_OK or FLUSH_SLAVE_TIMEOUT on the event loop (no future, no extra loop turn)."""
+
+    __slots__ = ("callback", "status")
+
+    def __init__(self) -> None:
+        self.callback: Callable[[PutStatus], None] | None = None
+        self.status: PutStatus | None = None
+
+    def finish(self, status: PutStatus) -> None:
+        """Complete the wait (once)."""
+        if self.status is not None:
+            return
+        self.status = status
+        callback = self.callback
+        if callback is not None:
+            try:
+                callback(status)
+            except Exception:
+                logger.exception("answering a replicated send failed")
 
 
 class SlaveConnection(asyncio.Protocol):
@@ -69,6 +113,8 @@ class SlaveConnection(asyncio.Protocol):
         self.ack_offset = -1
         self.next_offset = -1
         self.bytes_sent = 0
+        self.frames_sent = 0
+        self.reports = 0
         self.connected_ms = _now_ms()
         self.last_read_ms = self.connected_ms
         self.last_write_ms = self.connected_ms
@@ -86,12 +132,7 @@ class SlaveConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.address = f"{peer[0]}:{peer[1]}"
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
+        no_delay(transport)
         batch = self.master.config.transfer_batch_size
         self._transport.set_write_buffer_limits(high=max(256 * 1024, 4 * batch))
         self.master._add(self)
@@ -106,6 +147,7 @@ class SlaveConnection(asyncio.Protocol):
             return
         if offset is None or self.closing:
             return
+        self.reports += 1
         self.ack_offset = offset
         if self.request_offset < 0:
             self.request_offset = offset
@@ -182,6 +224,7 @@ class SlaveConnection(asyncio.Protocol):
             transport.writelines((encode_frame_header(self.next_offset, len(data)), data))
             self.next_offset += len(data)
             self.bytes_sent += len(data)
+            self.frames_sent += 1
             sent = True
         if sent:
             self.last_write_ms = _now_ms()
@@ -249,13 +292,17 @@ class HAMaster:
         self.connections: list[SlaveConnection] = []
         #: the largest offset any slave acknowledged (``push2SlaveMaxOffset``)
         self.push_max_offset = 0
-        self.waits: GroupTransfer[asyncio.Future[PutStatus]] = GroupTransfer()
+        self.waits: GroupTransfer[ReplicaWait] = GroupTransfer()
         self._server: asyncio.Server | None = None
         self._tick_task: asyncio.Task[None] | None = None
         self._expiry: asyncio.TimerHandle | None = None
         self._notified = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.port = 0
+        #: SYNC_MASTER outcomes: answered after slaves acknowledged, timed out, no slave
+        self.sync_acked = 0
+        self.sync_timeouts = 0
+        self.sync_not_available = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -293,9 +340,8 @@ class HAMaster:
 
     def fail_waiting(self) -> None:
         """Answer every waiting send FLUSH_SLAVE_TIMEOUT (shutdown, no longer a master)."""
-        for future in self.waits.drain():
-            if not future.done():
-                future.set_result(PutStatus.FLUSH_SLAVE_TIMEOUT)
+        for wait in self.waits.drain():
+            wait.finish(PutStatus.FLUSH_SLAVE_TIMEOUT)
 
     # -- connections ----------------------------------------------------------------------------
 
@@ -315,9 +361,9 @@ class HAMaster:
             self.push_max_offset = conn.ack_offset
         if len(self.waits):
             acks = [c.ack_offset for c in self.connections if c.ack_offset >= 0]
-            for future in self.waits.on_acks(acks):
-                if not future.done():
-                    future.set_result(PutStatus.PUT_OK)
+            for wait in self.waits.on_acks(acks):
+                self.sync_acked += 1
+                wait.finish(PutStatus.PUT_OK)
 
     def notify(self) -> None:
         """New data in the CommitLog: send it soon (coalesced; call on the loop)."""
@@ -350,26 +396,25 @@ class HAMaster:
 
     # -- SYNC_MASTER ----------------------------------------------------------------------------
 
-    def replicate(self, end_offset: int) -> PutStatus | asyncio.Future[PutStatus]:
+    def replicate(self, end_offset: int) -> PutStatus | ReplicaWait:
         """Wait for slaves to hold everything below ``end_offset`` (the end of a message
-        just stored): PUT_OK or SLAVE_NOT_AVAILABLE at once, or a future of PUT_OK /
-        FLUSH_SLAVE_TIMEOUT. Call on the loop."""
+        just stored): PUT_OK or SLAVE_NOT_AVAILABLE at once, or a :class:`ReplicaWait` that
+        finishes with PUT_OK / FLUSH_SLAVE_TIMEOUT. Call on the loop."""
         acks = [c.ack_offset for c in self.connections]
         need = needed_slave_acks(self.config.policy, end_offset, acks)
         if need == 0:
             return PutStatus.PUT_OK
         if need < 0:
+            self.sync_not_available += 1
             return PutStatus.SLAVE_NOT_AVAILABLE
-        reported = [a for a in acks if a >= 0]
-        if sum(1 for a in reported if a >= end_offset) >= need:
+        if sum(1 for a in acks if a >= end_offset) >= need:
             return PutStatus.PUT_OK
-        loop = self._loop or asyncio.get_running_loop()
-        future: asyncio.Future[PutStatus] = loop.create_future()
+        wait = ReplicaWait()
         deadline = time.monotonic() + self.config.sync_timeout_ms / 1000
-        self.waits.add(end_offset, need, deadline, future)
+        self.waits.add(end_offset, need, deadline, wait)
         self._arm_expiry()
         self.notify()
-        return future
+        return wait
 
     def _arm_expiry(self) -> None:
         if self._expiry is not None:
@@ -382,9 +427,9 @@ class HAMaster:
 
     def _expire(self) -> None:
         self._expiry = None
-        for future in self.waits.expire(time.monotonic()):
-            if not future.done():
-                future.set_result(PutStatus.FLUSH_SLAVE_TIMEOUT)
+        for wait in self.waits.expire(time.monotonic()):
+            self.sync_timeouts += 1
+            wait.finish(PutStatus.FLUSH_SLAVE_TIMEOUT)
         self._arm_expiry()
 
     # -- introspection --------------------------------------------------------------------------

@@ -25,12 +25,12 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import socket
 import time
 from typing import TYPE_CHECKING, Any, cast
 
 from ariane.errors import InvalidArgumentError, RemoteProtocolError
 from ariane.ha.config import HAConfig
+from ariane.ha.master import no_delay
 from ariane.ha.wire import Frame, FrameDecoder, encode_report
 from ariane.remoting.client import parse_address
 
@@ -89,12 +89,7 @@ class _MasterConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
+        no_delay(transport)
         store = self.store
         store.replica_writer.reset()
         end = store.max_phy_offset

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import deque
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -91,19 +92,29 @@ class _Request(Generic[T]):
 
 class GroupTransfer(Generic[T]):
     """Requests waiting for slave acknowledgements; ``T`` is whatever the owner completes
-    (a future)."""
+    (a future).
+
+    The common case, one slave needed and requests arriving in offset and deadline order
+    (sends on one event loop), goes to a plain queue: an acknowledgement pops from its front,
+    so a request costs O(1). Anything else goes to the heaps.
+    """
 
     def __init__(self) -> None:
+        self._ones: deque[tuple[int, float, T]] = deque()
         self._by_need: dict[int, list[tuple[int, int, _Request[T]]]] = {}
         self._deadlines: list[tuple[float, int, _Request[T]]] = []
         self._seq = itertools.count()
         self._waiting = 0
 
     def __len__(self) -> int:
-        return self._waiting
+        return self._waiting + len(self._ones)
 
     def add(self, end_offset: int, need: int, deadline: float, token: T) -> None:
         """Wait until ``need`` (>= 1) slaves acknowledged ``end_offset``, or ``deadline``."""
+        ones = self._ones
+        if need == 1 and (not ones or (ones[-1][0] <= end_offset and ones[-1][1] <= deadline)):
+            ones.append((end_offset, deadline, token))
+            return
         req = _Request(end_offset, need, deadline, token)
         seq = next(self._seq)
         heapq.heappush(self._by_need.setdefault(need, []), (end_offset, seq, req))
@@ -112,10 +123,15 @@ class GroupTransfer(Generic[T]):
 
     def on_acks(self, acks: list[int]) -> list[T]:
         """The requests now covered, given every connected slave's acknowledged offset."""
-        if not self._waiting:
-            return []
-        ranked = sorted(acks, reverse=True)
         done: list[T] = []
+        ones = self._ones
+        if ones and acks:
+            best = max(acks)
+            while ones and ones[0][0] <= best:
+                done.append(ones.popleft()[2])
+        if not self._waiting:
+            return done
+        ranked = sorted(acks, reverse=True)
         for need, heap in self._by_need.items():
             if need > len(ranked):
                 continue
@@ -131,6 +147,9 @@ class GroupTransfer(Generic[T]):
     def expire(self, now: float) -> list[T]:
         """The requests whose deadline passed (they are removed)."""
         done: list[T] = []
+        ones = self._ones
+        while ones and ones[0][1] <= now:
+            done.append(ones.popleft()[2])
         heap = self._deadlines
         while heap and (heap[0][2].done or heap[0][0] <= now):
             req = heapq.heappop(heap)[2]
@@ -146,11 +165,16 @@ class GroupTransfer(Generic[T]):
         heap = self._deadlines
         while heap and heap[0][2].done:
             heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        first = heap[0][0] if heap else None
+        if self._ones and (first is None or self._ones[0][1] < first):
+            first = self._ones[0][1]
+        return first
 
     def drain(self) -> list[T]:
         """Remove and return everything still waiting (shutdown, role change)."""
-        done = [req.token for _, _, req in self._deadlines if not req.done]
+        done = [token for _, _, token in self._ones]
+        self._ones.clear()
+        done += [req.token for _, _, req in self._deadlines if not req.done]
         for _, _, req in self._deadlines:
             req.done = True
         self._deadlines.clear()

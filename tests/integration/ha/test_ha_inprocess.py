@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ariane.common.message import HostPort
-from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy, SlaveState
+from ariane.ha import HAClient, HAConfig, HAMaster, ReplicaPolicy, ReplicaWait, SlaveState
 from ariane.ha.wire import encode_frame_header
 from ariane.store.config import StoreConfig
 from ariane.store.inner import MessageInner
@@ -81,6 +81,12 @@ def aio(fn: F) -> Callable[..., None]:
     return wrapper
 
 
+def as_future(wait: ReplicaWait) -> asyncio.Future[PutStatus]:
+    future: asyncio.Future[PutStatus] = asyncio.get_running_loop().create_future()
+    wait.callback = future.set_result
+    return future
+
+
 async def until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -133,7 +139,7 @@ async def test_sync_wait_completes_on_ack_and_times_out_without_slave(tmp_path: 
         await until(lambda: len(master.connections) == 1 and master.connections[0].ack_offset >= 0)
         ends = [put(mstore, i) for i in range(20)]
         waits = [master.replicate(end) for end in ends]
-        futures = [w for w in waits if isinstance(w, asyncio.Future)]
+        futures = [as_future(w) for w in waits if isinstance(w, ReplicaWait)]
         assert futures  # not everything was acknowledged already
         results = await asyncio.gather(*futures)
         assert set(results) == {PutStatus.PUT_OK}
@@ -149,8 +155,8 @@ async def test_sync_wait_times_out_when_the_slave_stalls(tmp_path: Path) -> None
         await until(lambda: len(master.connections) == 1 and master.connections[0].ack_offset >= 0)
         master.connections[0].next_offset = -1  # the link stalls: nothing is sent any more
         wait = master.replicate(put(mstore, 1))
-        assert isinstance(wait, asyncio.Future)
-        assert await wait is PutStatus.FLUSH_SLAVE_TIMEOUT
+        assert isinstance(wait, ReplicaWait)
+        assert await as_future(wait) is PutStatus.FLUSH_SLAVE_TIMEOUT
         # waiting is never for ever, whatever the slave does
         assert len(master.waits) == 0
         assert client.state is SlaveState.TRANSFER

@@ -107,6 +107,9 @@ class FakeInstance:
     def find_broker_addr_in_publish(self, name: str) -> str | None:
         return self.brokers.get(name)
 
+    def refresh_route_soon(self, topic: str) -> None:
+        self.failure_refreshes.append(topic)
+
     async def update_topic_route(self, topic: str, **kwargs: Any) -> bool:
         return False
 

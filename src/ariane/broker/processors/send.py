@@ -74,6 +74,7 @@ from ariane.common.topics import (
     validate_topic,
 )
 from ariane.errors import CorruptionError, InvalidArgumentError
+from ariane.ha import ReplicaWait
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import TopicConfig
@@ -462,7 +463,7 @@ class SendMessageProcessor:
         self,
         ctx: RequestContext,
         result: PutResult,
-        replicated: PutStatus | asyncio.Future[PutStatus],
+        replicated: PutStatus | ReplicaWait,
         topic: str,
         queue_id: int,
         uniq: str | None,
@@ -474,13 +475,12 @@ class SendMessageProcessor:
                 result.status = replicated
             return self.put_response(result, topic, queue_id, uniq)
 
-        def done(f: asyncio.Future[PutStatus]) -> None:
-            status = f.result() if not f.cancelled() else PutStatus.FLUSH_SLAVE_TIMEOUT
+        def done(status: PutStatus) -> None:
             if status is not _PUT_OK and result.status is _PUT_OK:
                 result.status = status
             ctx.send_response(self.put_response(result, topic, queue_id, uniq))
 
-        replicated.add_done_callback(done)
+        replicated.callback = done
         return None
 
     def put_response(

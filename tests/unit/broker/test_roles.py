@@ -1,0 +1,116 @@
+"""Broker roles through the dispatcher (no sockets): what a slave refuses and how it answers
+pulls, a SYNC_MASTER without slaves, the read suggestion, and switching roles at run time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ariane.common.roles import BrokerRole
+from ariane.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from tests.unit.broker.harness import Broker, run
+
+
+def test_a_slave_refuses_writes_and_never_moves_consumers(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await Broker(tmp_path).start()
+        for i in range(3):
+            assert (await b.send("T", f"m{i}".encode())).code == ResponseCode.SUCCESS
+        await b.c.change_role(BrokerRole.SLAVE, 1)
+        try:
+            assert b.c.role is BrokerRole.SLAVE
+            assert b.c.config.broker_id == 1
+            refused = await b.send("T", b"no")
+            assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
+            assert "slave mode" in (refused.remark or "")
+            sub = PULL_SUBSCRIPTION | PULL_COMMIT_OFFSET
+            r = await b.answer(
+                RequestCode.PULL_MESSAGE, b.pull_header("T", sys_flag=sub, commit_offset=2)
+            )
+            assert r.code == ResponseCode.SUCCESS
+            assert r.ext_fields["suggestWhichBrokerId"] == "0"  # back to the master
+            assert b.c.offsets.query("G", "T", 0) == -1  # a slave stores no pull commit
+            r = await b.answer(
+                RequestCode.PULL_MESSAGE, b.pull_header("T", sys_flag=PULL_SUBSCRIPTION, offset=9)
+            )
+            assert r.code == ResponseCode.PULL_RETRY_IMMEDIATELY  # maybe just behind
+            assert r.ext_fields["nextBeginOffset"] == "9"
+            end = h.EndTransactionRequestHeader(
+                producer_group="PG", tran_state_table_offset=0, commit_log_offset=0,
+                commit_or_rollback=8, msg_id="x",
+            )  # fmt: skip
+            r = await b.answer(RequestCode.END_TRANSACTION, end)
+            assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
+            info = b.c.runtime_info()
+            assert info["brokerRole"] == "SLAVE"
+            assert info["haClientState"] == "IDLE"  # no master known yet
+            await b.c.change_role(BrokerRole.ASYNC_MASTER)
+            assert b.c.config.broker_id == 0
+            r = await b.send("T", b"m3")
+            assert r.code == ResponseCode.SUCCESS
+            assert h.SendMessageResponseHeader.from_ext_fields(r.ext_fields).queue_offset == 3
+        finally:
+            await b.c.replication.stop()
+            await b.c._stop_master_services()
+            await b.stop()
+
+    run(main())
+
+
+def test_sync_master_without_slave_answers_slave_not_available(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await Broker(tmp_path, broker_role="SYNC_MASTER").start()
+        try:
+            r = await b.send("T", b"stored anyway")
+            assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
+            assert h.SendMessageResponseHeader.from_ext_fields(r.ext_fields).queue_offset == 0
+            r = await b.send("T", b"no wait", props={"WAIT": "false"})
+            assert r.code == ResponseCode.SUCCESS
+            assert b.c.store.get_max_offset_in_queue("T", 0) == 2
+            assert b.c.replication.metrics().sync_not_available == 1
+        finally:
+            await b.stop()
+
+    run(main())
+
+
+def test_sync_master_with_in_sync_replicas_one_does_not_wait(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await Broker(tmp_path, broker_role="SYNC_MASTER", in_sync_replicas=1).start()
+        try:
+            assert (await b.send("T", b"x")).code == ResponseCode.SUCCESS
+        finally:
+            await b.stop()
+
+    run(main())
+
+
+@pytest.mark.parametrize(("slave_read", "expect"), [(True, "1"), (False, "0")])
+def test_a_master_suggests_a_slave_for_cold_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slave_read: bool, expect: str
+) -> None:
+    monkeypatch.setattr("ariane.store.reads._MEMORY", 1000)  # 40 % of it: 400 bytes "in memory"
+
+    async def main() -> None:
+        b = await Broker(tmp_path, slave_read_enable=slave_read).start()
+        try:
+            for _ in range(10):
+                await b.send("T", b"x" * 200)
+            r = await b.answer(
+                RequestCode.PULL_MESSAGE,
+                b.pull_header("T", sys_flag=PULL_SUBSCRIPTION, max_nums=1),
+            )
+            assert r.code == ResponseCode.SUCCESS
+            assert r.ext_fields["suggestWhichBrokerId"] == expect
+            r = await b.answer(
+                RequestCode.PULL_MESSAGE,
+                b.pull_header("T", sys_flag=PULL_SUBSCRIPTION, offset=9, max_nums=1),
+            )
+            assert r.ext_fields["suggestWhichBrokerId"] == "0"  # the tail is hot
+        finally:
+            await b.stop()
+
+    run(main())
