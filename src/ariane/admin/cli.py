@@ -27,6 +27,8 @@ _TR = "ariane.admin.trace"
 _A = "ariane.admin.acl"
 _H = "ariane.admin.ha"
 _D = "ariane.admin.dledger"
+_Q = "ariane.admin.queue"
+_P = "ariane.admin.probes"
 
 #: command name -> (module, attribute, one-line summary)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -92,6 +94,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "getAclConfig": (_A, "get_acl_config", "The ACL accounts and white addresses of brokers."),
     # replication (issue 13)
     "haStatus": (_H, "ha_status", "The replication status of brokers."),
+    # the book's remaining commands (issue 20)
+    "allocateMQ": (_T, "allocate_mq", "How a topic's queues are allocated to clients."),
+    "updateOrderConf": (_T, "update_order_conf", "Put, get or delete a topic's order conf."),
+    "printMsgByQueue": (_M, "print_msg_by_queue", "Print the messages of one queue."),
+    "queryCq": (_Q, "query_cq", "Raw ConsumeQueue entries of one queue."),
+    "checkMsgSendRT": (_P, "check_msg_send_rt", "Time sends to a topic, queue by queue."),
+    "clusterRT": (_P, "cluster_rt", "Time sends to every broker of the clusters."),
+    "sendMsgStatus": (_P, "send_msg_status", "Time sends to one broker."),
     # DLedger (issue 14)
     "transferLeadership": (
         _D,

@@ -30,6 +30,7 @@ from ariane.admin.timefmt import parse_timestamp
 
 if TYPE_CHECKING:
     from ariane.acl.credentials import SessionCredentials
+    from ariane.client import Producer
     from ariane.client.admin import Admin
 
 __all__ = [
@@ -186,6 +187,16 @@ class AdminContext:
     def usage_error(self, message: str) -> OneLineUsageError:
         """A one-line usage error for this command (raise it)."""
         return OneLineUsageError(message, self.click_ctx)
+
+    def producer(self, group: str) -> Producer:
+        """A producer of ``group`` on the command's NameServers, signed like the admin, with
+        the command's timeout (start it with ``async with``)."""
+        from dataclasses import replace
+
+        from ariane.client import Producer
+
+        config = replace(self.admin.client_config, instance_name=f"mqadmin-{group}-{os.getpid()}")
+        return Producer(group, client_config=config, send_timeout_ms=self.timeout_ms)
 
 
 def describe_error(exc: BaseException) -> str:

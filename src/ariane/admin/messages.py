@@ -1,7 +1,7 @@
 """Message commands (RocketMQ ``tools.command.message``): queryMsgById, queryMsgByKey,
-queryMsgByUniqueKey, queryMsgByOffset, printMsg, sendMessage, consumeMessage.
+queryMsgByUniqueKey, queryMsgByOffset, printMsg, printMsgByQueue, sendMessage, consumeMessage.
 
-printMsg and consumeMessage read queues with plain PULL_MESSAGE requests (32 messages each,
+printMsg, printMsgByQueue and consumeMessage read queues with plain PULL_MESSAGE requests (32 messages each,
 no offset committed, group ``TOOLS_CONSUMER`` unless given), so they never disturb a real
 consumer group.
 """
@@ -23,6 +23,7 @@ __all__ = [
     "consume_message",
     "message_dict",
     "print_msg",
+    "print_msg_by_queue",
     "query_msg_by_id",
     "query_msg_by_key",
     "query_msg_by_offset",
@@ -333,6 +334,67 @@ async def print_msg(
     return View({"topic": topic, "messages": msgs}, [_list_table(msgs, body=print_body)])
 
 
+@admin_command("printMsgByQueue", "Print the messages of one queue.")
+@_TOPIC
+@click.option("-a", "--brokerName", "broker_name", required=True, help="Broker name.")
+@click.option("-i", "--queueId", "queue_id", type=click.IntRange(0), required=True)
+@click.option("-c", "--charsetName", "charset", default="UTF-8", show_default=True)
+@click.option("-s", "--subExpression", "expression", default="*", help='Tags, e.g. "A || B".')
+@click.option("-b", "--beginTimestamp", "begin_ms", type=TimestampType(), help="Stored from.")
+@click.option("-e", "--endTimestamp", "end_ms", type=TimestampType(), help="Stored before.")
+@click.option(
+    "-p", "--printMsg", "print_msgs", type=click.BOOL, default=False, help="List the messages."
+)
+@click.option("-d", "--printBody", "print_body", type=click.BOOL, default=False, show_default=True)
+@click.option(
+    "-f", "--calculate", "by_tag", type=click.BOOL, default=False, help="Count messages by tag."
+)
+async def print_msg_by_queue(
+    ctx: AdminContext,
+    topic: str,
+    broker_name: str,
+    queue_id: int,
+    charset: str,
+    expression: str,
+    begin_ms: int | None,
+    end_ms: int | None,
+    print_msgs: bool,
+    print_body: bool,
+    by_tag: bool,
+) -> View:
+    """The messages of one queue (QUEUE_ID of TOPIC on BROKER_NAME), stored between -b and -e
+    when given, filtered by tags: how many, the list with -p true (bodies with -d true) and the
+    count per tag, largest first, with -f true. Nothing is committed."""
+    from ariane.client.admin import TOOLS_CONSUMER_GROUP
+
+    charset = _check_charset(ctx, charset)
+    tags = _tag_filter(expression)
+    ((mq, addr),) = await _queues(ctx, topic, broker_name, queue_id)
+    lo, hi = await _range(ctx, mq, addr, begin_ms, end_ms)
+    found = [
+        m
+        for m in await _read_queue(ctx, mq, addr, TOOLS_CONSUMER_GROUP, lo, hi, hi - lo)
+        if (tags is None or m.tags in tags) and _in_time(m, begin_ms, end_ms)
+    ]
+    data: dict[str, Any] = {"topic": topic, "brokerName": broker_name, "queueId": queue_id}
+    data.update(minOffset=lo, maxOffset=hi, count=len(found))
+    tables: list[Table] = []
+    if print_msgs:
+        msgs = [message_dict(m, charset=charset, body=print_body) for m in found]
+        data["messages"] = msgs
+        tables.append(_list_table(msgs, body=print_body))
+    if by_tag:
+        counts: dict[str, int] = {}
+        for m in found:
+            if m.tags and m.tags.strip():
+                counts[m.tags] = counts.get(m.tags, 0) + 1
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        data["tagCounts"] = dict(ranked)
+        tables.append(Table(("Tag", "Count"), list(ranked), numeric=frozenset({"Count"})))
+    line = f"{len(found)} message(s) in offsets [{lo}, {hi}) of {topic}@{broker_name}:{queue_id}"
+    return View(data, tables, [line])
+
+
 @admin_command("consumeMessage", "Consume (pull) messages without committing.")
 @_TOPIC
 @click.option("-b", "--brokerName", "broker_name", help="Only this broker's queues.")
@@ -396,14 +458,9 @@ async def send_message(
         raise ctx.usage_error("-b and -i go together")
     if not body:
         raise ctx.usage_error("the body is empty")
-    from ariane.client import Message, MessageQueue, Producer
+    from ariane.client import Message, MessageQueue
 
-    async with Producer(
-        f"mqadmin_{os.getpid()}",
-        namesrv_addr=ctx.namesrv_addr,
-        instance_name=f"mqadmin-send-{os.getpid()}",
-        send_timeout_ms=ctx.timeout_ms,
-    ) as producer:
+    async with ctx.producer(f"mqadmin_{os.getpid()}") as producer:
         msg = Message(topic, body.encode("utf-8"), tags=tags, keys=key)
         if broker_name is not None and queue_id is not None:
             result = await producer.send(msg, queue=MessageQueue(topic, broker_name, queue_id))

@@ -1,5 +1,5 @@
 """Topic commands (RocketMQ ``tools.command.topic``): updateTopic, deleteTopic, topicList,
-topicRoute, topicStatus, topicClusterList, updateTopicPerm."""
+topicRoute, topicStatus, topicClusterList, updateTopicPerm, allocateMQ, updateOrderConf."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from ariane.admin.output import Table, Ts, View
 from ariane.common.sysflag import TOPIC_UNIT, TOPIC_UNIT_SUB, perm_to_string
 
 __all__ = [
+    "allocate_mq",
     "delete_topic",
     "topic_cluster_list",
     "topic_list",
     "topic_route",
     "topic_status",
+    "update_order_conf",
     "update_topic",
     "update_topic_perm",
 ]
@@ -275,3 +277,95 @@ async def update_topic_perm(
         for c in changes
     ]
     return View({"topic": topic, "changes": changes}, lines=lines)
+
+
+# -- issue 20: allocateMQ, updateOrderConf ----------------------------------------------------------
+
+
+@admin_command("allocateMQ", "How a topic's queues are allocated to clients.")
+@_TOPIC
+@click.option(
+    "-i", "--ipList", "ip_list", required=True, help="Client ips (or ids), comma-separated."
+)
+async def allocate_mq(ctx: AdminContext, topic: str, ip_list: str) -> View:
+    """Which readable queues of TOPIC each client of IP_LIST would consume, with the
+    averaging strategy every clustering consumer uses by default
+    (AllocateMessageQueueAveragely; clients in the order given)."""
+    from ariane.client._allocate import AllocateMessageQueueAveragely
+    from ariane.client._route import subscribe_queues_from_route
+
+    ips = list(dict.fromkeys(ip.strip() for ip in ip_list.split(",") if ip.strip()))
+    if not ips:
+        raise ctx.usage_error("-i names no client")
+    route = await _require_route(ctx, topic)
+    mqs = sorted(
+        subscribe_queues_from_route(topic, route), key=lambda q: (q.broker_name, q.queue_id)
+    )
+    strategy = AllocateMessageQueueAveragely()
+    result = {ip: strategy.allocate("allocateMQ", ip, mqs, ips) for ip in ips}
+    table = Table(("Client", "Broker Name", "Queue Ids"))
+    for ip, queues in result.items():
+        by_broker: dict[str, list[str]] = {}
+        for mq in queues:
+            by_broker.setdefault(mq.broker_name, []).append(str(mq.queue_id))
+        if not by_broker:
+            table.rows.append((ip, None, None))
+        for name, ids in by_broker.items():
+            table.rows.append((ip, name, ",".join(ids)))
+    data = {
+        "topic": topic,
+        "result": {ip: [mq.to_json() for mq in qs] for ip, qs in result.items()},
+    }
+    return View(data, [table])
+
+
+def _check_order_conf(ctx: AdminContext, conf: str | None) -> str:
+    """``brokerName:queueNums[;brokerName:queueNums]``, checked and normalized."""
+    if not conf or not conf.strip():
+        raise ctx.usage_error(
+            "please set orderConf with option -v (brokerName1:num;brokerName2:num)"
+        )
+    items = []
+    for item in conf.strip().strip(";").split(";"):
+        name, sep, num = item.strip().rpartition(":")
+        if not sep or not name or not num.strip().isdigit() or int(num) <= 0:
+            raise ctx.usage_error(
+                f"bad order conf item {item.strip()!r}: use brokerName:queueNums, e.g. broker-a:8"
+            )
+        items.append(f"{name}:{int(num)}")
+    return ";".join(items)
+
+
+@admin_command("updateOrderConf", "Create, update, get or delete a topic's order conf.")
+@_TOPIC
+@click.option(
+    "-m",
+    "--method",
+    type=click.Choice(["put", "get", "delete"]),
+    required=True,
+    help="put, get or delete.",
+)
+@click.option("-v", "--orderConf", "order_conf", help="brokerName1:num;brokerName2:num (put).")
+async def update_order_conf(
+    ctx: AdminContext, topic: str, method: str, order_conf: str | None
+) -> View:
+    """The ordered-topic configuration of TOPIC on the NameServers (KV namespace
+    ORDER_TOPIC_CONFIG: which brokers host its queues, and how many): put (-v), get or
+    delete. Brokers mark the topic ordered when they next register, and with the NameServer's
+    orderMessageEnable its route carries the conf."""
+    if method == "put":
+        conf = _check_order_conf(ctx, order_conf)
+        await ctx.admin.put_kv_config(ORDER_TOPIC_CONFIG, topic, conf)
+        line = f"update orderConf success. topic=[{topic}], orderConf=[{conf}]"
+        return View({"topic": topic, "method": method, "orderConf": conf}, lines=[line])
+    if order_conf is not None:
+        raise ctx.usage_error(f"-v goes with -m put, not -m {method}")
+    if method == "get":
+        value = await ctx.admin.get_kv_config(ORDER_TOPIC_CONFIG, topic)
+        line = f"get orderConf success. topic=[{topic}], orderConf=[{value or ''}]"
+        if value is None:
+            line = f"topic {topic} has no order conf"
+        return View({"topic": topic, "method": method, "orderConf": value}, lines=[line])
+    await ctx.admin.delete_kv_config(ORDER_TOPIC_CONFIG, topic)
+    line = f"delete orderConf success. topic=[{topic}]"
+    return View({"topic": topic, "method": method, "orderConf": None}, lines=[line])

@@ -38,6 +38,7 @@ from ariane.remoting.protocol.bodies import (
 from ariane.remoting.protocol.client_bodies import MessageQueue
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.protocol.queue_bodies import QueryConsumeQueueResponseBody
 from ariane.remoting.protocol.stats_bodies import BrokerStatsData, ConsumeStatsList
 from ariane.remoting.protocol.summary_bodies import GroupSummaryTable, TopicSummaryTable
 
@@ -497,6 +498,28 @@ class AdminRequests(RpcBase):
             addr, RequestCode.VIEW_BROKER_STATS_DATA, header, timeout_ms=timeout_ms
         )
         return BrokerStatsData.decode(_body(response, "BrokerStatsData"))
+
+    async def query_consume_queue(
+        self,
+        addr: str,
+        topic: str,
+        queue_id: int,
+        index: int,
+        count: int,
+        group: str | None = None,
+        timeout_ms: int | None = None,
+    ) -> tuple[QueryConsumeQueueResponseBody, str | None]:
+        """QUERY_CONSUME_QUEUE: ``count`` raw entries of one ConsumeQueue from ``index``
+        (with ``group``: its subscription and whether its filter matches each entry), and
+        the broker's remark (why no entry came)."""
+        header = h.QueryConsumeQueueRequestHeader(
+            topic=topic, queue_id=queue_id, index=index, count=count, consumer_group=group
+        )
+        response = await self.call(
+            addr, RequestCode.QUERY_CONSUME_QUEUE, header, timeout_ms=timeout_ms
+        )
+        body = QueryConsumeQueueResponseBody.decode(_body(response, "QueryConsumeQueue"))
+        return body, response.remark
 
     async def get_broker_consume_stats(
         self, addr: str, *, is_order: bool = False, timeout_ms: int | None = None

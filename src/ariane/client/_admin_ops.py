@@ -25,6 +25,7 @@ from ariane.remoting.protocol.stats_bodies import BrokerStatsData, ConsumeStatsL
 if TYPE_CHECKING:
     from ariane.client._api import ClientAPI
     from ariane.remoting.protocol.admin_bodies import ConsumeStats
+    from ariane.remoting.protocol.queue_bodies import QueryConsumeQueueResponseBody
     from ariane.remoting.protocol.route import TopicRouteData
 
 __all__ = ["AdminOps"]
@@ -191,6 +192,27 @@ class AdminOps:
             broker_addr, is_order=is_order, timeout_ms=self.timeout_ms
         )
         return stats
+
+    async def query_consume_queue(
+        self,
+        broker_addr: str,
+        topic: str,
+        queue_id: int,
+        index: int,
+        *,
+        count: int = 10,
+        group: str | None = None,
+    ) -> tuple[QueryConsumeQueueResponseBody, str | None]:
+        """``count`` raw ConsumeQueue entries of one queue of a broker from ``index``
+        (``queryConsumeQueue``); with ``group``, whether its filter matches each. Returns
+        the body and the broker's remark (why no entry came, e.g. an index out of range).
+
+        Raises:
+            BrokerResponseError: the broker has no such queue.
+        """
+        return await self.api.query_consume_queue(
+            broker_addr, topic, queue_id, index, count, group, self.timeout_ms
+        )
 
     # -- housekeeping ---------------------------------------------------------------------------
 

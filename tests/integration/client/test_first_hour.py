@@ -34,6 +34,8 @@ from tests.integration.client.conftest import run, wait_for_route
 from tests.integration.client.consumer_support import CONSUMER_BROKER_CONF
 from tests.support.cluster import Cluster
 
+pytestmark = pytest.mark.xdist_group("first-hour")
+
 BAD_SQL = "a >= AND b"
 PARSE_REASON = (
     "parse the consumer's subscription[a >= AND b] failed: "
