@@ -39,7 +39,10 @@ def test_topic_lifecycle(cluster: Cluster) -> None:
     async def go() -> None:
         async with Admin(namesrv_addr=cluster.namesrv_addr) as admin:
             written = await admin.create_topic(
-                "AdmTopic", read_queue_nums=3, write_queue_nums=3, attributes={"a": "b"}
+                "AdmTopic",
+                read_queue_nums=3,
+                write_queue_nums=3,
+                attributes={"message.type": "NORMAL"},
             )
             assert written == [cluster.broker_addr()]
             await wait_for_route(admin, "AdmTopic")
