@@ -238,6 +238,96 @@ def test_consumers_read_from_the_slave_while_the_master_is_down(ha_cluster: HACl
     run(go())
 
 
+def test_one_consumer_rides_through_a_master_restart(ha_cluster: HACluster) -> None:
+    """One push consumer keeps running while the master dies and comes back: it finishes the
+    queue from the slave, then its pulls return to the master (the slave serves none of the
+    later ones), every message arrives exactly once with its body, and the returned master
+    ends with the group's offsets at the queues' ends (never behind the slave's)."""
+    ha_cluster.start()
+    master, slave = ha_cluster.addr("broker-a/0"), ha_cluster.addr("broker-a/1")
+    got: list[MessageExt] = []
+
+    async def listener(
+        msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeConcurrentlyStatus:
+        await asyncio.sleep(0.02 * len(msgs))  # slow: most of the queue is left for the slave
+        got.extend(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def bodies() -> list[bytes]:
+        return sorted(m.body for m in got)
+
+    async def found(admin: Admin, addr: str) -> int:
+        return int((await runtime(admin, addr))["getMessageTimesTotalFound"])
+
+    async def offsets(admin: Admin, addr: str) -> list[int]:
+        return [
+            (await admin.api.query_consumer_offset(addr, "cg_ride", "Ride", q, timeout_ms=1000))
+            or 0
+            for q in range(2)
+        ]
+
+    async def send_each(bodies: list[bytes], instance: str) -> None:
+        """One send per message: both queues get some (a held pull on each returns)."""
+        async with Producer("pg_" + instance, client_config=client_config(ha_cluster, instance),
+                            retry_times=4) as p:  # fmt: skip
+            for body in bodies:
+                deadline = time.monotonic() + 30
+                while (await p.send(Message("Ride", body))).status is not SendStatus.SEND_OK:
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.1)
+
+    async def go() -> None:
+        async with Admin(namesrv_addr=ha_cluster.namesrv_addr) as admin:
+            await create_topic(admin, ha_cluster, "Ride", 2)
+            consumer = PushConsumer(
+                "cg_ride",
+                client_config=client_config(ha_cluster, "cride"),
+                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                pull_batch_size=4,
+                pull_threshold_for_queue=8,
+                consume_thread_nums=2,
+            )
+            consumer.subscribe("Ride")
+            consumer.register_message_listener(listener)
+            first = [f"first-{i}".encode() for i in range(120)]
+            second = [f"second-{i}".encode() for i in range(40)]
+            third = [f"third-{i}".encode() for i in range(40)]
+            await send_each(first, "p1")
+            await wait_caught_up(admin, master, slave)
+            assert await found(admin, slave) == 0
+            async with consumer:
+                await wait_until(lambda: len(got) >= 20, 30, "some consumed from the master")
+                await asyncio.to_thread(ha_cluster.kill, "broker-a/0")
+                assert len(got) < 100
+                await wait_until(lambda: bodies() == sorted(first), 60, "the rest, from the slave")
+                assert await found(admin, slave) > 0
+                await asyncio.to_thread(ha_cluster.restart, "broker-a/0")
+                await send_each(second, "p2")
+                await wait_until(
+                    lambda: bodies() == sorted(first + second), 60, "second, after the restart"
+                )
+                await asyncio.sleep(2.0)  # every queue's next pull goes to the master
+                on_slave, on_master = await found(admin, slave), await found(admin, master)
+                await send_each(third, "p3")
+                await wait_until(lambda: bodies() == sorted(first + second + third), 30, "third")
+                assert await found(admin, master) > on_master  # read from the master again
+                assert await found(admin, slave) == on_slave  # and no longer from the slave
+                deadline = time.monotonic() + 20
+                while sum(await offsets(admin, master)) < 200:
+                    assert time.monotonic() < deadline, await offsets(admin, master)
+                    await asyncio.sleep(0.1)
+            stats = await admin.topic_stats("Ride")
+            ends = {mq.queue_id: o.max_offset for mq, o in stats.offset_table.items()}
+            assert sum(ends.values()) == 200
+            assert await offsets(admin, master) == [ends[0], ends[1]]
+            # each message exactly once: every (queue, offset) of both queues, nothing twice
+            slots = sorted((m.queue_id, m.queue_offset) for m in got)
+            assert slots == [(q, o) for q in range(2) for o in range(ends[q])]
+
+    run(go())
+
+
 def test_slave_restart_catches_up_from_far_behind(ha_cluster: HACluster) -> None:
     ha_cluster.start()
     master, slave = ha_cluster.member("broker-a/0"), ha_cluster.member("broker-a/1")
