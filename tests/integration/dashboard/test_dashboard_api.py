@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import pytest
 
 from ariane.client import Admin
+from ariane.client.errors import QueryNotFoundError
 from tests.integration.dashboard.support import DashClient, start_dashboard, wait_for
 from tests.support.cluster import Cluster
 from tests.support.processes import free_port, start_server
@@ -211,12 +212,25 @@ def test_dlq_list_export_and_resend(client: DashClient, cluster: Cluster) -> Non
     assert answer.status_code == 200, answer.text
     resent = answer.json()
     assert [r["msgId"] for r in resent["resent"]] == [msg_id]
-    again = admin(cluster, "query_message_by_id", "%RETRY%dash_dlq_g", msg_id)
+    # the answer names where the copy was stored; the index of keys follows asynchronously
+    again = admin(cluster, "view_message", resent["resent"][0]["resentAs"])
+    assert (again.topic, again.msg_id) == ("%RETRY%dash_dlq_g", msg_id)
+    wait_for(
+        "the resent copy in the retry topic's index",
+        lambda: _found(cluster, "%RETRY%dash_dlq_g", msg_id),
+    )
     assert bytes(again.body) == b"dead"
     assert again.properties["RETRY_TOPIC"] == "DashDlq"
     assert again.keys == ["dk"]
     assert again.reconsume_times == 0
     assert client.api("/dlqMessage", group="nobody_g")["rows"] == []
+
+
+def _found(cluster: Cluster, topic: str, msg_id: str) -> bool:
+    try:
+        return admin(cluster, "query_message_by_id", topic, msg_id).msg_id == msg_id
+    except QueryNotFoundError:
+        return False
 
 
 @pytest.mark.parametrize(
