@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck unit run clean protos chromium
+.PHONY: install test lint typecheck unit run clean protos chromium fuse
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck chromium
+test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 # Debian's Chromium for the dashboard's browser tests (issue 17); when apt cannot reach its
@@ -30,6 +30,12 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null 2>&1 \
 	  || echo "chromium could not be installed: the dashboard's browser tests will skip"; }
+
+# libfuse3 for the store's power-loss tests through FUSE (issue 12); without it they skip
+fuse:
+	@ldconfig -p 2>/dev/null | grep -q libfuse3 || { \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3) >/dev/null 2>&1 \
+	  || echo "fuse3 could not be installed: the FUSE power-loss tests will skip"; }
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
