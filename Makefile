@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck unit run clean protos chromium
 
-$(STAMP): pyproject.toml
+# The install compiles src/ariane/_speedups.c when a C compiler is present (hatch_build.py);
+# without one the pure-Python twins run. The last line says which build this venv has.
+$(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,dashboard]'
+	@$(BIN)/python -c "from ariane.common import native; print('ariane build:', native.build_name())"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -21,8 +24,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# the suite on the build this venv has, then the codec/record/store tests again on the
+# pure-Python twins (ARIANE_PURE=1); test_native_identity compares both builds' output
+PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.py \
+	tests/unit/common/test_record.py tests/unit/remoting/test_codec.py \
+	tests/unit/store/test_put_paths.py tests/unit/common/test_native_identity.py
+
 test: lint typecheck chromium
 	$(BIN)/pytest -n 2 --dist loadgroup
+	ARIANE_PURE=1 $(BIN)/pytest -n 2 -q $(PURE_TESTS)
 
 # Debian's Chromium for the dashboard's browser tests (issue 17); when apt cannot reach its
 # registry the browser tests skip and say why
