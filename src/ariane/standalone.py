@@ -26,6 +26,7 @@ import ctypes.util
 import os
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -224,6 +225,19 @@ DEV_STORE_SIZES = {
 }
 
 
+DEFAULT_GRPC_PORT = 8081
+
+
+def _port_free(host: str | None, port: int) -> bool:
+    """Whether ``port`` can be bound on ``host`` (127.0.0.1 when unset) right now."""
+    with socket.socket(socket.AF_INET6 if host and ":" in host else socket.AF_INET) as s:
+        try:
+            s.bind((host or "127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def _broker_args(
     namesrv: str,
     data: Path,
@@ -240,8 +254,11 @@ def _broker_args(
         args += ["-o", f"metricsPromExporterPort={metrics_port}"]
     # the gRPC 5.x protocol (issue 16): 8081 like RocketMQ's proxy, a free port when the
     # broker port is one too, off with -1; grpcServerPort in --broker-conf wins over the default
+    # (a second standalone on this machine then finds 8081 taken and takes a free port)
     if proxy_port is None and "grpcServerPort" not in conf:
-        proxy_port = 0 if broker_port == 0 else 8081
+        proxy_port = (
+            DEFAULT_GRPC_PORT if broker_port != 0 and _port_free(host, DEFAULT_GRPC_PORT) else 0
+        )
     if proxy_port is not None:
         args += ["-o", f"grpcServerPort={proxy_port}"]
     if broker_conf is not None:

@@ -4,8 +4,14 @@ Phases, each timed separately on the same directory's file system:
 
 1. disk: the same number of bytes the async phase stores, written sequentially in 4 MiB
    chunks, twice without (first and best pass) and twice with a final fsync (best kept);
-2. async: one writer appends N messages of S bytes with ASYNC_FLUSH; the clock stops when
-   dispatch has caught up (ConsumeQueue + index built), the append-only rate is printed too;
+2. async, in ``--passes`` passes (2): each pass first writes the reference, the same bytes
+   copied in 4 MiB chunks into fresh ``posix_fallocate``d files of the CommitLog's size mapped
+   with mmap (the file state the CommitLog writes into), then runs the store: one writer
+   appends N messages of S bytes with ASYNC_FLUSH; the clock stops when dispatch has caught up
+   (ConsumeQueue + index built), the append-only rate is printed too. The ratio of each pass
+   compares the store with the reference written just before it into the same kind of fresh
+   pages, so the VM's fresh-memory rate, which swings between runs, cancels out (issue 18
+   item 3: the old ratio against a single probe swung from 110 % to 13 %);
 3. read: every message read back through the ConsumeQueues (32 per call, like a pull);
 4. sync: 64 writer threads append with SYNC_FLUSH (group commit), each put returning only
    after fsync covered it.
@@ -26,8 +32,10 @@ import click
 import orjson
 
 from ariane.common.message import HostPort
+from ariane.common.native import build_name
 from ariane.store.config import FlushDiskType, StoreConfig
 from ariane.store.inner import MessageInner
+from ariane.store.mapped_file import MappedFile
 from ariane.store.message_store import MessageStore
 from ariane.store.results import GetStatus
 
@@ -55,6 +63,33 @@ def _disk_bandwidth(directory: str, total: int, fsync: bool) -> float:
         os.close(fd)
     elapsed = time.perf_counter() - start
     os.unlink(path)
+    return total / elapsed / 1e6
+
+
+def _mapped_bandwidth(directory: str, total: int, file_size: int) -> float:
+    """MB/s of copying ``total`` bytes into fresh fallocated, mapped files (the clock runs from
+    the first copy to the last, like the store's after ``start()`` created its first file)."""
+    os.makedirs(directory, exist_ok=True)
+    chunk = os.urandom(4 << 20)
+    files = [
+        MappedFile(os.path.join(directory, f"{i * file_size:020d}"), file_size)
+        for i in range(-(-total // file_size))
+    ]
+    try:
+        start = time.perf_counter()
+        written = 0
+        for mf in files:
+            mm = mf.mm
+            pos = 0
+            while pos < file_size and written < total:
+                n = min(len(chunk), file_size - pos, total - written)
+                mm[pos : pos + n] = chunk if n == len(chunk) else chunk[:n]
+                pos += n
+                written += n
+        elapsed = time.perf_counter() - start
+    finally:
+        for mf in files:
+            mf.destroy(sync_dir=False)
     return total / elapsed / 1e6
 
 
@@ -151,6 +186,7 @@ def _sync_phase(root: str, n: int, body: bytes, writers: int, index: bool) -> fl
 @click.option("--writers", default=64, show_default=True, help="sync-phase writer threads")
 @click.option("--dir", "directory", default=None, help="where to create the stores [tmp]")
 @click.option("--no-index", is_flag=True, help="disable the key index (messageIndexEnable)")
+@click.option("--passes", default=2, show_default=True, help="reference + async store passes")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object last")
 def store_bench(
     messages: int,
@@ -159,6 +195,7 @@ def store_bench(
     writers: int,
     directory: str | None,
     no_index: bool,
+    passes: int,
     as_json: bool,
 ) -> None:
     """Append, dispatch and read back N messages of SIZE bytes; compare with the disk."""
@@ -171,6 +208,7 @@ def store_bench(
         "size": size,
         "sync_messages": n_sync,
         "index": not no_index,
+        "build": build_name(),
     }
     try:
         probe = os.path.join(base, "disk")
@@ -187,9 +225,26 @@ def store_bench(
         out["disk_fsync_write_mb_per_s"] = max(
             _disk_bandwidth(probe, total, fsync=True) for _ in range(2)
         )
-        appended, dispatched, store = _async_phase(
-            os.path.join(base, "async"), messages, body, not no_index
-        )
+        file_size = _config(base, FlushDiskType.ASYNC_FLUSH, size).mapped_file_size_commit_log
+        out["passes"] = []
+        for p in range(max(1, passes)):
+            mapped = _mapped_bandwidth(os.path.join(base, "mapped"), total, file_size)
+            appended, dispatched, store = _async_phase(
+                os.path.join(base, "async"), messages, body, not no_index
+            )
+            if p < passes - 1:
+                store.shutdown()
+                shutil.rmtree(os.path.join(base, "async"), ignore_errors=True)
+            mb = messages * size / dispatched / 1e6
+            out["passes"].append(
+                {
+                    "disk_mapped_mb_per_s": mapped,
+                    "async_msgs_per_s": messages / dispatched,
+                    "async_mb_per_s": mb,
+                    "async_append_msgs_per_s": messages / appended,
+                    "ratio_to_mapped": mb / mapped,
+                }
+            )
         try:
             read = _read_phase(store, messages)
         finally:
@@ -218,12 +273,20 @@ def store_bench(
 
 
 def _print(out: dict[str, Any]) -> None:
-    click.echo(f"messages={out['messages']} size={out['size']} B index={out['index']}")
+    click.echo(
+        f"messages={out['messages']} size={out['size']} B index={out['index']} build={out['build']}"
+    )
     click.echo(
         f"disk sequential write: {out['disk_write_mb_per_s']:.0f} MB/s (page cache, best; "
         f"first write {out['disk_write_cold_mb_per_s']:.0f} MB/s), "
         f"{out['disk_fsync_write_mb_per_s']:.0f} MB/s (with fsync)"
     )
+    for i, p in enumerate(out["passes"], 1):
+        click.echo(
+            f"pass {i}: mapped-file write {p['disk_mapped_mb_per_s']:.0f} MB/s, async put+dispatch"
+            f" {p['async_msgs_per_s']:,.0f} msg/s {p['async_mb_per_s']:.0f} MB/s"
+            f" = {p['ratio_to_mapped']:.2f} x the mapped-file write"
+        )
     click.echo(
         f"async put+dispatch: {out['async_msgs_per_s']:,.0f} msg/s {out['async_mb_per_s']:.0f} MB/s"
         f" (appends alone {out['async_append_msgs_per_s']:,.0f} msg/s),"
