@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from ariane.common import faults
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.commit_log import CommitLog, free_tr_name
-from ariane.store.mapped_file import MappedFile
 from ariane.store.format import (
     MESSAGE_MAGIC_CODE_V1,
     MESSAGE_MAGIC_CODE_V2,
@@ -35,6 +34,7 @@ from ariane.store.format import (
     EndOfSegment,
     check_record,
 )
+from ariane.store.mapped_file import MappedFile
 
 __all__ = ["RecoveryResult", "choose_abnormal_start", "redispatch", "truncate_tail", "walk"]
 
