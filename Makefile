@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck unit run clean protos chromium
+.PHONY: install test lint typecheck unit run clean protos chromium fuse
 
 # The install compiles src/ariane/_speedups.c when a C compiler is present (hatch_build.py);
 # without one the pure-Python twins run. The last line says which build this venv has.
@@ -30,7 +30,7 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/common/test_record.py tests/unit/remoting/test_codec.py \
 	tests/unit/store/test_put_paths.py tests/unit/common/test_native_identity.py
 
-test: lint typecheck chromium
+test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup
 	ARIANE_PURE=1 $(BIN)/pytest -n 2 -q $(PURE_TESTS)
 
@@ -40,6 +40,12 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null 2>&1 \
 	  || echo "chromium could not be installed: the dashboard's browser tests will skip"; }
+
+# libfuse3 for the store's power-loss tests through FUSE (issue 12); without it they skip
+fuse:
+	@ldconfig -p 2>/dev/null | grep -q libfuse3 || { \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3) >/dev/null 2>&1 \
+	  || echo "fuse3 could not be installed: the FUSE power-loss tests will skip"; }
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit

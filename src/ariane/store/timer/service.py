@@ -20,7 +20,7 @@ How it works. A message with a future delivery time was stored (by the broker's 
   refuses for a passing reason (not writeable, busy) is retried until it is stored; one it can
   never store (illegal) is dropped with an error log. Delivery is therefore at the first P
   boundary at or after the requested time, plus the loop's latency, never early.
-* **read ahead**: the slots due within the next 3 s are read before their boundary, a few
+* **read ahead**: the slots due within the next 10 s are read before their boundary, a few
   thousand units per pass: their messages decoded, recall markers collected and the copies'
   records prepared (``MessageStore.prepare_message``; ``TIMER_DEQUEUE_MS`` is then the
   boundary). Units that reach such a slot later are read at the boundary, and recall markers
@@ -106,9 +106,9 @@ _RETRYABLE = frozenset(
 )
 _RETRY_WAIT_S = 0.5
 #: Slots due within this time are read ahead of their boundary (see the module docs).
-_AHEAD_MS = 3000
+_AHEAD_MS = 10_000
 #: Copies held ready at most (all slots); the rest are made at the boundary.
-_AHEAD_MAX = 200_000
+_AHEAD_MAX = 150_000
 #: Units read ahead per pass (the thread comes back at once while there are more).
 _AHEAD_PER_PASS = 4096
 
