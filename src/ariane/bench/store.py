@@ -16,6 +16,9 @@ Phases, each timed separately on the same directory's file system:
 4. sync: 64 writer threads append with SYNC_FLUSH (group commit), each put returning only
    after fsync covered it.
 
+The store phases count and time the directory fsyncs the store makes (new CommitLog,
+ConsumeQueue and index files, the checkpoint; issue 12) and print their share of the phase.
+
 Messages look like a producer's: a TAGS property and a 32-character UNIQ_KEY (indexed).
 """
 
@@ -34,6 +37,7 @@ import orjson
 from ariane.common.message import HostPort
 from ariane.common.native import build_name
 from ariane.store.config import FlushDiskType, StoreConfig
+from ariane.store.disk import OsDisk
 from ariane.store.inner import MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.message_store import MessageStore
@@ -93,6 +97,26 @@ def _mapped_bandwidth(directory: str, total: int, file_size: int) -> float:
     return total / elapsed / 1e6
 
 
+class _TimedDirSyncs(OsDisk):
+    """The real file system, counting and timing directory fsyncs."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+
+    def sync_dir(self, path: str) -> None:
+        start = time.perf_counter()
+        super().sync_dir(path)
+        elapsed = time.perf_counter() - start
+        with self._lock:
+            self.count += 1
+            self.seconds += elapsed
+
+
+_DIR_SYNCS = {"async": _TimedDirSyncs(), "sync": _TimedDirSyncs()}
+
+
 def _config(root: str, flush: FlushDiskType, size: int, index: bool = True) -> StoreConfig:
     return StoreConfig(
         store_path_root_dir=root,
@@ -115,7 +139,9 @@ def _message(body: bytes, i: int, prefix: str) -> MessageInner:
 
 
 def _async_phase(root: str, n: int, body: bytes, index: bool) -> tuple[float, float, MessageStore]:
-    store = MessageStore(_config(root, FlushDiskType.ASYNC_FLUSH, len(body), index))
+    store = MessageStore(
+        _config(root, FlushDiskType.ASYNC_FLUSH, len(body), index), disk=_DIR_SYNCS["async"]
+    )
     store.load()
     store.start()
     put = store.put_message
@@ -149,7 +175,9 @@ def _read_phase(store: MessageStore, n: int) -> float:
 
 
 def _sync_phase(root: str, n: int, body: bytes, writers: int, index: bool) -> float:
-    store = MessageStore(_config(root, FlushDiskType.SYNC_FLUSH, len(body), index))
+    store = MessageStore(
+        _config(root, FlushDiskType.SYNC_FLUSH, len(body), index), disk=_DIR_SYNCS["sync"]
+    )
     store.load()
     store.start()
     per = n // writers
@@ -262,6 +290,12 @@ def store_bench(
         )
         out["sync_msgs_per_s"] = n_sync / sync if sync else 0.0
         out["sync_mb_per_s"] = n_sync * size / sync / 1e6 if sync else 0.0
+        for phase, seconds in (("async", dispatched), ("sync", sync)):
+            out[f"{phase}_dir_fsyncs"] = _DIR_SYNCS[phase].count
+            out[f"{phase}_dir_fsync_ms"] = _DIR_SYNCS[phase].seconds * 1000
+            out[f"{phase}_dir_fsync_share"] = (
+                _DIR_SYNCS[phase].seconds / seconds if seconds else 0.0
+            )
         out["async_ratio_to_disk"] = out["async_mb_per_s"] / out["disk_write_mb_per_s"]
         out["async_ratio_to_disk_cold"] = out["async_mb_per_s"] / out["disk_write_cold_mb_per_s"]
         out["sync_ratio_to_disk_fsync"] = out["sync_mb_per_s"] / out["disk_fsync_write_mb_per_s"]
@@ -297,4 +331,12 @@ def _print(out: dict[str, Any]) -> None:
     click.echo(
         f"sync ({out['sync_messages']} msgs): {out['sync_msgs_per_s']:,.0f} msg/s "
         f"{out['sync_mb_per_s']:.0f} MB/s, {out['sync_ratio_to_disk_fsync']:.2f} x fsync disk"
+    )
+    click.echo(
+        "directory fsyncs: "
+        + ", ".join(
+            f"{phase} {out[f'{phase}_dir_fsyncs']} ({out[f'{phase}_dir_fsync_ms']:.1f} ms, "
+            f"{out[f'{phase}_dir_fsync_share'] * 100:.2f} % of the phase)"
+            for phase in ("async", "sync")
+        )
     )
