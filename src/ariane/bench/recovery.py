@@ -73,14 +73,19 @@ def _fill(root: str, size_mb: int, size: int, file_mb: int) -> tuple[int, float]
     return n, elapsed
 
 
-def _timed_start(root: str, size: int, file_mb: int, warm: bool) -> tuple[float, MessageStore]:
+def _timed_start(
+    root: str, size: int, file_mb: int, warm: bool, clean: bool
+) -> tuple[float, MessageStore]:
     if not warm:
         _drop_page_cache(root)
     store = MessageStore(_config(root, size, file_mb))
     start = time.perf_counter()
     if not store.load():
         raise click.ClickException("the store did not load")
-    return time.perf_counter() - start, store
+    elapsed = time.perf_counter() - start
+    if store.last_exit_ok is not clean:
+        raise click.ClickException(f"expected a {'clean' if clean else 'crashed'} store")
+    return elapsed, store
 
 
 @click.command("recovery")
@@ -105,13 +110,14 @@ def recovery_bench(
         n, fill_s = _fill(root, size_mb, size, file_mb)
         out["messages"] = n
         out["fill_s"] = fill_s
-        abnormal_s, store = _timed_start(root, size, file_mb, warm)
+        abnormal_s, store = _timed_start(root, size, file_mb, warm, clean=False)
         try:
             out["max_offset"] = store.commit_log.max_offset
+            store.start()  # a clean stop needs a running store (it removes the abort file)
         finally:
             store.shutdown()
         out["abnormal_recovery_s"] = abnormal_s
-        normal_s, store = _timed_start(root, size, file_mb, warm)
+        normal_s, store = _timed_start(root, size, file_mb, warm, clean=True)
         store.shutdown()
         out["normal_recovery_s"] = normal_s
         out["abnormal_mb_per_s"] = out["max_offset"] / abnormal_s / 1e6

@@ -186,25 +186,28 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
     missing: list[int] = []
     index_end = index_plan.end_phy_offset if index_plan is not None else -1
 
-    def observe(req: DispatchRequest) -> None:
-        if missing:
-            return
+    def observe(req: DispatchRequest) -> bool:
+        """Find the first record whose ConsumeQueue entry or index keys are missing."""
         topic, qid, phys, _s, _t, _ts, _qo, keys, uniq, sys_flag, _p = req
         if enters_consume_queue(sys_flag):
             cq = store.get_consume_queue(topic, qid)
             if cq is None or cq.max_physic_offset < phys:
                 missing.append(phys)
-                return
+                return False
         if index is not None and (keys or uniq) and not is_rollback(sys_flag) and index_end < phys:
             missing.append(phys)
+            return False
+        return True
 
     if store.last_exit_ok:
         start_index = max(0, len(files) - 3)
     else:
         start_index = choose_abnormal_start(commit_log, checkpoint)
+    # after an abnormal exit everything from the walk start is re-dispatched anyway: the walk
+    # need not look for missing entries (nor decode topics and properties)
     result = walk(
         commit_log, start_index, check_crc=cfg.check_crc_on_recover, levels_ms=levels,
-        observe=observe,
+        observe=observe if store.last_exit_ok else None,
     )  # fmt: skip
     end = result.process_offset
 

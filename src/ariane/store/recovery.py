@@ -34,6 +34,7 @@ from ariane.store.format import (
     EndOfSegment,
     check_record,
 )
+from ariane.store.mapped_file import MappedFile
 
 __all__ = ["RecoveryResult", "choose_abnormal_start", "redispatch", "truncate_tail", "walk"]
 
@@ -41,8 +42,9 @@ logger = logging.getLogger(__name__)
 
 _I64_AT = 8
 
-#: Called for every valid record seen by the walk (to find missing dispatch work).
-Observer = Callable[[DispatchRequest], None]
+#: Called for valid records seen by the walk (to find missing dispatch work); returns False
+#: once it has seen enough (the rest of the walk then skips decoding topics and properties).
+Observer = Callable[[DispatchRequest], bool]
 
 
 @dataclass(slots=True)
@@ -89,20 +91,20 @@ def walk(
     mf = files[index]
     start = mf.file_from_offset
     pos = 0
-    last_ts = 0
+    last: tuple[MappedFile, int] | None = None
     records = 0
     reason: str | None = None
     size = commit_log.file_size
+    watching = observe is not None
     while True:
         res = check_record(
-            mf.mm, pos, size, check_crc=check_crc, want_dispatch=observe is not None,
-            levels_ms=levels_ms,
-        )  # fmt: skip
+            mf.mm, pos, size, check_crc=check_crc, want_dispatch=watching, levels_ms=levels_ms
+        )
         if isinstance(res, Decoded):
             if res.dispatch is not None:
                 assert observe is not None
-                observe(res.dispatch)
-                last_ts = res.dispatch.store_timestamp_ms
+                watching = observe(res.dispatch)
+            last = (mf, pos)
             pos += res.size
             records += 1
             continue
@@ -118,7 +120,16 @@ def walk(
         if mf.mm[pos : pos + 8] != bytes(8):
             reason = f"{res.reason} at {mf.file_from_offset + pos}"
         break
-    return RecoveryResult(mf.file_from_offset + pos, start, last_ts, records, reason)
+    return RecoveryResult(mf.file_from_offset + pos, start, _store_time(last), records, reason)
+
+
+def _store_time(last: tuple[MappedFile, int] | None) -> int:
+    """The store time of the record at ``last`` (0 for none)."""
+    if last is None:
+        return 0
+    mf, pos = last
+    res = check_record(mf.mm, pos, len(mf.mm), check_crc=False, want_dispatch=True)
+    return res.dispatch.store_timestamp_ms if isinstance(res, Decoded) and res.dispatch else 0
 
 
 def truncate_tail(commit_log: CommitLog, offset: int) -> None:
