@@ -11,6 +11,7 @@ from ariane.common.message import MessageExt
 from ariane.common.record import decode_records
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.store.timer import service as timer_service
 from tests.unit.broker.harness import Broker, run
 
 TIMER = "rmq_sys_wheel_timer"
@@ -333,5 +334,32 @@ def test_restart_after_a_read_ahead_delivers_each_timer_once(tmp_path: Path) -> 
         assert sorted(int(m.body) for m in messages(b2)) == list(range(20))
         assert deliver(b2) == 0
         await b2.stop()
+
+    run(main())
+
+
+def test_read_ahead_holds_at_most_its_byte_cap(tmp_path: Path, monkeypatch: Any) -> None:
+    """Big timer messages are read ahead only up to ``_AHEAD_MAX_BYTES``; the rest of the
+    slot is read at the boundary, and every timer is delivered once, in unit order."""
+    monkeypatch.setattr(timer_service, "_AHEAD_MAX_BYTES", 3 * 10_500)
+
+    async def main() -> None:
+        b = await start(tmp_path)
+        due = str(T0 + 5_000)
+        for i in range(8):
+            await b.send("T", b"%d" % i + b"x" * 10_000, props={"TIMER_DELIVER_MS": due})
+        b.clock.advance(2_000)
+        assert deliver(b) == 0
+        wheel = b.c.timer.wheel
+        assert wheel._ahead_count == 3
+        assert 3 * 10_000 < wheel._ahead_bytes <= 3 * 10_500
+        assert deliver(b) == 0  # full: nothing more is read ahead
+        assert wheel._ahead_count == 3
+        b.clock.advance(3_000)
+        assert deliver(b) == 8
+        assert [m.body[:1] for m in messages(b)] == [b"%d" % i for i in range(8)]
+        assert (wheel._ahead_count, wheel._ahead_bytes) == (0, 0)
+        assert deliver(b) == 0
+        await b.stop()
 
     run(main())

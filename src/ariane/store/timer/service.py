@@ -109,6 +109,8 @@ _RETRY_WAIT_S = 0.5
 _AHEAD_MS = 10_000
 #: Copies held ready at most (all slots); the rest are made at the boundary.
 _AHEAD_MAX = 150_000
+#: Bytes of messages (CommitLog records) held ready at most.
+_AHEAD_MAX_BYTES = 64 * 1024 * 1024
 #: Units read ahead per pass (the thread comes back at once while there are more).
 _AHEAD_PER_PASS = 4096
 
@@ -146,6 +148,7 @@ class _Ahead:
 
     top: int
     resume: int
+    size: int = 0
     copies: list[_Copy] = field(default_factory=list)
     recalled: set[str] = field(default_factory=set)
 
@@ -187,6 +190,7 @@ class TimerMessageStore(ServiceThread):
         #: slot time -> what was read of it ahead of its boundary
         self._ahead: dict[int, _Ahead] = {}
         self._ahead_count = 0
+        self._ahead_bytes = 0
         self._ahead_more = False
         self._lock = threading.RLock()
         self._loaded = False
@@ -284,6 +288,7 @@ class TimerMessageStore(ServiceThread):
                 self.log.shutdown()
             self._ahead.clear()
             self._ahead_count = 0
+            self._ahead_bytes = 0
             self._loaded = False
 
     def on_arrival(self) -> None:
@@ -401,40 +406,63 @@ class TimerMessageStore(ServiceThread):
     # -- reading a slot ------------------------------------------------------------------------
 
     def _chain(
-        self, last_pos: int, stop: int = -1, limit: int | None = None
-    ) -> list[tuple[int, Unit]]:
+        self,
+        last_pos: int,
+        stop: int = -1,
+        limit: int | None = None,
+        max_bytes: int | None = None,
+    ) -> tuple[list[tuple[int, Unit]], int]:
         """The units from ``last_pos`` back through ``prevPos`` while above ``stop`` (at most
-        ``limit``), newest first."""
+        ``limit`` of them, of at most ``max_bytes`` messages), newest first, and the position
+        to go on from (-1: the chain ended, or is damaged)."""
         log = self.log
         assert log is not None
         units: list[tuple[int, Unit]] = []
         pos = last_pos
-        while pos > stop and (limit is None or len(units) < limit):
+        total = 0
+        while pos > stop:
+            if limit is not None and len(units) >= limit:
+                break
             unit = log.read(pos)
             if unit is None:
                 logger.error("timer: unit at %d is missing; the rest of its slot is lost", pos)
+                return units, -1
+            if max_bytes is not None and total + unit.size > max_bytes:
                 break
+            total += unit.size
             units.append((pos, unit))
             if unit.prev_pos >= pos:  # never loop on a damaged chain
-                break
+                return units, -1
             pos = unit.prev_pos
-        return units
+        return units, pos
 
     def _take_units(
-        self, ahead: _Ahead, t: int, last_pos: int, dequeue_ms: int, budget: int | None
+        self,
+        ahead: _Ahead,
+        t: int,
+        last_pos: int,
+        dequeue_ms: int,
+        budget: int | None,
+        max_bytes: int | None = None,
     ) -> int:
-        """Read ``ahead``'s slot further: its new units (above ``top``), then up to ``budget``
-        of the older ones still unread (all when None). Returns the units read."""
-        new = self._chain(last_pos, ahead.top) if last_pos > ahead.top else []
+        """Read ``ahead``'s slot further: its new units (above ``top``), then up to
+        ``budget`` units (``max_bytes`` of messages) of the older ones still unread (all when
+        None). Returns the units read."""
+        new: list[tuple[int, Unit]] = []
+        if last_pos > ahead.top:
+            new, _ = self._chain(last_pos, ahead.top)
+        new_bytes = sum(unit.size for _, unit in new)
+        if max_bytes is not None and new_bytes > max_bytes:
+            return 0  # no room now: later, or at the boundary
         ahead.top = max(ahead.top, last_pos)
         left = None if budget is None else max(0, budget - len(new))
+        left_bytes = None if max_bytes is None else max_bytes - new_bytes
         old: list[tuple[int, Unit]] = []
-        if ahead.resume >= 0 and left != 0:
-            old = self._chain(ahead.resume, -1, left)
-            last = old[-1][1].prev_pos if old else -1
-            ahead.resume = last if old and last < old[-1][0] else -1
+        if ahead.resume >= 0 and left != 0 and left_bytes != 0:
+            old, ahead.resume = self._chain(ahead.resume, -1, left, left_bytes)
         normal: list[tuple[int, Unit | None, int, int, int]] = []
         for pos, unit in new + old:
+            ahead.size += unit.size
             if unit.is_delete and not unit.is_roll:
                 key = self._recall_key(unit)
                 if key is not None:
@@ -444,13 +472,17 @@ class TimerMessageStore(ServiceThread):
         ahead.copies += self._copies(normal, dequeue_ms)
         return len(new) + len(old)
 
+    def _forget(self, ahead: _Ahead) -> None:
+        self._ahead_count -= len(ahead.copies)
+        self._ahead_bytes -= ahead.size
+
     def _read_slot(self, t: int, last_pos: int) -> bool:
         ahead = self._ahead.pop(t, None)
         if ahead is None:
             ahead = _Ahead(top=last_pos, resume=last_pos)
             dequeue_ms = self.clock.now_ms()
         else:
-            self._ahead_count -= len(ahead.copies)
+            self._forget(ahead)
             dequeue_ms = t + self.precision_ms
         self._take_units(ahead, t, last_pos, dequeue_ms, None)
         return self._store_copies(ahead.copies, ahead.recalled, at_once=False)
@@ -458,14 +490,15 @@ class TimerMessageStore(ServiceThread):
     def read_ahead(self) -> int:
         """Read the slots due within ``_AHEAD_MS`` before their boundary: decode their
         messages and prepare the copies' records, so that at the boundary only the writes
-        remain. Nothing is written; returns the units read."""
+        remain (at most ``_AHEAD_MAX`` copies, ``_AHEAD_MAX_BYTES`` of messages, held).
+        Nothing is written; returns the units read."""
         self._ahead_more = False
         wheel = self.wheel
         if wheel is None:
             return 0
         p = self.precision_ms
         for stale in [t for t in self._ahead if t < self.read_time_ms]:
-            self._ahead_count -= len(self._ahead.pop(stale).copies)
+            self._forget(self._ahead.pop(stale))
         # slots read right after a restart check the index per message: not ahead
         start = max(self.read_time_ms, -(-self.verify_before_ms // p) * p)
         end = self.write_time_ms + max(_AHEAD_MS, p)
@@ -473,15 +506,19 @@ class TimerMessageStore(ServiceThread):
         read = 0
         t = start
         while t < end and budget > 0 and self._ahead_count < _AHEAD_MAX:
+            room = _AHEAD_MAX_BYTES - self._ahead_bytes
+            if room <= 0:
+                break
             slot = wheel.get_slot(t)
             if slot.time_ms >= 0 and slot.last_pos >= 0:
                 ahead = self._ahead.get(t)
                 if ahead is None:
                     ahead = self._ahead[t] = _Ahead(top=slot.last_pos, resume=slot.last_pos)
                 if slot.last_pos > ahead.top or ahead.resume >= 0:
-                    before = len(ahead.copies)
-                    n = self._take_units(ahead, t, slot.last_pos, t + p, budget)
-                    self._ahead_count += len(ahead.copies) - before
+                    count, size = len(ahead.copies), ahead.size
+                    n = self._take_units(ahead, t, slot.last_pos, t + p, budget, room)
+                    self._ahead_count += len(ahead.copies) - count
+                    self._ahead_bytes += ahead.size - size
                     budget -= n
                     read += n
             t += p
