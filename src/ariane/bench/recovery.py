@@ -37,7 +37,7 @@ def _config(root: str, size: int, file_mb: int) -> StoreConfig:
     return StoreConfig(
         store_path_root_dir=root,
         flush_disk_type=FlushDiskType.ASYNC_FLUSH,
-        max_message_size=max(4 << 20, size + 4096),
+        max_message_size=max(min(4 << 20, (file_mb << 20) // 2), size + 4096),
         mapped_file_size_commit_log=file_mb << 20,
     )
 

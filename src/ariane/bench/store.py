@@ -16,6 +16,9 @@ Phases, each timed separately on the same directory's file system:
 4. sync: 64 writer threads append with SYNC_FLUSH (group commit), each put returning only
    after fsync covered it.
 
+The store phases count and time the directory fsyncs the store makes (new CommitLog,
+ConsumeQueue and index files, the checkpoint; issue 12) and print their share of the phase.
+
 Messages look like a producer's: a TAGS property and a 32-character UNIQ_KEY (indexed).
 """
 
@@ -34,6 +37,7 @@ import orjson
 from ariane.common.message import HostPort
 from ariane.common.native import build_name
 from ariane.store.config import FlushDiskType, StoreConfig
+from ariane.store.disk import OsDisk
 from ariane.store.inner import MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.message_store import MessageStore
@@ -93,6 +97,41 @@ def _mapped_bandwidth(directory: str, total: int, file_size: int) -> float:
     return total / elapsed / 1e6
 
 
+class _TimedDirSyncs(OsDisk):
+    """The real file system, counting and timing directory fsyncs."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seconds = 0.0
+        self.frozen = (0, 0.0)
+        self._lock = threading.Lock()
+
+    #: False skips them (``--no-dir-sync``: to measure what they cost; unsafe otherwise)
+    enabled = True
+
+    def sync_dir(self, path: str) -> None:
+        start = time.perf_counter()
+        if self.enabled:
+            super().sync_dir(path)
+        elapsed = time.perf_counter() - start
+        with self._lock:
+            self.count += 1
+            self.seconds += elapsed
+
+    def reset(self) -> None:
+        """Count from now on (the timed part of a phase)."""
+        with self._lock:
+            self.count, self.seconds = 0, 0.0
+
+    def freeze(self) -> None:
+        """Stop counting: what the timed part of the phase made."""
+        with self._lock:
+            self.frozen = (self.count, self.seconds)
+
+
+_DIR_SYNCS = {"async": _TimedDirSyncs(), "sync": _TimedDirSyncs()}
+
+
 def _config(root: str, flush: FlushDiskType, size: int, index: bool = True) -> StoreConfig:
     return StoreConfig(
         store_path_root_dir=root,
@@ -115,11 +154,14 @@ def _message(body: bytes, i: int, prefix: str) -> MessageInner:
 
 
 def _async_phase(root: str, n: int, body: bytes, index: bool) -> tuple[float, float, MessageStore]:
-    store = MessageStore(_config(root, FlushDiskType.ASYNC_FLUSH, len(body), index))
+    store = MessageStore(
+        _config(root, FlushDiskType.ASYNC_FLUSH, len(body), index), disk=_DIR_SYNCS["async"]
+    )
     store.load()
     store.start()
     put = store.put_message
     prefix = "A" * 20
+    _DIR_SYNCS["async"].reset()
     start = time.perf_counter()
     for i in range(n):
         r = put(_message(body, i, prefix))
@@ -128,6 +170,7 @@ def _async_phase(root: str, n: int, body: bytes, index: bool) -> tuple[float, fl
     appended = time.perf_counter() - start
     store.wait_dispatched(600)
     dispatched = time.perf_counter() - start
+    _DIR_SYNCS["async"].freeze()
     return appended, dispatched, store
 
 
@@ -149,7 +192,9 @@ def _read_phase(store: MessageStore, n: int) -> float:
 
 
 def _sync_phase(root: str, n: int, body: bytes, writers: int, index: bool) -> float:
-    store = MessageStore(_config(root, FlushDiskType.SYNC_FLUSH, len(body), index))
+    store = MessageStore(
+        _config(root, FlushDiskType.SYNC_FLUSH, len(body), index), disk=_DIR_SYNCS["sync"]
+    )
     store.load()
     store.start()
     per = n // writers
@@ -168,11 +213,13 @@ def _sync_phase(root: str, n: int, body: bytes, writers: int, index: bool) -> fl
     threads = [threading.Thread(target=run, args=(w,)) for w in range(writers)]
     for t in threads:
         t.start()
+    _DIR_SYNCS["sync"].reset()
     barrier.wait()
     start = time.perf_counter()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
+    _DIR_SYNCS["sync"].freeze()
     store.shutdown()
     if errors:
         raise click.ClickException(f"sync put failed: {errors[0]}")
@@ -187,6 +234,11 @@ def _sync_phase(root: str, n: int, body: bytes, writers: int, index: bool) -> fl
 @click.option("--dir", "directory", default=None, help="where to create the stores [tmp]")
 @click.option("--no-index", is_flag=True, help="disable the key index (messageIndexEnable)")
 @click.option("--passes", default=3, show_default=True, help="reference + async store passes")
+@click.option(
+    "--no-dir-sync",
+    is_flag=True,
+    help="skip the store's directory fsyncs (to measure their cost; not crash-safe)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object last")
 def store_bench(
     messages: int,
@@ -196,14 +248,17 @@ def store_bench(
     directory: str | None,
     no_index: bool,
     passes: int,
+    no_dir_sync: bool,
     as_json: bool,
 ) -> None:
     """Append, dispatch and read back N messages of SIZE bytes; compare with the disk."""
+    _TimedDirSyncs.enabled = not no_dir_sync
     base = tempfile.mkdtemp(prefix="ariane-bench-", dir=directory)
     body = os.urandom(size)
     n_sync = sync_messages if sync_messages is not None else messages
     n_sync -= n_sync % writers
     out: dict[str, Any] = {
+        "dir_sync": not no_dir_sync,
         "messages": messages,
         "size": size,
         "sync_messages": n_sync,
@@ -264,6 +319,11 @@ def store_bench(
         )
         out["sync_msgs_per_s"] = n_sync / sync if sync else 0.0
         out["sync_mb_per_s"] = n_sync * size / sync / 1e6 if sync else 0.0
+        for phase, seconds in (("async", dispatched), ("sync", sync)):
+            count, dir_s = _DIR_SYNCS[phase].frozen
+            out[f"{phase}_dir_fsyncs"] = count
+            out[f"{phase}_dir_fsync_ms"] = dir_s * 1000
+            out[f"{phase}_dir_fsync_share"] = dir_s / seconds if seconds else 0.0
         out["async_ratio_to_disk"] = out["async_mb_per_s"] / out["disk_write_mb_per_s"]
         out["async_ratio_to_disk_cold"] = out["async_mb_per_s"] / out["disk_write_cold_mb_per_s"]
         out["sync_ratio_to_disk_fsync"] = out["sync_mb_per_s"] / out["disk_fsync_write_mb_per_s"]
@@ -300,4 +360,12 @@ def _print(out: dict[str, Any]) -> None:
     click.echo(
         f"sync ({out['sync_messages']} msgs): {out['sync_msgs_per_s']:,.0f} msg/s "
         f"{out['sync_mb_per_s']:.0f} MB/s, {out['sync_ratio_to_disk_fsync']:.2f} x fsync disk"
+    )
+    click.echo(
+        "directory fsyncs: "
+        + ", ".join(
+            f"{phase} {out[f'{phase}_dir_fsyncs']} ({out[f'{phase}_dir_fsync_ms']:.1f} ms, "
+            f"{out[f'{phase}_dir_fsync_share'] * 100:.2f} % of the phase)"
+            for phase in ("async", "sync")
+        )
     )
