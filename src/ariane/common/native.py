@@ -10,6 +10,7 @@ it is the one switch that must act before any module binds its functions). The i
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
@@ -23,10 +24,10 @@ def _load() -> ModuleType | None:
     if PURE_REQUESTED:
         return None
     try:
-        from ariane import _speedups
+        # by name: ``from ariane import _speedups`` would make this layer import the package
+        return importlib.import_module("ariane._speedups")
     except ImportError:
         return None
-    return _speedups
 
 
 #: the compiled module, or None when the pure-Python twins run

@@ -12,9 +12,11 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
+import zlib
 from collections import OrderedDict
 from pathlib import Path
 from types import ModuleType
@@ -23,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ariane.common import batch, native, properties
+from ariane.common import batch, native, properties, record
 from ariane.common.message import HostPort, MessageExt
 from ariane.common.record import decode_record, encode_record
 from ariane.errors import CorruptionError
@@ -237,3 +239,78 @@ def test_install_without_a_compiler_falls_back(
     assert list(tmp_path.iterdir()) == []  # no half-written file left
     monkeypatch.setenv("ARIANE_PURE", "1")
     assert hook.compile_speedups(ROOT, tmp_path) == (None, "ARIANE_PURE is set")
+
+
+def _record_outcome(buf: bytes, fast: bool, check_crc: bool, decompress: bool) -> object:
+    decode = record._decode if fast else record._decode_py
+    try:
+        return decode(buf, 0, check_crc, decompress)
+    except CorruptionError as exc:
+        return ("corrupt", str(exc), exc.pos)
+    except (struct.error, ValueError, IndexError, UnicodeDecodeError, zlib.error) as exc:
+        return ("undecodable", type(exc).__name__, str(exc))
+
+
+_v6 = HostPort(b"\x00" * 15 + b"\x01", 10911)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    topic=st.text(min_size=1, max_size=20),
+    body=st.binary(max_size=80),
+    props=st.dictionaries(
+        st.text(
+            alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=["Cs"]),
+            min_size=1,
+            max_size=8,
+        ),
+        st.text(
+            alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=["Cs"]),
+            min_size=1,
+            max_size=8,
+        ),
+        max_size=4,
+    ),
+    ints=st.tuples(
+        st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**62), st.integers(0, 2**31 - 1)
+    ),
+    v6=st.booleans(),
+    v2=st.booleans(),
+    compressed=st.booleans(),
+    flips=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=3),
+    cut=st.integers(0, 300),
+    check_crc=st.booleans(),
+)
+def test_decode_record_identical(
+    topic: str,
+    body: bytes,
+    props: dict[str, str],
+    ints: tuple[int, int, int],
+    v6: bool,
+    v2: bool,
+    compressed: bool,
+    flips: list[tuple[int, int]],
+    cut: int,
+    check_crc: bool,
+) -> None:
+    _compiled()
+    flag, offset, reconsume = ints
+    if compressed:
+        body = zlib.compress(body)
+    msg = MessageExt(
+        topic=topic, body=body, flag=flag, properties=props, queue_offset=offset,
+        commit_log_offset=offset // 3, reconsume_times=reconsume, born_timestamp_ms=offset,
+        born_host=_v6 if v6 else _HOST, store_host=_HOST, sys_flag=1 if compressed else 0,
+    )  # fmt: skip
+    rec = encode_record(msg, v2=v2)
+    whole_fast = _record_outcome(rec, True, check_crc, compressed)
+    assert whole_fast == _record_outcome(rec, False, check_crc, compressed)
+    damaged = bytearray(rec[: max(cut, 0)] if cut < len(rec) else rec)
+    for at, value in flips:
+        if at < len(damaged):
+            damaged[at] = value
+    for check in (False, True):
+        for inflate in (False, True):
+            assert _record_outcome(bytes(damaged), True, check, inflate) == _record_outcome(
+                bytes(damaged), False, check, inflate
+            )
