@@ -185,9 +185,18 @@ def test_python_clients_under_acl(tmp_path: Path, rmq5: ScriptClient, nodejs: Sc
 
 
 def _node_consume_under_acl(nodejs: ScriptClient, endpoint: str, sent: dict[str, bytes]) -> None:
-    """The Node.js SimpleConsumer signs too: its own group receives and acks every message."""
+    """The Node.js SimpleConsumer signs too: its own group receives and acks every message;
+    without SUB on the topic it starts but its receive is refused with the broker's reason."""
     args = ["--endpoint", endpoint, "--topic", "AclGrpcOk", "--timeout", "60"]
-    # (an account without SUB is not tried: the Node.js client then never finishes starting)
+    # without SUB: the settings are answered all the same (the Node.js client waits for them
+    # with no time limit), so it starts and its receive is refused with the broker's reason
+    refused = nodejs.spawn(
+        "consumer.js",
+        [*args, "--group", "CG_ACL_NODE", "--ak", "grpcuser1", "--sk", "grpc-user-secret"],
+    )
+    refused.wait(120)
+    assert refused.proc.returncode != 0, refused.tail()
+    assert "No permission for topic:AclGrpcOk" in refused.tail()
     run = nodejs.run(
         "consumer.js",
         [*args, "--group", "CG_ACL_NODE", "--expect", str(len(sent)), "--ak", "grpcreader1",
