@@ -10,6 +10,7 @@ it is the one switch that must act before any module binds its functions). The i
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
@@ -23,10 +24,10 @@ def _load() -> ModuleType | None:
     if PURE_REQUESTED:
         return None
     try:
-        from ariane import _speedups
+        # by name: ``from ariane import _speedups`` would make this layer import the package
+        return importlib.import_module("ariane._speedups")
     except ImportError:
         return None
-    return _speedups
 
 
 #: the compiled module, or None when the pure-Python twins run
@@ -38,4 +39,6 @@ def build_name() -> str:
     """One line for logs and benchmark output: which build this process runs."""
     if COMPILED:
         return "compiled"
-    return "pure (ARIANE_PURE=1)" if PURE_REQUESTED else "pure (no compiled extension)"
+    if PURE_REQUESTED:
+        return "pure (ARIANE_PURE=1)"
+    return "pure (not compiled: no C compiler at install; install one and rerun make install)"

@@ -127,6 +127,7 @@ __all__ = [
     "delivery_timestamp",
     "file_name",
     "parse_file_name",
+    "record_route",
     "tags_code_of",
 ]
 
@@ -332,3 +333,22 @@ def _check_message(
         props.get(UNIQ_KEY), sys_flag, props,
     )  # fmt: skip
     return Decoded(total, request)
+
+
+def record_route(buf: ReadableBuffer, pos: int) -> tuple[str, int, int, int]:
+    """``(topic, queue id, sysflag, store time)`` of a record :func:`check_record` accepted,
+    without decoding its properties (recovery's quick look for missing dispatch work)."""
+    magic = SIZE_MAGIC.unpack_from(buf, pos)[1]
+    _, _, _crc, queue_id, _flag, _qo, _phys, sys_flag, _born = RECORD_HEAD.unpack_from(buf, pos)
+    p = pos + 48 + host_record_size(born_host_v6(sys_flag))
+    (store_ts,) = _I64.unpack_from(buf, p)
+    p += 8 + host_record_size(store_host_v6(sys_flag)) + 12
+    (body_len,) = _I32.unpack_from(buf, p)
+    p += 4 + body_len
+    if magic == MESSAGE_MAGIC_CODE_V2:
+        (topic_len,) = _I16.unpack_from(buf, p)
+        p += 2
+    else:
+        (topic_len,) = _I8.unpack_from(buf, p)
+        p += 1
+    return bytes(buf[p : p + topic_len]).decode(), queue_id, sys_flag, store_ts

@@ -33,6 +33,7 @@ from ariane.store.format import (
     DispatchRequest,
     EndOfSegment,
     check_record,
+    record_route,
 )
 from ariane.store.mapped_file import MappedFile
 
@@ -42,9 +43,9 @@ logger = logging.getLogger(__name__)
 
 _I64_AT = 8
 
-#: Called for valid records seen by the walk (to find missing dispatch work); returns False
-#: once it has seen enough (the rest of the walk then skips decoding topics and properties).
-Observer = Callable[[DispatchRequest], bool]
+#: Called with ``(topic, queue id, physical offset, sysflag)`` of valid records seen by the
+#: walk (to find missing dispatch work); returns False once it has seen enough.
+Observer = Callable[[str, int, int, int], bool]
 
 
 @dataclass(slots=True)
@@ -97,13 +98,12 @@ def walk(
     size = commit_log.file_size
     watching = observe is not None
     while True:
-        res = check_record(
-            mf.mm, pos, size, check_crc=check_crc, want_dispatch=watching, levels_ms=levels_ms
-        )
+        res = check_record(mf.mm, pos, size, check_crc=check_crc, want_dispatch=False)
         if isinstance(res, Decoded):
-            if res.dispatch is not None:
+            if watching:
                 assert observe is not None
-                watching = observe(res.dispatch)
+                topic, queue_id, sys_flag, _ts = record_route(mf.mm, pos)
+                watching = observe(topic, queue_id, mf.file_from_offset + pos, sys_flag)
             last = (mf, pos)
             pos += res.size
             records += 1
@@ -125,11 +125,7 @@ def walk(
 
 def _store_time(last: tuple[MappedFile, int] | None) -> int:
     """The store time of the record at ``last`` (0 for none)."""
-    if last is None:
-        return 0
-    mf, pos = last
-    res = check_record(mf.mm, pos, len(mf.mm), check_crc=False, want_dispatch=True)
-    return res.dispatch.store_timestamp_ms if isinstance(res, Decoded) and res.dispatch else 0
+    return record_route(last[0].mm, last[1])[3] if last is not None else 0
 
 
 def truncate_tail(commit_log: CommitLog, offset: int) -> None:
