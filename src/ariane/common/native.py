@@ -39,4 +39,6 @@ def build_name() -> str:
     """One line for logs and benchmark output: which build this process runs."""
     if COMPILED:
         return "compiled"
-    return "pure (ARIANE_PURE=1)" if PURE_REQUESTED else "pure (no compiled extension)"
+    if PURE_REQUESTED:
+        return "pure (ARIANE_PURE=1)"
+    return "pure (not compiled: no C compiler at install; install one and rerun make install)"
