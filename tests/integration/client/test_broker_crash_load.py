@@ -18,6 +18,7 @@ import os
 import random
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -63,6 +64,12 @@ class Consumed:
 
 @pytest.mark.parametrize("mode", ["SYNC_FLUSH", "ASYNC_FLUSH"])
 def test_broker_killed_at_random_moments_under_load(fresh_cluster: Cluster, mode: str) -> None:
+    crash_under_load(fresh_cluster, mode)
+
+
+def crash_under_load(fresh_cluster: Cluster, mode: str, cpp: Any = None) -> None:
+    """The test above; ``cpp`` (a ``tests.compat.conftest.CppClient``) adds the C++ client's
+    producer, sending synchronously all along (tests/compat/test_cpp_crash_load.py)."""
     rng = random.Random(f"crash-load-{mode}")
     fresh_cluster.start(flushDiskType=mode, flushConsumerOffsetInterval=OFFSET_FLUSH_MS)
     config = fast_config(fresh_cluster, f"crash-load-{mode}")
@@ -96,6 +103,14 @@ def test_broker_killed_at_random_moments_under_load(fresh_cluster: Cluster, mode
         consumer.subscribe(TOPIC)
         consumer.register_message_listener(got)
         producer = Producer("pg_crash_load", client_config=fast_config(fresh_cluster, "p"))
+        cpp_run = None
+        if cpp is not None:
+            cpp_run = cpp.spawn(
+                "producer.py",
+                ["--namesrv", fresh_cluster.namesrv_addr, "--topic", TOPIC, "--count", "10000000",
+                 "--group", "PG_CPP_CRASH", "--body-prefix", f"{mode}-cpp-", "--timeout-ms", "3000"],
+            )  # fmt: skip
+            assert cpp_run.wait_for("sent", 1), cpp_run.tail()
         async with consumer, producer:
             task = asyncio.create_task(produce(producer))
             try:
@@ -111,7 +126,20 @@ def test_broker_killed_at_random_moments_under_load(fresh_cluster: Cluster, mode
             finally:
                 stop.set()
                 await task
+                if cpp_run is not None:
+                    cpp_run.terminate()
+                    await asyncio.to_thread(cpp_run.wait, 60)
             want = set(acked)
+            if cpp_run is not None:
+                cpp_acked = {
+                    f"{mode}-cpp-{e['i']}".encode()
+                    for e in cpp_run.of("sent")
+                    if e.get("status") == 0
+                }
+                last = max(up for _, up in outages)
+                assert cpp_acked, cpp_run.tail()
+                print(f"C++ producer: {len(cpp_acked)} acked, last restart at {last:.1f}")
+                want |= cpp_acked
             await await_until(
                 lambda: got.bodies() >= want, timeout_s=90, what="every acked message consumed"
             )
