@@ -190,6 +190,8 @@ class Decoded:
 
     size: int
     dispatch: DispatchRequest | None
+    #: ``(topic, queue id, sysflag, store time)`` when asked for (``want_route``)
+    route: tuple[str, int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +249,7 @@ def check_record(
     check_crc: bool,
     want_dispatch: bool,
     levels_ms: tuple[int, ...] = (),
+    want_route: bool = False,
 ) -> Decoded | EndOfSegment | Corrupt:
     """``checkMessageAndReturnSize``: classify the bytes at ``pos`` (never beyond ``limit``).
 
@@ -257,6 +260,8 @@ def check_record(
         check_crc: verify the body CRC.
         want_dispatch: also decode topic and properties into a :data:`DispatchRequest`.
         levels_ms: delay levels, for the tagsCode of ``SCHEDULE_TOPIC_XXXX`` records.
+        want_route: fill ``Decoded.route`` (topic, queue id, sysflag, store time) without
+            decoding the properties.
 
     Returns:
         ``Decoded``, ``EndOfSegment`` for a BLANK record, or ``Corrupt``. Never raises on
@@ -275,7 +280,9 @@ def check_record(
     if total < MIN_RECORD_SIZE or pos + total > limit:
         return Corrupt(f"bad total size {total}")
     try:
-        return _check_message(buf, pos, total, magic, check_crc, want_dispatch, levels_ms)
+        return _check_message(
+            buf, pos, total, magic, check_crc, want_dispatch, levels_ms, want_route
+        )
     except (struct.error, ValueError, UnicodeDecodeError, IndexError) as exc:
         return Corrupt(f"undecodable record: {exc}")
 
@@ -288,6 +295,7 @@ def _check_message(
     check_crc: bool,
     want_dispatch: bool,
     levels_ms: tuple[int, ...],
+    want_route: bool = False,
 ) -> Decoded | Corrupt:
     _, _, crc, queue_id, _flag, queue_offset, phys, sys_flag, _born = RECORD_HEAD.unpack_from(
         buf, pos
@@ -324,6 +332,9 @@ def _check_message(
     if phys < 0 or queue_offset < 0:
         return Corrupt("negative offset")
     if not want_dispatch:
+        if want_route:
+            topic = bytes(buf[topic_at : topic_at + topic_len]).decode()
+            return Decoded(total, None, (topic, queue_id, sys_flag, store_ts))
         return Decoded(total, None)
     topic = bytes(buf[topic_at : topic_at + topic_len]).decode()
     props = decode_properties(bytes(buf[p:end]).decode()) if props_len else {}

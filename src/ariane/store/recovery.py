@@ -98,11 +98,13 @@ def walk(
     size = commit_log.file_size
     watching = observe is not None
     while True:
-        res = check_record(mf.mm, pos, size, check_crc=check_crc, want_dispatch=False)
+        res = check_record(
+            mf.mm, pos, size, check_crc=check_crc, want_dispatch=False, want_route=watching
+        )
         if isinstance(res, Decoded):
-            if watching:
+            if res.route is not None:
                 assert observe is not None
-                topic, queue_id, sys_flag, _ts = record_route(mf.mm, pos)
+                topic, queue_id, sys_flag, _ts = res.route
                 watching = observe(topic, queue_id, mf.file_from_offset + pos, sys_flag)
             last = (mf, pos)
             pos += res.size
