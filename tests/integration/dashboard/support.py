@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ import pytest
 
 from ariane.client import Admin
 from ariane.client.errors import QueryNotFoundError
+from tests.support import polling
 from tests.support.processes import ServerProcess, start_server
 
 __all__ = [
@@ -86,10 +86,7 @@ class DashClient:
 def wait_for(what: str, check: Callable[[], bool], timeout_s: float = 30.0) -> None:
     """Poll ``check`` until true (the dashboard's caches and the consumers move on their
     own); fail naming ``what``."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    polling.wait_until(check, timeout_s, 0.1, what=what)
 
 
 def wait_indexed(namesrv: str, topic: str, msg_id: str) -> None:
