@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from typing import Any
 
 import click
 import orjson
 
+from ariane.bench._workdir import make_work_dir
 from ariane.bench.store import _message
 from ariane.store.config import FlushDiskType, StoreConfig
 from ariane.store.message_store import MessageStore
@@ -103,7 +103,7 @@ def recovery_bench(
     """Time the abnormal (after a crash) and the normal start of a SIZE_MB MiB CommitLog."""
     if size_mb < 1 or size < 1 or file_mb < 1:
         raise click.BadParameter("--size-mb, --size and --file-mb must be positive")
-    base = tempfile.mkdtemp(prefix="ariane-bench-recovery-", dir=directory)
+    base = make_work_dir("ariane-bench-recovery-", directory)
     root = os.path.join(base, "store")
     out: dict[str, Any] = {"size_mb": size_mb, "size": size, "file_mb": file_mb, "warm": warm}
     try:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import threading
 import time
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 import click
 import orjson
 
+from ariane.bench._workdir import make_work_dir
 from ariane.common.message import HostPort
 from ariane.common.native import build_name
 from ariane.store.config import FlushDiskType, StoreConfig
@@ -253,7 +253,7 @@ def store_bench(
 ) -> None:
     """Append, dispatch and read back N messages of SIZE bytes; compare with the disk."""
     _TimedDirSyncs.enabled = not no_dir_sync
-    base = tempfile.mkdtemp(prefix="ariane-bench-", dir=directory)
+    base = make_work_dir("ariane-bench-", directory)
     body = os.urandom(size)
     n_sync = sync_messages if sync_messages is not None else messages
     n_sync -= n_sync % writers

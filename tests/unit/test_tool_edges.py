@@ -1,0 +1,107 @@
+"""The `ariane` tools meet bad input with one readable line and a non-zero status (issue 20 item 4).
+
+In-process (click's runner), no sockets: a missing config file, a directory where a file is
+expected, a file where a directory is expected and a value of the wrong type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import ariane.broker.cli as broker_cli
+import ariane.namesrv.cli as namesrv_cli
+from ariane.bench._workdir import make_work_dir
+from ariane.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _no_logging_setup(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the servers install a root stderr handler first; keep the test process's logging as is
+    monkeypatch.setattr(broker_cli, "configure_logging", lambda *a, **k: None)
+    monkeypatch.setattr(namesrv_cli, "configure_logging", lambda *a, **k: None)
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def one_line(result: Result) -> str:
+    assert result.exit_code != 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("server", ["broker", "namesrv"])
+def test_missing_config_file_says_not_found(server: str, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.conf"
+    result = run(server, "-c", str(missing))
+    assert result.exit_code == 2
+    assert one_line(result) == f"ariane {server}: {missing}: config file not found"
+
+
+@pytest.mark.parametrize("server", ["broker", "namesrv"])
+def test_bad_file_value_is_reported_even_when_a_flag_overrides_it(
+    server: str, tmp_path: Path
+) -> None:
+    conf = tmp_path / "bad.conf"
+    conf.write_text("listenPort=abc\n", encoding="utf-8")
+    result = run(server, "-c", str(conf), "-p", "0")
+    assert result.exit_code == 2
+    assert one_line(result) == (
+        f"ariane {server}: bad config value: listenPort: must be an integer, got 'abc'"
+    )
+
+
+@pytest.mark.parametrize("server", ["broker", "namesrv"])
+def test_config_directory_and_wrong_type_are_usage_errors(server: str, tmp_path: Path) -> None:
+    for args in (["-c", str(tmp_path)], ["-p", "abc"]):
+        result = run(server, *args)
+        assert result.exit_code == 2, args
+        assert "Traceback" not in result.output
+        errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+        assert len(errors) == 1, result.output
+
+
+@pytest.mark.parametrize("bench", ["store", "recovery"])
+def test_bench_dir_that_is_a_file(bench: str, tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x", encoding="utf-8")
+    result = run("bench", bench, "--dir", str(a_file))
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert f"Error: --dir {a_file}: is a file, not a directory" in result.output.splitlines()
+    assert a_file.read_text(encoding="utf-8") == "x"
+
+
+def test_bench_dir_missing_is_created(tmp_path: Path) -> None:
+    where = tmp_path / "a" / "b"
+    made = Path(make_work_dir("ariane-bench-", str(where)))
+    assert made.parent == where
+    assert made.is_dir()
+    assert made.name.startswith("ariane-bench-")
+
+
+def test_bench_dir_under_a_file_is_one_line(tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x", encoding="utf-8")
+    result = run("bench", "store", "--dir", str(a_file / "sub"))
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert any(
+        line.startswith(f"Error: --dir {a_file / 'sub'}: cannot create it:")
+        for line in result.output.splitlines()
+    ), result.output
+
+
+@pytest.mark.parametrize("tool", ["dump", "verify", "repair"])
+def test_store_tools_on_a_missing_directory(tool: str, tmp_path: Path) -> None:
+    result = run("store", tool, str(tmp_path / "missing"))
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert "does not exist" in result.output
