@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ariane.errors import ArianeError
+
 if TYPE_CHECKING:
     from ariane.broker.controller import BrokerController
     from ariane.broker.services import BrokerService
@@ -43,6 +45,14 @@ class LazyGroup(click.Group):
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
         return command
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the sub-command; an error of ours it lets through (a NameServer nobody answers,
+        a broker's refusal...) ends it with one line and status 1, never a traceback."""
+        try:
+            return super().invoke(ctx)
+        except ArianeError as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 COMMANDS: dict[str, str] = {

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
 import ariane.broker.cli as broker_cli
 import ariane.namesrv.cli as namesrv_cli
 from ariane.bench._workdir import make_work_dir
-from ariane.cli import main
+from ariane.cli import LazyGroup, main
+from ariane.errors import ConnectError
 
 
 @pytest.fixture(autouse=True)
@@ -105,3 +107,15 @@ def test_store_tools_on_a_missing_directory(tool: str, tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     assert "does not exist" in result.output
+
+
+def test_an_error_of_ours_from_a_sub_command_is_one_line() -> None:
+    @click.command()
+    def boom() -> None:
+        raise ConnectError("no NameServer of ['127.0.0.1:1'] is reachable")
+
+    group = LazyGroup(name="tool")
+    group.add_command(boom)
+    result = CliRunner().invoke(group, ["boom"])
+    assert result.exit_code == 1
+    assert one_line(result) == "Error: no NameServer of ['127.0.0.1:1'] is reachable"

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ariane.admin.cli import COMMANDS, admin
+from ariane.cli import main
 
 UNREACHABLE = "127.0.0.1:1"
 
@@ -86,3 +87,21 @@ def test_wrong_type_is_one_line(args: list[str], option: str) -> None:
     assert code == 2
     assert f"Invalid value for '{option}'" in line, line
     assert line.endswith("(see --help)"), line
+
+
+@pytest.mark.parametrize(
+    ("args", "first"),
+    [
+        (["consumer", "-n", UNREACHABLE, "-t", "T"], "Error: no NameServer of"),
+        (["producer", "-n", UNREACHABLE, "-t", "T"], "Error: the warm-up send to T failed: "),
+    ],
+)
+def test_client_benches_with_an_unreachable_namesrv(args: list[str], first: str) -> None:
+    result = CliRunner().invoke(main, ["bench", *args])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert "Traceback" not in result.output
+    assert [line for line in lines if line.startswith("Error:")] == lines[-1:], lines
+    assert lines[-1].startswith(first), lines
+    assert f"['{UNREACHABLE}'] is reachable" in lines[-1], lines
