@@ -7,7 +7,8 @@ Each sub-command lives next to the code it drives and is registered here by dott
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+import sys
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -17,7 +18,16 @@ if TYPE_CHECKING:
     from ariane.broker.controller import BrokerController
     from ariane.broker.services import BrokerService
 
-__all__ = ["LazyGroup", "main"]
+__all__ = ["LazyGroup", "OneLineUsageError", "main"]
+
+
+class OneLineUsageError(click.UsageError):
+    """A usage error shown as one line (``ariane broker: error: ... (see --help)``)."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        name = self.ctx.command_path if self.ctx is not None else "ariane"
+        message = " ".join(self.format_message().split())
+        click.echo(f"{name}: error: {message} (see --help)", file=file or sys.stderr)
 
 
 class LazyGroup(click.Group):
@@ -47,10 +57,15 @@ class LazyGroup(click.Group):
         return command
 
     def invoke(self, ctx: click.Context) -> object:
-        """Run the sub-command; an error of ours it lets through (a NameServer nobody answers,
-        a broker's refusal...) ends it with one line and status 1, never a traceback."""
+        """Run the sub-command; a usage error prints one line (status 2) and an error of ours
+        it lets through (a NameServer nobody answers, a broker's refusal...) one line with
+        status 1, never a traceback."""
         try:
             return super().invoke(ctx)
+        except OneLineUsageError:
+            raise
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc.format_message(), exc.ctx) from None
         except ArianeError as exc:
             raise click.ClickException(str(exc)) from None
 

@@ -27,7 +27,7 @@ def _no_logging_setup(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
+    return CliRunner().invoke(main, list(args), prog_name="ariane")
 
 
 def one_line(result: Result) -> str:
@@ -61,13 +61,27 @@ def test_bad_file_value_is_reported_even_when_a_flag_overrides_it(
 
 
 @pytest.mark.parametrize("server", ["broker", "namesrv"])
-def test_config_directory_and_wrong_type_are_usage_errors(server: str, tmp_path: Path) -> None:
-    for args in (["-c", str(tmp_path)], ["-p", "abc"]):
-        result = run(server, *args)
-        assert result.exit_code == 2, args
-        assert "Traceback" not in result.output
-        errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
-        assert len(errors) == 1, result.output
+def test_config_directory_and_wrong_type_are_one_line_usage_errors(
+    server: str, tmp_path: Path
+) -> None:
+    result = run(server, "-c", str(tmp_path))
+    assert result.exit_code == 2
+    assert one_line(result) == (
+        f"ariane {server}: error: Invalid value for '-c' / '--config-file': "
+        f"File '{tmp_path}' is a directory. (see --help)"
+    )
+    result = run(server, "-p", "abc")
+    assert result.exit_code == 2
+    line = one_line(result)
+    assert line.startswith(f"ariane {server}: error: Invalid value for '-p'"), line
+    assert "'abc' is not a valid integer" in line
+
+
+def test_unknown_commands_are_one_line() -> None:
+    for args, prefix in ((["nosuch"], "ariane"), (["bench", "nosuch"], "ariane bench")):
+        result = run(*args)
+        assert result.exit_code == 2
+        assert one_line(result) == f"{prefix}: error: No such command 'nosuch'. (see --help)"
 
 
 @pytest.mark.parametrize("bench", ["store", "recovery"])
@@ -76,8 +90,9 @@ def test_bench_dir_that_is_a_file(bench: str, tmp_path: Path) -> None:
     a_file.write_text("x", encoding="utf-8")
     result = run("bench", bench, "--dir", str(a_file))
     assert result.exit_code == 2
-    assert "Traceback" not in result.output
-    assert f"Error: --dir {a_file}: is a file, not a directory" in result.output.splitlines()
+    assert one_line(result) == (
+        f"ariane bench {bench}: error: --dir {a_file}: is a file, not a directory (see --help)"
+    )
     assert a_file.read_text(encoding="utf-8") == "x"
 
 
@@ -94,19 +109,18 @@ def test_bench_dir_under_a_file_is_one_line(tmp_path: Path) -> None:
     a_file.write_text("x", encoding="utf-8")
     result = run("bench", "store", "--dir", str(a_file / "sub"))
     assert result.exit_code == 2
-    assert "Traceback" not in result.output
-    assert any(
-        line.startswith(f"Error: --dir {a_file / 'sub'}: cannot create it:")
-        for line in result.output.splitlines()
-    ), result.output
+    assert one_line(result).startswith(
+        f"ariane bench store: error: --dir {a_file / 'sub'}: cannot create it:"
+    )
 
 
 @pytest.mark.parametrize("tool", ["dump", "verify", "repair"])
 def test_store_tools_on_a_missing_directory(tool: str, tmp_path: Path) -> None:
     result = run("store", tool, str(tmp_path / "missing"))
     assert result.exit_code == 2
-    assert "Traceback" not in result.output
-    assert "does not exist" in result.output
+    line = one_line(result)
+    assert line.startswith(f"ariane store {tool}: error: Invalid value for 'DIRECTORY'"), line
+    assert "does not exist" in line
 
 
 def test_an_error_of_ours_from_a_sub_command_is_one_line() -> None:
