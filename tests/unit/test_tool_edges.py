@@ -133,3 +133,12 @@ def test_an_error_of_ours_from_a_sub_command_is_one_line() -> None:
     result = CliRunner().invoke(group, ["boom"])
     assert result.exit_code == 1
     assert one_line(result) == "Error: no NameServer of ['127.0.0.1:1'] is reachable"
+
+
+def test_replay_from_a_directory_without_an_archive_is_one_line(tmp_path: Path) -> None:
+    result = run("pipeline", "replay", "--from", str(tmp_path), "-t", "T")
+    assert result.exit_code == 2
+    assert one_line(result) == (
+        f"ariane pipeline replay: error: --from {tmp_path}: no Parquet archive there "
+        "(write one with 'ariane pipeline archive') (see --help)"
+    )
