@@ -202,15 +202,25 @@ def _child_log_args(
     return log_args
 
 
-def _read_conf(path: str | None) -> dict[str, str]:
+def _read_conf(path: str | None, prog: str = "ariane standalone") -> dict[str, str]:
+    """The properties of ``--broker-conf``, every value checked (even those a flag overrides)."""
     if path is None:
         return {}
     try:
         with open(path, encoding="utf-8") as f:
-            return parse_properties(f.read())
+            props = parse_properties(f.read())
     except (OSError, UnicodeDecodeError) as exc:
-        click.echo(f"ariane standalone: bad config value: {path}: cannot read: {exc}", err=True)
+        click.echo(f"{prog}: bad config value: {path}: cannot read: {exc}", err=True)
         sys.exit(2)
+    from ariane.broker.config import load_properties
+    from ariane.errors import ConfigError
+
+    try:
+        load_properties(props)
+    except ConfigError as exc:
+        click.echo(f"{prog}: bad config value: {path}: {exc}", err=True)
+        sys.exit(2)
+    return props
 
 
 #: What the development broker reserves on disk (durability issue 12): every store file has its

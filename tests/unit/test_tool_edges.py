@@ -142,3 +142,15 @@ def test_replay_from_a_directory_without_an_archive_is_one_line(tmp_path: Path) 
         f"ariane pipeline replay: error: --from {tmp_path}: no Parquet archive there "
         "(write one with 'ariane pipeline archive') (see --help)"
     )
+
+
+@pytest.mark.parametrize("launcher", ["standalone", "cluster"])
+def test_launchers_check_every_value_of_the_broker_conf(launcher: str, tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("listenPort=abc\n", encoding="utf-8")
+    data = tmp_path / "data"
+    result = run(launcher, "--broker-conf", str(conf), "--data-dir", str(data))
+    assert result.exit_code == 2
+    assert one_line(result) == (
+        f"ariane {launcher}: bad config value: {conf}: listenPort: must be an integer, got 'abc'"
+    )
