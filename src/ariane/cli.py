@@ -56,6 +56,14 @@ class LazyGroup(click.Group):
             raise TypeError(f"{target} is not a click command")
         return command
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except OneLineUsageError:
+            raise
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc.format_message(), ctx) from None
+
     def invoke(self, ctx: click.Context) -> object:
         """Run the sub-command; a usage error prints one line (status 2) and an error of ours
         it lets through (a NameServer nobody answers, a broker's refusal...) one line with

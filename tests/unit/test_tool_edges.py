@@ -77,6 +77,13 @@ def test_config_directory_and_wrong_type_are_one_line_usage_errors(
     assert "'abc' is not a valid integer" in line
 
 
+def test_a_bad_option_of_a_group_is_one_line() -> None:
+    for args, prefix in ((["--bogus"], "ariane"), (["bench", "--bogus"], "ariane bench")):
+        result = run(*args)
+        assert result.exit_code == 2
+        assert one_line(result) == f"{prefix}: error: No such option '--bogus'. (see --help)"
+
+
 def test_unknown_commands_are_one_line() -> None:
     for args, prefix in ((["nosuch"], "ariane"), (["bench", "nosuch"], "ariane bench")):
         result = run(*args)
