@@ -7,15 +7,27 @@ Each sub-command lives next to the code it drives and is registered here by dott
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+import sys
+from typing import IO, TYPE_CHECKING, Any
 
 import click
+
+from ariane.errors import ArianeError
 
 if TYPE_CHECKING:
     from ariane.broker.controller import BrokerController
     from ariane.broker.services import BrokerService
 
-__all__ = ["LazyGroup", "main"]
+__all__ = ["LazyGroup", "OneLineUsageError", "main"]
+
+
+class OneLineUsageError(click.UsageError):
+    """A usage error shown as one line (``ariane broker: error: ... (see --help)``)."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        name = self.ctx.command_path if self.ctx is not None else "ariane"
+        message = " ".join(self.format_message().split())
+        click.echo(f"{name}: error: {message} (see --help)", file=file or sys.stderr)
 
 
 class LazyGroup(click.Group):
@@ -43,6 +55,27 @@ class LazyGroup(click.Group):
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
         return command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except OneLineUsageError:
+            raise
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc.format_message(), ctx) from None
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the sub-command; a usage error prints one line (status 2) and an error of ours
+        it lets through (a NameServer nobody answers, a broker's refusal...) one line with
+        status 1, never a traceback."""
+        try:
+            return super().invoke(ctx)
+        except OneLineUsageError:
+            raise
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc.format_message(), exc.ctx) from None
+        except ArianeError as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 COMMANDS: dict[str, str] = {

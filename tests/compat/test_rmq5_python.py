@@ -140,11 +140,11 @@ accounts:
     defaultTopicPerm: DENY
     defaultGroupPerm: DENY
     topicPerms: [AclGrpcOk=SUB]
-    groupPerms: [CG_ACL_READ=SUB]
+    groupPerms: [CG_ACL_READ=SUB, CG_ACL_NODE=SUB]
 """
 
 
-def test_python_clients_under_acl(tmp_path: Path, rmq5: ScriptClient) -> None:
+def test_python_clients_under_acl(tmp_path: Path, rmq5: ScriptClient, nodejs: ScriptClient) -> None:
     """5.x clients sign with MQv2-HMAC-SHA1; the broker's plain ACL decides per topic."""
     home = tmp_path / "home"
     (home / "conf").mkdir(parents=True)
@@ -179,8 +179,33 @@ def test_python_clients_under_acl(tmp_path: Path, rmq5: ScriptClient) -> None:
         got = pull_all(broker, "AclGrpcOk", 4, signed_by=("grpcadmin", "grpc-admin-secret"))
         assert len(got) == 3
         _consume_under_acl(rmq5, endpoint, {m.msg_id: m.body for m in got})
+        _node_consume_under_acl(nodejs, endpoint, {m.msg_id: m.body for m in got})
     finally:
         cluster.stop()
+
+
+def _node_consume_under_acl(nodejs: ScriptClient, endpoint: str, sent: dict[str, bytes]) -> None:
+    """The Node.js SimpleConsumer signs too: its own group receives and acks every message;
+    without SUB on the topic it starts but its receive is refused with the broker's reason."""
+    args = ["--endpoint", endpoint, "--topic", "AclGrpcOk", "--timeout", "60"]
+    # without SUB: the settings are answered all the same (the Node.js client waits for them
+    # with no time limit), so it starts and its receive is refused with the broker's reason
+    refused = nodejs.spawn(
+        "consumer.js",
+        [*args, "--group", "CG_ACL_NODE", "--ak", "grpcuser1", "--sk", "grpc-user-secret"],
+    )
+    refused.wait(120)
+    assert refused.proc.returncode != 0, refused.tail()
+    assert "No permission for topic:AclGrpcOk" in refused.tail()
+    run = nodejs.run(
+        "consumer.js",
+        [*args, "--group", "CG_ACL_NODE", "--expect", str(len(sent)), "--ak", "grpcreader1",
+         "--sk", "grpc-reader-secret"],
+        timeout_s=120,
+    )  # fmt: skip
+    got = {e["id"]: e["sha"] for e in run.of("msg")}
+    assert got == {i: hashlib.sha256(b).hexdigest() for i, b in sent.items()}
+    assert run.of("done") == [{"event": "done", "acked": len(sent)}]
 
 
 def _consume_under_acl(rmq5: ScriptClient, endpoint: str, sent: dict[str, bytes]) -> None:
