@@ -28,6 +28,8 @@ BENCHMARKS: dict[str, str] = {
     "recovery": "ariane.bench.recovery:recovery_bench",
     # broker RSS at 1,000 topics x 8 queues and 10,000 groups (issue 18)
     "memory": "ariane.bench.memory:memory_bench",
+    # DLedger group vs single broker, failover time over leader kills (issue 14)
+    "dledger": "ariane.bench.dledger:dledger_bench",
 }
 
 
