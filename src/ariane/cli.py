@@ -7,11 +7,11 @@ Each sub-command lives next to the code it drives and is registered here by dott
 from __future__ import annotations
 
 import importlib
-import sys
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
+from ariane.admin.command import OneLineUsage, OneLineUsageError
 from ariane.errors import ArianeError
 
 if TYPE_CHECKING:
@@ -21,16 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["LazyGroup", "OneLineUsageError", "main"]
 
 
-class OneLineUsageError(click.UsageError):
-    """A usage error shown as one line (``ariane broker: error: ... (see --help)``)."""
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        name = self.ctx.command_path if self.ctx is not None else "ariane"
-        message = " ".join(self.format_message().split())
-        click.echo(f"{name}: error: {message} (see --help)", file=file or sys.stderr)
-
-
-class LazyGroup(click.Group):
+class LazyGroup(OneLineUsage, click.Group):
     """A click group whose sub-commands are imported only when used.
 
     Args:
@@ -55,14 +46,6 @@ class LazyGroup(click.Group):
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
         return command
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except OneLineUsageError:
-            raise
-        except click.UsageError as exc:
-            raise OneLineUsageError(exc.format_message(), ctx) from None
 
     def invoke(self, ctx: click.Context) -> object:
         """Run the sub-command; a usage error prints one line (status 2) and an error of ours
