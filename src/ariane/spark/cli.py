@@ -137,6 +137,10 @@ def replay_cmd(
     confs: tuple[str, ...],
 ) -> None:
     """Write an archive back into a topic (bodies, tags, keys and properties kept)."""
+    if next(source.rglob("*.parquet"), None) is None:
+        raise click.UsageError(
+            f"--from {source}: no Parquet archive there (write one with 'ariane pipeline archive')"
+        )
     from ariane.spark.pipelines import replay
 
     spark = _session(master, f"ariane-replay-{topic}", confs)
