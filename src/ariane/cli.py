@@ -11,14 +11,17 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ariane.admin.command import OneLineUsage, OneLineUsageError
+from ariane.errors import ArianeError
+
 if TYPE_CHECKING:
     from ariane.broker.controller import BrokerController
     from ariane.broker.services import BrokerService
 
-__all__ = ["LazyGroup", "main"]
+__all__ = ["LazyGroup", "OneLineUsageError", "main"]
 
 
-class LazyGroup(click.Group):
+class LazyGroup(OneLineUsage, click.Group):
     """A click group whose sub-commands are imported only when used.
 
     Args:
@@ -43,6 +46,19 @@ class LazyGroup(click.Group):
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
         return command
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the sub-command; a usage error prints one line (status 2) and an error of ours
+        it lets through (a NameServer nobody answers, a broker's refusal...) one line with
+        status 1, never a traceback."""
+        try:
+            return super().invoke(ctx)
+        except OneLineUsageError:
+            raise
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc.format_message(), exc.ctx) from None
+        except ArianeError as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 COMMANDS: dict[str, str] = {

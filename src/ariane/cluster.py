@@ -287,7 +287,7 @@ def cluster(
     data = Path(data_dir).resolve()
     logs = data / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    common = _read_conf(broker_conf)
+    common = _read_conf(broker_conf, "ariane cluster")
     common.update(_option_pairs(options))
     if dledger_nodes:
         members = plan_dledger_members(

@@ -81,6 +81,10 @@ class ConfigError(ArianeError):
         self.key = key
 
 
+class ConfigFileError(ConfigError):
+    """A configuration file is missing or cannot be read (its path is the key)."""
+
+
 class InvalidArgumentError(ArianeError):
     """A caller passed an illegal argument (topic name, size, offset...)."""
 

@@ -26,6 +26,7 @@ import ctypes.util
 import os
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -201,15 +202,25 @@ def _child_log_args(
     return log_args
 
 
-def _read_conf(path: str | None) -> dict[str, str]:
+def _read_conf(path: str | None, prog: str = "ariane standalone") -> dict[str, str]:
+    """The properties of ``--broker-conf``, every value checked (even those a flag overrides)."""
     if path is None:
         return {}
     try:
         with open(path, encoding="utf-8") as f:
-            return parse_properties(f.read())
+            props = parse_properties(f.read())
     except (OSError, UnicodeDecodeError) as exc:
-        click.echo(f"ariane standalone: bad config value: {path}: cannot read: {exc}", err=True)
+        click.echo(f"{prog}: bad config value: {path}: cannot read: {exc}", err=True)
         sys.exit(2)
+    from ariane.broker.config import load_properties
+    from ariane.errors import ConfigError
+
+    try:
+        load_properties(props)
+    except ConfigError as exc:
+        click.echo(f"{prog}: bad config value: {path}: {exc}", err=True)
+        sys.exit(2)
+    return props
 
 
 #: What the development broker reserves on disk (durability issue 12): every store file has its
@@ -222,6 +233,19 @@ DEV_STORE_SIZES = {
     "maxHashSlotNum": 50_000,
     "maxIndexNum": 200_000,
 }
+
+
+DEFAULT_GRPC_PORT = 8081
+
+
+def _port_free(host: str | None, port: int) -> bool:
+    """Whether ``port`` can be bound on ``host`` (127.0.0.1 when unset) right now."""
+    with socket.socket(socket.AF_INET6 if host and ":" in host else socket.AF_INET) as s:
+        try:
+            s.bind((host or "127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _broker_args(
@@ -240,8 +264,11 @@ def _broker_args(
         args += ["-o", f"metricsPromExporterPort={metrics_port}"]
     # the gRPC 5.x protocol (issue 16): 8081 like RocketMQ's proxy, a free port when the
     # broker port is one too, off with -1; grpcServerPort in --broker-conf wins over the default
+    # (a second standalone on this machine then finds 8081 taken and takes a free port)
     if proxy_port is None and "grpcServerPort" not in conf:
-        proxy_port = 0 if broker_port == 0 else 8081
+        proxy_port = (
+            DEFAULT_GRPC_PORT if broker_port != 0 and _port_free(host, DEFAULT_GRPC_PORT) else 0
+        )
     if proxy_port is not None:
         args += ["-o", f"grpcServerPort={proxy_port}"]
     if broker_conf is not None:

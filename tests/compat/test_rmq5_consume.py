@@ -175,6 +175,36 @@ def test_push_consumer_retries_and_fifo_order(grpc_cluster: Cluster, rmq5: Scrip
         assert len(seq) == 10
 
 
+def test_fifo_order_survives_redelivery(grpc_cluster: Cluster, rmq5: ScriptClient) -> None:
+    """A FIFO group's failed message comes again before anything after it in its message
+    group: per group the deliveries are exactly m0, m0 again, m4, m4 again... Simple: each
+    first delivery is given back (ChangeInvisibleDuration 1 s), so the broker's orderly POP
+    holds the queue and redelivers it first (attempt 2); push: the Python client retries a
+    FIFO message in place (the broker keeps its lease), so the attempt stays 1."""
+    broker = grpc_cluster.broker_addr()
+    for kind in ("simple", "push"):
+        topic, group = f"PopFifoRetry{kind}", f"CG_FIFO_RETRY_{kind}"
+        _setup(grpc_cluster, topic, "FIFO")
+        create_group(broker, group, orderly=True)
+        fifo_ids = asyncio.run(_produce(grpc_cluster.namesrv_addr, topic, 12, fifo=True))
+        run = rmq5.run(
+            "consumer.py",
+            ["--endpoint", _endpoint(grpc_cluster), "--group", group, "--topic", topic,
+             "--kind", kind, "--expect", "12", "--fail-times", "1", "--nack", "--batch", "1",
+             "--timeout", "90", "--linger", "0.5"],
+            timeout_s=150,
+        )  # fmt: skip
+        seen: dict[str, list[tuple[int, int]]] = {}
+        for e in run.of("msg"):
+            seen.setdefault(e["group"] or "", []).append((fifo_ids[e["id"]], e["attempt"]))
+        assert sorted(seen) == ["g0", "g1", "g2", "g3"], kind
+        again = 2 if kind == "simple" else 1
+        for g, events in seen.items():
+            first = int(g[1:])
+            want = [(i, a) for i in range(first, 12, 4) for a in (1, again)]
+            assert events == want, (kind, g, events)
+
+
 def test_timer_messages_from_python_and_node_arrive_when_due(
     grpc_cluster: Cluster, rmq5: ScriptClient, nodejs: ScriptClient
 ) -> None:

@@ -5,17 +5,21 @@ gRPC; consumer offsets are the same numbers seen from either side."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import grpc
 import pytest
 
-from ariane.client import Message, Producer
+from ariane.client import Admin, Message, Producer
+from ariane.client.trace import MessageTrace
+from ariane.common.trace import TraceType
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
 from ariane.proxy.v2 import service_pb2_grpc as sg
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from tests.compat.conftest import CppClient, ScriptClient
+from tests.integration.client.test_trace import trace_of
 from tests.support.cluster import Cluster
 from tests.support.grpc5 import create_topic
 from tests.support.rpc import request, wait_for_route
@@ -118,3 +122,51 @@ def test_sdk_producer_to_grpc_pull_and_offsets_shared(grpc_cluster: Cluster) -> 
         assert (got.status.code, got.offset) == (pb.OK, 7)
     assert sorted(seen) == sorted(ids)
     assert {seen[i] for i in ids} == {b"sdk-%d" % i for i in range(40)}
+
+
+def test_one_trace_timeline_across_protocols(tmp_path: Path, rmq5: ScriptClient) -> None:
+    """grpcMessageTraceEnable: a message sent by our traced 4.x-style producer and consumed by
+    the real 5.x Python SimpleConsumer has one trace: the producer's Pub, then the SubBefore
+    and SubAfter the broker wrote for the gRPC consumer, paired by request id."""
+    cluster = Cluster(tmp_path / "cluster")
+    try:
+        cluster.start(grpcServerPort=0, grpcMessageTraceEnable="true", traceTopicEnable="true")
+        create_topic(cluster.broker_addr(), "MixedTrace", "NORMAL")
+        wait_for_route(cluster.namesrv_addr, "MixedTrace")
+
+        async def produce() -> list[str]:
+            async with Producer(
+                "pg_mixed_trace", namesrv_addr=cluster.namesrv_addr, enable_trace=True
+            ) as producer:
+                return [
+                    (await producer.send(Message("MixedTrace", b"t%d" % i, keys=[f"k{i}"]))).msg_id
+                    for i in range(3)
+                ]
+
+        ids = asyncio.run(produce())
+        run = rmq5.run(
+            "consumer.py",
+            ["--endpoint", cluster.brokers["broker-a"].ready["grpc"], "--group",
+             "CG_MIXED_TRACE", "--topic", "MixedTrace", "--expect", "3", "--linger", "0",
+             "--timeout", "60"],
+        )  # fmt: skip
+        assert sorted(e["id"] for e in run.of("msg")) == sorted(ids)
+
+        async def timelines() -> list[MessageTrace]:
+            ready = {TraceType.Pub: 1, TraceType.SubBefore: 1, TraceType.SubAfter: 1}
+            async with Admin(namesrv_addr=cluster.namesrv_addr) as admin:
+                return [await trace_of(admin, i, ready) for i in ids]
+
+        for msg_id, trace in zip(ids, asyncio.run(timelines()), strict=True):
+            pub, before, after = trace.entries
+            assert [e.trace_type for e in trace.entries] == [
+                TraceType.Pub, TraceType.SubBefore, TraceType.SubAfter,
+            ]  # fmt: skip
+            assert {e.msg_id for e in trace.entries} == {msg_id}
+            assert pub.group == "pg_mixed_trace"
+            assert before.group == after.group == "CG_MIXED_TRACE"
+            assert after.request_id == before.request_id
+            assert (after.success, after.consume_result) == (True, "SUCCESS")
+            assert not trace.undecodable
+    finally:
+        cluster.stop()

@@ -4,6 +4,7 @@ byte (both protocols, one store)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -134,10 +135,16 @@ accounts:
     secretKey: grpc-user-secret
     defaultTopicPerm: DENY
     topicPerms: [AclGrpcOk=PUB, AclGrpcDenied=DENY]
+  - accessKey: grpcreader1
+    secretKey: grpc-reader-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms: [AclGrpcOk=SUB]
+    groupPerms: [CG_ACL_READ=SUB, CG_ACL_NODE=SUB]
 """
 
 
-def test_python_producer_under_acl(tmp_path: Path, rmq5: ScriptClient) -> None:
+def test_python_clients_under_acl(tmp_path: Path, rmq5: ScriptClient, nodejs: ScriptClient) -> None:
     """5.x clients sign with MQv2-HMAC-SHA1; the broker's plain ACL decides per topic."""
     home = tmp_path / "home"
     (home / "conf").mkdir(parents=True)
@@ -171,5 +178,66 @@ def test_python_producer_under_acl(tmp_path: Path, rmq5: ScriptClient) -> None:
             assert reason in refused.tail()
         got = pull_all(broker, "AclGrpcOk", 4, signed_by=("grpcadmin", "grpc-admin-secret"))
         assert len(got) == 3
+        _consume_under_acl(rmq5, endpoint, {m.msg_id: m.body for m in got})
+        _node_consume_under_acl(nodejs, endpoint, {m.msg_id: m.body for m in got})
     finally:
         cluster.stop()
+
+
+def _node_consume_under_acl(nodejs: ScriptClient, endpoint: str, sent: dict[str, bytes]) -> None:
+    """The Node.js SimpleConsumer signs too: its own group receives and acks every message;
+    without SUB on the topic it starts but its receive is refused with the broker's reason."""
+    args = ["--endpoint", endpoint, "--topic", "AclGrpcOk", "--timeout", "60"]
+    # without SUB: the settings are answered all the same (the Node.js client waits for them
+    # with no time limit), so it starts and its receive is refused with the broker's reason
+    refused = nodejs.spawn(
+        "consumer.js",
+        [*args, "--group", "CG_ACL_NODE", "--ak", "grpcuser1", "--sk", "grpc-user-secret"],
+    )
+    refused.wait(120)
+    assert refused.proc.returncode != 0, refused.tail()
+    assert "No permission for topic:AclGrpcOk" in refused.tail()
+    run = nodejs.run(
+        "consumer.js",
+        [*args, "--group", "CG_ACL_NODE", "--expect", str(len(sent)), "--ak", "grpcreader1",
+         "--sk", "grpc-reader-secret"],
+        timeout_s=120,
+    )  # fmt: skip
+    got = {e["id"]: e["sha"] for e in run.of("msg")}
+    assert got == {i: hashlib.sha256(b).hexdigest() for i, b in sent.items()}
+    assert run.of("done") == [{"event": "done", "acked": len(sent)}]
+
+
+def _consume_under_acl(rmq5: ScriptClient, endpoint: str, sent: dict[str, bytes]) -> None:
+    """ReceiveMessage, ChangeInvisibleDuration and AckMessage are authorized through the
+    broker's POP requests signed with the caller's account: the reader receives every message
+    (the first delivery given back, the second acked through the POP retry topic); an account
+    without SUB on the topic, or on the group, receives nothing and is told why."""
+    reader = ["--ak", "grpcreader1", "--sk", "grpc-reader-secret"]
+    for group, creds, reason in (
+        ("CG_ACL_READ", ["--ak", "grpcuser1", "--sk", "grpc-user-secret"],
+         "No permission for topic:AclGrpcOk"),
+        ("CG_ACL_OTHER", reader, "No default permission for group:CG_ACL_OTHER"),
+    ):  # fmt: skip
+        refused = rmq5.run(
+            "consumer.py",
+            ["--endpoint", endpoint, "--group", group, "--topic", "AclGrpcOk", "--expect", "1",
+             "--timeout", "3", "--linger", "0", *creds],
+            timeout_s=120,
+        )  # fmt: skip
+        assert refused.of("msg") == []
+        assert any(reason in e["error"] for e in refused.of("error")), refused.tail()
+    run = rmq5.run(
+        "consumer.py",
+        ["--endpoint", endpoint, "--group", "CG_ACL_READ", "--topic", "AclGrpcOk", "--expect",
+         str(len(sent)), "--fail-times", "1", "--nack", "--timeout", "60", "--linger", "0",
+         *reader],
+        timeout_s=120,
+    )  # fmt: skip
+    assert run.of("error") == []
+    attempts: dict[str, list[int]] = {}
+    for e in run.of("msg"):
+        attempts.setdefault(e["id"], []).append(e["attempt"])
+        assert e["sha"] == hashlib.sha256(sent[e["id"]]).hexdigest()
+    assert attempts == {i: [1, 2] for i in sent}
+    assert run.of("done") == [{"event": "done", "acked": len(sent)}]

@@ -146,13 +146,31 @@ def test_standalone_runs_both_and_stops_both(tmp_path: Path) -> None:
 
 
 def test_standalone_reports_a_broker_that_cannot_start(tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"storePathRootDir={a_file / 'store'}\n")  # valid, but the broker cannot use it
+    result = run_cli(
+        "standalone", "--data-dir", str(tmp_path / "d"), "--namesrv-port", "0",
+        "--broker-port", "0", "--broker-conf", str(conf), timeout_s=120,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "broker exited with status 2" in result.stderr
+    assert "Not a directory" in result.stderr
+    assert "ready" not in result.stdout
+
+
+def test_standalone_refuses_a_bad_broker_conf_before_starting(tmp_path: Path) -> None:
     conf = tmp_path / "broker.conf"
     conf.write_text("listenPort=not-a-port\n")
     result = run_cli(
         "standalone", "--data-dir", str(tmp_path / "d"), "--namesrv-port", "0",
         "--broker-conf", str(conf), timeout_s=120,
     )  # fmt: skip
-    assert result.returncode == 1
-    assert "broker exited with status 2" in result.stderr
-    assert "listenPort" in result.stderr
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [
+        f"ariane standalone: bad config value: {conf}: listenPort: must be an integer, "
+        "got 'not-a-port'"
+    ]
     assert "ready" not in result.stdout

@@ -3,8 +3,12 @@ blocks reserved when created), unless the broker.conf it is given says otherwise
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
+import pytest
+
+from ariane import standalone
 from ariane.broker.config import load_properties
 from ariane.standalone import DEV_STORE_SIZES, _broker_args
 
@@ -29,3 +33,19 @@ def test_a_broker_conf_keeps_its_own_sizes(tmp_path: Path) -> None:
     props = _overrides(_broker_args("127.0.0.1:9876", tmp_path, 0, str(conf), None, [], None))
     assert "mappedFileSizeCommitLog" not in props
     assert props["maxIndexNum"] == str(DEV_STORE_SIZES["maxIndexNum"])
+
+
+def test_grpc_default_port_taken_falls_back_to_a_free_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two standalones with set broker ports (as the peer harness starts them) must not both
+    claim the default gRPC port: the second takes a free one (issue 18's peer run)."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        monkeypatch.setattr(standalone, "DEFAULT_GRPC_PORT", port)
+        props = _overrides(_broker_args("127.0.0.1:9876", tmp_path, 10911, None, None, [], None))
+        assert props["grpcServerPort"] == "0"
+    props = _overrides(_broker_args("127.0.0.1:9876", tmp_path, 10911, None, None, [], None))
+    assert props["grpcServerPort"] == str(port)  # free again: the default is kept

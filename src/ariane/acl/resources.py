@@ -23,6 +23,10 @@ HEART_BEAT                                  each consumer group -> SUB, each sub
 UNREGISTER_CLIENT, GET_CONSUMER_LIST...     group -> SUB
 QUERY/UPDATE_CONSUMER_OFFSET                group -> SUB, topic -> SUB
 LOCK_BATCH_MQ, UNLOCK_BATCH_MQ              group -> SUB, each queue's topic -> SUB
+POP_MESSAGE, ACK_MESSAGE, PEEK_MESSAGE,     topic -> SUB, group -> SUB; a POP retry topic
+CHANGE_MESSAGE_INVISIBLETIME,               (``%RETRY%<group>_<topic>``/``+<topic>``, what
+NOTIFICATION, POLLING_INFO                  acks of retried messages name) -> its topic
+BATCH_ACK_MESSAGE                           each ack's topic and group, as above
 END_TRANSACTION                             topic -> PUB when the header names one
 GET_MAX/MIN_OFFSET, SEARCH_OFFSET...,       topic -> SUB
 GET_EARLIEST_MSG_STORETIME
@@ -40,10 +44,12 @@ from types import MappingProxyType
 from ariane.acl.address import client_ip
 from ariane.acl.credentials import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE
 from ariane.acl.permission import PUB, SUB
+from ariane.common.pop import original_topic
 from ariane.common.topics import RETRY_PREFIX
 from ariane.errors import ArianeError
 from ariane.remoting.protocol.client_bodies import HeartbeatData, LockBatchRequestBody
 from ariane.remoting.protocol.codes import RequestCode
+from ariane.remoting.protocol.pop_bodies import BatchAckMessageRequestBody
 
 __all__ = ["AccessRequest", "parse_request", "retry_topic"]
 
@@ -113,6 +119,18 @@ def _group_and_topic(req: AccessRequest, ext: Mapping[str, str]) -> None:
     req.need(retry_topic(group) if group else None, SUB)
 
 
+def _pop(req: AccessRequest, topic: str | None, group: str | None) -> None:
+    """A POP-family request: the group, and the topic a POP retry topic stands for."""
+    if topic and group:
+        topic = original_topic(topic, group)
+    _group_and_topic(req, {"topic": topic or "", "consumerGroup": group or ""})
+
+
+def _batch_ack(req: AccessRequest, body: bytes | None) -> None:
+    for ack in BatchAckMessageRequestBody.decode(body or b"{}").acks:
+        _pop(req, ack.topic, ack.consumer_group)
+
+
 def _heartbeat(req: AccessRequest, body: bytes | None) -> None:
     if not body:
         return
@@ -158,6 +176,17 @@ _GROUP_AND_TOPIC = frozenset(
         RequestCode.UPDATE_CONSUMER_OFFSET,
     )
 )
+_POP_FAMILY = frozenset(
+    int(c)
+    for c in (
+        RequestCode.POP_MESSAGE,
+        RequestCode.ACK_MESSAGE,
+        RequestCode.PEEK_MESSAGE,
+        RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+        RequestCode.NOTIFICATION,
+        RequestCode.POLLING_INFO,
+    )
+)
 _SEND_V1 = frozenset(int(c) for c in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE))
 _SEND_V2 = frozenset(
     int(c)
@@ -176,6 +205,10 @@ def _resources(req: AccessRequest, code: int, ext: Mapping[str, str], body: byte
         _send(req, ext.get("topic"), ext.get("group") or ext.get("producerGroup"))
     elif code in _GROUP_AND_TOPIC:
         _group_and_topic(req, ext)
+    elif code in _POP_FAMILY:
+        _pop(req, ext.get("topic"), ext.get("consumerGroup"))
+    elif code == RequestCode.BATCH_ACK_MESSAGE:
+        _batch_ack(req, body)
     elif code in _TOPIC_READS:
         req.need(ext.get("topic"), SUB)
     elif code in _GROUP_ONLY:

@@ -38,6 +38,7 @@ __all__ = [
     "AdminCommand",
     "AdminContext",
     "CommandFailed",
+    "OneLineUsage",
     "OneLineUsageError",
     "PermType",
     "TimestampType",
@@ -63,13 +64,13 @@ class OneLineUsageError(click.UsageError):
     """A usage error shown as a single line (``mqadmin topicRoute: error: ...``)."""
 
     def show(self, file: IO[Any] | None = None) -> None:
-        name = self.ctx.command_path if self.ctx is not None else "mqadmin"
+        name = self.ctx.command_path if self.ctx is not None else "ariane"
         message = " ".join(self.format_message().split())
         click.echo(f"{name}: error: {message} (see --help)", file=file or sys.stderr)
 
 
-class AdminCommand(click.Command):
-    """A click command whose usage errors print one line."""
+class OneLineUsage(click.Command):
+    """Usage errors print one line (mix in before ``click.Group`` for groups)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
@@ -78,6 +79,10 @@ class AdminCommand(click.Command):
             raise
         except click.UsageError as exc:
             raise OneLineUsageError(exc.format_message(), ctx) from None
+
+
+class AdminCommand(OneLineUsage):
+    """A click command whose usage errors print one line."""
 
 
 class TimestampType(click.ParamType[int]):

@@ -24,6 +24,12 @@ BENCHMARKS: dict[str, str] = {
     "dashboard": "ariane.bench.dashboard:dashboard_bench",
     # master/slave replication: SYNC vs ASYNC_MASTER throughput, slave lag (issue 13)
     "ha": "ariane.bench.ha:ha_bench",
+    # abnormal and normal start of a large CommitLog (issue 12)
+    "recovery": "ariane.bench.recovery:recovery_bench",
+    # broker RSS at 1,000 topics x 8 queues and 10,000 groups (issue 18)
+    "memory": "ariane.bench.memory:memory_bench",
+    # DLedger group vs single broker, failover time over leader kills (issue 14)
+    "dledger": "ariane.bench.dledger:dledger_bench",
 }
 
 

@@ -193,7 +193,10 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
 
     loop = asyncio.get_running_loop()
 
+    # deliveries after the target (in flight while the consumer stops) are not measured
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
+        if reached.is_set():
+            return _OK
         stats.record(msgs)
         if target is not None and stats.consumed >= target:
             reached.set()
@@ -201,6 +204,8 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
 
     def threaded_listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
         with lock:
+            if target is not None and stats.consumed >= target:
+                return _OK
             stats.record(msgs)
             if target is not None and stats.consumed >= target:
                 loop.call_soon_threadsafe(reached.set)

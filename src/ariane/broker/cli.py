@@ -30,7 +30,7 @@ from ariane.common.process import (
     open_log_file,
     raise_open_file_limit,
 )
-from ariane.errors import ConfigError, StoreError
+from ariane.errors import ConfigError, ConfigFileError, StoreError
 from ariane.observability.exporter import MetricsBindError
 from ariane.remoting.eventloop import run
 from ariane.store import StoreConfig
@@ -50,10 +50,12 @@ def _read_properties(path: str, key: str) -> dict[str, str]:
             return parse_properties(f.read())
     except FileNotFoundError:
         if key == "config":
-            raise ConfigError(path, "config file not found") from None
+            raise ConfigFileError(path, "config file not found") from None
         return {}
+    except IsADirectoryError:
+        raise ConfigFileError(path, "is a directory, not a config file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, f"cannot read config file: {exc}") from None
+        raise ConfigFileError(path, f"cannot read config file: {exc}") from None
 
 
 def load_config(
@@ -73,6 +75,8 @@ def load_config(
     """
     env = os.environ if environ is None else environ
     props = _read_properties(config_file, "config") if config_file else {}
+    # every value of the file must be valid, even one a flag overrides
+    load_properties(props)
     if "namesrvAddr" not in props and env.get("NAMESRV_ADDR"):
         props["namesrvAddr"] = env["NAMESRV_ADDR"]
     if "rocketmqHome" not in props and env.get("ROCKETMQ_HOME"):
@@ -270,6 +274,9 @@ def broker(
         }
         flags.update({k: v for k, v in named.items() if v is not None})
         loaded = load_config(config_file, flags)
+    except ConfigFileError as exc:
+        click.echo(f"ariane broker: {exc}", err=True)
+        sys.exit(2)
     except ConfigError as exc:
         click.echo(f"ariane broker: bad config value: {exc}", err=True)
         sys.exit(2)

@@ -145,6 +145,8 @@ class BrokerConfig:
             at once.
         grpc_settings_timeout_ms: ``grpcSettingsTimeoutMillis``: a Telemetry stream must
             send its settings within this time.
+        grpc_message_trace_enable: ``grpcMessageTraceEnable``: write 4.x trace records
+            (Pub, SubBefore, SubAfter, EndTransaction) for gRPC clients' calls.
         enable_topic_message_type_check: ``enableTopicMessageTypeCheck``: gRPC sends must
             match the topic's ``message.type``.
         grpc_max_long_polling_ms: ``grpcClientConsumerMaxLongPollingTimeoutMillis``: longest
@@ -259,6 +261,7 @@ class BrokerConfig:
     grpc_max_streams_per_connection: int = _prop("grpcMaxStreamsPerConnection", 256)
     grpc_max_inflight_receives: int = _prop("grpcMaxInflightReceives", 10_000)
     grpc_settings_timeout_ms: int = _prop("grpcSettingsTimeoutMillis", 30_000)
+    grpc_message_trace_enable: bool = _prop("grpcMessageTraceEnable", False)
     enable_topic_message_type_check: bool = _prop("enableTopicMessageTypeCheck", True)
     grpc_max_long_polling_ms: int = _prop("grpcClientConsumerMaxLongPollingTimeoutMillis", 20_000)
     # -- POP consumption (issue 16) --

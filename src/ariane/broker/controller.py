@@ -223,8 +223,7 @@ class BrokerController:
             if isinstance(self.store, DLedgerMessageStore)
             else BrokerReplication(self)
         )
-        if isinstance(self.replication, BrokerReplication):
-            self.replication.request_registration = self.registration.trigger
+        self.replication.request_registration = self.registration.trigger
         self.broker_addr = f"{config.advertised_host}:{config.listen_port}"
         self.store_host = HostPort(b"\x7f\x00\x00\x01", config.listen_port)
         self.boot_timestamp_ms = self.clock.now_ms()

@@ -7,7 +7,10 @@ reach a single task that handles them in order (RocketMQ's single-threaded execu
 
 * CANDIDATE and FOLLOWER: the broker becomes a SLAVE with broker id ``selfId digits + 1``
   (stops delay delivery, the transaction check and POP revive, copies the master's metadata
-  every ``slaveSynchronizeInterval``) and registers at once with every NameServer;
+  every ``slaveSynchronizeInterval``) and registers at once with every NameServer; while it
+  does not know the master's broker address (no leader yet when it registered, a new term,
+  the known master stops answering the copies) it registers again every second, since the
+  NameServer's answer names the master;
 * LEADER: it waits, polling every 100 ms, until everything in its log is committed and
   dispatched, sets the next queue offsets from its ConsumeQueues (``recoverTopicQueueTable``),
   then becomes SYNC_MASTER with broker id 0 and registers at once. Until then it refuses
@@ -43,6 +46,8 @@ __all__ = ["DLedgerBroker", "DLedgerReplication", "new_dledger_store"]
 logger = logging.getLogger(__name__)
 
 #: how often a new leader checks that its log is committed and dispatched
+#: how often a follower without a known master registers again to learn it
+_FIND_MASTER_S = 1.0
 _READY_POLL_S = 0.1
 
 
@@ -101,7 +106,11 @@ class DLedgerReplication:
         self.role_changes = 0
         self._events: asyncio.Queue[tuple[int, Role]] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._term = -1
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: asks the broker to register with the NameServers soon (set by the broker)
+        self.request_registration: Callable[[], None] = lambda: None
 
     @property
     def slave_id(self) -> int:
@@ -120,6 +129,7 @@ class DLedgerReplication:
         self._events = asyncio.Queue()
         self.store.commit_log.role_listener = self._on_role
         self._task = self._loop.create_task(self._handle(), name="dledger-roles")
+        self._watch = self._loop.create_task(self._find_master(), name="dledger-find-master")
         await self.set_role(BrokerRole.SLAVE)
         await self.transport.start()
         return self.dledger.self_peer.port
@@ -127,13 +137,14 @@ class DLedgerReplication:
     async def stop(self) -> None:
         """Stop the role handling, the transport and the metadata copies."""
         self.store.commit_log.role_listener = None
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        for task in (self._task, self._watch):
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+        self._task = self._watch = None
         await self.transport.stop()
         await self.slave_sync.stop()
 
@@ -144,6 +155,25 @@ class DLedgerReplication:
             self.slave_sync.start()
         else:
             await self.slave_sync.stop()
+
+    async def _find_master(self) -> None:
+        """While this node follows without a master address to copy metadata from, register
+        again every second (the NameServer's answer names the master); forget the address
+        when the copies from it start failing (the master died: a new one will be named)."""
+        failures = self.slave_sync.failures
+        while True:
+            await asyncio.sleep(_FIND_MASTER_S)
+            if not self.role.is_slave:
+                continue
+            if self.slave_sync.failures != failures:
+                failures = self.slave_sync.failures
+                self._forget_master()
+            if not self.master_addr:
+                self.request_registration()
+
+    def _forget_master(self) -> None:
+        self.master_addr = ""
+        self.slave_sync.master_addr = ""
 
     def _fatal(self, reason: str) -> None:
         if self.on_fatal is not None:
@@ -164,6 +194,9 @@ class DLedgerReplication:
             term, role = await events.get()
             while not events.empty():  # only the newest change matters
                 term, role = events.get_nowait()
+            if term != self._term:  # a new term may have a new leader: learn it again
+                self._term = term
+                self._forget_master()
             try:
                 if role is Role.LEADER:
                     await self._lead(term)

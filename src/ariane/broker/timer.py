@@ -49,8 +49,6 @@ from ariane.store.timer.format import slot_time
 
 __all__ = ["TimerFeature", "TimerHook", "WheelBridge", "due_time"]
 
-_KEYS = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)
-
 
 def due_time(properties: dict[str, str], now_ms: int) -> int | None:
     """The delivery time the timer properties ask for; None when there is none.
@@ -84,12 +82,19 @@ class TimerHook:
 
     def rewrite(self, inner: MessageInner) -> RemotingCommand | None:
         """Move a timer message to the timer queue, or refuse it."""
+        props = inner.properties
+        # the common case first: no timer property (three dict probes, no generator per send)
+        if (
+            TIMER_DELIVER_MS not in props
+            and TIMER_DELAY_SEC not in props
+            and TIMER_DELAY_MS not in props
+        ):
+            return None
         if inner.topic in (TIMER_TOPIC, TRANS_HALF_TOPIC):
             return None
         if transaction_value(inner.sys_flag) not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
             return None
-        props = inner.properties
-        if TIMER_OUT_MS in props or not any(k in props for k in _KEYS):
+        if TIMER_OUT_MS in props:
             return None
         cfg = self.store_config()
         if not cfg.timer_wheel_enable:

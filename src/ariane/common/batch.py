@@ -15,10 +15,11 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from ariane.common import native
 from ariane.common.properties import encode_properties
 from ariane.errors import CorruptionError, InvalidArgumentError
 
-__all__ = ["BatchEntry", "decode_batch", "encode_batch"]
+__all__ = ["BatchEntry", "decode_batch", "decode_batch_py", "encode_batch"]
 
 _HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGIC, BODYCRC, FLAG, BODYLENGTH
 _PROPS_LEN = struct.Struct(">h")
@@ -56,12 +57,25 @@ def encode_batch(messages: Iterable[tuple[bytes, int, Mapping[str, str] | str]])
 
 
 def decode_batch(data: bytes | bytearray | memoryview) -> list[BatchEntry]:
-    """Split a batch body into its messages.
+    """Split a batch body into its messages (the compiled twin when built).
 
     Raises:
         CorruptionError: the body is truncated, a length is inconsistent, or properties are not
             UTF-8.
     """
+    fast = native.speedups
+    if fast is None:
+        return decode_batch_py(data)
+    try:
+        entries: list[BatchEntry] = fast.decode_batch(data, BatchEntry)
+    except ValueError as exc:
+        message, pos = exc.args
+        raise CorruptionError(message, pos=pos) from None
+    return entries
+
+
+def decode_batch_py(data: bytes | bytearray | memoryview) -> list[BatchEntry]:
+    """The pure-Python ``decode_batch``: the reference of the compiled twin."""
     buf = bytes(data)
     out: list[BatchEntry] = []
     pos = 0

@@ -37,6 +37,7 @@ __all__ = [
     "encode_bitset",
     "is_pop_retry_topic_v2",
     "order_count_key",
+    "original_topic",
     "parse_offset_counts",
     "parse_offset_lists",
     "parse_start_offsets",
@@ -105,6 +106,15 @@ def real_topic(topic: str, group: str, retry_flag: str) -> str:
         return pop_retry_topic_v1(topic, group)
     if retry_flag == RETRY_FLAG_V2:
         return pop_retry_topic_v2(topic, group)
+    return topic
+
+
+def original_topic(topic: str, group: str) -> str:
+    """The topic a POP retry topic of ``group`` retries (``topic`` itself when it is not one
+    of that group's): the inverse of ``pop_retry_topic``."""
+    for prefix in (f"{RETRY_PREFIX}{group}_", f"{RETRY_PREFIX}{group}+"):
+        if topic.startswith(prefix) and len(topic) > len(prefix):
+            return topic[len(prefix) :]
     return topic
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ariane.common import native
+
 __all__ = [
     "CLUSTER",
     "DELAY",
@@ -119,7 +121,7 @@ SYSTEM_KEYS: frozenset[str] = frozenset(
 )  # fmt: skip
 
 
-def encode_properties(props: Mapping[str, str]) -> str:
+def encode_properties_py(props: Mapping[str, str]) -> str:
     """Serialise a properties map as RocketMQ does (``k\\x01v\\x02`` per entry).
 
     Entries whose value is ``None`` are skipped, like the Java encoder.
@@ -131,7 +133,7 @@ def encode_properties(props: Mapping[str, str]) -> str:
     )
 
 
-def decode_properties(text: str) -> dict[str, str]:
+def decode_properties_py(text: str) -> dict[str, str]:
     """Parse a properties string; malformed segments are dropped, never raised on."""
     out: dict[str, str] = {}
     if not text:
@@ -142,3 +144,8 @@ def decode_properties(text: str) -> dict[str, str]:
         if name and value:
             out[name] = value
     return out
+
+
+# the compiled twins when built (ariane.common.native); the functions above are the reference
+encode_properties = native.speedups.encode_properties if native.speedups else encode_properties_py
+decode_properties = native.speedups.decode_properties if native.speedups else decode_properties_py

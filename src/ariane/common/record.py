@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from ariane.common import native
 from ariane.common.message import HostPort, MessageExt
 from ariane.common.properties import decode_properties, encode_properties
 from ariane.common.sysflag import (
@@ -181,6 +182,22 @@ _V6_FLAGS = host_flags(True, True)
 def _decode(
     buf: bytes | bytearray | memoryview, pos: int, check_crc: bool, decompress: bool
 ) -> tuple[MessageExt, int]:
+    if _FAST is not None:
+        # the compiled twin decodes well-formed IPv4 records; anything unusual (None) and
+        # compressed bodies to inflate take the pure path below, which owns every error
+        got: tuple[MessageExt, int] | None = _FAST(buf, pos)
+        if got is not None:
+            msg = got[0]
+            if not (decompress and msg.sys_flag & COMPRESSED_FLAG):
+                if check_crc and (zlib.crc32(msg.body) & CRC_MASK) != msg.body_crc:
+                    raise CorruptionError("body CRC mismatch", pos=pos)
+                return got
+    return _decode_py(buf, pos, check_crc, decompress)
+
+
+def _decode_py(
+    buf: bytes | bytearray | memoryview, pos: int, check_crc: bool, decompress: bool
+) -> tuple[MessageExt, int]:
     if pos + _FIXED4.size <= len(buf):
         fields = _FIXED4.unpack_from(buf, pos)
         if not fields[7] & _V6_FLAGS:
@@ -207,6 +224,18 @@ def _decode(
     middle = _MIDDLE.unpack_from(buf, p)
     p += _MIDDLE.size
     return _finish(buf, pos, head + born + store_ts + store + middle, p, check_crc, decompress)
+
+
+def _fast_decoder() -> Any:
+    fast = native.speedups
+    if fast is None:
+        return None
+    fast.configure(MessageExt, HostPort, MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2, _V6_FLAGS)
+    return fast.decode_record_v4
+
+
+#: the compiled record decoder (``None`` in the pure build)
+_FAST = _fast_decoder()
 
 
 #: Largest body a compressed record may inflate to (a zlib bomb guard, as the broker bounds

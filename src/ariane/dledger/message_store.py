@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from ariane.common.clock import Clock
@@ -31,7 +31,7 @@ from ariane.dledger.upgrade import prepare_old_commit_log
 from ariane.errors import ConfigError
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.cleanup import DiskUsage
-from ariane.store.commit_log import CommitLog
+from ariane.store.commit_log import CommitLog, PreparedOne
 from ariane.store.config import StoreConfig
 from ariane.store.dispatch import ArrivingListener, ReputService
 from ariane.store.flush import FlushCommitLogService
@@ -252,6 +252,15 @@ class DLedgerMessageStore(MessageStore):
             return _done(refusal)
         wait = msg.properties.get(WAIT_STORE_MSG_OK) != "false"
         return self._count(self.commit_log.submit_one(msg, wait=wait))
+
+    def submit_prepared(
+        self, ones: Sequence[PreparedOne]
+    ) -> tuple[list[PutResult], Future[PutResult]]:
+        """Each prepared message proposed on its own (a Raft entry each); returns once a
+        quorum stored them."""
+        futures = [self.submit_message(one.msg) for one in ones]
+        results = [f.result() for f in futures]
+        return results, _done(results[-1] if results else PutResult(PutStatus.PUT_OK))
 
     def put_message(self, msg: MessageInner) -> PutResult:
         """Propose and wait for the commit (not from the Raft transport's event loop)."""

@@ -23,7 +23,7 @@ from ariane.common.process import (
     open_log_file,
     raise_open_file_limit,
 )
-from ariane.errors import ConfigError
+from ariane.errors import ConfigError, ConfigFileError
 from ariane.namesrv.config import DEFAULT_HOME, NamesrvConfig
 from ariane.observability.exporter import MetricsBindError
 from ariane.remoting.eventloop import run
@@ -58,8 +58,14 @@ def load_config(
         try:
             with open(config_file, encoding="utf-8") as f:
                 props = parse_properties(f.read())
+        except FileNotFoundError:
+            raise ConfigFileError(config_file, "config file not found") from None
+        except IsADirectoryError:
+            raise ConfigFileError(config_file, "is a directory, not a config file") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(config_file, f"cannot read config file: {exc}") from None
+            raise ConfigFileError(config_file, f"cannot read config file: {exc}") from None
+        # every value of the file must be valid, even one a flag overrides
+        NamesrvConfig().with_properties(props)
     home = data_dir if data_dir is not None else DEFAULT_HOME
     props.setdefault("kvConfigPath", os.path.join(home, "kvConfig.json"))
     props.setdefault("configStorePath", os.path.join(home, "namesrv.properties"))
@@ -168,6 +174,9 @@ def namesrv(
             data_dir=data_dir,
             metrics_port=metrics_port,
         )
+    except ConfigFileError as exc:
+        click.echo(f"ariane namesrv: {exc}", err=True)
+        sys.exit(2)
     except ConfigError as exc:
         click.echo(f"ariane namesrv: bad config value: {exc}", err=True)
         sys.exit(2)

@@ -28,6 +28,7 @@ import grpc
 
 from ariane.acl.credentials import SessionCredentials
 from ariane.client._pop_api import decode_pop_response, receipt_handle_of
+from ariane.common.message import MessageExt
 from ariane.common.pop import ReceiptHandle
 from ariane.common.record import iter_records
 from ariane.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
@@ -46,6 +47,7 @@ from ariane.proxy.core import CallContext, ProxyCore, check_request, rpc
 from ariane.proxy.renew import Lease
 from ariane.proxy.settings import effective_settings
 from ariane.proxy.status import ProxyError, from_remoting, overall_status, status
+from ariane.proxy.trace import GrpcTracer
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
 from ariane.remoting.protocol import headers as h
@@ -76,8 +78,9 @@ class ConsumerService:
     """ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue,
     PullMessage, UpdateOffset, GetOffset and QueryOffset."""
 
-    def __init__(self, core: ProxyCore) -> None:
+    def __init__(self, core: ProxyCore, tracer: GrpcTracer | None = None) -> None:
         self.core = core
+        self.tracer = tracer
         self.inflight = 0
 
     # -- receive -----------------------------------------------------------------------------------
@@ -209,6 +212,7 @@ class ConsumerService:
                 pb.INTERNAL_SERVER_ERROR, f"broker answer does not decode: {exc}"
             ) from None
         delivered = []
+        traced: list[MessageExt] = []
         now = self.core.now_ms()
         for ext, handle in zip(popped, handles, strict=True):
             if ext.reconsume_times >= max_attempts and not fifo:
@@ -216,6 +220,7 @@ class ConsumerService:
                 continue
             message = incoming(ext, topic=topic, receipt_handle=handle.encode(), now_ms=now)
             delivered.append(spb.ReceiveMessageResponse(message=message))
+            traced.append(ext)
             if request.auto_renew:
                 ctx.session.credentials = ctx.credentials
                 ctx.session.leases.add(handle.encode(), Lease(group, topic, handle, now))
@@ -223,6 +228,10 @@ class ConsumerService:
             return [
                 spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no match message"))
             ]
+        if self.tracer is not None:
+            self.tracer.sub_before(
+                ctx, group, traced, [d.message.system_properties.receipt_handle for d in delivered]
+            )
         return [spb.ReceiveMessageResponse(status=status()), *delivered]
 
     # -- ack, change, dead letters -----------------------------------------------------------------
@@ -254,6 +263,10 @@ class ConsumerService:
             response = await self._ack(ctx, topic, group, handle)
             if response.code == ResponseCode.SUCCESS:
                 result.status.CopyFrom(status())
+                if self.tracer is not None:
+                    self.tracer.sub_after(
+                        ctx, group, entry.message_id, entry.receipt_handle, success=True
+                    )
             elif response.code == ResponseCode.NO_MESSAGE:
                 result.status.CopyFrom(
                     status(pb.INVALID_RECEIPT_HANDLE, response.remark or "message already acked")
@@ -293,6 +306,10 @@ class ConsumerService:
         if handle.is_expired(self.core.now_ms()):
             raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
         new = await self._change(ctx.session, ctx.credentials, group, topic, handle, ms)
+        if self.tracer is not None:
+            self.tracer.sub_after(
+                ctx, group, request.message_id, request.receipt_handle, success=False
+            )
         return spb.ChangeInvisibleDurationResponse(status=status(), receipt_handle=new.encode())
 
     async def _change(

@@ -37,6 +37,7 @@ from ariane.proxy.convert import (
 )
 from ariane.proxy.core import CallContext, ProxyCore, rpc
 from ariane.proxy.status import ProxyError, from_remoting, overall_status, status
+from ariane.proxy.trace import GrpcTracer
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
 from ariane.remoting.protocol import headers as h
@@ -92,9 +93,10 @@ class ProducerService:
     """QueryRoute, QueryAssignment, Heartbeat, SendMessage, EndTransaction,
     NotifyClientTermination and the settings half of Telemetry."""
 
-    def __init__(self, core: ProxyCore, port: int) -> None:
+    def __init__(self, core: ProxyCore, port: int, tracer: GrpcTracer | None = None) -> None:
         self.core = core
         self.port = port
+        self.tracer = tracer
         self._round_robin = itertools.count()
 
     # -- topics ----------------------------------------------------------------------------------
@@ -302,12 +304,17 @@ class ProducerService:
         request = RemotingCommand.request(
             RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), msg.body
         )
+        started = self.core.now_ms()
         response = await self.core.invoke(ctx, request)
         code = _STORED.get(response.code)
         if code is None:
+            if self.tracer is not None:
+                self.tracer.pub(ctx, msg, "", self.core.now_ms() - started, False)
             error = _send_error(response)
             return spb.SendResultEntry(status=status(error.code, error.message), message_id=uniq)
         answer = h.SendMessageResponseHeader.from_ext_fields(response.ext_fields)
+        if self.tracer is not None:
+            self.tracer.pub(ctx, msg, answer.msg_id, self.core.now_ms() - started, True)
         entry = spb.SendResultEntry(
             status=status(code, None if code == pb.OK else response.remark),
             message_id=uniq,
@@ -369,6 +376,12 @@ class ProducerService:
             RequestCode.END_TRANSACTION, header.to_ext_fields(), remark=remark
         )
         await self.core.invoke_ok(ctx, command)
+        if self.tracer is not None:
+            state = {pb.COMMIT: "COMMIT_MESSAGE", pb.ROLLBACK: "ROLLBACK_MESSAGE"}
+            self.tracer.end_transaction(
+                ctx, topic, request.message_id, request.transaction_id,
+                state.get(request.resolution, "UNKNOW"), request.source == pb.SOURCE_SERVER_CHECK,
+            )  # fmt: skip
         return spb.EndTransactionResponse(status=status())
 
 

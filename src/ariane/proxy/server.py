@@ -27,6 +27,7 @@ from ariane.proxy.consumer import ConsumerService
 from ariane.proxy.core import ProxyCore, lenient
 from ariane.proxy.producer import ProducerService
 from ariane.proxy.telemetry import TelemetryService
+from ariane.proxy.trace import GrpcTracer
 from ariane.proxy.v2 import service_pb2 as spb
 
 __all__ = ["GrpcProxy"]
@@ -51,8 +52,9 @@ class GrpcProxy:
         self.clients = ClientRegistry(broker, expire_s, cfg.relay_timeout_ms)
         self.core = ProxyCore(broker, cfg, self.clients)
         self.port = cfg.port
-        self.producer = ProducerService(self.core, cfg.port)
-        self.consumer = ConsumerService(self.core)
+        self.tracer = GrpcTracer(self.core) if broker.config.grpc_message_trace_enable else None
+        self.producer = ProducerService(self.core, cfg.port, self.tracer)
+        self.consumer = ConsumerService(self.core, self.tracer)
         self.telemetry = TelemetryService(self.core, self.producer)
         self._server: grpc.aio.Server | None = None
         self._sweeper: asyncio.Task[None] | None = None
@@ -154,6 +156,8 @@ class GrpcProxy:
                 session.stream.close()
         if server is not None:
             await server.stop(grace_s)
+        if self.tracer is not None:
+            await self.tracer.drain()
         self.clients.close_all()
         logger.info("gRPC proxy stopped")
 

@@ -151,6 +151,16 @@ class TelemetryService:
             ctx.session.settings = reply
             await self.producer.register(ctx, reply)
         except ProxyError as exc:
+            if exc.code == pb.UNAUTHORIZED and kind is not None:
+                # the settings are still answered (Node.js clients wait for them with no time
+                # limit): the client starts, and each call it makes is refused with the reason
+                stream.write(
+                    spb.TelemetryCommand(
+                        status=status(exc.code, exc.message),
+                        settings=ctx.session.settings or settings,
+                    )
+                )
+                return
             if exc.code == pb.UNAUTHORIZED:
                 code = grpc.StatusCode.PERMISSION_DENIED
             elif 40000 <= exc.code < 50000:

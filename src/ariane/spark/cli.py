@@ -174,6 +174,10 @@ def replay_cmd(
     secret_key: str | None,
 ) -> None:
     """Write an archive back into a topic (bodies, tags, keys and properties kept)."""
+    if next(source.rglob("*.parquet"), None) is None:
+        raise click.UsageError(
+            f"--from {source}: no Parquet archive there (write one with 'ariane pipeline archive')"
+        )
     from ariane.spark.pipelines import replay
 
     credentials = _credentials(access_key, secret_key)

@@ -20,7 +20,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ariane.common import faults
 from ariane.common.clock import Clock
@@ -424,6 +424,29 @@ class CommitLog:
             mf.wrote_position = pos + total
             mf.store_timestamp = store_ts
         return result
+
+    def put_prepared(self, ones: Sequence[PreparedOne], out: list[PutResult]) -> None:
+        """Append messages prepared by :meth:`prepare_one`, in order, under one hold of the
+        put lock; each result is appended to ``out`` as its record is written (so a caller
+        knows how far it got when a new file cannot be created).
+
+        Raises:
+            OSError: a new CommitLog file could not be created.
+        """
+        with self.put_lock:
+            for one in ones:
+                total = one.total
+                store_ts = self.next_store_timestamp()
+                mf = self._current
+                if (
+                    mf is None
+                    or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position
+                ):
+                    mf = self._file_for(total)
+                pos = mf.wrote_position
+                out.append(self.write_one(one, mf.mm, pos, mf.file_from_offset + pos, store_ts))
+                mf.wrote_position = pos + total
+                mf.store_timestamp = store_ts
 
     def prepare_batch(self, batch: MessageBatchInner) -> PreparedBatch | PutResult:
         """Validate and encode a batch as far as possible without the put lock."""

@@ -127,6 +127,7 @@ __all__ = [
     "delivery_timestamp",
     "file_name",
     "parse_file_name",
+    "record_route",
     "tags_code_of",
 ]
 
@@ -189,6 +190,8 @@ class Decoded:
 
     size: int
     dispatch: DispatchRequest | None
+    #: ``(topic, queue id, sysflag, store time)`` when asked for (``want_route``)
+    route: tuple[str, int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +249,7 @@ def check_record(
     check_crc: bool,
     want_dispatch: bool,
     levels_ms: tuple[int, ...] = (),
+    want_route: bool = False,
 ) -> Decoded | EndOfSegment | Corrupt:
     """``checkMessageAndReturnSize``: classify the bytes at ``pos`` (never beyond ``limit``).
 
@@ -256,6 +260,8 @@ def check_record(
         check_crc: verify the body CRC.
         want_dispatch: also decode topic and properties into a :data:`DispatchRequest`.
         levels_ms: delay levels, for the tagsCode of ``SCHEDULE_TOPIC_XXXX`` records.
+        want_route: fill ``Decoded.route`` (topic, queue id, sysflag, store time) without
+            decoding the properties.
 
     Returns:
         ``Decoded``, ``EndOfSegment`` for a BLANK record, or ``Corrupt``. Never raises on
@@ -274,7 +280,9 @@ def check_record(
     if total < MIN_RECORD_SIZE or pos + total > limit:
         return Corrupt(f"bad total size {total}")
     try:
-        return _check_message(buf, pos, total, magic, check_crc, want_dispatch, levels_ms)
+        return _check_message(
+            buf, pos, total, magic, check_crc, want_dispatch, levels_ms, want_route
+        )
     except (struct.error, ValueError, UnicodeDecodeError, IndexError) as exc:
         return Corrupt(f"undecodable record: {exc}")
 
@@ -287,6 +295,7 @@ def _check_message(
     check_crc: bool,
     want_dispatch: bool,
     levels_ms: tuple[int, ...],
+    want_route: bool = False,
 ) -> Decoded | Corrupt:
     _, _, crc, queue_id, _flag, queue_offset, phys, sys_flag, _born = RECORD_HEAD.unpack_from(
         buf, pos
@@ -323,6 +332,9 @@ def _check_message(
     if phys < 0 or queue_offset < 0:
         return Corrupt("negative offset")
     if not want_dispatch:
+        if want_route:
+            topic = bytes(buf[topic_at : topic_at + topic_len]).decode()
+            return Decoded(total, None, (topic, queue_id, sys_flag, store_ts))
         return Decoded(total, None)
     topic = bytes(buf[topic_at : topic_at + topic_len]).decode()
     props = decode_properties(bytes(buf[p:end]).decode()) if props_len else {}
@@ -332,3 +344,22 @@ def _check_message(
         props.get(UNIQ_KEY), sys_flag, props,
     )  # fmt: skip
     return Decoded(total, request)
+
+
+def record_route(buf: ReadableBuffer, pos: int) -> tuple[str, int, int, int]:
+    """``(topic, queue id, sysflag, store time)`` of a record :func:`check_record` accepted,
+    without decoding its properties (recovery's quick look for missing dispatch work)."""
+    magic = SIZE_MAGIC.unpack_from(buf, pos)[1]
+    _, _, _crc, queue_id, _flag, _qo, _phys, sys_flag, _born = RECORD_HEAD.unpack_from(buf, pos)
+    p = pos + 48 + host_record_size(born_host_v6(sys_flag))
+    (store_ts,) = _I64.unpack_from(buf, p)
+    p += 8 + host_record_size(store_host_v6(sys_flag)) + 12
+    (body_len,) = _I32.unpack_from(buf, p)
+    p += 4 + body_len
+    if magic == MESSAGE_MAGIC_CODE_V2:
+        (topic_len,) = _I16.unpack_from(buf, p)
+        p += 2
+    else:
+        (topic_len,) = _I8.unpack_from(buf, p)
+        p += 1
+    return bytes(buf[p : p + topic_len]).decode(), queue_id, sys_flag, store_ts

@@ -106,7 +106,37 @@ class IndexFile:
             ) = INDEX_HEADER.unpack_from(self.mf.mm, 0)
             if self.index_count <= 0 or self.index_count > index_num:
                 self.index_count = max(1, min(self.index_count, index_num))
+            self._count_written_entries()
         self.dirty = create
+
+    def _count_written_entries(self) -> None:
+        """Extend a stale header over entries written after it.
+
+        The header is written after each dispatch batch, so a crash (or a power cut that kept
+        the entries' pages) can leave entries, and slots pointing at them, past the header's
+        ``index_count``: lookups would refuse those slots and the next put would overwrite
+        the entries. Every entry is written before the slot that points at it, so the written
+        entries are the non-zero ones from ``index_count`` on.
+        """
+        mm = self.mf.mm
+        count = self.index_count
+        last: tuple[int, int, int, int] | None = None
+        while count < self.index_num:
+            at = self.entries_at + count * INDEX_ENTRY_SIZE
+            if not any(mm[at : at + INDEX_ENTRY_SIZE]):
+                break
+            last = INDEX_ENTRY.unpack_from(mm, at)
+            count += 1
+        if last is None:
+            return
+        logger.info(
+            "%s: %d index entries past its header's count (header written before a crash)",
+            self.path, count - self.index_count,
+        )  # fmt: skip
+        _hash, phy, diff, _prev = last
+        self.index_count = count
+        self.end_phy_offset = max(self.end_phy_offset, phy)
+        self.end_timestamp = max(self.end_timestamp, self.begin_timestamp + max(diff, 0) * 1000)
 
     @property
     def path(self) -> str:

@@ -185,18 +185,23 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
     )
     missing: list[int] = []
     index_end = index_plan.end_phy_offset if index_plan is not None else -1
+    if index_plan is not None and index_plan.kept:
+        last_index = index_plan.kept[-1]
+        if last_index.index_count <= 1 and last_index.end_phy_offset == 0:
+            index_end = -1  # no entry yet (or a header never written): nothing is indexed
 
-    def observe(req: DispatchRequest) -> None:
-        if missing:
-            return
-        topic, qid, phys, _s, _t, _ts, _qo, keys, uniq, sys_flag, _p = req
+    def observe(topic: str, qid: int, phys: int, sys_flag: int) -> bool:
+        """Find the first record whose ConsumeQueue entry or index keys may be missing (keys
+        are not decoded: a record past the index's end counts as missing)."""
         if enters_consume_queue(sys_flag):
             cq = store.get_consume_queue(topic, qid)
             if cq is None or cq.max_physic_offset < phys:
                 missing.append(phys)
-                return
-        if index is not None and (keys or uniq) and not is_rollback(sys_flag) and index_end < phys:
+                return False
+        if index is not None and index_end < phys and not is_rollback(sys_flag):
             missing.append(phys)
+            return False
+        return True
 
     if store.last_exit_ok:
         start_index = max(0, len(files) - 3)
@@ -238,9 +243,9 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
     if max_phy_cq >= end:
         for cq in store.all_consume_queues():
             cq.truncate_dirty_logic_files(end)
+    # after an abnormal exit too, re-dispatch starts at the first record the queues or the
+    # index may lack (RocketMQ re-dispatches the whole walk; the builders skip what they have)
     starts = [p for p in (rebuild_from, *missing) if p is not None]
-    if not store.last_exit_ok:
-        starts.append(result.start_offset)
     if starts:
         start = min(starts)
         count = redispatch(commit_log, store.dispatcher.dispatch, start, end, levels)

@@ -33,7 +33,9 @@ from ariane.store.format import (
     DispatchRequest,
     EndOfSegment,
     check_record,
+    record_route,
 )
+from ariane.store.mapped_file import MappedFile
 
 __all__ = ["RecoveryResult", "choose_abnormal_start", "redispatch", "truncate_tail", "walk"]
 
@@ -41,8 +43,9 @@ logger = logging.getLogger(__name__)
 
 _I64_AT = 8
 
-#: Called for every valid record seen by the walk (to find missing dispatch work).
-Observer = Callable[[DispatchRequest], None]
+#: Called with ``(topic, queue id, physical offset, sysflag)`` of valid records seen by the
+#: walk (to find missing dispatch work); returns False once it has seen enough.
+Observer = Callable[[str, int, int, int], bool]
 
 
 @dataclass(slots=True)
@@ -89,20 +92,21 @@ def walk(
     mf = files[index]
     start = mf.file_from_offset
     pos = 0
-    last_ts = 0
+    last: tuple[MappedFile, int] | None = None
     records = 0
     reason: str | None = None
     size = commit_log.file_size
+    watching = observe is not None
     while True:
         res = check_record(
-            mf.mm, pos, size, check_crc=check_crc, want_dispatch=observe is not None,
-            levels_ms=levels_ms,
-        )  # fmt: skip
+            mf.mm, pos, size, check_crc=check_crc, want_dispatch=False, want_route=watching
+        )
         if isinstance(res, Decoded):
-            if res.dispatch is not None:
+            if res.route is not None:
                 assert observe is not None
-                observe(res.dispatch)
-                last_ts = res.dispatch.store_timestamp_ms
+                topic, queue_id, sys_flag, _ts = res.route
+                watching = observe(topic, queue_id, mf.file_from_offset + pos, sys_flag)
+            last = (mf, pos)
             pos += res.size
             records += 1
             continue
@@ -118,7 +122,12 @@ def walk(
         if mf.mm[pos : pos + 8] != bytes(8):
             reason = f"{res.reason} at {mf.file_from_offset + pos}"
         break
-    return RecoveryResult(mf.file_from_offset + pos, start, last_ts, records, reason)
+    return RecoveryResult(mf.file_from_offset + pos, start, _store_time(last), records, reason)
+
+
+def _store_time(last: tuple[MappedFile, int] | None) -> int:
+    """The store time of the record at ``last`` (0 for none)."""
+    return record_route(last[0].mm, last[1])[3] if last is not None else 0
 
 
 def truncate_tail(commit_log: CommitLog, offset: int) -> None:

@@ -103,6 +103,31 @@ class _SimFile:
     def read_into(self, buf: bytearray | memoryview, pos: int) -> None:
         """Nothing to warm in memory."""
 
+    # the system-call face (a FUSE file system over this disk, tests/support/powerfs.py)
+    def pwrite(self, data: bytes, offset: int) -> int:
+        """``pwrite(2)`` into the page cache (durable after :meth:`sync`)."""
+        with self._disk._lock:
+            inode = self._inode
+            end = offset + len(data)
+            self._disk.check_space(end - len(inode.data), self.path)
+            if end > len(inode.data):
+                inode.data.extend(bytes(end - len(inode.data)))
+            inode.data[offset:end] = data
+            inode.mtime_ms = time.time_ns() // 1_000_000
+            return len(data)
+
+    def pread(self, size: int, offset: int) -> bytes:
+        """``pread(2)``."""
+        with self._disk._lock:
+            return bytes(self._inode.data[offset : offset + size])
+
+    def resize(self, size: int) -> None:
+        """``ftruncate(2)`` (growing takes space)."""
+        with self._disk._lock:
+            self._disk.check_space(size - len(self._inode.data), self.path)
+            self.truncate(size)
+            self._inode.mtime_ms = time.time_ns() // 1_000_000
+
     def duplicate(self) -> DiskFile:
         return _SimFile(self._disk, self._inode, self.path)
 
@@ -370,6 +395,16 @@ class SimDisk:
 
     def unlock(self, token: int) -> None:
         """Locks are not contended in memory."""
+
+    # -- the system-call face (a FUSE file system over this disk, tests/support/powerfs.py) --
+    def mkdir(self, path: str) -> None:
+        """``mkdir(2)``: a new directory name, durable once its parent is synced."""
+        with self._lock:
+            path = self._norm(path)
+            if path in self._names:
+                raise FileExistsError(errno.EEXIST, "file exists", path)
+            self._parent_must_exist(path)
+            self._log("link", path, _DIR)
 
     # -- sync and space ---------------------------------------------------------------
     def sync_inode(self, inode: _Inode) -> None:

@@ -1,6 +1,7 @@
 // Consume with npm rocketmq-client-nodejs (gRPC); one JSON line per delivery.
 // --kind simple|push, --expect N acks, --fail-times K (first K deliveries of each message are
-// refused: simple -> ChangeInvisibleDuration 1 s, push -> FAILURE), --timeout seconds.
+// refused: simple -> ChangeInvisibleDuration 1 s, push -> FAILURE), --timeout seconds,
+// --ak/--sk: sign with these credentials (ACL).
 'use strict';
 const crypto = require('crypto');
 const { SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
@@ -34,10 +35,13 @@ async function main() {
   });
   const note = (m) => { const n = (seen.get(m.messageId) || 0) + 1; seen.set(m.messageId, n); return n; };
   const subscriptions = new Map([[topic, '*']]);
+  const ak = arg('ak', '');
+  const creds = ak ? { sessionCredentials: { accessKey: ak, accessSecret: arg('sk', '') } } : {};
   let consumer;
   if (kind === 'push') {
     consumer = new PushConsumer({
       endpoints: endpoint, namespace: '', consumerGroup: group, subscriptions, logger: silent,
+      ...creds,
       messageListener: {
         async consume(m) {
           const n = note(m);
@@ -54,7 +58,7 @@ async function main() {
   } else {
     consumer = new SimpleConsumer({
       endpoints: endpoint, namespace: '', consumerGroup: group, subscriptions, logger: silent,
-      awaitDuration: 5000,
+      awaitDuration: 5000, ...creds,
     });
     await consumer.startup();
     emit({ event: 'started' });

@@ -56,6 +56,8 @@ def main() -> int:
     ap.add_argument("--linger", type=float, default=1.0)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--await-s", type=int, default=5)
+    ap.add_argument("--ak", default="")
+    ap.add_argument("--sk", default="")
     args = ap.parse_args()
 
     from rocketmq import (
@@ -68,7 +70,7 @@ def main() -> int:
         SimpleConsumer,
     )
 
-    config = ClientConfiguration(args.endpoint, Credentials())
+    config = ClientConfiguration(args.endpoint, Credentials(args.ak, args.sk))
     seen: dict[str, int] = {}
     acked: set[str] = set()
     lock = threading.Lock()

@@ -24,8 +24,11 @@ from ariane.client import (
     Producer,
     PushConsumer,
     SessionCredentials,
+    SimpleConsumer,
     TopicNotWritableError,
 )
+from ariane.client._pop_api import receipt_handle_of
+from ariane.common.pop import RETRY_FLAG_NORMAL
 from tests.integration.client.conftest import run, wait_for_route
 from tests.integration.client.consumer_support import Collector, fast_config
 from tests.support.cluster import Cluster
@@ -112,6 +115,62 @@ def test_signed_clients_produce_and_consume_exactly(acl_cluster: tuple[Cluster, 
         finally:
             await consumer.close()
         assert {m.msg_id: m.body for m in collector.got} == sent
+
+    run(go())
+
+
+def _simple(cluster: Cluster, group: str, creds: SessionCredentials | None) -> SimpleConsumer:
+    return SimpleConsumer(
+        group, {"AclOrders": "*"}, client_config=_config(cluster, f"s{group}{id(creds)}", creds),
+        await_duration_ms=500, consume_from_max=False,
+    )  # fmt: skip
+
+
+def test_simple_consumer_pops_under_acl(acl_cluster: tuple[Cluster, Path]) -> None:
+    """POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME are signed and checked: the
+    topic and the group need SUB (the redelivered message's ack names the POP retry topic,
+    which stands for AclOrders); accounts without them are refused and see nothing."""
+    cluster, _ = acl_cluster
+
+    async def go() -> None:
+        # refused first, so nothing of this test's messages can leak to them
+        for group, creds, reason in (
+            ("acl_consumers", None, "No accessKey is configured"),
+            ("acl_consumers", PRODUCER, "No permission for topic:AclOrders (accessKey=producer1)"),
+            (
+                "acl_strangers",
+                CONSUMER,
+                "No default permission for group:acl_strangers (accessKey=consumer1)",
+            ),
+        ):
+            async with _simple(cluster, group, creds) as refused:
+                with pytest.raises(AccessDeniedError) as info:
+                    await refused.receive(8)
+                assert info.value.reason == reason
+        bodies = [f"pop-{i}".encode() for i in range(6)]
+        async with Producer("acl_pg", client_config=_config(cluster, "pp", PRODUCER)) as producer:
+            results = [await producer.send(Message("AclOrders", b)) for b in bodies]
+        sent = {r.msg_id: b for r, b in zip(results, bodies, strict=True)}
+        async with _simple(cluster, "acl_consumers", CONSUMER) as consumer:
+            got: dict[str, bytes] = {}
+            retried: list[str] = []
+            kept = None
+            deadline = time.monotonic() + 60
+            while len(got) < len(sent):
+                assert time.monotonic() < deadline, f"received {len(got)} of {len(sent)}"
+                for msg in await consumer.receive(8, invisible_duration_ms=20_000):
+                    if msg.msg_id in sent and kept is None:
+                        kept = msg  # given back: comes again through the POP retry topic
+                        await consumer.change_invisible_duration(msg, 0)
+                        continue
+                    got[msg.msg_id] = msg.body
+                    if receipt_handle_of(msg).retry_flag != RETRY_FLAG_NORMAL:
+                        retried.append(msg.msg_id)
+                    await consumer.ack(msg)
+            assert got == sent
+            assert kept is not None
+            assert retried == [kept.msg_id]
+            assert await consumer.receive(8) == []
 
     run(go())
 

@@ -49,3 +49,34 @@ def test_bench_producer_duration_mode_reports_every_interval(cluster: Cluster) -
     )  # fmt: skip
     assert out.stdout.count("Send TPS:") >= 2
     assert "msgs_per_s" in out.stdout
+
+
+def test_bench_producer_trace_both_reports_both_modes_and_their_ratio(cluster: Cluster) -> None:
+    """``--trace both`` (issue 15's benchmark): an untraced then a traced run of the same
+    workload, the traced one with its dispatcher's counters, and the throughput ratio."""
+    out = subprocess.run(
+        ariane_command(
+            "bench", "producer", "-n", cluster.namesrv_addr, "--topic", "BenchCliTrace",
+            "--size", "128", "--messages", "200", "--async", "--concurrency", "16",
+            "--trace", "both", "--json",
+        ),
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    off, on = summary["runs"]
+    assert (off["trace"], on["trace"]) == (False, True)
+    assert off["sent"] == on["sent"] == 200
+    assert off["failed"] == on["failed"] == 0
+    assert "trace_sent_records" not in off
+    # every answered send of the traced run (the warm-up send too) left one Pub record
+    assert (on["trace_sent_records"], on["trace_discarded"], on["trace_lost_records"]) == (
+        201,
+        0,
+        0,
+    )
+    assert (summary["msgs_per_s_trace_off"], summary["msgs_per_s_trace_on"]) == (
+        off["msgs_per_s"],
+        on["msgs_per_s"],
+    )
+    ratio = on["msgs_per_s"] / off["msgs_per_s"]
+    assert summary["trace_throughput_ratio"] == pytest.approx(ratio, abs=0.001)

@@ -19,7 +19,11 @@ def test_sends_keep_succeeding_while_one_broker_crashes_and_restarts(
     fresh_cluster.start(("broker-a", "broker-b"))
     # a send that cannot reach broker-a retries on broker-b and fetches the route again at
     # once (the NameServer may still list broker-a: retries do the rest)
-    config = ClientConfig(namesrv_addr=fresh_cluster.namesrv_addr)
+    # the NameServer drops broker-a when its connection closes; the producer learns the
+    # restarted broker at its next route poll (30 s by default, 1 s here)
+    config = ClientConfig(
+        namesrv_addr=fresh_cluster.namesrv_addr, poll_name_server_interval_ms=1_000
+    )
 
     async def go() -> None:
         async with Admin(namesrv_addr=fresh_cluster.namesrv_addr) as admin:

@@ -4,6 +4,7 @@ Pub, SubBefore/SubAfter and EndTransaction records to the trace topic of a real 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -146,8 +147,46 @@ def test_send_then_consume_gives_pub_sub_before_sub_after(tcluster: Cluster) -> 
         assert 0 <= pub.cost_ms < 10_000
         assert after.cost_ms is not None
         assert 0 <= after.cost_ms < 10_000
+        return sent.msg_id
 
-    run(go())
+    msg_id = run(go())
+    # mqadmin: the timeline as a table, as JSON, and the hint of the message query commands
+    code, out, err = mqadmin(tcluster, "queryMsgTraceById", "-i", msg_id)
+    assert code == 0, err
+    assert f"Trace of {msg_id} (TraceOk)" in out
+    rows = [
+        line.split()
+        for line in out.splitlines()
+        if line.split()[:1] in (["Pub"], ["SubBefore"], ["SubAfter"])
+    ]
+    assert [(r[0], r[3], r[4]) for r in rows] == [
+        ("Pub", "pg_trace_ok", "127.0.0.1"),
+        ("SubBefore", "cg_trace_ok", "127.0.0.1"),
+        ("SubAfter", "cg_trace_ok", "127.0.0.1"),
+    ]
+    assert rows[0][5] == tcluster.broker_addr()
+    assert rows[2][-1] == "SUCCESS"
+    code, out, err = mqadmin(tcluster, "queryMsgTraceById", "-i", msg_id, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["msgId"], data["traceTopic"], data["undecodable"]) == (msg_id, TRACE_TOPIC, [])
+    assert [(e["traceType"], e["msgId"], e["group"]) for e in data["entries"]] == [
+        ("Pub", msg_id, "pg_trace_ok"),
+        ("SubBefore", msg_id, "cg_trace_ok"),
+        ("SubAfter", msg_id, "cg_trace_ok"),
+    ]
+    assert [e["retryTimes"] for e in data["entries"][1:]] == [0, 0]
+    hint = f"message {msg_id} has a trace: mqadmin queryMsgTraceById -i {msg_id}"
+    code, out, err = mqadmin(tcluster, "queryMsgByUniqueKey", "-i", msg_id, "-t", "TraceOk")
+    assert code == 0, err
+    assert hint in out
+    code, out, err = mqadmin(tcluster, "queryMsgByKey", "-t", "TraceOk", "-k", "user-9")
+    assert code == 0, err
+    assert hint in out
+    # an untraced message gets no hint
+    code, out, err = mqadmin(tcluster, "queryMsgByKey", "-t", "TraceOk", "-k", "never-sent")
+    assert code == 0, err
+    assert "has a trace" not in out
 
 
 def test_two_failures_then_success_and_a_transaction_checked_back(tcluster: Cluster) -> None:
@@ -208,15 +247,19 @@ def test_two_failures_then_success_and_a_transaction_checked_back(tcluster: Clus
 
 
 def test_pull_consumer_and_batch_sends_are_traced(tcluster: Cluster) -> None:
-    async def go() -> None:
+    """The producer traces to the default topic, the pull consumer to its own trace topic
+    (``trace_topic=``), read back with ``trace_topic=`` and ``mqadmin ... -t``."""
+
+    async def go() -> list[str]:
         addr = tcluster.namesrv_addr
         await create_topic(tcluster, "TraceBatch", queues=1)
+        await create_topic(tcluster, "TraceCustom", queues=1)
         consumer = PullConsumer(
             "cg_trace_pull",
             client_config=fast_config(tcluster, "trace-pull-c"),
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             enable_trace=True,
-            trace_topic=TRACE_TOPIC,
+            trace_topic="TraceCustom",
         )
         consumer.subscribe("TraceBatch")
         async with (
@@ -230,16 +273,38 @@ def test_pull_consumer_and_batch_sends_are_traced(tcluster: Cluster) -> None:
             polled: list[MessageExt] = []
             while len(polled) < 3:
                 polled.extend(await consumer.poll(1000))
-            trace = await trace_of(
-                admin, ids[1], {TraceType.Pub: 1, TraceType.SubBefore: 1, TraceType.SubAfter: 1}
+            trace = await trace_of(admin, ids[1], {TraceType.Pub: 1})
+            custom = await trace_of(
+                admin, ids[1], {TraceType.SubBefore: 1, TraceType.SubAfter: 1}, "TraceCustom"
             )
-        (pub,) = trace.of_type(TraceType.Pub)
+        (pub,) = trace.entries
+        assert pub.trace_type is TraceType.Pub
         assert pub.msg_id == result.msg_id  # one Pub record for the batch, as upstream
         assert pub.keys == "bk0 bk1 bk2"
-        (after,) = trace.of_type(TraceType.SubAfter)
+        before, after = custom.entries
+        assert (before.trace_type, before.msg_id, before.retry_times) == (
+            TraceType.SubBefore,
+            ids[1],
+            0,
+        )
         assert (after.msg_id, after.group, after.status) == (ids[1], "cg_trace_pull", "success")
+        return ids
 
-    run(go())
+    ids = run(go())
+    code, out, err = mqadmin(
+        tcluster, "queryMsgTraceById", "-i", ids[2], "-t", "TraceCustom", "--json"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["traceTopic"] == "TraceCustom"
+    assert [(e["traceType"], e["msgId"], e["group"]) for e in data["entries"]] == [
+        ("SubBefore", ids[2], "cg_trace_pull"),
+        ("SubAfter", ids[2], "cg_trace_pull"),
+    ]
+    code, out, err = mqadmin(tcluster, "queryMsgTraceById", "-i", ids[2], "-t", "NoSuchTrace")
+    assert code != 0
+    assert "trace topic 'NoSuchTrace' does not exist" in out + err
+    assert "Traceback" not in out + err
 
 
 def test_trace_on_its_own_broker_and_a_dead_trace_broker(fresh_cluster: Cluster) -> None:

@@ -3,12 +3,13 @@ speaks to it like a browser (CSRF cookie and token), plus Debian's Chromium for 
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from ariane.client import Admin
+from ariane.client.errors import QueryNotFoundError
+from tests.support import polling
 from tests.support.processes import ServerProcess, start_server
 
 __all__ = [
@@ -25,6 +29,7 @@ __all__ = [
     "chromium_or_skip",
     "start_dashboard",
     "wait_for",
+    "wait_indexed",
 ]
 
 #: Screenshots and timings of the browser tests (git-ignored).
@@ -81,10 +86,26 @@ class DashClient:
 def wait_for(what: str, check: Callable[[], bool], timeout_s: float = 30.0) -> None:
     """Poll ``check`` until true (the dashboard's caches and the consumers move on their
     own); fail naming ``what``."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    polling.wait_until(check, timeout_s, 0.1, what=what)
+
+
+def wait_indexed(namesrv: str, topic: str, msg_id: str) -> None:
+    """Wait until ``msg_id`` of ``topic`` is found by id: the key index is built after the
+    send is answered (RocketMQ's reput), so a query right after a send may miss it."""
+
+    async def found() -> bool:
+        async with Admin(namesrv_addr=namesrv) as admin:
+            try:
+                return (await admin.query_message_by_id(topic, msg_id)).msg_id == msg_id
+            except QueryNotFoundError:
+                return False
+
+    # a thread of its own: the caller may be inside a running loop (Playwright's sync API)
+    with ThreadPoolExecutor(1) as pool:
+        wait_for(
+            f"{msg_id} in the index of {topic}",
+            lambda: pool.submit(asyncio.run, found()).result(),
+        )
 
 
 def _install_chromium() -> str | None:

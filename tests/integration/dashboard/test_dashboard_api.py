@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pytest
 
 from ariane.client import Admin
-from tests.integration.dashboard.support import DashClient, start_dashboard, wait_for
+from tests.integration.dashboard.support import DashClient, start_dashboard, wait_for, wait_indexed
 from tests.support.cluster import Cluster
 from tests.support.processes import free_port, start_server
 
@@ -76,6 +76,8 @@ def test_topic_create_send_find_and_delete(client: DashClient, cluster: Cluster)
         "/topic/sendTopicMessage", {"topic": "DashApi", "body": "héllo", "tags": "T", "keys": "k-1"}
     ).json()
     assert sent["sendStatus"] == "SEND_OK"
+    # the key index is built after the answer (RocketMQ's reput): wait until it has the message
+    wait_indexed(cluster.namesrv_addr, "DashApi", sent["msgId"])
     stored = admin(cluster, "query_message_by_id", "DashApi", sent["msgId"])
     assert (bytes(stored.body).decode(), stored.tags, stored.keys) == ("héllo", "T", ["k-1"])
 
@@ -211,7 +213,10 @@ def test_dlq_list_export_and_resend(client: DashClient, cluster: Cluster) -> Non
     assert answer.status_code == 200, answer.text
     resent = answer.json()
     assert [r["msgId"] for r in resent["resent"]] == [msg_id]
-    again = admin(cluster, "query_message_by_id", "%RETRY%dash_dlq_g", msg_id)
+    # the answer names where the copy was stored; the index of keys follows asynchronously
+    again = admin(cluster, "view_message", resent["resent"][0]["resentAs"])
+    assert (again.topic, again.msg_id) == ("%RETRY%dash_dlq_g", msg_id)
+    wait_indexed(cluster.namesrv_addr, "%RETRY%dash_dlq_g", msg_id)
     assert bytes(again.body) == b"dead"
     assert again.properties["RETRY_TOPIC"] == "DashDlq"
     assert again.keys == ["dk"]

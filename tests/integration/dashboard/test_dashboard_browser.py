@@ -22,7 +22,7 @@ from ariane.client import (
     MessageExt,
     SyncPushConsumer,
 )
-from tests.integration.dashboard.support import ARTIFACTS, browser_page, wait_for
+from tests.integration.dashboard.support import ARTIFACTS, browser_page, wait_for, wait_indexed
 from tests.support.cluster import Cluster
 from tests.support.processes import ServerProcess
 
@@ -107,6 +107,7 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
         page.wait_for_url(re.compile(r"/message/detail"))
         assert "SEND_OK" in flash()
         msg_id = page.inner_text("#msg-id").strip()
+        wait_indexed(cluster.namesrv_addr, "WalkTopic", msg_id)
         stored = _admin(cluster, "query_message_by_id", "WalkTopic", msg_id)
         assert bytes(stored.body) == b"hello from the browser"
         assert page.inner_text("#msg-body") == "hello from the browser"

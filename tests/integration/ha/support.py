@@ -14,6 +14,7 @@ from ariane.client.message import PullStatus
 from ariane.common.sysflag import PULL_SUBSCRIPTION
 from ariane.remoting.protocol import headers as h
 from tests.support.cluster import HACluster
+from tests.support.polling import await_until
 
 
 def client_config(cluster: HACluster, instance: str) -> ClientConfig:
@@ -30,11 +31,8 @@ def client_config(cluster: HACluster, instance: str) -> ClientConfig:
 
 
 async def wait_until(cond: Callable[[], bool], timeout_s: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.05)
+    """The shared poll (tests/support/polling.py) with this package's default timeout."""
+    await await_until(cond, timeout_s, 0.05, what=what)
 
 
 async def runtime(admin: Admin, addr: str) -> dict[str, str]:

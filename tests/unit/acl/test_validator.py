@@ -21,6 +21,7 @@ from ariane.remoting.protocol.client_bodies import (
 )
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.protocol.pop_bodies import BatchAck, BatchAckMessageRequestBody
 
 RULES_TEXT = """
 globalWhiteRemoteAddresses: ['10.99.*']
@@ -100,6 +101,16 @@ def _lock(group: str, topics: list[str]) -> bytes:
     return LockBatchRequestBody(group, "cid", [MessageQueue(t, "b", 0) for t in topics]).encode()
 
 
+def _pop(topic: str) -> dict[str, str]:
+    return {"topic": topic, "consumerGroup": "G", "queueId": "0", "extraInfo": "x", "offset": "1"}
+
+
+def _batch_ack(*acks: tuple[str, str]) -> bytes:
+    return BatchAckMessageRequestBody(
+        "b", [BatchAck(g, t, "0", 0, 0, 0, 1, 30_000, (0,)) for g, t in acks]
+    ).encode()
+
+
 @pytest.mark.parametrize(
     ("code", "ext", "body", "resources"),
     [
@@ -175,6 +186,30 @@ def _lock(group: str, topics: list[str]) -> bytes:
             {"T": SUB},
         ),
         (RequestCode.GET_BROKER_RUNTIME_INFO, {}, None, {}),
+        (
+            RequestCode.POP_MESSAGE,
+            {"topic": "T", "consumerGroup": "G", "queueId": "-1"},
+            None,
+            {"T": SUB, "%RETRY%G": SUB},
+        ),
+        # acks and invisible-time changes of retried messages name the POP retry topic
+        (RequestCode.ACK_MESSAGE, _pop("%RETRY%G_T"), None, {"T": SUB, "%RETRY%G": SUB}),
+        (
+            RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+            _pop("%RETRY%G+T"),
+            None,
+            {"T": SUB, "%RETRY%G": SUB},
+        ),
+        (RequestCode.ACK_MESSAGE, _pop("%RETRY%G"), None, {"%RETRY%G": SUB}),
+        (RequestCode.PEEK_MESSAGE, _pop("T"), None, {"T": SUB, "%RETRY%G": SUB}),
+        (RequestCode.NOTIFICATION, _pop("T"), None, {"T": SUB, "%RETRY%G": SUB}),
+        (RequestCode.POLLING_INFO, _pop("T"), None, {"T": SUB, "%RETRY%G": SUB}),
+        (
+            RequestCode.BATCH_ACK_MESSAGE,
+            {},
+            _batch_ack(("G", "T"), ("H", "%RETRY%H+U")),
+            {"T": SUB, "%RETRY%G": SUB, "U": SUB, "%RETRY%H": SUB},
+        ),
     ],
 )
 def test_resources_per_code(
@@ -187,7 +222,7 @@ def test_resources_per_code(
 
 
 def test_bad_bodies_are_parse_errors_never_exceptions() -> None:
-    for code in (RequestCode.HEART_BEAT, RequestCode.LOCK_BATCH_MQ):
+    for code in (RequestCode.HEART_BEAT, RequestCode.LOCK_BATCH_MQ, RequestCode.BATCH_ACK_MESSAGE):
         parsed = parse_request(code, {"AccessKey": "x"}, b"{not json", "1.2.3.4:5")
         assert parsed.parse_error is not None
         assert str(int(code)) in parsed.parse_error

@@ -31,6 +31,7 @@ from ariane.remoting.protocol.client_bodies import (
 )
 from ariane.remoting.protocol.codes import RequestCode as C
 from ariane.remoting.protocol.command import RemotingCommand
+from ariane.remoting.protocol.pop_bodies import BatchAck, BatchAckMessageRequestBody
 from tests.unit.broker.harness import Broker, FakeChannel
 
 TOPIC, GROUP = "MatrixTopic", "MatrixGroup"
@@ -69,6 +70,12 @@ def _lock() -> bytes:
     return LockBatchRequestBody(GROUP, "cid", [MessageQueue(TOPIC, "broker-a", 0)]).encode()
 
 
+def _batch_ack() -> bytes:
+    ack = BatchAck(GROUP, TOPIC, "0", 0, 0, 0, 1, 30_000, (0,))
+    return BatchAckMessageRequestBody("broker-a", [ack]).encode()
+
+
+_POP = {"topic": TOPIC, "consumerGroup": GROUP}
 #: code -> (ext fields, body, what "no_permission" is refused for) of the data-path codes
 DATA_PATH: dict[int, tuple[dict[str, str], bytes | None, str]] = {
     C.SEND_MESSAGE: ({"topic": TOPIC, "producerGroup": "PG"}, b"m", f"topic:{TOPIC}"),
@@ -92,6 +99,13 @@ DATA_PATH: dict[int, tuple[dict[str, str], bytes | None, str]] = {
     C.GET_MIN_OFFSET: ({"topic": TOPIC, "queueId": "0"}, None, f"topic:{TOPIC}"),
     C.SEARCH_OFFSET_BY_TIMESTAMP: ({"topic": TOPIC, "queueId": "0"}, None, f"topic:{TOPIC}"),
     C.GET_EARLIEST_MSG_STORETIME: ({"topic": TOPIC, "queueId": "0"}, None, f"topic:{TOPIC}"),
+    C.POP_MESSAGE: (_POP, None, f"topic:{TOPIC}"),
+    C.ACK_MESSAGE: (_POP, None, f"topic:{TOPIC}"),
+    C.BATCH_ACK_MESSAGE: ({}, _batch_ack(), f"topic:{TOPIC}"),
+    C.PEEK_MESSAGE: (_POP, None, f"topic:{TOPIC}"),
+    C.CHANGE_MESSAGE_INVISIBLETIME: (_POP, None, f"topic:{TOPIC}"),
+    C.NOTIFICATION: (_POP, None, f"topic:{TOPIC}"),
+    C.POLLING_INFO: (_POP, None, f"topic:{TOPIC}"),
 }
 
 #: RocketMQ's five admin codes plus Ariane's (cluster changes, secrets, offset resets)

@@ -38,6 +38,7 @@ ROCKETMQ_SYSTEM_ERRORS = re.compile(
     r"|The Consumer <.*> (<.*> not online|Version <.*> too low)"
     r"|Target offset -?\d+ not in consume queue range"
     r"|The stats <.*> <.*> not exist"
+    r"|-?\d+@.* is not exist!$"
     r"|The broker does not support consumer to filter message by "
     r"|ACL is not enabled on this broker",
     re.S,

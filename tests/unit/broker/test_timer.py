@@ -11,6 +11,7 @@ from ariane.common.message import MessageExt
 from ariane.common.record import decode_records
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.store.timer import service as timer_service
 from tests.unit.broker.harness import Broker, run
 
 TIMER = "rmq_sys_wheel_timer"
@@ -272,6 +273,93 @@ def test_timer_transaction_counts_from_the_commit(tmp_path: Path) -> None:
         b.clock.advance(2_000)
         deliver(b)
         assert [m.body for m in messages(b)] == [b"tx"]
+        await b.stop()
+
+    run(main())
+
+
+def test_slots_read_ahead_take_late_arrivals_and_recalls(tmp_path: Path) -> None:
+    """Slots due within 3 s are read before their boundary; what reaches the slot after that
+    (more timers, a recall marker for a prepared one) is delivered or honoured all the same,
+    each copy once, at the boundary."""
+
+    async def main() -> None:
+        b = await start(tmp_path)
+        due = str(T0 + 10_000)
+        for i in range(50):
+            await b.send("T", b"%d" % i, props={"TIMER_DELIVER_MS": due, "UNIQ_KEY": f"U{i}"})
+        b.clock.advance(8_000)
+        assert deliver(b) == 0
+        wheel = b.c.timer.wheel
+        assert wheel._ahead_count == 50  # read ahead: decoded and prepared, nothing written
+        assert messages(b) == []
+        recall = {"TIMER_DELIVER_MS": due, "TIMER_DEL_UNIQKEY": "T+U3", "UNIQ_KEY": "R3"}
+        assert (await b.send("T", b"", props=recall)).code == ResponseCode.SUCCESS
+        for i in range(50, 57):
+            await b.send("T", b"%d" % i, props={"TIMER_DELIVER_MS": due, "UNIQ_KEY": f"U{i}"})
+        b.clock.advance(1_999)  # due at T0 + 10 000: the boundary that ends slot 9 000
+        assert deliver(b) == 0
+        assert messages(b) == []
+        b.clock.advance(1)
+        assert deliver(b) == 56
+        got = messages(b)
+        assert [int(m.body) for m in got] == [i for i in range(57) if i != 3]  # unit order
+        assert {m.properties["TIMER_DEQUEUE_MS"] for m in got} == {due}
+        assert wheel.stats.recalled == 1
+        assert wheel._ahead_count == 0
+        assert deliver(b) == 0
+        await b.stop()
+
+    run(main())
+
+
+def test_restart_after_a_read_ahead_delivers_each_timer_once(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+        for i in range(20):
+            await b.send("T", b"%d" % i, props={"TIMER_DELIVER_MS": str(T0 + 5_000)})
+        b.clock.advance(3_000)
+        assert deliver(b) == 0
+        assert b.c.timer.wheel._ahead_count == 20
+        b.c.timer.shutdown()
+        for f in (b.c.topics.file, b.c.offsets.file):
+            f.write_now()
+        await b.stop()
+        b.c.store.shutdown()
+        b2 = await start(tmp_path, T0 + 3_000)
+        b2.clock.advance(1_999)
+        assert deliver(b2) == 0
+        b2.clock.advance(1)
+        assert deliver(b2) == 20
+        assert sorted(int(m.body) for m in messages(b2)) == list(range(20))
+        assert deliver(b2) == 0
+        await b2.stop()
+
+    run(main())
+
+
+def test_read_ahead_holds_at_most_its_byte_cap(tmp_path: Path, monkeypatch: Any) -> None:
+    """Big timer messages are read ahead only up to ``_AHEAD_MAX_BYTES``; the rest of the
+    slot is read at the boundary, and every timer is delivered once, in unit order."""
+    monkeypatch.setattr(timer_service, "_AHEAD_MAX_BYTES", 3 * 10_500)
+
+    async def main() -> None:
+        b = await start(tmp_path)
+        due = str(T0 + 5_000)
+        for i in range(8):
+            await b.send("T", b"%d" % i + b"x" * 10_000, props={"TIMER_DELIVER_MS": due})
+        b.clock.advance(2_000)
+        assert deliver(b) == 0
+        wheel = b.c.timer.wheel
+        assert wheel._ahead_count == 3
+        assert 3 * 10_000 < wheel._ahead_bytes <= 3 * 10_500
+        assert deliver(b) == 0  # full: nothing more is read ahead
+        assert wheel._ahead_count == 3
+        b.clock.advance(3_000)
+        assert deliver(b) == 8
+        assert [m.body[:1] for m in messages(b)] == [b"%d" % i for i in range(8)]
+        assert (wheel._ahead_count, wheel._ahead_bytes) == (0, 0)
+        assert deliver(b) == 0
         await b.stop()
 
     run(main())

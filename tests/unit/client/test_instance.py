@@ -309,3 +309,59 @@ def test_failures_refresh_a_route_at_most_once_per_interval() -> None:
         return fetched
 
     assert asyncio.run(go()) == ["T", "U", "T"]
+
+
+def test_a_failure_refresh_follows_the_master_through_a_dledger_failover() -> None:
+    """The routes a DLedger failover shows one after another: the leader at :1 dies (the
+    group has no master for a moment), then :2 registers as master (id 0) and :1 comes back
+    as a slave. Each failure-triggered refresh that sees a change says so and hands the
+    producer the new writable queues and the client the new master address; an unchanged
+    route is reported as such and leaves everything as it was."""
+    from ariane.common.clock import ManualClock
+
+    clock = ManualClock()
+    config = ClientConfig(
+        namesrv_addr="127.0.0.1:9876", client_ip="10.0.0.1", instance_name="t-failover",
+        route_refresh_on_failure_ms=500, clock=clock,
+    )  # fmt: skip
+    queues = [QueueData("a", 4, 4, 6)]
+    routes = [
+        TopicRouteData(queues, [BrokerData("C", "a", {0: "127.0.0.1:1", 2: "127.0.0.1:2"})]),
+        TopicRouteData(queues, [BrokerData("C", "a", {0: "127.0.0.1:1", 2: "127.0.0.1:2"})]),
+        TopicRouteData(queues, [BrokerData("C", "a", {2: "127.0.0.1:2", 3: "127.0.0.1:3"})]),
+        TopicRouteData(queues, [BrokerData("C", "a", {0: "127.0.0.1:2", 3: "127.0.0.1:3"})]),
+        TopicRouteData(
+            queues,
+            [BrokerData("C", "a", {0: "127.0.0.1:2", 1: "127.0.0.1:1", 3: "127.0.0.1:3"})],
+        ),
+    ]
+
+    async def go() -> list[tuple[bool, str | None, int]]:
+        instance = ClientInstance(config)
+        producer = FakeProducer("P")
+        instance.register_producer(producer)
+        seen: list[tuple[bool, str | None, int]] = []
+
+        async def fetch(topic: str) -> TopicRouteData | None:
+            return routes[len(seen)]
+
+        instance.api.get_topic_route = fetch  # type: ignore[method-assign]
+        try:
+            for _ in routes:
+                changed = await instance.refresh_route_after_failure("T")
+                clock.advance(500)
+                info = producer.infos["T"]
+                seen.append(
+                    (changed, instance.find_broker_addr_in_publish("a"), len(info.message_queues))
+                )
+        finally:
+            await instance.close()
+        return seen
+
+    assert asyncio.run(go()) == [
+        (True, "127.0.0.1:1", 4),  # first route: the leader :1
+        (False, "127.0.0.1:1", 4),  # the same route again: nothing changed
+        (True, None, 0),  # the leader died: no master, nothing writable (sends wait)
+        (True, "127.0.0.1:2", 4),  # :2 elected and registered as master
+        (True, "127.0.0.1:2", 4),  # :1 back as a slave: the master stays :2
+    ]

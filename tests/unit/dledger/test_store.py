@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from ariane.common.record import decode_record
 from ariane.dledger.format import ENTRY_HEADER_SIZE, decode_header
 from ariane.raft import Role
 from ariane.store import GetStatus, MessageBatchInner, PutStatus
+from ariane.store.commit_log import PreparedOne
 from ariane.store.inner import BatchItem
 from tests.unit.dledger.group import HOST, Group, message
 
@@ -201,3 +203,28 @@ def test_identity_of_offsets_after_a_leader_change(group: Group) -> None:
     offsets = [f.result(timeout=5).logics_offset for f in first + second]
     assert offsets == [0, 1, 2, 3, 4, 5]
     assert os.path.isdir(group.root)
+
+
+def test_prepared_puts_go_through_the_quorum(group: Group) -> None:
+    """The timer wheel's prepared copies (``submit_prepared``) are proposed one entry each,
+    committed on a quorum, in order, like any put."""
+    leader = group.elect("n0")
+    store = group.stores[leader]
+    ones = []
+    for i in range(5):
+        one = store.prepare_message(message("T", b"p%d" % i))
+        assert isinstance(one, PreparedOne)
+        ones.append(one)
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(store.submit_prepared, ones)
+        for _ in range(1000):
+            if job.done():
+                break
+            group.pump()
+            group.tick()
+        results, durable = job.result(timeout=10)
+    assert [r.status for r in results] == [PutStatus.PUT_OK] * 5
+    assert durable.result(timeout=5).status is PutStatus.PUT_OK
+    group.dispatched()
+    for node in group.ids:
+        assert read_queue(group, node, "T") == [b"p%d" % i for i in range(5)]

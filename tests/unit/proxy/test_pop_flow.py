@@ -8,9 +8,13 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from ariane.common.record import decode_records
+from ariane.common.trace import TraceContext, TraceType, decode_trace_body
+from ariane.proxy.config import ProxyConfig
+from ariane.proxy.server import GrpcProxy
 from ariane.proxy.v2 import definition_pb2 as pb
 from ariane.proxy.v2 import service_pb2 as spb
-from tests.unit.broker.harness import run
+from tests.unit.broker.harness import Broker, run
 from tests.unit.proxy.test_services import Ctx, Env, env, message, settings
 
 
@@ -287,5 +291,78 @@ def test_limits_and_unknown_enums_on_receive(tmp_path: Path) -> None:
         assert "min is 10000" in frames[0].status.message
         task.cancel()
         await e.b.stop()
+
+    run(go())
+
+
+def test_grpc_calls_write_4x_traces_when_enabled(tmp_path: Path) -> None:
+    """grpcMessageTraceEnable: Pub per send, SubBefore per receive, SubAfter per ack
+    (success) and per invisible-time change (failure), paired by request id, in the trace
+    topic keyed by the message ids, as a 4.x client with enableMsgTrace writes them."""
+
+    async def go() -> None:
+        broker = await Broker(
+            tmp_path, grpc_message_trace_enable=True, trace_topic_enable=True
+        ).start()
+        proxy = GrpcProxy(broker.c, ProxyConfig(port=8081, min_long_polling_ms=0))  # type: ignore[arg-type]
+        e = Env(broker, proxy)
+        _, task, _ = await settings(e, consumer_settings("G", "T"))
+        for i in range(2):
+            sent = await e.p.SendMessage(
+                spb.SendMessageRequest(
+                    messages=[message("T", b"m%d" % i, f"ID{i}", tag="A", keys=[f"k{i}"])]
+                ),
+                Ctx("producer"),
+            )
+            assert sent.status.code == pb.OK
+        got = sorted(messages_of(await receive(e, "G", "T")), key=lambda m: m.body)
+        assert [m.system_properties.message_id for m in got] == ["ID0", "ID1"]
+        ack = await e.c.AckMessage(
+            spb.AckMessageRequest(
+                group=pb.Resource(name="G"), topic=pb.Resource(name="T"),
+                entries=[spb.AckMessageEntry(
+                    message_id="ID0", receipt_handle=got[0].system_properties.receipt_handle
+                )],
+            ),
+            Ctx(),
+        )  # fmt: skip
+        assert ack.status.code == pb.OK
+        change = spb.ChangeInvisibleDurationRequest(
+            group=pb.Resource(name="G"), topic=pb.Resource(name="T"), message_id="ID1",
+            receipt_handle=got[1].system_properties.receipt_handle,
+        )  # fmt: skip
+        change.invisible_duration.seconds = 60
+        assert (await e.c.ChangeInvisibleDuration(change, Ctx())).status.code == pb.OK
+        assert proxy.tracer is not None
+        await proxy.tracer.drain()
+        assert (proxy.tracer.written, proxy.tracer.failed) == (5, 0)
+        broker.c.store.wait_dispatched()
+        res = broker.c.store.get_message("G", "RMQ_SYS_TRACE_TOPIC", 0, 0, 100)
+        stored = decode_records(b"".join(res.messages))
+        contexts = [c for m in stored for c in decode_trace_body(m.body)]
+        assert all(isinstance(c, TraceContext) for c in contexts)
+        by_type: dict[TraceType, list[TraceContext]] = {}
+        for c in contexts:
+            assert isinstance(c, TraceContext)
+            by_type.setdefault(c.trace_type, []).append(c)
+        pubs = sorted(by_type[TraceType.Pub], key=lambda c: c.bean.msg_id)
+        assert [(c.group, c.bean.topic, c.bean.msg_id, c.bean.keys, c.bean.tags) for c in pubs] == [
+            ("T", "T", "ID0", "k0", "A"), ("T", "T", "ID1", "k1", "A"),
+        ]  # fmt: skip
+        assert all(c.success and c.bean.offset_msg_id and c.bean.body_length == 2 for c in pubs)
+        befores = by_type[TraceType.SubBefore]  # one record per message of the receive
+        assert sorted(c.bean.msg_id for c in befores) == ["ID0", "ID1"]
+        assert {(c.group, c.request_id) for c in befores} == {("G", befores[0].request_id)}
+        before = befores[0]
+        afters = sorted(by_type[TraceType.SubAfter], key=lambda c: c.bean.msg_id)
+        assert [(c.bean.msg_id, c.success, c.context_code, c.request_id) for c in afters] == [
+            ("ID0", True, 0, before.request_id), ("ID1", False, 4, before.request_id),
+        ]  # fmt: skip
+        assert {"ID0", "ID1", "k0", "k1"} <= {k for m in stored for k in m.keys}
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await proxy.stop()
+        await broker.stop()
 
     run(go())

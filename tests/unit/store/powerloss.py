@@ -62,7 +62,8 @@ class Run:
     """What one run put and what the store answered."""
 
     mode: FlushDiskType
-    frozen: Frozen
+    #: the disk at the power cut (None when the images were built elsewhere: the FUSE tests)
+    frozen: Frozen | None
     #: (queue id, queue offset) -> body, for every record the store may have written
     written: dict[tuple[int, int], bytes] = field(default_factory=dict)
     #: acknowledged puts: (i, queue id, queue offset)
@@ -148,10 +149,11 @@ def power_loss_run(
     return Run(mode, frozen, dict(written), acked_before, flushed)
 
 
-def recover_and_check(run: Run, image: Image) -> int:
-    """Recover ``image`` with a real store and check it; returns how many messages survive."""
+def recover_and_check(run: Run, image: Image, sim_root: str = SIM_ROOT) -> int:
+    """Recover ``image`` (its store under ``sim_root``) with a real store and check it;
+    returns how many messages survive."""
     with tempfile.TemporaryDirectory(dir=SHM) as real:
-        image.write_to(SIM_ROOT, real)
+        image.write_to(sim_root, real)
         store = MessageStore(config(real, run.mode))
         assert store.load(), "recovery failed"
         try:

@@ -15,7 +15,9 @@ import random
 
 import pytest
 
+from ariane.errors import StoreDamagedError
 from ariane.store.config import FlushDiskType
+from ariane.store.simdisk import SimDisk
 from tests.unit.store.powerloss import power_loss_run, recover_and_check
 
 RUNS = 10
@@ -56,3 +58,17 @@ def test_power_cut_exactly_at_a_fault_point(mode: FlushDiskType, point: str) -> 
     recover_and_check(run, run.frozen.survivor())
     for _ in range(3):
         recover_and_check(run, run.frozen.image(rng))
+
+
+@pytest.mark.parametrize("broken", ["sync_inode", "sync_dir"])
+def test_the_check_catches_a_store_that_skips_syncs(
+    monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    # the same run with file syncs (fdatasync/msync) or directory syncs doing nothing: the
+    # image that keeps only synced data must lose acknowledged messages, or the tests above
+    # could not fail
+    monkeypatch.setattr(SimDisk, broken, lambda self, *args: None)
+    run = power_loss_run(FlushDiskType.SYNC_FLUSH, random.Random(f"broken-{broken}"))
+    assert run.acked
+    with pytest.raises((AssertionError, StoreDamagedError)):
+        recover_and_check(run, run.frozen.lost())

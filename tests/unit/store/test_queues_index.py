@@ -77,6 +77,28 @@ def test_index_file_chain_header_and_rolling(tmp_path: Path) -> None:
     svc.shutdown()
 
 
+def test_entries_past_a_stale_header_are_found_and_kept(tmp_path: Path) -> None:
+    # the header is written after each dispatch batch: a crash in the middle of a batch (or
+    # when a full file rolls) leaves entries and slots past the header's index_count
+    path = str(tmp_path / "20240101000000000")
+    f = IndexFile(path, 4, 10, create=True)
+    for i in range(3):
+        assert f.put_key(f"T#k{i}", 100 + i, 1_000_000 + i * 1000)
+    f.write_header()
+    for i in range(3, 6):
+        assert f.put_key(f"T#k{i}", 100 + i, 1_000_000 + i * 1000)
+    assert INDEX_HEADER.unpack_from(f.mf.mm, 0)[5] == 4  # stale: 3 entries + entry 0
+    f.mf.close()
+    g = IndexFile(path, 4, 10, create=False)
+    assert (g.index_count, g.end_phy_offset, g.end_timestamp) == (7, 105, 1_005_000)
+    for i in range(6):
+        assert g.select_phy_offsets(f"T#k{i}", 4, 0, 2**62) == [100 + i]
+    assert g.put_key("T#k6", 106, 1_006_000)  # appended after them, overwriting nothing
+    for i in range(7):
+        assert g.select_phy_offsets(f"T#k{i}", 4, 0, 2**62) == [100 + i]
+    g.mf.close()
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     st.lists(

@@ -42,7 +42,7 @@ from ariane.broker.pop.records import (
     decode_ack,
 )
 from ariane.common.message import MessageExt
-from ariane.common.pop import REVIVE_GROUP, pop_retry_topic, revive_topic
+from ariane.common.pop import REVIVE_GROUP, original_topic, pop_retry_topic, revive_topic
 from ariane.common.properties import (
     DELAY,
     DLQ_ORIGIN_MESSAGE_ID,
@@ -70,7 +70,6 @@ __all__ = [
     "ReviveLog",
     "ReviveTimer",
     "dead_letter",
-    "original_topic",
 ]
 
 logger = logging.getLogger(__name__)
@@ -89,14 +88,6 @@ _READ_BATCH = 256
 #: Records read per queue per pass, and checkpoints revived per queue per pass.
 _MAX_READ_PER_PASS = 8192
 _MAX_REVIVE_PER_PASS = 2048
-
-
-def original_topic(topic: str, group: str) -> str:
-    """The topic a POP retry topic retries (``topic`` itself when it is not one)."""
-    for prefix in (f"{RETRY_PREFIX}{group}_", f"{RETRY_PREFIX}{group}+"):
-        if topic.startswith(prefix):
-            return topic[len(prefix) :]
-    return topic
 
 
 class ReviveTimer(Protocol):

@@ -133,8 +133,8 @@ class QueryMessageProcessor:
         (``eval``; a SQL92 filter is applied to the stored record). An index outside the queue
         answers no entry and says why in the remark."""
         header = h.QueryConsumeQueueRequestHeader.from_ext_fields(request.ext_fields)
-        topic, queue_id = header.topic or "", header.queue_id
-        cq = self.store.get_consume_queue(topic, queue_id) if queue_id is not None else None
+        topic, queue_id = header.topic, header.queue_id
+        cq = self.store.get_consume_queue(topic, queue_id)
         if cq is None:
             return error(ResponseCode.SYSTEM_ERROR, f"{queue_id}@{topic} is not exist!")
         body = QueryConsumeQueueResponseBody(cq.max_offset_in_queue, cq.min_offset_in_queue)

@@ -207,8 +207,8 @@ class GetConsumeStatsInBrokerHeader(CommandHeader):
 class QueryConsumeQueueRequestHeader(CommandHeader):
     """QUERY_CONSUME_QUEUE (321)."""
 
-    topic: str | None = None
-    queue_id: I32 | None = None
+    topic: str
+    queue_id: I32
     index: I64 | None = None
     count: I32 | None = None
     consumer_group: str | None = None

@@ -1,0 +1,482 @@
+/* ariane._speedups: the compiled twins of a few per-message pure-Python functions (issue 18).
+ *
+ * How it works: each function here has a pure-Python twin that stays the reference
+ * (ariane.common.properties, ariane.common.batch); ariane.common.native picks this module when
+ * it was built and ARIANE_PURE is not set. tests/unit/common/test_native_identity.py checks that
+ * both produce identical output (values, types, order, errors) on generated inputs.
+ *
+ *   encode_properties(mapping) -> str       RocketMQ MessageDecoder.messageProperties2String
+ *   decode_properties(text) -> dict         MessageDecoder.string2messageProperties
+ *   decode_batch(data, entry_cls) -> list   MessageDecoder.decodeMessages (SEND_BATCH body)
+ *   decode_record_v4(buf, pos)              MessageDecoder.decode of one CommitLog record with
+ *       IPv4 hosts: (MessageExt, end), or None whenever anything is unusual (bad magic, lengths,
+ *       UTF-8, IPv6 hosts): the pure decoder then decides, so errors stay the pure ones
+ *
+ * Built by hatch_build.py during `pip install` when a C compiler is present; nothing else in
+ * the package needs it. Only the stable parts of the CPython C API are used.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static PyObject *SEP_NV;   /* "\x01" */
+static PyObject *SEP_PROP; /* "\x02" */
+static PyObject *EMPTY;    /* "" */
+
+/* f"{x}" of the pure twin: str objects as they are, anything else through format(x, ""). */
+static PyObject *as_text(PyObject *x) {
+    if (PyUnicode_CheckExact(x)) {
+        Py_INCREF(x);
+        return x;
+    }
+    return PyObject_Format(x, EMPTY);
+}
+
+static int append_entry(PyObject *parts, PyObject *k, PyObject *v) {
+    PyObject *ks, *vs;
+    int rc = -1;
+    if (v == Py_None) {
+        return 0;
+    }
+    ks = as_text(k);
+    if (ks == NULL) {
+        return -1;
+    }
+    vs = as_text(v);
+    if (vs == NULL) {
+        Py_DECREF(ks);
+        return -1;
+    }
+    if (PyList_Append(parts, ks) == 0 && PyList_Append(parts, SEP_NV) == 0 &&
+        PyList_Append(parts, vs) == 0 && PyList_Append(parts, SEP_PROP) == 0) {
+        rc = 0;
+    }
+    Py_DECREF(ks);
+    Py_DECREF(vs);
+    return rc;
+}
+
+static PyObject *encode_properties(PyObject *module, PyObject *props) {
+    PyObject *parts, *result = NULL;
+    (void)module;
+    parts = PyList_New(0);
+    if (parts == NULL) {
+        return NULL;
+    }
+    if (PyDict_CheckExact(props)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(props, &pos, &k, &v)) {
+            /* format() may run Python code that mutates the dict: hold both */
+            int rc;
+            Py_INCREF(k);
+            Py_INCREF(v);
+            rc = append_entry(parts, k, v);
+            Py_DECREF(k);
+            Py_DECREF(v);
+            if (rc < 0) {
+                goto done;
+            }
+        }
+    } else {
+        PyObject *items, *it, *pair;
+        items = PyObject_CallMethod(props, "items", NULL);
+        if (items == NULL) {
+            goto done;
+        }
+        it = PyObject_GetIter(items);
+        Py_DECREF(items);
+        if (it == NULL) {
+            goto done;
+        }
+        while ((pair = PyIter_Next(it)) != NULL) {
+            PyObject *k, *v;
+            int rc;
+            if (!PyArg_ParseTuple(pair, "OO", &k, &v)) {
+                Py_DECREF(pair);
+                Py_DECREF(it);
+                goto done;
+            }
+            rc = append_entry(parts, k, v);
+            Py_DECREF(pair);
+            if (rc < 0) {
+                Py_DECREF(it);
+                goto done;
+            }
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred()) {
+            goto done;
+        }
+    }
+    result = PyUnicode_Join(EMPTY, parts);
+done:
+    Py_DECREF(parts);
+    return result;
+}
+
+/* name = up to the first \x01, value = the rest; both must be non-empty (the Java decoder
+ * drops other segments). Later duplicates overwrite earlier ones, as in a dict. */
+static PyObject *decode_properties(PyObject *module, PyObject *text) {
+    PyObject *out;
+    Py_ssize_t n, start = 0;
+    (void)module;
+    out = PyDict_New();
+    if (out == NULL) {
+        return NULL;
+    }
+    switch (PyObject_IsTrue(text)) {
+    case 0:
+        return out;
+    case -1:
+        Py_DECREF(out);
+        return NULL;
+    }
+    if (!PyUnicode_Check(text)) {
+        Py_DECREF(out);
+        PyErr_Format(PyExc_TypeError, "properties must be str, not %.100s",
+                     Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    n = PyUnicode_GET_LENGTH(text);
+    while (start <= n) {
+        Py_ssize_t end = PyUnicode_FindChar(text, 0x02, start, n, 1);
+        Py_ssize_t sep;
+        if (end == -2) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (end < 0) {
+            end = n;
+        }
+        sep = end > start ? PyUnicode_FindChar(text, 0x01, start, end, 1) : -1;
+        if (sep == -2) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (sep > start && sep + 1 < end) {
+            PyObject *name = PyUnicode_Substring(text, start, sep);
+            PyObject *value = name ? PyUnicode_Substring(text, sep + 1, end) : NULL;
+            int rc = value ? PyDict_SetItem(out, name, value) : -1;
+            Py_XDECREF(name);
+            Py_XDECREF(value);
+            if (rc < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        start = end + 1;
+    }
+    return out;
+}
+
+static int32_t be32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
+                     (uint32_t)p[3]);
+}
+
+static int16_t be16(const unsigned char *p) {
+    return (int16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
+}
+
+/* Raises ValueError(message, pos); the Python caller turns it into CorruptionError. */
+static PyObject *corrupt(const char *message, Py_ssize_t pos) {
+    PyObject *args = Py_BuildValue("(sn)", message, pos);
+    if (args != NULL) {
+        PyErr_SetObject(PyExc_ValueError, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+#define BATCH_FIXED 22 /* TOTALSIZE MAGIC BODYCRC FLAG BODYLENGTH (5 x i32) + PROPSLENGTH i16 */
+
+static PyObject *decode_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    PyObject *out = NULL, *entry_cls;
+    const unsigned char *buf;
+    Py_ssize_t pos = 0, end;
+    char message[160];
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "decode_batch(data, entry_cls)");
+        return NULL;
+    }
+    entry_cls = args[1];
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    buf = (const unsigned char *)view.buf;
+    end = view.len;
+    out = PyList_New(0);
+    if (out == NULL) {
+        goto fail;
+    }
+    while (pos < end) {
+        int32_t total, flag, body_len;
+        int16_t props_len;
+        Py_ssize_t body_start, body_end, props_start;
+        PyObject *body, *props, *flag_obj, *entry;
+        if (end - pos < BATCH_FIXED) {
+            corrupt("batch entry truncated", pos);
+            goto fail;
+        }
+        total = be32(buf + pos);
+        flag = be32(buf + pos + 12);
+        body_len = be32(buf + pos + 16);
+        if (body_len < 0 || (int64_t)total < (int64_t)BATCH_FIXED + body_len ||
+            (int64_t)total > (int64_t)(end - pos)) {
+            PyOS_snprintf(message, sizeof(message),
+                          "batch entry has inconsistent lengths (total %d, body %d)", (int)total,
+                          (int)body_len);
+            corrupt(message, pos);
+            goto fail;
+        }
+        body_start = pos + 20;
+        body_end = body_start + body_len;
+        props_len = be16(buf + body_end);
+        if (props_len < 0 || (int64_t)BATCH_FIXED + body_len + props_len != (int64_t)total) {
+            PyOS_snprintf(message, sizeof(message),
+                          "batch entry has inconsistent lengths (total %d, properties %d)",
+                          (int)total, (int)props_len);
+            corrupt(message, pos);
+            goto fail;
+        }
+        props_start = body_end + 2;
+        props = PyUnicode_DecodeUTF8((const char *)buf + props_start, props_len, "strict");
+        if (props == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                corrupt("batch entry properties are not UTF-8", pos);
+            }
+            goto fail;
+        }
+        body = PyBytes_FromStringAndSize((const char *)buf + body_start, body_len);
+        flag_obj = body ? PyLong_FromLong(flag) : NULL;
+        entry = flag_obj ? PyObject_CallFunctionObjArgs(entry_cls, body, flag_obj, props, NULL)
+                         : NULL;
+        Py_XDECREF(body);
+        Py_XDECREF(flag_obj);
+        Py_DECREF(props);
+        if (entry == NULL) {
+            goto fail;
+        }
+        if (PyList_Append(out, entry) < 0) {
+            Py_DECREF(entry);
+            goto fail;
+        }
+        Py_DECREF(entry);
+        pos += total;
+    }
+    PyBuffer_Release(&view);
+    return out;
+fail:
+    Py_XDECREF(out);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* set once by configure(): the classes a record decodes into and the format's constants */
+static PyObject *MSG_CLS, *HOSTPORT_CLS;
+static int32_t MAGIC_V1, MAGIC_V2, V6_FLAGS;
+
+static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "configure(msg_cls, hostport_cls, v1, v2, v6_flags)");
+        return NULL;
+    }
+    MAGIC_V1 = (int32_t)PyLong_AsLong(args[2]);
+    MAGIC_V2 = (int32_t)PyLong_AsLong(args[3]);
+    V6_FLAGS = (int32_t)PyLong_AsLong(args[4]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_XDECREF(MSG_CLS);
+    Py_XDECREF(HOSTPORT_CLS);
+    Py_INCREF(args[0]);
+    Py_INCREF(args[1]);
+    MSG_CLS = args[0];
+    HOSTPORT_CLS = args[1];
+    Py_RETURN_NONE;
+}
+
+static int64_t be64(const unsigned char *p) {
+    return (int64_t)(((uint64_t)(uint32_t)be32(p) << 32) | (uint64_t)(uint32_t)be32(p + 4));
+}
+
+static PyObject *host_port(const unsigned char *addr, int32_t port) {
+    PyObject *a = PyBytes_FromStringAndSize((const char *)addr, 4);
+    PyObject *p = a ? PyLong_FromLong(port) : NULL;
+    PyObject *hp = p ? PyObject_CallFunctionObjArgs(HOSTPORT_CLS, a, p, NULL) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(p);
+    return hp;
+}
+
+#define REC_FIXED4 88 /* up to BODYLENGTH with two IPv4 hosts */
+
+static PyObject *decode_record_v4(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    const unsigned char *b;
+    Py_ssize_t pos, len, end, p;
+    int32_t total, magic, body_len, sys_flag;
+    int topic_len, props_len;
+    PyObject *result = NULL, *items[16] = {NULL};
+    PyObject *msg;
+    int i;
+    (void)module;
+    if (nargs != 2 || MSG_CLS == NULL) {
+        PyErr_SetString(PyExc_TypeError, "decode_record_v4(buf, pos) after configure()");
+        return NULL;
+    }
+    pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    b = (const unsigned char *)view.buf;
+    len = view.len;
+    if (pos < 0 || pos + REC_FIXED4 > len) {
+        goto unusual;
+    }
+    b += pos;
+    total = be32(b);
+    magic = be32(b + 4);
+    sys_flag = be32(b + 36);
+    body_len = be32(b + 84);
+    if ((sys_flag & V6_FLAGS) || (magic != MAGIC_V1 && magic != MAGIC_V2) || total < 91 ||
+        (int64_t)pos + total > (int64_t)len) {
+        goto unusual;
+    }
+    end = total; /* offsets below are relative to the record */
+    p = REC_FIXED4;
+    if (body_len < 0 || p + body_len > end) {
+        goto unusual;
+    }
+    items[1] = PyBytes_FromStringAndSize((const char *)b + p, body_len); /* body */
+    if (items[1] == NULL) {
+        goto fail;
+    }
+    p += body_len;
+    if (magic == MAGIC_V2) {
+        if (p + 2 > end) {
+            goto unusual;
+        }
+        topic_len = be16(b + p);
+        p += 2;
+    } else {
+        if (p + 1 > end) {
+            goto unusual;
+        }
+        topic_len = (signed char)b[p];
+        p += 1;
+    }
+    if (topic_len < 0 || p + topic_len + 2 > end) {
+        goto unusual;
+    }
+    items[0] = PyUnicode_DecodeUTF8((const char *)b + p, topic_len, "strict"); /* topic */
+    if (items[0] == NULL) {
+        goto undecodable;
+    }
+    p += topic_len;
+    props_len = be16(b + p);
+    p += 2;
+    if (props_len < 0 || p + props_len != end) {
+        goto unusual;
+    }
+    if (props_len) {
+        PyObject *text = PyUnicode_DecodeUTF8((const char *)b + p, props_len, "strict");
+        if (text == NULL) {
+            goto undecodable;
+        }
+        items[3] = decode_properties(NULL, text);
+        Py_DECREF(text);
+    } else {
+        items[3] = PyDict_New();
+    }
+    if (items[3] == NULL) {
+        goto fail;
+    }
+    /* MessageExt(topic, body, flag, properties, queue_id, store_size, queue_offset, sys_flag,
+     *            born_ts, born_host, store_ts, store_host, body_crc, reconsume, prepared, phys) */
+    items[2] = PyLong_FromLong(be32(b + 16));
+    items[4] = PyLong_FromLong(be32(b + 12));
+    items[5] = PyLong_FromLong(total);
+    items[6] = PyLong_FromLongLong(be64(b + 20));
+    items[7] = PyLong_FromLong(sys_flag);
+    items[8] = PyLong_FromLongLong(be64(b + 40));
+    items[9] = host_port(b + 48, be32(b + 52));
+    items[10] = PyLong_FromLongLong(be64(b + 56));
+    items[11] = host_port(b + 64, be32(b + 68));
+    items[12] = PyLong_FromLong(be32(b + 8));
+    items[13] = PyLong_FromLong(be32(b + 72));
+    items[14] = PyLong_FromLongLong(be64(b + 76));
+    items[15] = PyLong_FromLongLong(be64(b + 28));
+    for (i = 0; i < 16; i++) {
+        if (items[i] == NULL) {
+            goto fail;
+        }
+    }
+    msg = PyObject_Vectorcall(MSG_CLS, items, 16, NULL);
+    if (msg == NULL) {
+        goto fail;
+    }
+    result = Py_BuildValue("(Nn)", msg, pos + (Py_ssize_t)total);
+    goto fail; /* release everything; result is kept */
+undecodable:
+    if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        goto fail;
+    }
+    PyErr_Clear();
+unusual:
+    result = Py_None;
+    Py_INCREF(result);
+fail:
+    for (i = 0; i < 16; i++) {
+        Py_XDECREF(items[i]);
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"encode_properties", (PyCFunction)encode_properties, METH_O,
+     "Serialise a properties map (k\\x01v\\x02 per entry, None values skipped)."},
+    {"decode_properties", (PyCFunction)decode_properties, METH_O,
+     "Parse a properties string; malformed segments are dropped."},
+    {"decode_batch", (PyCFunction)(void (*)(void))decode_batch, METH_FASTCALL,
+     "Split a SEND_BATCH body into entry_cls(body, flag, properties) objects."},
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
+     "configure(msg_cls, hostport_cls, magic_v1, magic_v2, v6_flags) for decode_record_v4."},
+    {"decode_record_v4", (PyCFunction)(void (*)(void))decode_record_v4, METH_FASTCALL,
+     "Decode one well-formed IPv4 record at pos: (MessageExt, end), or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "ariane._speedups", "Compiled twins of Ariane's per-message code.",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyObject *m;
+    SEP_NV = PyUnicode_FromString("\x01");
+    SEP_PROP = PyUnicode_FromString("\x02");
+    EMPTY = PyUnicode_FromString("");
+    if (SEP_NV == NULL || SEP_PROP == NULL || EMPTY == NULL) {
+        return NULL;
+    }
+    m = PyModule_Create(&module_def);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(m, "ABI", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
