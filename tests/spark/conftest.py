@@ -1,9 +1,16 @@
 """Fixtures for the Spark connector tests: one SparkSession (local[2], UI off) and one
 cluster (NameServer + broker with SQL92 filtering) per test session; every test of this
-package runs in the same xdist worker (group ``spark``) so only one JVM starts."""
+package runs in the same xdist worker (group ``spark``) so only one JVM starts.
+
+No test may leave a process behind (a Spark driver left running takes a core from every
+later test): ``no_leaked_processes`` kills whatever a test started and did not stop (the
+session's own JVM and its Python workers excepted) and fails the test that leaked it.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -17,6 +24,38 @@ from pyspark.sql import SparkSession
 from ariane.client import Message, MessageQueue, SyncAdmin, SyncProducer
 from ariane.spark.session import spark_session
 from tests.support.cluster import Cluster
+from tests.support.proctree import descendants, kill_tree
+
+
+def _session_jvm() -> subprocess.Popen[bytes] | None:
+    """This process's SparkContext JVM (``spark-submit``), if one runs."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    proc = getattr(getattr(sc, "_gateway", None), "proc", None) if sc is not None else None
+    return proc if isinstance(proc, subprocess.Popen) else None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "?"
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes() -> Iterator[None]:
+    before = descendants(os.getpid())
+    yield
+    jvm = _session_jvm()
+    ours = {jvm.pid, *descendants(jvm.pid)} if jvm is not None else set()
+    leaked = descendants(os.getpid()) - before - ours
+    if leaked:
+        names = {p: _cmdline(p) for p in leaked}
+        for p in leaked:
+            kill_tree(p)
+        pytest.fail(f"the test left processes running (now killed): {names}")
 
 
 @pytest.fixture(scope="session")
@@ -33,10 +72,13 @@ def spark() -> Iterator[SparkSession]:
         },
     )
     session.sparkContext.setLogLevel("ERROR")
+    jvm = _session_jvm()
     try:
         yield session
     finally:
         session.stop()
+        if jvm is not None:  # and its Python workers, even if stop() could not reach it
+            kill_tree(jvm.pid, proc=jvm)
 
 
 @pytest.fixture(scope="session")

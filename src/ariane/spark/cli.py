@@ -7,9 +7,14 @@ Spark is imported only when a command runs, so ``ariane pipeline --help`` works 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from ariane.acl.credentials import SessionCredentials
 
 __all__ = ["pipeline"]
 
@@ -30,6 +35,30 @@ _nameserver = click.option(
 _conf = click.option(
     "--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Extra Spark setting (repeatable)."
 )
+
+
+def _acl(command: Callable[..., None]) -> Callable[..., None]:
+    """``--access-key``/``--secret-key``: the ACL account that signs every request."""
+    command = click.option(
+        "--secret-key",
+        envvar="ARIANE_SECRET_KEY",
+        default=None,
+        help="Its secret (env ARIANE_SECRET_KEY).",
+    )(command)
+    return click.option(
+        "--access-key",
+        envvar="ARIANE_ACCESS_KEY",
+        default=None,
+        help="ACL account that signs every request (env ARIANE_ACCESS_KEY).",
+    )(command)
+
+
+def _credentials(access_key: str | None, secret_key: str | None) -> SessionCredentials | None:
+    if bool(access_key) != bool(secret_key):
+        raise click.UsageError("--access-key and --secret-key go together")
+    from ariane.acl.credentials import SessionCredentials
+
+    return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
 
 
 def _session(master: str, app: str, confs: tuple[str, ...]) -> object:
@@ -81,6 +110,7 @@ def pipeline() -> None:
 )
 @_master
 @_conf
+@_acl
 def archive_cmd(
     nameserver: str,
     topic: str,
@@ -92,10 +122,13 @@ def archive_cmd(
     starting_offsets: str,
     master: str,
     confs: tuple[str, ...],
+    access_key: str | None,
+    secret_key: str | None,
 ) -> None:
     """Archive a topic into Parquet, incrementally (rerun to continue)."""
     from ariane.spark.pipelines import archive
 
+    credentials = _credentials(access_key, secret_key)
     spark = _session(master, f"ariane-archive-{topic}", confs)
     rows = archive(
         spark,  # type: ignore[arg-type]
@@ -107,6 +140,7 @@ def archive_cmd(
         trigger_s=trigger_seconds,
         max_offsets_per_trigger=max_offsets_per_trigger,
         starting_offsets=starting_offsets,
+        credentials=credentials,
     )
     click.echo(f"archived {rows} messages of {topic} into {dest}")
 
@@ -126,6 +160,7 @@ def archive_cmd(
 @click.option("--id-namespace", default=None, help="Namespace of the derived message ids.")
 @_master
 @_conf
+@_acl
 def replay_cmd(
     nameserver: str,
     source: Path,
@@ -135,6 +170,8 @@ def replay_cmd(
     id_namespace: str | None,
     master: str,
     confs: tuple[str, ...],
+    access_key: str | None,
+    secret_key: str | None,
 ) -> None:
     """Write an archive back into a topic (bodies, tags, keys and properties kept)."""
     if next(source.rglob("*.parquet"), None) is None:
@@ -143,6 +180,7 @@ def replay_cmd(
         )
     from ariane.spark.pipelines import replay
 
+    credentials = _credentials(access_key, secret_key)
     spark = _session(master, f"ariane-replay-{topic}", confs)
     rows = replay(
         spark,  # type: ignore[arg-type]
@@ -152,6 +190,7 @@ def replay_cmd(
         ordered=ordered,
         where=where,
         id_namespace=id_namespace,
+        credentials=credentials,
     )
     click.echo(f"replayed {rows} messages from {source} into {topic}")
 
@@ -169,6 +208,7 @@ def replay_cmd(
 )
 @_master
 @_conf
+@_acl
 def lag_report_cmd(
     nameserver: str,
     groups: tuple[str, ...],
@@ -176,6 +216,8 @@ def lag_report_cmd(
     png: Path,
     master: str,
     confs: tuple[str, ...],
+    access_key: str | None,
+    secret_key: str | None,
 ) -> None:
     """Backlog and age of the oldest unconsumed message, per group and queue."""
     from rich.console import Console
@@ -185,8 +227,15 @@ def lag_report_cmd(
 
     if not groups and not topics:
         raise click.UsageError("name at least one --group or --topic")
+    credentials = _credentials(access_key, secret_key)
     spark = _session(master, "ariane-lag-report", confs)
-    lags = lag_report(spark, nameserver, groups=groups, topics=topics)  # type: ignore[arg-type]
+    lags = lag_report(
+        spark,  # type: ignore[arg-type]
+        nameserver,
+        groups=groups,
+        topics=topics,
+        credentials=credentials,
+    )
     now = int(time.time() * 1000)
     table = Table("group", "topic", "broker", "queue", "broker offset", "consumer offset",
                   "backlog", "oldest age (s)")  # fmt: skip

@@ -29,6 +29,7 @@ import orjson
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ariane.acl.credentials import SessionCredentials
 from ariane.client.sync import background_loop
 from ariane.spark._cluster import shared_admin
 from ariane.spark.options import QueueKey, offsets_to_json
@@ -36,6 +37,13 @@ from ariane.spark.options import QueueKey, offsets_to_json
 __all__ = ["QueueLag", "archive", "lag_report", "render_lag_png", "replay"]
 
 logger = logging.getLogger(__name__)
+
+
+def acl_options(credentials: SessionCredentials | None) -> dict[str, str]:
+    """The source/sink options that sign every request with an ACL account."""
+    if credentials is None:
+        return {}
+    return {"accessKey": credentials.access_key, "secretKey": credentials.secret_key}
 
 
 def archive(
@@ -49,8 +57,10 @@ def archive(
     trigger_s: float = 10.0,
     max_offsets_per_trigger: int | None = None,
     starting_offsets: str = "earliest",
+    credentials: SessionCredentials | None = None,
 ) -> int:
-    """Archive ``topic`` into Parquet under ``to`` (``date=YYYY-MM-DD/`` partitions).
+    """Archive ``topic`` into Parquet under ``to`` (``date=YYYY-MM-DD/`` partitions);
+    ``credentials`` sign the reads on an ACL-enabled cluster.
 
     Returns:
         Rows archived by this run (``available_now``); otherwise runs until stopped.
@@ -60,6 +70,7 @@ def archive(
         .option("nameserver", nameserver)
         .option("topic", topic)
         .option("startingOffsets", starting_offsets)
+        .options(**acl_options(credentials))
     )
     if max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
@@ -90,8 +101,10 @@ def replay(
     ordered: bool = False,
     where: str | None = None,
     id_namespace: str | None = None,
+    credentials: SessionCredentials | None = None,
 ) -> int:
-    """Write the archive under ``source`` into ``topic``; returns the rows written."""
+    """Write the archive under ``source`` into ``topic``; returns the rows written.
+    ``credentials`` sign the sends on an ACL-enabled cluster."""
     df: DataFrame = spark.read.parquet(str(source))
     if where:
         df = df.where(where)
@@ -115,6 +128,7 @@ def replay(
         .option("nameserver", nameserver)
         .option("topic", topic)
         .option("idNamespace", id_namespace or f"replay:{source.resolve()}:{topic}")
+        .options(**acl_options(credentials))
         .mode("append")
         .save()
     )
@@ -143,7 +157,10 @@ class QueueLag:
 
 
 def _store_times(
-    spark: SparkSession, nameserver: str, wanted: Iterable[tuple[QueueKey, int]]
+    spark: SparkSession,
+    nameserver: str,
+    wanted: Iterable[tuple[QueueKey, int]],
+    credentials: SessionCredentials | None = None,
 ) -> dict[tuple[QueueKey, int], int]:
     """Store time of the message at each (queue, offset), read with Spark in as few batch
     reads as there are offsets per queue."""
@@ -168,6 +185,7 @@ def _store_times(
             .option("endingOffsets", offsets_to_json({k: v + 1 for k, v in layer.items()}))
             .option("failOnDataLoss", "false")
             .option("includeProperties", "false")
+            .options(**acl_options(credentials))
             .load()
             .select("topic", "brokerName", "queueId", "queueOffset", "storeTimestamp")
             .collect()
@@ -184,13 +202,15 @@ def lag_report(
     *,
     groups: Sequence[str] = (),
     topics: Sequence[str] = (),
+    credentials: SessionCredentials | None = None,
 ) -> list[QueueLag]:
     """Per group and queue: backlog and the store time of the oldest unconsumed message.
 
     ``groups`` default to every group with offsets on ``topics``; ``topics`` default to
-    every topic of the groups' stats (retry topics included).
+    every topic of the groups' stats (retry topics included). ``credentials`` sign every
+    request on an ACL-enabled cluster.
     """
-    admin = shared_admin(nameserver)
+    admin = shared_admin(nameserver, credentials=credentials)
     chosen = list(groups)
     if not chosen:
         for topic in topics:
@@ -218,7 +238,7 @@ def lag_report(
                 )
             )
     wanted = [((q.topic, q.broker, q.queue_id), q.consumer_offset) for q in lags if q.backlog > 0]
-    times = _store_times(spark, nameserver, wanted) if wanted else {}
+    times = _store_times(spark, nameserver, wanted, credentials) if wanted else {}
     return [
         QueueLag(
             q.group,
