@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 
 import click
 
-__all__ = ["broker_child", "broker_child_ready"]
+__all__ = ["ariane_child", "broker_child", "broker_child_ready", "stop_child"]
 
 
 @contextlib.contextmanager
@@ -36,23 +36,37 @@ def broker_child_ready(prefix: str, overrides: Sequence[str] = ()) -> Iterator[d
     Raises:
         click.ClickException: the child broker did not start.
     """
-    tmp = tempfile.TemporaryDirectory(prefix=prefix)
-    args = [sys.executable, "-m", "ariane", "broker", "-p", "0", "--store-dir", tmp.name,
-            "--log-level", "WARNING"]  # fmt: skip
+    args = ["broker", "-p", "0"]
     for item in overrides:
         args += ["-o", item]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    with ariane_child(args, "--store-dir", prefix, "broker", "the broker") as (ready, _):
+        yield ready
+
+
+@contextlib.contextmanager
+def ariane_child(
+    args: Sequence[str], dir_flag: str, prefix: str, needed: str, what: str
+) -> Iterator[tuple[dict[str, str], subprocess.Popen[str]]]:
+    """Start ``ariane ARGS DIR_FLAG <temporary directory>``, wait for its ``ready k=v ...``
+    line and yield its fields (which must include ``needed``) and the process; on exit stop
+    it and remove its files.
+
+    Raises:
+        click.ClickException: ``what`` did not start.
+    """
+    tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    argv = [sys.executable, "-m", "ariane", *args, dir_flag, tmp.name, "--log-level", "WARNING"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        started: dict[str, str] | None = None
+        ready: dict[str, str] = {}
         for line in proc.stdout:
-            if line.startswith("ready broker="):
-                fields = line.split()[1:]
-                started = dict(f.split("=", 1) for f in fields if "=" in f)
+            if line.startswith("ready "):
+                ready = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
                 break
-        if started is None:
-            raise click.ClickException("the broker did not start")
-        yield started
+        if needed not in ready:
+            raise click.ClickException(f"{what} did not start")
+        yield ready, proc
     finally:
         stop_child(proc)
         tmp.cleanup()

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,7 +22,7 @@ from typing import Any
 
 import click
 
-from ariane.bench._child import stop_child
+from ariane.bench._child import ariane_child
 from ariane.client import Admin, Message, Producer
 from ariane.remoting.protocol.admin_bodies import SubscriptionGroupConfig
 from ariane.remoting.protocol.bodies import TopicConfig
@@ -127,24 +125,10 @@ def percentile(values: list[float], q: float) -> float:
 
 @contextlib.contextmanager
 def _standalone() -> Iterator[dict[str, str]]:
-    tmp = tempfile.TemporaryDirectory(prefix="ariane-bench-dashboard-")
-    args = [sys.executable, "-m", "ariane", "standalone", "--data-dir", tmp.name,
-            "--namesrv-port", "0", "--broker-port", "0", "--dashboard-port", "0",
-            "--log-level", "WARNING"]  # fmt: skip
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        ready: dict[str, str] = {}
-        for line in proc.stdout:
-            if line.startswith("ready "):
-                ready = dict(p.split("=", 1) for p in line.split()[1:])
-                break
-        if "dashboard" not in ready:
-            raise click.ClickException("the standalone cluster with its dashboard did not start")
-        yield ready
-    finally:
-        stop_child(proc)
-        tmp.cleanup()
+    args = ["standalone", "--namesrv-port", "0", "--broker-port", "0", "--dashboard-port", "0"]
+    what = "the standalone cluster with its dashboard"
+    with ariane_child(args, "--data-dir", "ariane-bench-dashboard-", "dashboard", what) as child:
+        yield child[0]
 
 
 def _http_times(base: str, pages: list[tuple[str, str]], rounds: int) -> dict[str, Any]:

@@ -14,9 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +21,7 @@ from typing import Any
 import click
 import orjson
 
-from ariane.bench._child import stop_child
+from ariane.bench._child import ariane_child
 from ariane.client import Admin
 from ariane.common.native import build_name
 from ariane.remoting.protocol.admin_bodies import SubscriptionGroupConfig
@@ -67,23 +64,11 @@ def _broker_pid(launcher: int) -> int:
 
 @contextlib.contextmanager
 def _standalone() -> Iterator[tuple[dict[str, str], int]]:
-    tmp = tempfile.TemporaryDirectory(prefix="ariane-bench-memory-")
-    args = [sys.executable, "-m", "ariane", "standalone", "--data-dir", tmp.name,
-            "--namesrv-port", "0", "--broker-port", "0", "--log-level", "WARNING"]  # fmt: skip
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        ready: dict[str, str] = {}
-        for line in proc.stdout:
-            if line.startswith("ready "):
-                ready = dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
-                break
-        if "namesrv" not in ready:
-            raise click.ClickException("the standalone cluster did not start")
+    args = ["standalone", "--namesrv-port", "0", "--broker-port", "0"]
+    with ariane_child(
+        args, "--data-dir", "ariane-bench-memory-", "namesrv", "the standalone cluster"
+    ) as (ready, proc):
         yield ready, _broker_pid(proc.pid)
-    finally:
-        stop_child(proc)
-        tmp.cleanup()
 
 
 async def _seed(namesrv: str, topics: int, queues: int, groups: int) -> float:
