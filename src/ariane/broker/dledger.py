@@ -46,9 +46,9 @@ __all__ = ["DLedgerBroker", "DLedgerReplication", "new_dledger_store"]
 logger = logging.getLogger(__name__)
 
 #: how often a new leader checks that its log is committed and dispatched
+_READY_POLL_S = 0.1
 #: how often a follower without a known master registers again to learn it
 _FIND_MASTER_S = 1.0
-_READY_POLL_S = 0.1
 
 
 def new_dledger_store(
