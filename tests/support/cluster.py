@@ -102,6 +102,11 @@ class Cluster:
         """Stop (or SIGKILL) a broker and start it again on the same port and store."""
         old = self.brokers[name]
         port = old.ready["broker"].rsplit(":", 1)[1]
+        # the HA port too: by default it is listenPort + 1, which was never ours and may be
+        # the local port of a long-lived connection of another test
+        pinned: dict[str, object] = {"listenPort": port}
+        if "haListenPort" not in self.broker_confs.get(name, {}):
+            pinned["haListenPort"] = old.ready["ha"].rsplit(":", 1)[1]
         if crash:
             old.kill()
         else:
@@ -111,7 +116,7 @@ class Cluster:
         # use" and the start is tried again
         for attempt in range(_RESTART_ATTEMPTS):
             try:
-                return self.start_broker(name, listenPort=port)
+                return self.start_broker(name, **pinned)
             except RuntimeError as exc:
                 if "address already in use" not in str(exc) or attempt + 1 == _RESTART_ATTEMPTS:
                     raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -22,9 +23,42 @@ from pathlib import Path
 __all__ = ["ServerProcess", "ariane_command", "free_port", "start_server"]
 
 
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_PICKS = random.Random()
+
+
 def free_port() -> int:
-    """A TCP port free right now on 127.0.0.1 (for servers whose port 0 means "off")."""
-    with socket.socket() as s:
+    """A TCP port free right now on 127.0.0.1 (for servers whose port 0 means "off", and
+    for ports a test must know before the server starts or keep across a restart).
+
+    It is picked below the kernel's ephemeral range: a port from that range, once its
+    server stops, may become the local port of any outgoing connection on the machine, and
+    a restart on it then fails with "address already in use" for as long as that
+    connection lives. Each xdist worker draws from its own slice, so parallel workers do
+    not pick the same port between the check here and the server's bind.
+    """
+    high = min(_ephemeral_low(), 65536)
+    low = max(1024, high - 12_000)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    span = max(64, (high - low) // 16)
+    start = low + (index % 16) * span
+    for _ in range(200):
+        port = _PICKS.randrange(start, min(start + span, high))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # a crowded machine: any port the kernel gives
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 

@@ -134,7 +134,13 @@ class Group:
                 for other, store in self.stores.items():
                     core = store.commit_log.replica.node
                     assert core is not None
-                    if other != node and core.vote_round is None:
+                    if other == node:
+                        continue
+                    # a follower that loses its leader stands after a random delay that may
+                    # be 0 ms, inside one tick: keep its leader "alive" so it never does
+                    if core.role is Role.FOLLOWER:
+                        core.last_leader_hb_ms = self.now
+                    elif core.vote_round is None:
                         core.next_vote_ms = self.now + 10**6
                         core.need_increase_term = False
             self.tick(5)
