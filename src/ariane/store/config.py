@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, fields
 
 from ariane.errors import ConfigError
-from ariane.store.dedup import DEFAULT_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_SIZE
 
 __all__ = ["FlushDiskType", "StoreConfig", "parse_delay_levels"]
 
@@ -57,6 +56,13 @@ def _snap_precision(value: int) -> int:
         if value >= step:
             return step
     return 100
+
+
+#: ``dedupWindowSize``: ids the idempotence window keeps (``ariane.store.dedup``; about 450
+#: bytes each with a 32-character id).
+DEFAULT_DEDUP_WINDOW_SIZE = 200_000
+#: ``dedupWindowMs``: how long an id is kept after its message was stored.
+DEFAULT_DEDUP_WINDOW_MS = 24 * 3600 * 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ariane.common.properties import DEDUP, REAL_TOPIC, TRANSACTION_PREPARED
 from ariane.common.topics import DLQ_PREFIX, RETRY_PREFIX
+from ariane.store.config import DEFAULT_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_SIZE
 from ariane.store.format import Decoded, EndOfSegment, check_record
 
 if TYPE_CHECKING:
@@ -47,10 +48,6 @@ __all__ = [
     "rebuild",
 ]
 
-#: ``dedupWindowSize``: ids kept (about 450 bytes each with a 32-character id).
-DEFAULT_DEDUP_WINDOW_SIZE = 200_000
-#: ``dedupWindowMs``: how long an id is kept after its message was stored.
-DEFAULT_DEDUP_WINDOW_MS = 24 * 3600 * 1000
 
 _MARKER = (DEDUP + "\x01").encode()
 
