@@ -445,6 +445,7 @@ class BrokerMetrics:
         outcomes.add(["acked"], r.sync_acked)
         outcomes.add(["flush_slave_timeout"], r.sync_timeouts)
         outcomes.add(["slave_not_available"], r.sync_not_available)
+        outcomes.add(["in_sync_replicas_not_enough"], r.sync_refused)
         if r.slave_state:
             state = fam.gauge(
                 "ariane_replication_slave_state", "1 for the slave's state", ["state"]

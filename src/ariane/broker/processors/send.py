@@ -11,7 +11,10 @@ string instead of re-encoding it; run the *send interceptors*; append to the sto
 ASYNC_FLUSH the store's future is already done and the answer goes out at once; under
 SYNC_FLUSH it is answered from the future's callback (hopped to the event loop). Then the
 replication service is told (:meth:`BrokerReplication.after_put`): a SYNC_MASTER answers once
-enough slaves hold the message, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE.
+enough slaves hold the message, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE. Before the put,
+a SYNC_MASTER with ``enableAutoInSyncReplicas`` and fewer replicas in sync than
+``minInSyncReplicas`` refuses the send (SYSTEM_ERROR "in-sync replicas not enough", nothing
+stored), as RocketMQ 5 answers IN_SYNC_REPLICAS_NOT_ENOUGH.
 ``header.batch`` (not the request code) selects the batch path.
 
 Two seams rewrite messages before the store: *send interceptors* see each client send with
@@ -201,6 +204,8 @@ class SendMessageProcessor:
         self._store_host = broker.store_host
         # replication: wakes the transfer to slaves; a SYNC_MASTER waits for them
         self._after_put = broker.replication.after_put
+        # a SYNC_MASTER with too few replicas in sync refuses before storing (5.x)
+        self._refuse_put = broker.replication.refuse_put
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_flush = broker.store.answers_at_once  # else puts complete later
@@ -296,6 +301,9 @@ class SendMessageProcessor:
                 return refused
         topic = header.topic
         wait = inner.properties.get(WAIT_STORE_MSG_OK) != "false"
+        too_few = self._refuse_put(wait)
+        if too_few is not None:
+            return error(ResponseCode.SYSTEM_ERROR, too_few)
         if self._async_flush:  # stored when put returns: no future, no thread hop
             result = self.store.put_message(inner)
             if dedup_id is not None:
@@ -495,6 +503,9 @@ class SendMessageProcessor:
             topic, queue_id, items, sys_flag, header.born_timestamp, born, self._store_host,
             header.reconsume_times or 0,
         )  # fmt: skip
+        too_few = self._refuse_put(True)
+        if too_few is not None:
+            return error(ResponseCode.SYSTEM_ERROR, too_few)
         if ids:
             return self._put_batch_remembering(ctx, batch, ids, dropped)
         if self._async_flush:
