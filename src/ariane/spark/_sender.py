@@ -15,7 +15,10 @@ is the row's deterministic id (``ariane.spark.ids``).
   they also have a sharding key).
 
 ``finish()`` waits for everything; any failure raises, which fails the Spark task, which
-Spark retries: the sink is at-least-once, and retried rows carry the same ids.
+Spark retries; retried rows carry the same ids. With ``idempotent`` (the default) each id is
+also the message's ``__ARIANE_DEDUP`` property and batches without a sharding key go to the
+queue their first id hashes to (the same broker on a retry), so the broker's idempotence
+window stores each row once: exactly-once within the window (docs/spark.md).
 """
 
 from __future__ import annotations
@@ -96,6 +99,8 @@ class RowSender:
             delay_level=row.delay_level,
         )
         msg.properties[props.UNIQ_KEY] = msg_id
+        if self.opts.idempotent:  # the broker stores it once (ariane.store.dedup)
+            msg.properties[props.DEDUP] = msg_id
         return msg
 
     def add(self, msg: Message, sharding_key: str | None) -> None:
@@ -116,7 +121,7 @@ class RowSender:
                 self._flush_keyed(mq)
             return
         if delayed:
-            self._track(self.producer.send_async(msg))
+            self._track(self.producer.send_async(msg, sharding_key=self._pin(msg)))
             return
         msgs, size = self._loose.get(msg.topic, ([], 0))
         msgs.append(msg)
@@ -159,8 +164,14 @@ class RowSender:
         if not msgs:
             return
         inner = self.producer.producer
-        future = background_loop().bridge(lambda: inner.send_batch_async(msgs))
+        key = self._pin(msgs[0])
+        future = background_loop().bridge(lambda: inner.send_batch_async(msgs, sharding_key=key))
         self._track(future, len(msgs))
+
+    def _pin(self, msg: Message) -> str | None:
+        """Idempotent writes send a batch to the queue its first id hashes to, so that a
+        retry reaches the broker (and window) of the first attempt."""
+        return msg.properties.get(props.DEDUP) if self.opts.idempotent else None
 
     def _track(self, future: concurrent.futures.Future[SendResult], count: int = 1) -> None:
         self._in_flight.append(future)

@@ -463,6 +463,8 @@ class SinkOptions:
     send_timeout_ms: int
     id_namespace: str | None
     credentials: SessionCredentials | None = None
+    #: stamp ``__ARIANE_DEDUP`` so the broker drops repeats (option ``idempotent``)
+    idempotent: bool = True
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -487,6 +489,8 @@ class SinkOptions:
             batch_rows=_int(opts, "batchRows", 64) or 64,
             max_in_flight=_int(opts, "maxInFlight", 16) or 16,
             send_timeout_ms=_int(opts, "sendTimeoutMs", 10_000) or 10_000,
-            id_namespace=opts.get("idnamespace", "").strip() or None,
+            id_namespace=(opts.get("idnamespace") or opts.get("idempotencekey") or "").strip()
+            or None,
             credentials=parse_credentials(opts),
+            idempotent=_bool(opts, "idempotent", True),
         )
