@@ -143,3 +143,15 @@ def test_rebuild_respects_the_size_bound_and_skips_plain_logs(tmp_path: Path) ->
         assert w.seen("TopicA", "id299", now) is not None
     finally:
         store.shutdown()
+
+
+def test_a_replica_taking_writes_rebuilds_the_window(tmp_path: Path) -> None:
+    """A slave's window is not fed by sends: it is rebuilt when the store leaves replica mode
+    (the records it holds were replicated from the master)."""
+    with open_store(tmp_path) as store:
+        store.put_message(msg(body=b"a", **{DEDUP: "id-a"}))
+        store.dedup.clear()  # as on a slave, which never saw the send
+        store.set_replica_mode(True)
+        assert len(store.dedup) == 0
+        store.set_replica_mode(False)
+        assert store.dedup.seen("TopicA", "id-a", store.clock.now_ms()) is not None
