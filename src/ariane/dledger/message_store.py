@@ -82,6 +82,9 @@ class DLedgerMessageStore(MessageStore):
         arriving_listener: told when committed messages become visible.
     """
 
+    #: puts are proposed to the Raft group: the idempotence window is off (ariane.store.dedup)
+    supports_dedup = False
+
     def __init__(
         self,
         config: StoreConfig,

@@ -72,6 +72,11 @@ class MessageStore(StoreReads):
         disk: the file system (:mod:`ariane.store.disk`; tests pass a simulated one).
     """
 
+    #: whether the broker may deduplicate sends on this store (``append_message`` and the
+    #: window's rebuild read and write this CommitLog directly; DLedger's replicated log
+    #: does not allow it)
+    supports_dedup = True
+
     def __init__(
         self,
         config: StoreConfig,
@@ -173,6 +178,8 @@ class MessageStore(StoreReads):
     def rebuild_dedup(self) -> int:
         """Refill the idempotence window from the CommitLog's tail (at load, and when a slave
         becomes writeable); returns the ids it holds."""
+        if not self.supports_dedup:
+            return 0
         log = self.commit_log
         count = rebuild(self.dedup, log, log.max_offset, self.clock.now_ms())
         if count:

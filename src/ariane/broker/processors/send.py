@@ -218,7 +218,8 @@ class SendMessageProcessor:
         self._trace_values = ("", "")
         self._trace_text = ""
         # the idempotence window (None when dedupWindowSize is 0)
-        self._dedup = broker.store.dedup if broker.store.dedup.enabled else None
+        store = broker.store
+        self._dedup = store.dedup if store.dedup.enabled and store.supports_dedup else None
         self._clock = broker.store.clock
 
     def register(self, server: RemotingServer) -> None:
