@@ -4,7 +4,10 @@ Against a running cluster (``ariane standalone``): writes ``--rows`` messages of
 bytes into a fresh topic with a batch ``df.write.format("ariane")``, reads them back with
 ``spark.read.format("ariane")`` (every column materialised: the sum of body lengths and a
 count of distinct message ids), then writes and reads the same rows as Parquet on local disk.
-Prints rows/s and MB/s (body bytes) for the four steps.
+Prints rows/s and MB/s (body bytes) for the four steps. ``--master standalone`` first starts
+a Spark standalone master and one worker on this machine (``ariane.spark.standalone``,
+``--worker-cores``/``--worker-memory``) and runs the steps on it, so the numbers include
+executors in their own JVM, as on a real cluster; they are stopped at the end.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ __all__ = ["spark_bench"]
 @click.option("--size", default=1024, show_default=True, help="Body bytes per message.")
 @click.option("--queues", default=8, show_default=True, help="Queues of the benchmark topic.")
 @click.option("--partitions", default=8, show_default=True, help="Spark partitions of the write.")
-@click.option("--master", default="local[*]", show_default=True)
+@click.option(
+    "--master",
+    default="local[*]",
+    show_default=True,
+    help="Spark master URL, or 'standalone': start a master and a worker here.",
+)
+@click.option("--worker-cores", default=2, show_default=True, help="With --master standalone.")
+@click.option("--worker-memory", default="2g", show_default=True, help="With --master standalone.")
 @click.option("--topic", default=None, help="Topic name [default: BenchSpark<time>].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line at the end.")
 def spark_bench(
@@ -35,10 +45,38 @@ def spark_bench(
     queues: int,
     partitions: int,
     master: str,
+    worker_cores: int,
+    worker_memory: str,
     topic: str | None,
     as_json: bool,
 ) -> None:
     """Batch write and read throughput of the ariane data source vs Parquet."""
+    if master != "standalone":
+        _run(nameserver, rows, size, queues, partitions, master, {}, topic, as_json)
+        return
+    from ariane.spark.standalone import start_standalone
+
+    with tempfile.TemporaryDirectory(prefix="ariane-bench-spark-") as tmp:
+        cluster = start_standalone(Path(tmp), cores=worker_cores, memory=worker_memory)
+        try:
+            conf = {"spark.executor.memory": worker_memory, "spark.cores.max": str(worker_cores)}
+            _run(nameserver, rows, size, queues, partitions, cluster.master_url, conf, topic,
+                 as_json)  # fmt: skip
+        finally:
+            cluster.stop()
+
+
+def _run(
+    nameserver: str,
+    rows: int,
+    size: int,
+    queues: int,
+    partitions: int,
+    master: str,
+    conf: dict[str, str],
+    topic: str | None,
+    as_json: bool,
+) -> None:
     from pyspark.sql import functions as F
 
     from ariane.client import SyncAdmin
@@ -56,7 +94,7 @@ def spark_bench(
                 if time.monotonic() > deadline:
                     raise
             time.sleep(0.1)
-    spark = spark_session(master, "ariane-bench-spark", {"spark.ui.enabled": "false"})
+    spark = spark_session(master, "ariane-bench-spark", {"spark.ui.enabled": "false", **conf})
     spark.sparkContext.setLogLevel("ERROR")
     # bodies: the row number padded to ``size`` bytes (distinct, incompressible enough)
     source = (
@@ -107,5 +145,19 @@ def spark_bench(
             "parquet read",
             lambda: spark.read.parquet(path).agg(F.count("*"), F.sum(F.length("body"))).collect(),
         )
+    spark.stop()
+    # how many times faster Parquet reads the same rows (issue 19's bar: at most 2)
+    ratio = results["parquet read_rows_per_s"] / results["ariane read_rows_per_s"]
+    click.echo(f"parquet read / ariane read: {ratio:.2f}")
     if as_json:
-        click.echo(json.dumps({"rows": rows, "size": size, **results}))
+        click.echo(
+            json.dumps(
+                {
+                    "rows": rows,
+                    "size": size,
+                    "master": master,
+                    **results,
+                    "parquet_read_over_ariane_read": round(ratio, 3),
+                }
+            )
+        )

@@ -76,7 +76,9 @@ def spark_session(
     spark = builder.getOrCreate()
     if ship_package is None:
         ship_package = not master.startswith("local")
-    if ship_package:
+    # once per SparkContext: getOrCreate may return a running session, and Spark refuses a
+    # second "ariane.zip" from another path
+    if ship_package and "ariane.zip" not in (spark.sparkContext._python_includes or ()):
         spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="ariane-")))))
     register(spark)  # checks that the workers can import ariane (ariane.spark.workers)
     return spark
