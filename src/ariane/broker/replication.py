@@ -38,6 +38,7 @@ from ariane.ha import (
     SlaveState,
 )
 from ariane.remoting.client import RemotingClient
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.store import PutResult, PutStatus
 from ariane.store.format import BLANK_MAGIC_CODE, SIZE_MAGIC
 
@@ -133,13 +134,8 @@ class BrokerReplication:
 
     async def stop(self) -> None:
         """Stop both sides (waiting sends are answered FLUSH_SLAVE_TIMEOUT)."""
-        if self._watch_task is not None:
-            self._watch_task.cancel()
-            try:
-                await self._watch_task
-            except asyncio.CancelledError:
-                pass
-            self._watch_task = None
+        task, self._watch_task = self._watch_task, None
+        await cancel_and_wait(task)
         await self.slave_sync.stop()
         await self.client.stop()
         await self.master.stop()

@@ -35,6 +35,7 @@ from ariane.errors import RemoteProtocolError
 from ariane.ha.config import HAConfig
 from ariane.ha.transfer import GroupTransfer, needed_slave_acks
 from ariane.ha.wire import ReportDecoder, encode_frame_header
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.store.results import PutStatus
 
 if TYPE_CHECKING:
@@ -324,13 +325,8 @@ class HAMaster:
 
     async def stop(self) -> None:
         """Stop listening, close every slave connection, fail what still waits."""
-        if self._tick_task is not None:
-            self._tick_task.cancel()
-            try:
-                await self._tick_task
-            except asyncio.CancelledError:
-                pass
-            self._tick_task = None
+        task, self._tick_task = self._tick_task, None
+        await cancel_and_wait(task)
         if self._server is not None:
             self._server.close()
             self._server = None

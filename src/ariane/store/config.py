@@ -178,8 +178,9 @@ class StoreConfig:
             )
         if self.disk_space_warning_level_ratio > 1:
             raise ConfigError("diskSpaceWarningLevelRatio", "must be <= 1")
-        if not 1 <= self.access_message_in_memory_max_ratio <= 100:
-            raise ConfigError("accessMessageInMemoryMaxRatio", "must be in [1, 100]")
+        if not 0 <= self.access_message_in_memory_max_ratio <= 100:
+            # 0 (RocketMQ accepts it too): every read short of the newest message is "cold"
+            raise ConfigError("accessMessageInMemoryMaxRatio", "must be in [0, 100]")
         index_size = INDEX_HEADER_SIZE + self.max_hash_slot_num * 4 + self.max_index_num * 20
         if index_size >= 1 << 31:
             raise ConfigError("maxIndexNum", "index file would exceed 2 GiB")
