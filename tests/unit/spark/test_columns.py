@@ -172,7 +172,7 @@ _records = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(_records, st.sampled_from(list(PropertiesMode)), st.integers(0, 12), st.integers(0, 12))
 def test_any_records_decode_the_same(
     specs: list[tuple[bytes, dict[str, str], int, str]],
