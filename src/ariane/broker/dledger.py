@@ -229,6 +229,10 @@ class DLedgerReplication:
         """Puts complete on commit already: nothing to wait for."""
         return None
 
+    def refuse_put(self, wait: bool) -> str | None:
+        """The Raft quorum decides when a put is stored: never refused here."""
+        return None
+
     def ha_server_addr(self, broker_addr: str) -> str:
         """The Raft address stands in for the HA address (nothing connects to it as HA)."""
         host, _, _ = broker_addr.rpartition(":")

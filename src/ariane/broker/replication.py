@@ -171,6 +171,19 @@ class BrokerReplication:
             return None
         return master.replicate(result.wrote_offset + result.wrote_bytes)
 
+    def refuse_put(self, wait: bool) -> str | None:
+        """Before a put: with ``enableAutoInSyncReplicas``, a SYNC_MASTER send that waits is
+        refused when fewer replicas than ``minInSyncReplicas`` (the master's copy included)
+        are in sync; nothing is stored. RocketMQ 5's ``IN_SYNC_REPLICAS_NOT_ENOUGH``, which its
+        send processor answers SYSTEM_ERROR with this text (producers try another broker)."""
+        policy = self.config.policy
+        if not self._sync_master or not wait or not policy.auto_in_sync_replicas:
+            return None
+        if 1 + self.master.in_sync_slaves() >= policy.min_in_sync_replicas:
+            return None
+        self.master.sync_refused += 1
+        return "in-sync replicas not enough"
+
     # -- registration ---------------------------------------------------------------------------
 
     def ha_server_addr(self, broker_addr: str) -> str:
@@ -267,6 +280,7 @@ class BrokerReplication:
             sync_acked=master.sync_acked,
             sync_timeouts=master.sync_timeouts,
             sync_not_available=master.sync_not_available,
+            sync_refused=master.sync_refused,
             slave_state=self.client.state.value if self.role.is_slave else "",
             replicated_records=writer.records,
             replicated_bytes=writer.bytes,

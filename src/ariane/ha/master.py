@@ -300,10 +300,12 @@ class HAMaster:
         self._notified = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.port = 0
-        #: SYNC_MASTER outcomes: answered after slaves acknowledged, timed out, no slave
+        #: SYNC_MASTER outcomes: answered after slaves acknowledged, timed out, no slave,
+        #: refused before the put (fewer than ``minInSyncReplicas`` in sync; counted by the broker)
         self.sync_acked = 0
         self.sync_timeouts = 0
         self.sync_not_available = 0
+        self.sync_refused = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
 
