@@ -37,6 +37,8 @@ CONF = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
+    # a Python worker on a busy machine may take longer than the 15 s default to connect back
+    "spark.python.authenticate.socketTimeout": "120s",
 }
 WRITE_SCHEMA = StructType(
     [

@@ -10,6 +10,7 @@ PID, whole trees (tests/support/proctree).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -33,13 +34,36 @@ _JOB = Path(__file__).with_name("cluster_job.py")
 
 @pytest.fixture(scope="session")
 def cluster_result(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The driver's result, computed once per test run: xdist workers that both get tests of
+    this module share it through a file under a lock in the run's common temp directory."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = shared / "spark-standalone-result.json"
+    with (shared / "spark-standalone.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if cache.exists():
+            cached: dict[str, Any] = json.loads(cache.read_text())
+            return cached
+        # the broker cluster only where the run happens
+        result = _run_on_standalone(
+            request.getfixturevalue("spark_cluster"),
+            request.getfixturevalue("admin"),
+            request.getfixturevalue("producer"),
+            tmp_path_factory,
+        )
+        cache.write_text(json.dumps(result))
+        return result
+
+
+def _run_on_standalone(
     spark_cluster: Cluster,
     admin: SyncAdmin,
     producer: SyncProducer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Any]:
-    """Start the standalone cluster, run the driver, stop the cluster; the driver's result.
-    Session-scoped: it runs once even when other modules' tests come in between."""
+    """Start the standalone cluster, run the driver, stop the cluster; the driver's result."""
     work = tmp_path_factory.mktemp("standalone")
     ns = spark_cluster.namesrv_addr
     for topic in ("ClusterBatch", "ClusterReplay"):

@@ -107,7 +107,8 @@ def test_pipeline_cli_prints_one_line(bare_python: Path, tmp_path: Path) -> None
     code, output = _run(
         [sys.executable, "-m", "ariane", "pipeline", "lag-report", "-n", "127.0.0.1:1",
          "--topic", "T", "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-         "--conf", "spark.driver.memory=512m"],
+         "--conf", "spark.driver.memory=512m",
+         "--conf", "spark.python.authenticate.socketTimeout=120s"],
         env, tmp_path,
     )  # fmt: skip
     assert code == 1, output
