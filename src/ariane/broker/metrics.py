@@ -383,6 +383,13 @@ class BrokerMetrics:
         fam.counter("ariane_storage_put_failures_total", "Puts the store refused").add(
             [], store.put_failed_times
         )
+        fam.counter(
+            "ariane_dedup_duplicates_total",
+            "Idempotent sends dropped as already stored (__ARIANE_DEDUP seen in the window)",
+        ).add([], store.dedup.duplicates)
+        fam.gauge("ariane_dedup_window_ids", "Ids held by the idempotence window").add(
+            [], len(store.dedup)
+        )
         gets = fam.counter("ariane_storage_get_requests_total", "Store reads", ["result"])
         gets.add(["found"], store.get_times_found)
         gets.add(["miss"], store.get_times_miss)
