@@ -16,7 +16,6 @@ so the request's answer is only sent once the new rules are in force.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 
@@ -33,6 +32,7 @@ from ariane.acl.plain import (
 from ariane.common.clock import Clock
 from ariane.common.fileio import read_file_tree, write_file_atomically
 from ariane.errors import AclError, ConfigError
+from ariane.remoting.eventloop import cancel_and_wait
 
 __all__ = ["BrokerAcl"]
 
@@ -116,10 +116,7 @@ class BrokerAcl:
     async def stop(self) -> None:
         """Stop watching."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _watch(self) -> None:
         while True:

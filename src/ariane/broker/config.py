@@ -579,6 +579,9 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
     "timerRollWindowSlot": ("timer_roll_window_slot", int),
     "mappedFileSizeTimerLog": ("mapped_file_size_timer_log", int),
     "timerFlushIntervalMs": ("timer_flush_interval_ms", int),
+    # idempotent sends (issue 19)
+    "dedupWindowSize": ("dedup_window_size", int),
+    "dedupWindowMs": ("dedup_window_ms", int),
 }
 
 #: RocketMQ properties accepted for compatibility that have no effect here.

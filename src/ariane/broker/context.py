@@ -46,6 +46,7 @@ class ReplicationCounters(NamedTuple):
     sync_acked: int
     sync_timeouts: int
     sync_not_available: int
+    sync_refused: int
     slave_state: str
     replicated_records: int
     replicated_bytes: int
@@ -58,6 +59,10 @@ class ReplicationSeam(Protocol):
 
     def after_put(self, result: PutResult, wait: bool) -> PutStatus | ReplicaWait | None:
         """After a put on the loop: wake the transfer; a SYNC_MASTER's wait, if any."""
+        ...
+
+    def refuse_put(self, wait: bool) -> str | None:
+        """Before a put: why a SYNC_MASTER refuses it (too few replicas in sync), else None."""
         ...
 
     def ha_server_addr(self, broker_addr: str) -> str:

@@ -21,7 +21,6 @@ down (final flush, checkpoint, abort file removed).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import ipaddress
 import logging
@@ -80,6 +79,7 @@ from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.config import RemotingServerConfig
 from ariane.remoting.dispatch import RequestContext
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode
@@ -458,12 +458,9 @@ class BrokerController:
         await self._stop_master_services()
         await self.pop.stop()
         await asyncio.to_thread(self.timer.shutdown)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        tasks = list(self._tasks)
         self._tasks.clear()
+        await cancel_and_wait(*tasks)
         for file in (self.offsets.file, self.topics.file, self.groups.file):
             try:
                 file.write_now()

@@ -34,6 +34,7 @@ from ariane.dledger import DLedgerMessageStore, RaftTransport
 from ariane.ha import ReplicaWait
 from ariane.observability.families import Families
 from ariane.raft import Code, NodeStatus, Role
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.store import PutResult, PutStatus, StoreConfig
 from ariane.store.dispatch import ArrivingListener
 
@@ -137,14 +138,8 @@ class DLedgerReplication:
     async def stop(self) -> None:
         """Stop the role handling, the transport and the metadata copies."""
         self.store.commit_log.role_listener = None
-        for task in (self._task, self._watch):
-            if task is not None:
-                task.cancel()
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    pass
-        self._task = self._watch = None
+        tasks, self._task, self._watch = (self._task, self._watch), None, None
+        await cancel_and_wait(*tasks)
         await self.transport.stop()
         await self.slave_sync.stop()
 
@@ -232,6 +227,10 @@ class DLedgerReplication:
     # -- the replication seam ---------------------------------------------------------------------
     def after_put(self, result: PutResult, wait: bool) -> PutStatus | ReplicaWait | None:
         """Puts complete on commit already: nothing to wait for."""
+        return None
+
+    def refuse_put(self, wait: bool) -> str | None:
+        """The Raft quorum decides when a put is stored: never refused here."""
         return None
 
     def ha_server_addr(self, broker_addr: str) -> str:

@@ -31,6 +31,7 @@ from ariane.broker.filters import PullFilter
 from ariane.broker.loop_relay import LoopRelay
 from ariane.remoting.channel import Channel
 from ariane.remoting.dispatch import RequestContext
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["HeldPull", "PullRequestHoldService"]
@@ -105,13 +106,8 @@ class PullRequestHoldService:
 
     async def stop(self) -> None:
         """Stop checking and drop every held pull (their connections are about to close)."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
         for held_list in self.table.values():
             for held in held_list:
                 if held.timer is not None:

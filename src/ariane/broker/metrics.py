@@ -383,6 +383,13 @@ class BrokerMetrics:
         fam.counter("ariane_storage_put_failures_total", "Puts the store refused").add(
             [], store.put_failed_times
         )
+        fam.counter(
+            "ariane_dedup_duplicates_total",
+            "Idempotent sends dropped as already stored (__ARIANE_DEDUP seen in the window)",
+        ).add([], store.dedup.duplicates)
+        fam.gauge("ariane_dedup_window_ids", "Ids held by the idempotence window").add(
+            [], len(store.dedup)
+        )
         gets = fam.counter("ariane_storage_get_requests_total", "Store reads", ["result"])
         gets.add(["found"], store.get_times_found)
         gets.add(["miss"], store.get_times_miss)
@@ -438,6 +445,7 @@ class BrokerMetrics:
         outcomes.add(["acked"], r.sync_acked)
         outcomes.add(["flush_slave_timeout"], r.sync_timeouts)
         outcomes.add(["slave_not_available"], r.sync_not_available)
+        outcomes.add(["in_sync_replicas_not_enough"], r.sync_refused)
         if r.slave_state:
             state = fam.gauge(
                 "ariane_replication_slave_state", "1 for the slave's state", ["state"]

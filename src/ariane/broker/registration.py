@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.errors import ArianeError
 from ariane.remoting.client import RemotingClient
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import (
     KVTable,
@@ -218,13 +219,7 @@ class BrokerRegistration:
         if self._periodic is not None:
             tasks.append(self._periodic)
             self._periodic = None
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(*tasks)
 
     async def unregister_all(self) -> None:
         """Tell every NameServer this broker is gone (best effort, 3 s each)."""

@@ -38,6 +38,7 @@ from ariane.ha import (
     SlaveState,
 )
 from ariane.remoting.client import RemotingClient
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.store import PutResult, PutStatus
 from ariane.store.format import BLANK_MAGIC_CODE, SIZE_MAGIC
 
@@ -133,13 +134,8 @@ class BrokerReplication:
 
     async def stop(self) -> None:
         """Stop both sides (waiting sends are answered FLUSH_SLAVE_TIMEOUT)."""
-        if self._watch_task is not None:
-            self._watch_task.cancel()
-            try:
-                await self._watch_task
-            except asyncio.CancelledError:
-                pass
-            self._watch_task = None
+        task, self._watch_task = self._watch_task, None
+        await cancel_and_wait(task)
         await self.slave_sync.stop()
         await self.client.stop()
         await self.master.stop()
@@ -174,6 +170,19 @@ class BrokerReplication:
         if result.status is not PutStatus.PUT_OK:
             return None
         return master.replicate(result.wrote_offset + result.wrote_bytes)
+
+    def refuse_put(self, wait: bool) -> str | None:
+        """Before a put: with ``enableAutoInSyncReplicas``, a SYNC_MASTER send that waits is
+        refused when fewer replicas than ``minInSyncReplicas`` (the master's copy included)
+        are in sync; nothing is stored. RocketMQ 5's ``IN_SYNC_REPLICAS_NOT_ENOUGH``, which its
+        send processor answers SYSTEM_ERROR with this text (producers try another broker)."""
+        policy = self.config.policy
+        if not self._sync_master or not wait or not policy.auto_in_sync_replicas:
+            return None
+        if 1 + self.master.in_sync_slaves() >= policy.min_in_sync_replicas:
+            return None
+        self.master.sync_refused += 1
+        return "in-sync replicas not enough"
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -271,6 +280,7 @@ class BrokerReplication:
             sync_acked=master.sync_acked,
             sync_timeouts=master.sync_timeouts,
             sync_not_available=master.sync_not_available,
+            sync_refused=master.sync_refused,
             slave_state=self.client.state.value if self.role.is_slave else "",
             replicated_records=writer.records,
             replicated_bytes=writer.bytes,

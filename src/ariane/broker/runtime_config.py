@@ -118,7 +118,7 @@ RESTART_KEYS: Mapping[str, Check] = {
     "maxTransferCountOnMessageInMemory": _int_in(1, 65_535),
     "maxTransferBytesOnMessageInDisk": _int_in(1_024, 64 * 1024 * 1024),
     "maxTransferCountOnMessageInDisk": _int_in(1, 65_535),
-    "accessMessageInMemoryMaxRatio": _int_in(1, 100),
+    "accessMessageInMemoryMaxRatio": _int_in(0, 100),
     "defaultQueryMaxNum": _int_in(1, 65_535),
     "checkCRCOnRecover": _bool,
     # broker settings read once at start

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ariane.errors import ArianeError
 from ariane.remoting.client import RemotingClient
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.admin_bodies import (
@@ -126,12 +127,7 @@ class SlaveSynchronize:
     async def stop(self) -> None:
         """Stop copying."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(task)
 
     async def _loop(self) -> None:
         interval_s = self.broker.config.slave_synchronize_interval_ms / 1000

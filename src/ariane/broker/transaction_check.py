@@ -54,6 +54,7 @@ from ariane.common.properties import (
 from ariane.common.record import decode_record, encode_record
 from ariane.common.topics import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from ariane.errors import ConnectionClosedError, CorruptionError, LocalProtocolError
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
@@ -108,12 +109,7 @@ class TransactionalMessageCheckService:
     async def stop(self) -> None:
         """Stop running rounds (a round in progress stops at its next slice)."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

@@ -13,6 +13,7 @@ from ariane.common import native
 
 __all__ = [
     "CLUSTER",
+    "DEDUP",
     "DELAY",
     "KEYS",
     "KEY_SEPARATOR",
@@ -88,6 +89,9 @@ REDIRECT = "REDIRECT"
 INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
 INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
 TRACE_CONTEXT = "TRACE_CONTEXT"
+#: Ariane's idempotent-send id: the broker stores a message carrying it once per topic within
+#: its dedup window (``ariane.store.dedup``); the Spark sink sets it to the row's id.
+DEDUP = "__ARIANE_DEDUP"
 TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
 TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
 BORN_HOST = "__BORNHOST"

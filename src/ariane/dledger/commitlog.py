@@ -35,6 +35,7 @@ from ariane.store.commit_log import CommitLog, PreparedOne
 from ariane.store.config import StoreConfig
 from ariane.store.format import Decoded, DispatchRequest, check_record
 from ariane.store.inner import MessageBatchInner, MessageInner
+from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.results import PutResult, PutStatus
 
@@ -141,6 +142,9 @@ class DLedgerCommitLog(CommitLog):
 
     def _queue_for(self, offset: int) -> MappedFileQueue:
         return self.old_queue if offset < self.divided_offset else self.queue
+
+    def file_at(self, offset: int) -> MappedFile | None:
+        return self._queue_for(offset).find_mapped_file_by_offset(offset)
 
     def get_message(self, offset: int, size: int) -> bytes | None:
         mf = self._queue_for(offset).find_mapped_file_by_offset(offset)

@@ -33,6 +33,7 @@ from ariane.dledger.wire import (
 )
 from ariane.errors import RemoteProtocolError
 from ariane.raft import HeartBeatRequest, Message, PushRequest, VoteRequest
+from ariane.remoting.eventloop import cancel_and_wait
 
 __all__ = ["RaftTransport"]
 
@@ -235,14 +236,9 @@ class RaftTransport:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        tasks = list(self._tasks)
         self._tasks.clear()
+        await cancel_and_wait(*tasks)
         for link in self.links.values():
             if link.transport is not None:
                 link.transport.close()

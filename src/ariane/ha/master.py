@@ -35,6 +35,7 @@ from ariane.errors import RemoteProtocolError
 from ariane.ha.config import HAConfig
 from ariane.ha.transfer import GroupTransfer, needed_slave_acks
 from ariane.ha.wire import ReportDecoder, encode_frame_header
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.store.results import PutStatus
 
 if TYPE_CHECKING:
@@ -299,10 +300,12 @@ class HAMaster:
         self._notified = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.port = 0
-        #: SYNC_MASTER outcomes: answered after slaves acknowledged, timed out, no slave
+        #: SYNC_MASTER outcomes: answered after slaves acknowledged, timed out, no slave,
+        #: refused before the put (fewer than ``minInSyncReplicas`` in sync; counted by the broker)
         self.sync_acked = 0
         self.sync_timeouts = 0
         self.sync_not_available = 0
+        self.sync_refused = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -324,13 +327,8 @@ class HAMaster:
 
     async def stop(self) -> None:
         """Stop listening, close every slave connection, fail what still waits."""
-        if self._tick_task is not None:
-            self._tick_task.cancel()
-            try:
-                await self._tick_task
-            except asyncio.CancelledError:
-                pass
-            self._tick_task = None
+        task, self._tick_task = self._tick_task, None
+        await cancel_and_wait(task)
         if self._server is not None:
             self._server.close()
             self._server = None

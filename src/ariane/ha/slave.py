@@ -33,6 +33,7 @@ from ariane.ha.config import HAConfig
 from ariane.ha.master import no_delay
 from ariane.ha.wire import Frame, FrameDecoder, encode_report
 from ariane.remoting.client import parse_address
+from ariane.remoting.eventloop import cancel_and_wait
 
 if TYPE_CHECKING:
     from ariane.store.message_store import MessageStore
@@ -281,12 +282,7 @@ class HAClient:
         task, self._task = self._task, None
         if self._conn is not None:
             self._conn.close()
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await cancel_and_wait(task)
         self.state = SlaveState.IDLE
 
     def _refuse(self, reason: str) -> None:

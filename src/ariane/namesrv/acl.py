@@ -14,7 +14,6 @@ client, as RocketMQ's NameServer serves them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from ariane.acl.files import ACL_SUFFIXES, AclFileSet, AclPaths
@@ -22,6 +21,7 @@ from ariane.acl.hook import AclHook, throttled_refusal_log
 from ariane.common.clock import Clock
 from ariane.common.fileio import read_file_tree
 from ariane.errors import ConfigError
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.protocol.codes import RequestCode
 
 __all__ = ["WRITE_CODES", "NamesrvAcl"]
@@ -94,10 +94,7 @@ class NamesrvAcl:
     async def stop(self) -> None:
         """Stop watching."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _watch(self) -> None:
         while True:

@@ -12,7 +12,6 @@ is served over HTTP (:mod:`ariane.namesrv.metrics`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -27,6 +26,7 @@ from ariane.namesrv.processors import NamesrvProcessor
 from ariane.namesrv.route_info import RouteInfoManager
 from ariane.remoting.channel import Channel
 from ariane.remoting.config import RemotingServerConfig
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.metrics import RpcMetrics
 from ariane.remoting.server import RemotingServer
 
@@ -108,11 +108,8 @@ class NameServer:
 
     async def stop(self) -> None:
         """Stop serving; pending KV writes finish first."""
-        if self._scan_task is not None:
-            self._scan_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._scan_task
-            self._scan_task = None
+        task, self._scan_task = self._scan_task, None
+        await cancel_and_wait(task)
         await self.remoting.stop()
         if self.acl is not None:
             await self.acl.stop()

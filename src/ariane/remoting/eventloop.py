@@ -1,4 +1,5 @@
-"""Event-loop selection: uvloop when it is installed, the standard loop otherwise."""
+"""Event-loop selection (uvloop when it is installed, the standard loop otherwise), and
+stopping background tasks."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["loop_factory", "run", "uvloop_available"]
+__all__ = ["cancel_and_wait", "loop_factory", "run", "uvloop_available"]
 
 T = TypeVar("T")
 
@@ -36,3 +37,22 @@ def run(main: Coroutine[Any, Any, T], *, use_uvloop: bool = True) -> T:
         with asyncio.Runner(loop_factory=_uvloop.new_event_loop) as runner:
             return runner.run(main)
     return asyncio.run(main)
+
+
+async def cancel_and_wait(*tasks: asyncio.Future[Any] | None) -> None:
+    """Cancel ``tasks`` (``None`` entries are skipped) and wait until each has finished.
+
+    A task's own ``CancelledError`` is the expected end and is swallowed; any other error it
+    ends with is raised. If the caller itself is being cancelled meanwhile, that cancellation
+    is raised, not swallowed (which a bare ``except CancelledError: pass`` would do).
+    """
+    pending = [task for task in tasks if task is not None]
+    for task in pending:
+        task.cancel()
+    for task in pending:
+        try:
+            await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise

@@ -21,6 +21,7 @@ from typing import cast
 from ariane.remoting.channel import Channel
 from ariane.remoting.config import RemotingServerConfig
 from ariane.remoting.dispatch import Dispatcher, DispatchingEndpoint
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.local import LocalChannel, LocalRequestCallback
 from ariane.remoting.protocol.command import RemotingCommand
 
@@ -102,11 +103,8 @@ class RemotingServer(DispatchingEndpoint):
         if server is None:
             return
         server.close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-            self._sweeper = None
+        sweeper, self._sweeper = self._sweeper, None
+        await cancel_and_wait(sweeper)
         tasks = set(self.dispatcher.tasks)
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=self.config.shutdown_grace_seconds)

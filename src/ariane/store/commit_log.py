@@ -604,6 +604,11 @@ class CommitLog:
         """Start offset of the file after the one holding ``offset``."""
         return offset + self.file_size - offset % self.file_size
 
+    def file_at(self, offset: int) -> MappedFile | None:
+        """The file holding physical ``offset``, or None (reads of many records look each
+        file up once through this)."""
+        return self.queue.find_mapped_file_by_offset(offset)
+
     def get_message(self, offset: int, size: int) -> bytes | None:
         """The ``size`` bytes at physical ``offset`` (a whole record), or None."""
         mf = self.queue.find_mapped_file_by_offset(offset, offset == 0)

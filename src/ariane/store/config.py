@@ -58,6 +58,13 @@ def _snap_precision(value: int) -> int:
     return 100
 
 
+#: ``dedupWindowSize``: ids the idempotence window keeps (``ariane.store.dedup``; about 450
+#: bytes each with a 32-character id).
+DEFAULT_DEDUP_WINDOW_SIZE = 200_000
+#: ``dedupWindowMs``: how long an id is kept after its message was stored.
+DEFAULT_DEDUP_WINDOW_MS = 24 * 3600 * 1000
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoreConfig:
     """Message store configuration. Every field has RocketMQ's default.
@@ -109,6 +116,9 @@ class StoreConfig:
     timer_roll_window_slot: int = 2 * 24 * 3600
     mapped_file_size_timer_log: int = 100 * 1024 * 1024
     timer_flush_interval_ms: int = 1000
+    # -- idempotent sends (issue 19): ariane.store.dedup --
+    dedup_window_size: int = DEFAULT_DEDUP_WINDOW_SIZE
+    dedup_window_ms: int = DEFAULT_DEDUP_WINDOW_MS
 
     def __post_init__(self) -> None:
         if not self.store_path_root_dir:
@@ -178,8 +188,9 @@ class StoreConfig:
             )
         if self.disk_space_warning_level_ratio > 1:
             raise ConfigError("diskSpaceWarningLevelRatio", "must be <= 1")
-        if not 1 <= self.access_message_in_memory_max_ratio <= 100:
-            raise ConfigError("accessMessageInMemoryMaxRatio", "must be in [1, 100]")
+        if not 0 <= self.access_message_in_memory_max_ratio <= 100:
+            # 0 (RocketMQ accepts it too): every read short of the newest message is "cold"
+            raise ConfigError("accessMessageInMemoryMaxRatio", "must be in [0, 100]")
         index_size = INDEX_HEADER_SIZE + self.max_hash_slot_num * 4 + self.max_index_num * 20
         if index_size >= 1 << 31:
             raise ConfigError("maxIndexNum", "index file would exceed 2 GiB")
@@ -188,6 +199,10 @@ class StoreConfig:
             raise ConfigError("timerMaxDelaySec", f"must be > 0, got {self.timer_max_delay_sec}")
         if self.timer_flush_interval_ms <= 0:
             raise ConfigError("timerFlushIntervalMs", "must be > 0")
+        if self.dedup_window_size < 0:
+            raise ConfigError("dedupWindowSize", "must be >= 0 (0 turns deduplication off)")
+        if self.dedup_window_ms <= 0:
+            raise ConfigError("dedupWindowMs", f"must be > 0, got {self.dedup_window_ms}")
         if not 1024 <= self.mapped_file_size_timer_log < 1 << 31:
             raise ConfigError("mappedFileSizeTimerLog", "must be in [1 KiB, 2 GiB)")
 

@@ -33,6 +33,7 @@ from ariane.store.cleanup import CleanService, DiskUsage, disk_usage_ratio
 from ariane.store.commit_log import CommitLog, PreparedOne
 from ariane.store.config import FlushDiskType, StoreConfig
 from ariane.store.consume_queue import ConsumeQueue
+from ariane.store.dedup import DedupWindow, rebuild
 from ariane.store.disk import OS_DISK, Disk
 from ariane.store.dispatch import ArrivingListener, Dispatcher, ReputService
 from ariane.store.filter import MessageFilter
@@ -126,6 +127,8 @@ class MessageStore(StoreReads):
         #: replication (a slave's store): replicated appends, and puts refused while on
         self.replica_writer = ReplicaWriter(self.commit_log, config.delay_levels_ms)
         self._replica_mode = False
+        #: ids of idempotent sends stored lately (the broker reads and feeds it)
+        self.dedup = DedupWindow(config.dedup_window_size, config.dedup_window_ms)
 
     # -- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> MessageStore:
@@ -163,8 +166,18 @@ class MessageStore(StoreReads):
         except Exception:
             logger.exception("loading the message store failed")
             return False
+        self.rebuild_dedup()
         self._loaded = True
         return True
+
+    def rebuild_dedup(self) -> int:
+        """Refill the idempotence window from the CommitLog's tail (at load, and when a slave
+        becomes writeable); returns the ids it holds."""
+        log = self.commit_log
+        count = rebuild(self.dedup, log, log.max_offset, self.clock.now_ms())
+        if count:
+            logger.info("idempotence window rebuilt from the CommitLog: %d ids", count)
+        return count
 
     def _recover(self) -> StoreCheckpoint:
         """Map the files and recover (``load_store``); returns the checkpoint."""
@@ -415,6 +428,22 @@ class MessageStore(StoreReads):
         result = self._append(lambda: self.commit_log.put_message(msg))
         return self._wait_flush(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false")
 
+    def append_message(self, msg: MessageInner) -> tuple[PutResult, Future[PutResult]]:
+        """``submit_message`` that also returns the append's result at once (where the
+        message went, before the flush policy is met)."""
+        result = self._append(lambda: self.commit_log.put_message(msg))
+        return result, self._wait_flush(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false")
+
+    def append_messages(self, batch: MessageBatchInner) -> tuple[PutResult, Future[PutResult]]:
+        """``submit_messages`` that also returns the append's result at once."""
+        result = self._append(lambda: self.commit_log.put_messages(batch))
+        return result, self._wait_flush(result, True)
+
+    def wait_durable(self, result: PutResult) -> Future[PutResult]:
+        """A future completing with ``result`` once the flush policy covers its bytes (a
+        message stored earlier, answered again: the idempotence window's duplicates)."""
+        return self._wait_flush(result, True)
+
     def _put_and_wait(self, result: PutResult, wait: bool) -> PutResult:
         gc = self.group_commit
         if result.msg_num == 0 or gc is None:
@@ -508,6 +537,7 @@ class MessageStore(StoreReads):
             logger.info("message store in replica mode from offset %d", self.max_phy_offset)
         else:
             logger.info("message store accepts puts again at offset %d", self.max_phy_offset)
+            self.rebuild_dedup()  # the replicated records' ids, for the sends to come
 
     def append_replica(self, offset: int, data: bytes) -> ReplicaResult:
         """Append the master's CommitLog bytes ``data`` at ``offset`` (the end of the log)

@@ -109,8 +109,9 @@ class StoreReads:
         commit_log = self.commit_log
         max_offset_py = commit_log.max_offset
         memory = _MEMORY * cfg.access_message_in_memory_max_ratio // 100
-        find = commit_log.queue.find_mapped_file_by_offset
-        file_size = commit_log.file_size
+        # through the log, not its file queue: a DLedger log upgraded from a plain store keeps
+        # the old files below its division in a second queue
+        find = commit_log.file_at
         status = GetStatus.NO_MATCHED_MESSAGE
         messages: list[bytes] = []
         queue_offsets: list[int] = []
@@ -152,7 +153,7 @@ class StoreReads:
                     mf_start = mf_end = -1
                 else:
                     mf_start = mf.file_from_offset
-                    mf_end = mf_start + file_size
+                    mf_end = mf_start + mf.file_size
             record = mf.read(off - mf_start, size) if mf is not None else None
             if record is None:
                 if not messages:

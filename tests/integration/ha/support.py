@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,27 @@ def client_config(cluster: HACluster, instance: str) -> ClientConfig:
         heartbeat_broker_interval_ms=1000,
         route_refresh_on_failure_ms=300,
     )
+
+
+def run(coro: Coroutine[Any, Any, None]) -> None:
+    """Run a test's coroutine with a generous overall deadline."""
+    asyncio.run(asyncio.wait_for(coro, 240))
+
+
+async def create_topic(admin: Admin, cluster: HACluster, topic: str, queues: int = 4) -> None:
+    """Create ``topic`` on every master and wait until every member and the route know it."""
+    await admin.create_topic(topic, read_queue_nums=queues, write_queue_nums=queues)
+    for member in cluster.members.values():
+        await wait_topic_on(admin, member.addr, topic)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            await admin.topic_route(topic)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
 
 
 async def wait_until(cond: Callable[[], bool], timeout_s: float = 30.0, what: str = "") -> None:

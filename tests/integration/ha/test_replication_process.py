@@ -9,8 +9,6 @@ import itertools
 import random
 import time
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -31,10 +29,11 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from tests.integration.ha.support import (
     client_config,
     commit_log_bytes,
+    create_topic,
     pull_all,
+    run,
     runtime,
     wait_caught_up,
-    wait_topic_on,
     wait_until,
 )
 from tests.support.cluster import HACluster
@@ -43,16 +42,6 @@ from tests.support.rpc import request, send_message
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture
-def ha_cluster(tmp_path: Path) -> Iterator[HACluster]:
-    """An unstarted cluster the test configures and starts; stopped by PID at the end."""
-    c = HACluster(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 def scrape(addr: str) -> str:
@@ -66,25 +55,6 @@ def metric_value(text: str, name: str) -> float:
         if line.startswith(name + "{") or line.startswith(name + " "):
             return float(line.rsplit(" ", 1)[1])
     raise AssertionError(f"no {name} in the scrape")
-
-
-def run(coro: object) -> None:
-    asyncio.run(asyncio.wait_for(coro, 240))  # type: ignore[arg-type]
-
-
-async def create_topic(admin: Admin, cluster: HACluster, topic: str, queues: int = 4) -> None:
-    await admin.create_topic(topic, read_queue_nums=queues, write_queue_nums=queues)
-    for member in cluster.members.values():
-        await wait_topic_on(admin, member.addr, topic)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            await admin.topic_route(topic)
-            return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
 
 
 def test_slave_copies_100k_messages_byte_for_byte(ha_cluster: HACluster) -> None:

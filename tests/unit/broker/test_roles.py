@@ -88,6 +88,36 @@ def test_sync_master_with_in_sync_replicas_one_does_not_wait(tmp_path: Path) -> 
     run(main())
 
 
+@pytest.mark.parametrize(("minimum", "expect"), [(2, ResponseCode.SYSTEM_ERROR), (1, None)])
+def test_auto_in_sync_replicas_refuses_below_the_minimum(
+    tmp_path: Path, minimum: int, expect: ResponseCode | None
+) -> None:
+    """Fewer replicas in sync than minInSyncReplicas (no slave: one): refused before the put,
+    nothing stored; at the minimum (the master alone) the send is stored and SEND_OK."""
+
+    async def main() -> None:
+        b = await Broker(
+            tmp_path, broker_role="SYNC_MASTER", in_sync_replicas=3,
+            enable_auto_in_sync_replicas=True, min_in_sync_replicas=minimum,
+        ).start()  # fmt: skip
+        try:
+            r = await b.send("T", b"x")
+            stored = b.c.store.get_max_offset_in_queue("T", 0)
+            if expect is None:
+                assert (r.code, stored) == (ResponseCode.SUCCESS, 1)
+                assert b.c.replication.metrics().sync_refused == 0
+            else:
+                assert (r.code, r.remark, stored) == (expect, "in-sync replicas not enough", 0)
+                assert b.c.replication.metrics().sync_refused == 1
+                r = await b.send("T", b"no wait", props={"WAIT": "false"})
+                assert r.code == ResponseCode.SUCCESS  # nothing to wait for, nothing refused
+                assert b.c.store.get_max_offset_in_queue("T", 0) == 1
+        finally:
+            await b.stop()
+
+    run(main())
+
+
 @pytest.mark.parametrize(("slave_read", "expect"), [(True, "1"), (False, "0")])
 def test_a_master_suggests_a_slave_for_cold_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slave_read: bool, expect: str

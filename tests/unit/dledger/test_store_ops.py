@@ -165,6 +165,17 @@ def test_upgrade_from_a_master_slave_store(tmp_path: Path) -> None:
             record = store.commit_log.get_message(old_offsets[3], 200)
             assert record is not None
             assert b"old-03" in record
+            # a consumer's pull reads across the division: the old records, then the new
+            # ones (32 per pull at most, RocketMQ's maxTransferCountOnMessageInMemory)
+            first = store.get_message("g", "U", 0, 0, 32)
+            rest = store.get_message("g", "U", 0, first.next_begin_offset, 32)
+            bodies = [decode_record(m)[0].body[:6] for m in first.messages + rest.messages]
+            expected = [b"old-%02d" % i for i in range(30)] + [b"new-0", b"new-1", b"new-2"]
+            # (a follower learns that the last new entries are committed with the next push)
+            assert bodies == expected[: len(bodies)]
+            assert len(bodies) == 33 if node == leader else len(bodies) >= 30
+            offsets = first.message_queue_offsets + rest.message_queue_offsets
+            assert offsets == list(range(len(bodies)))
         # the last old file was sealed with a BLANK record
         tail = old_files[-1].read_bytes()
         assert b"\xcb\xd4\x31\x94" in tail

@@ -91,3 +91,9 @@ def test_config_defaults_and_validation(tmp_path: object) -> None:
         StoreConfig(store_path_root_dir="/x", message_delay_level="1x")
     with pytest.raises(ConfigError, match="syncFlushTimeout"):
         StoreConfig(store_path_root_dir="/x", sync_flush_timeout_ms=0)
+    # 0 is legal (RocketMQ does not check it): every read short of the newest message is cold
+    assert StoreConfig(store_path_root_dir="/x", access_message_in_memory_max_ratio=0)
+    with pytest.raises(ConfigError, match="accessMessageInMemoryMaxRatio"):
+        StoreConfig(store_path_root_dir="/x", access_message_in_memory_max_ratio=-1)
+    with pytest.raises(ConfigError, match="accessMessageInMemoryMaxRatio"):
+        StoreConfig(store_path_root_dir="/x", access_message_in_memory_max_ratio=101)

@@ -20,7 +20,6 @@ Parts: :mod:`.service` (POP), :mod:`.ack` (ACK, BATCH_ACK, CHANGE_MESSAGE_INVISI
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import random
@@ -46,6 +45,7 @@ from ariane.broker.pop.types import (
 )
 from ariane.common.pop import ReceiptHandle
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
+from ariane.remoting.eventloop import cancel_and_wait
 
 if TYPE_CHECKING:
     from ariane.broker.context import BrokerContext
@@ -158,10 +158,7 @@ class PopConsumption:
         self.polling.stop()
         self.notify_polling.stop()
         task, self._buffer_task = self._buffer_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         await self.flush_buffer()
         await self.revive.stop()
         self.orders.file.write_now()

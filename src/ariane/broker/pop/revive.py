@@ -25,7 +25,6 @@ may therefore be written again (at-least-once, like upstream).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from ariane.common.record import decode_record
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.common.topics import RETRY_PREFIX, dlq_topic
 from ariane.errors import CorruptionError, RemoteProtocolError
+from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.store import GetStatus, MessageInner, PutResult, PutStatus
 
@@ -231,11 +231,8 @@ class PopReviveService:
 
     async def stop(self) -> None:
         """Stop reviving (the progress is committed after every pass)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

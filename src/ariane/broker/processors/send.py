@@ -11,7 +11,10 @@ string instead of re-encoding it; run the *send interceptors*; append to the sto
 ASYNC_FLUSH the store's future is already done and the answer goes out at once; under
 SYNC_FLUSH it is answered from the future's callback (hopped to the event loop). Then the
 replication service is told (:meth:`BrokerReplication.after_put`): a SYNC_MASTER answers once
-enough slaves hold the message, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE.
+enough slaves hold the message, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE. Before the put,
+a SYNC_MASTER with ``enableAutoInSyncReplicas`` and fewer replicas in sync than
+``minInSyncReplicas`` refuses the send (SYSTEM_ERROR "in-sync replicas not enough", nothing
+stored), as RocketMQ 5 answers IN_SYNC_REPLICAS_NOT_ENOUGH.
 ``header.batch`` (not the request code) selects the batch path.
 
 Two seams rewrite messages before the store: *send interceptors* see each client send with
@@ -43,6 +46,7 @@ from ariane.common.message import HostPort
 from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id
 from ariane.common.properties import (
     CLUSTER,
+    DEDUP,
     DELAY,
     MSG_REGION,
     ORIGIN_MESSAGE_ID,
@@ -93,6 +97,7 @@ from ariane.store import (
     PutResult,
     PutStatus,
 )
+from ariane.store.dedup import DedupEntry, dedup_topic
 
 if TYPE_CHECKING:
     from ariane.broker.transaction import TransactionBrokerContext
@@ -199,6 +204,8 @@ class SendMessageProcessor:
         self._store_host = broker.store_host
         # replication: wakes the transfer to slaves; a SYNC_MASTER waits for them
         self._after_put = broker.replication.after_put
+        # a SYNC_MASTER with too few replicas in sync refuses before storing (5.x)
+        self._refuse_put = broker.replication.refuse_put
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_flush = broker.store.answers_at_once  # else puts complete later
@@ -210,6 +217,9 @@ class SendMessageProcessor:
         self._trace_config: object = None
         self._trace_values = ("", "")
         self._trace_text = ""
+        # the idempotence window (None when dedupWindowSize is 0)
+        self._dedup = broker.store.dedup if broker.store.dedup.enabled else None
+        self._clock = broker.store.clock
 
     def register(self, server: RemotingServer) -> None:
         """Register the handlers on ``server``."""
@@ -261,6 +271,13 @@ class SendMessageProcessor:
             extra += self._stamp_trace(props)
         if extra and props_text and props_text[-1] != "\x02":
             props_text += "\x02"
+        dedup_id = props.get(DEDUP)
+        if dedup_id is not None:
+            dedup_id = self._dedup_id(header.topic, dedup_id, props)
+            if dedup_id is not None:
+                first = self._dedup.seen(header.topic, dedup_id, self._clock.now_ms())  # type: ignore[union-attr]
+                if first is not None:
+                    return self._answer_duplicate(ctx, header.topic, (first,), uniq)
         inner = MessageInner(
             header.topic, queue_id, request.body or b"", header.flag, props, sys_flag,
             header.born_timestamp, born, self._store_host, header.reconsume_times or 0, 0,
@@ -284,14 +301,72 @@ class SendMessageProcessor:
                 return refused
         topic = header.topic
         wait = inner.properties.get(WAIT_STORE_MSG_OK) != "false"
+        too_few = self._refuse_put(wait)
+        if too_few is not None:
+            return error(ResponseCode.SYSTEM_ERROR, too_few)
         if self._async_flush:  # stored when put returns: no future, no thread hop
             result = self.store.put_message(inner)
+            if dedup_id is not None:
+                self._remember(topic, (dedup_id,), queue_id, result)
             replicated = self._after_put(result, wait)
             if replicated is None:
                 return self.put_response(result, topic, queue_id, uniq)
             return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
-        future = self.store.submit_message(inner)
+        if dedup_id is not None:
+            appended, future = self.store.append_message(inner)
+            self._remember(topic, (dedup_id,), queue_id, appended)
+        else:
+            future = self.store.submit_message(inner)
         return self._answer(ctx, future, topic, queue_id, uniq, wait)
+
+    # -- idempotent sends (ariane.store.dedup) -------------------------------------------------
+
+    def _dedup_id(self, topic: str, dedup_id: str, props: dict[str, str]) -> str | None:
+        """``dedup_id`` if this send is deduplicated: the window is on, not a retry or
+        dead-letter topic, not a transactional message."""
+        if self._dedup is None or not dedup_topic(topic) or not dedup_id:
+            return None
+        if props.get(TRANSACTION_PREPARED) == "true":
+            return None
+        return dedup_id
+
+    def _remember(
+        self, topic: str, ids: list[str | None] | tuple[str, ...], queue_id: int, result: PutResult
+    ) -> None:
+        """Put the stored messages' ids (``None``: no id) in the window."""
+        window = self._dedup
+        if window is None or result.msg_num != len(ids):
+            return
+        offsets = result.offsets or (result.wrote_offset,)
+        end = result.wrote_offset + result.wrote_bytes
+        for i, dedup_id in enumerate(ids):
+            if dedup_id is None:
+                continue
+            phys = offsets[i]
+            size = (offsets[i + 1] if i + 1 < len(offsets) else end) - phys
+            window.remember(
+                topic, dedup_id,
+                DedupEntry(queue_id, result.logics_offset + i, phys, size, result.store_timestamp_ms),
+            )  # fmt: skip
+
+    def _answer_duplicate(
+        self, ctx: RequestContext, topic: str, firsts: tuple[DedupEntry, ...], uniq: str | None
+    ) -> RemotingCommand | None:
+        """SEND_OK with the first copies' queue, offsets and message ids, once those copies
+        are as durable and replicated as a new message would be."""
+        start = min(e.phys_offset for e in firsts)
+        end = max(e.phys_offset + e.size for e in firsts)
+        first = firsts[0]
+        result = PutResult(
+            _PUT_OK, start, end - start, first.store_timestamp_ms, first.queue_offset,
+            len(firsts), offsets=tuple(e.phys_offset for e in firsts),
+        )  # fmt: skip
+        if self._async_flush:
+            replicated = self._after_put(result, True)
+            if replicated is None:
+                return self.put_response(result, topic, first.queue_id, uniq)
+            return self._answer_replicated(ctx, result, replicated, topic, first.queue_id, uniq)
+        return self._answer(ctx, self.store.wait_durable(result), topic, first.queue_id, uniq, True)
 
     def _stamp_trace(self, props: dict[str, str]) -> str:
         """Set ``MSG_REGION`` and ``TRACE_ON`` of this broker in ``props``; their encoded
@@ -387,9 +462,23 @@ class SendMessageProcessor:
             return error(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
         cluster = self.broker.config.broker_cluster_name
         items: list[BatchItem] = []
+        ids: list[str | None] = []  # dedup ids of the items (when any has one)
+        dropped: list[tuple[int, DedupEntry]] = []  # (batch position, first copy)
         for entry in entries:
             text = entry.properties
             props = decode_properties(text)
+            dedup_id = props.get(DEDUP)
+            if dedup_id is not None:
+                dedup_id = self._dedup_id(topic, dedup_id, props)
+                if dedup_id is not None:
+                    first = self._batch_duplicate(topic, dedup_id, ids, items, dropped)
+                    if first is not None:
+                        dropped.append((len(items) + len(dropped), first))
+                        continue
+                    if not ids:
+                        ids = [None] * len(items)
+            if ids or dedup_id is not None:
+                ids.append(dedup_id)
             if props.get(TRANSACTION_PREPARED) == "true":
                 return error(
                     ResponseCode.MESSAGE_ILLEGAL, "transactional messages cannot be batched"
@@ -408,10 +497,17 @@ class SendMessageProcessor:
             if extra and text and text[-1] != "\x02":
                 text += "\x02"
             items.append(BatchItem(entry.body, entry.flag, props, text + extra))
+        if not items:  # every message was stored before
+            return self._answer_duplicate(ctx, topic, tuple(e for _, e in dropped), None)
         batch = MessageBatchInner(
             topic, queue_id, items, sys_flag, header.born_timestamp, born, self._store_host,
             header.reconsume_times or 0,
         )  # fmt: skip
+        too_few = self._refuse_put(True)
+        if too_few is not None:
+            return error(ResponseCode.SYSTEM_ERROR, too_few)
+        if ids:
+            return self._put_batch_remembering(ctx, batch, ids, dropped)
         if self._async_flush:
             result = self.store.put_messages(batch)
             replicated = self._after_put(result, True)
@@ -419,6 +515,56 @@ class SendMessageProcessor:
                 return self.put_response(result, topic, queue_id, None)
             return self._answer_replicated(ctx, result, replicated, topic, queue_id, None)
         future = self.store.submit_messages(batch)
+        return self._answer(ctx, future, topic, queue_id, None, True)
+
+    def _batch_duplicate(
+        self,
+        topic: str,
+        dedup_id: str,
+        ids: list[str | None],
+        items: list[BatchItem],
+        dropped: list[tuple[int, DedupEntry]],
+    ) -> DedupEntry | None:
+        """The first copy of a batch item: in the window, or earlier in the same batch (then
+        a placeholder entry, patched in :meth:`_put_batch_remembering`)."""
+        window = self._dedup
+        assert window is not None
+        first = window.seen(topic, dedup_id, self._clock.now_ms())
+        if first is None and dedup_id in ids:
+            window.duplicates += 1
+            return DedupEntry(-1, ids.index(dedup_id), -1, 0, 0)
+        return first
+
+    def _put_batch_remembering(
+        self,
+        ctx: RequestContext,
+        batch: MessageBatchInner,
+        ids: list[str | None],
+        dropped: list[tuple[int, DedupEntry]],
+    ) -> RemotingCommand | None:
+        """Store a batch whose items carry dedup ids, remember them, and answer with every
+        message's offset (first copies' for the dropped ones) in the batch's order."""
+        topic = batch.topic
+        queue_id = batch.queue_id
+        if self._async_flush:
+            result = self.store.put_messages(batch)
+            future: Future[PutResult] | None = None
+        else:
+            result, future = self.store.append_messages(batch)
+        self._remember(topic, ids, queue_id, result)
+        if dropped and result.msg_num == len(ids):
+            stored = result.offsets or (result.wrote_offset,)
+            offsets = list(stored)
+            for position, first in dropped:
+                # a copy earlier in this batch: its stored offset (index into the stored items)
+                phys = stored[first.queue_offset] if first.phys_offset < 0 else first.phys_offset
+                offsets.insert(position, phys)
+            result.offsets = tuple(offsets)
+        if future is None:
+            replicated = self._after_put(result, True)
+            if replicated is None:
+                return self.put_response(result, topic, queue_id, None)
+            return self._answer_replicated(ctx, result, replicated, topic, queue_id, None)
         return self._answer(ctx, future, topic, queue_id, None, True)
 
     # -- answers -------------------------------------------------------------------------------

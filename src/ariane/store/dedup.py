@@ -1,0 +1,191 @@
+"""The idempotence window: which ``__ARIANE_DEDUP`` ids a broker stored lately, and where.
+
+How it works (Ariane's own; RocketMQ has no broker-side dedup, its closest relative is
+Kafka's idempotent producer): a producer that may send a message twice (a retried or
+speculative Spark task, a micro-batch replayed after a driver crash) stamps it with a
+deterministic id in the ``__ARIANE_DEDUP`` property. The broker asks :meth:`DedupWindow.seen`
+before storing such a message; a hit means the message is already in the CommitLog, so it
+is dropped and the sender is answered with the first copy's queue, queue offset and
+physical offset. After a store the broker calls :meth:`DedupWindow.remember`. Messages
+without the property never reach this module.
+
+The window is bounded twice: at most ``max_entries`` ids (the oldest go first) and only ids
+stored within ``max_age_ms`` of now (by store time). Ids are per topic: the same id sent to
+two topics is two messages.
+
+The window is a cache over the CommitLog, like the ConsumeQueues and the index: at start-up
+:func:`rebuild` walks the CommitLog files that can hold records younger than ``max_age_ms``
+and remembers every record carrying the property (a file without the property's bytes is
+skipped by one ``mmap.find``, so stores that never see the property pay almost nothing). A
+crash therefore loses no id whose message survived: the window holds exactly the ids of the
+messages the recovered log holds. Retry and dead-letter topics are not deduplicated (a
+message consumed and sent back twice keeps the property and must be stored twice), nor are
+transactional messages (a rolled-back id may be sent again).
+
+Pure and single-threaded: the broker calls it from its event loop, the store's loader before
+any send.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, NamedTuple
+
+from ariane.common.properties import DEDUP, REAL_TOPIC, TRANSACTION_PREPARED
+from ariane.common.topics import DLQ_PREFIX, RETRY_PREFIX
+from ariane.store.config import DEFAULT_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_SIZE
+from ariane.store.format import Decoded, EndOfSegment, check_record
+
+if TYPE_CHECKING:
+    from ariane.store.commit_log import CommitLog
+
+__all__ = [
+    "DEFAULT_DEDUP_WINDOW_MS",
+    "DEFAULT_DEDUP_WINDOW_SIZE",
+    "DedupEntry",
+    "DedupWindow",
+    "dedup_topic",
+    "rebuild",
+]
+
+
+_MARKER = (DEDUP + "\x01").encode()
+
+
+class DedupEntry(NamedTuple):
+    """Where the first copy of a message was stored."""
+
+    queue_id: int
+    queue_offset: int
+    phys_offset: int
+    size: int
+    store_timestamp_ms: int
+
+
+def dedup_topic(topic: str) -> bool:
+    """Whether sends to ``topic`` are deduplicated (not retry and dead-letter topics)."""
+    return not topic.startswith((RETRY_PREFIX, DLQ_PREFIX))
+
+
+class DedupWindow:
+    """The ids stored lately (see the module docstring).
+
+    Args:
+        max_entries: ids kept at most (``dedupWindowSize``); 0 turns deduplication off.
+        max_age_ms: how long an id is kept after its store time (``dedupWindowMs``).
+    """
+
+    __slots__ = ("_entries", "duplicates", "max_age_ms", "max_entries")
+
+    def __init__(
+        self,
+        max_entries: int = DEFAULT_DEDUP_WINDOW_SIZE,
+        max_age_ms: int = DEFAULT_DEDUP_WINDOW_MS,
+    ) -> None:
+        self.max_entries = max_entries
+        self.max_age_ms = max_age_ms
+        self._entries: OrderedDict[tuple[str, str], DedupEntry] = OrderedDict()
+        #: messages found already stored (dropped by the broker) since start
+        self.duplicates = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def enabled(self) -> bool:
+        """False when ``max_entries`` is 0."""
+        return self.max_entries > 0
+
+    def seen(self, topic: str, dedup_id: str, now_ms: int) -> DedupEntry | None:
+        """The first copy of (topic, id) if it is within the window, counting the hit."""
+        self.expire(now_ms)
+        entry = self._entries.get((topic, dedup_id))
+        if entry is not None:
+            self.duplicates += 1
+        return entry
+
+    def remember(self, topic: str, dedup_id: str, entry: DedupEntry) -> None:
+        """Record a stored message (a known id keeps its first copy)."""
+        if self.max_entries <= 0:
+            return
+        entries = self._entries
+        key = (topic, dedup_id)
+        if key in entries:
+            return
+        entries[key] = entry
+        while len(entries) > self.max_entries:
+            entries.popitem(last=False)
+
+    def expire(self, now_ms: int) -> None:
+        """Forget ids stored more than ``max_age_ms`` before ``now_ms``."""
+        entries = self._entries
+        cutoff = now_ms - self.max_age_ms
+        while entries:
+            key = next(iter(entries))
+            if entries[key].store_timestamp_ms >= cutoff:
+                return
+            del entries[key]
+
+    def clear(self) -> None:
+        """Forget every id (before a rebuild)."""
+        self._entries.clear()
+
+
+def _first_file_to_scan(commit_log: CommitLog, cutoff_ms: int) -> int:
+    """Index of the newest file whose first record was stored at or before ``cutoff_ms``
+    (records after it are younger or in it); 0 when every file is younger."""
+    files = commit_log.queue.files
+    for index in range(len(files) - 1, -1, -1):
+        res = check_record(
+            files[index].mm, 0, commit_log.file_size, check_crc=False, want_dispatch=False,
+            want_route=True,
+        )  # fmt: skip
+        if isinstance(res, Decoded) and res.route is not None and res.route[3] <= cutoff_ms:
+            return index
+    return 0
+
+
+def rebuild(window: DedupWindow, commit_log: CommitLog, end_offset: int, now_ms: int) -> int:
+    """Refill ``window`` from the CommitLog records below ``end_offset``; returns the ids
+    remembered. Records that do not decode end the scan of their file."""
+    window.clear()
+    if not window.enabled:
+        return 0
+    files = commit_log.queue.files
+    size = commit_log.file_size
+    cutoff = now_ms - window.max_age_ms
+    for mf in files[_first_file_to_scan(commit_log, cutoff) :]:
+        limit = min(size, end_offset - mf.file_from_offset)
+        if limit <= 0:
+            break
+        if mf.mm.find(_MARKER, 0, limit) < 0:
+            continue
+        _scan_file(window, mf.mm, mf.file_from_offset, limit, cutoff)
+    window.expire(now_ms)
+    return len(window)
+
+
+def _scan_file(window: DedupWindow, buf: object, base: int, limit: int, cutoff: int) -> None:
+    pos = 0
+    while pos < limit:
+        res = check_record(buf, pos, limit, check_crc=False, want_dispatch=True)  # type: ignore[arg-type]
+        if isinstance(res, EndOfSegment) or not isinstance(res, Decoded):
+            return
+        req = res.dispatch
+        pos += res.size
+        if req is None or req.properties is None or req.store_timestamp_ms < cutoff:
+            continue
+        dedup_id = req.properties.get(DEDUP)
+        if dedup_id is None or req.properties.get(TRANSACTION_PREPARED) == "true":
+            continue
+        topic = req.properties.get(REAL_TOPIC) or req.topic
+        if not dedup_topic(topic) or not dedup_topic(req.topic):
+            continue
+        window.remember(
+            topic,
+            dedup_id,
+            DedupEntry(
+                req.queue_id, req.consume_queue_offset, base + pos - res.size, res.size,
+                req.store_timestamp_ms,
+            ),
+        )  # fmt: skip

@@ -1,0 +1,145 @@
+"""The idempotence window (ariane.store.dedup): bounds, and its rebuild from the CommitLog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ariane.common.clock import ManualClock
+from ariane.common.properties import DEDUP, REAL_TOPIC, TRANSACTION_PREPARED
+from ariane.store.dedup import DedupEntry, DedupWindow, dedup_topic
+from ariane.store.message_store import MessageStore
+from tests.unit.store.helpers import msg, open_store, small_config
+
+
+def _entry(ts: int, offset: int = 0) -> DedupEntry:
+    return DedupEntry(0, offset, offset * 100, 100, ts)
+
+
+def test_seen_counts_hits_and_keeps_the_first_copy() -> None:
+    w = DedupWindow(10, 1000)
+    assert w.seen("T", "a", 0) is None
+    w.remember("T", "a", _entry(0, 1))
+    w.remember("T", "a", _entry(5, 2))  # a second remember keeps the first copy
+    assert w.seen("T", "a", 10) == _entry(0, 1)
+    assert w.seen("U", "a", 10) is None  # ids are per topic
+    assert (w.duplicates, len(w)) == (1, 1)
+
+
+def test_size_bound_drops_the_oldest() -> None:
+    w = DedupWindow(2, 10_000)
+    for i, key in enumerate("abc"):
+        w.remember("T", key, _entry(i, i))
+    assert w.seen("T", "a", 3) is None
+    assert w.seen("T", "b", 3) == _entry(1, 1)
+    assert w.seen("T", "c", 3) == _entry(2, 2)
+    assert len(w) == 2
+
+
+def test_age_bound_forgets_old_ids() -> None:
+    w = DedupWindow(10, 100)
+    w.remember("T", "a", _entry(1000))
+    w.remember("T", "b", _entry(1050))
+    assert w.seen("T", "a", 1100) == _entry(1000)  # exactly max_age old: still in
+    assert w.seen("T", "a", 1101) is None
+    assert w.seen("T", "b", 1101) == _entry(1050)
+    assert len(w) == 1
+
+
+def test_size_zero_turns_it_off() -> None:
+    w = DedupWindow(0, 100)
+    assert not w.enabled
+    w.remember("T", "a", _entry(0))
+    assert w.seen("T", "a", 0) is None
+    assert len(w) == 0
+
+
+def test_retry_and_dlq_topics_are_not_deduplicated() -> None:
+    assert dedup_topic("Orders")
+    assert not dedup_topic("%RETRY%G")
+    assert not dedup_topic("%DLQ%G")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    max_entries=st.integers(1, 6),
+    max_age=st.integers(1, 50),
+    sends=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 20)), max_size=80),
+)
+def test_each_id_is_stored_once_within_the_window(
+    max_entries: int, max_age: int, sends: list[tuple[int, int]]
+) -> None:
+    """Any sequence of sends with repeats (id, time step): an id is stored again only after
+    its copy left the window (more than ``max_entries`` newer ids, or older than ``max_age``),
+    and a repeat inside the window is answered with its first copy."""
+    w = DedupWindow(max_entries, max_age)
+    now = 0
+    stored: list[tuple[str, int]] = []  # (id, store time) in store order
+    for ident, step in sends:
+        now += step
+        key = f"id{ident}"
+        first = w.seen("T", key, now)
+        if first is not None:
+            index = first.queue_offset
+            assert stored[index][0] == key
+            assert now - stored[index][1] <= max_age
+            continue
+        for index in range(len(stored) - 1, -1, -1):
+            if stored[index][0] == key:
+                newer = len(stored) - 1 - index
+                assert newer >= max_entries or now - stored[index][1] > max_age
+                break
+        w.remember("T", key, DedupEntry(0, len(stored), 0, 1, now))
+        stored.append((key, now))
+        assert len(w) <= max_entries
+
+
+def test_rebuild_from_the_commit_log_after_restart(tmp_path: Path) -> None:
+    clock = ManualClock()
+    with open_store(tmp_path, clock) as store:
+        assert len(store.dedup) == 0
+        store.put_message(msg(body=b"plain"))
+        first = store.put_message(msg(body=b"a", **{DEDUP: "id-a"}))
+        clock.advance(5_000)
+        second = store.put_message(msg("Other", 1, b"b", **{DEDUP: "id-b"}))
+        store.put_message(msg("%RETRY%G", body=b"r", **{DEDUP: "id-r"}))
+        half = {DEDUP: "id-t", TRANSACTION_PREPARED: "true"}
+        store.put_message(msg(body=b"t", **half))
+        store.put_message(msg("SCHEDULE_TOPIC_XXXX", 2, b"d", **{DEDUP: "id-d", REAL_TOPIC: "T"}))
+    clock.advance(1000)
+    store = MessageStore(small_config(tmp_path, dedup_window_ms=5_500), clock=clock)
+    assert store.load()
+    try:
+        w = store.dedup
+        assert len(w) == 2  # id-a is older than 5.5 s, retry and transactional ids skipped
+        now = clock.now_ms()
+        assert w.seen("TopicA", "id-a", now) is None
+        assert w.seen("Other", "id-b", now) == DedupEntry(
+            1, 0, second.wrote_offset, second.wrote_bytes, second.store_timestamp_ms
+        )
+        assert w.seen("T", "id-d", now) is not None  # a delayed message: its real topic
+        assert first.wrote_offset >= 0
+    finally:
+        store.shutdown()
+
+
+def test_rebuild_respects_the_size_bound_and_skips_plain_logs(tmp_path: Path) -> None:
+    clock = ManualClock()
+    with open_store(tmp_path, clock) as store:
+        for i in range(300):  # several 64 KiB files
+            store.put_message(msg(body=b"x" * 500, **({DEDUP: f"id{i}"} if i >= 200 else {})))
+    store = MessageStore(small_config(tmp_path, dedup_window_size=30), clock=clock)
+    assert store.load()
+    try:
+        w = store.dedup
+        assert len(w) == 30
+        now = clock.now_ms()
+        assert w.seen("TopicA", "id269", now) is None
+        got = w.seen("TopicA", "id270", now)
+        assert got is not None
+        assert got.queue_offset == 270
+        assert w.seen("TopicA", "id299", now) is not None
+    finally:
+        store.shutdown()
