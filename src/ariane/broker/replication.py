@@ -171,6 +171,11 @@ class BrokerReplication:
             return None
         return master.replicate(result.wrote_offset + result.wrote_bytes)
 
+    @property
+    def master_alive(self) -> bool:
+        """A slave whose replication connection to its master transfers now."""
+        return self.role.is_slave and self.client.state is SlaveState.TRANSFER
+
     def refuse_put(self, wait: bool) -> str | None:
         """Before a put: with ``enableAutoInSyncReplicas``, a SYNC_MASTER send that waits is
         refused when fewer replicas than ``minInSyncReplicas`` (the master's copy included)

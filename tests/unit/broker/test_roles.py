@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from ariane.common.roles import BrokerRole
-from ariane.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION
+from ariane.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
+from ariane.ha.slave import SlaveState
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from tests.unit.broker.harness import Broker, run
@@ -83,6 +84,46 @@ def test_sync_master_with_in_sync_replicas_one_does_not_wait(tmp_path: Path) -> 
         try:
             assert (await b.send("T", b"x")).code == ResponseCode.SUCCESS
         finally:
+            await b.stop()
+
+    run(main())
+
+
+def test_a_slave_sends_consumers_back_to_a_live_master(tmp_path: Path) -> None:
+    """While its master is up (replication transfers), a slave answers a read that is not
+    cold with the master's id, and one that finds nothing PULL_RETRY_IMMEDIATELY at once
+    instead of holding it (RocketMQ 5); with the master down it holds the pull."""
+
+    async def main() -> None:
+        b = await Broker(tmp_path, slave_read_enable=True).start()
+        for i in range(3):
+            assert (await b.send("T", f"m{i}".encode())).code == ResponseCode.SUCCESS
+        await b.c.change_role(BrokerRole.SLAVE, 1)
+        suspend = PULL_SUBSCRIPTION | PULL_SUSPEND
+        try:
+            b.c.replication.client.state = SlaveState.TRANSFER  # as if copying from its master
+            r = await b.answer(RequestCode.PULL_MESSAGE, b.pull_header("T", sys_flag=suspend))
+            assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.SUCCESS, "0")
+            r = await b.answer(
+                RequestCode.PULL_MESSAGE, b.pull_header("T", sys_flag=suspend, offset=3)
+            )
+            assert r.code == ResponseCode.PULL_RETRY_IMMEDIATELY  # not held
+            assert (r.ext_fields["suggestWhichBrokerId"], r.ext_fields["nextBeginOffset"]) == (
+                "0",
+                "3",
+            )
+            assert b.c.hold.held_count == 0
+            b.c.replication.client.state = SlaveState.CONNECTING  # the master is gone
+            held = await b.call(
+                RequestCode.PULL_MESSAGE,
+                b.pull_header("T", sys_flag=suspend, offset=3),
+                expect_answer=False,
+            )
+            assert held is None  # held, as a master holds it
+            assert b.c.hold.held_count == 1
+        finally:
+            await b.c.replication.stop()
+            await b.c._stop_master_services()
             await b.stop()
 
     run(main())
