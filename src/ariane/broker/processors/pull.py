@@ -17,7 +17,11 @@ consumer piggy-backs (COMMIT_OFFSET flag) is committed on the first run only, an
 slave. Replication (book §19): with ``slaveReadEnable`` the answer's ``suggestWhichBrokerId``
 sends a consumer reading messages no longer in memory to the group's
 ``whichBrokerWhenConsumeSlowly`` (else to its ``brokerId``); without it every answer, a
-slave's included, points back to the master. A slave without ``offsetCheckInSlave`` never
+slave's included, points back to the master. A slave that replicates from its master right
+now (so the master is up) points every read that is not cold back to the master and answers
+one that finds nothing PULL_RETRY_IMMEDIATELY instead of holding it, as RocketMQ 5 does: a
+consumer that caught up on the slave returns to the master at once. While the master is
+down, a slave serves and holds pulls like a master. A slave without ``offsetCheckInSlave`` never
 moves a consumer's offset (it may just be behind): PULL_OFFSET_MOVED becomes
 PULL_RETRY_IMMEDIATELY at the same offset.
 """
@@ -154,11 +158,18 @@ class PullMessageProcessor:
             # a slave behind its master must not move consumers: retry at the same offset
             code = ResponseCode.PULL_RETRY_IMMEDIATELY
             next_begin = header.queue_offset
+        suggest = self._suggest(checked, res)
+        if slave and not res.suggest_pulling_from_slave and self.broker.replication.master_alive:
+            # RocketMQ 5: a slave sends a consumer that is not reading cold messages back to
+            # its live master, at once when it has nothing to give (instead of holding it)
+            suggest = MASTER_ID
+            if code != ResponseCode.SUCCESS:
+                code = ResponseCode.PULL_RETRY_IMMEDIATELY
         offsets.record_pull(group, topic, queue_id, next_begin)
         if code == _NOT_FOUND and allow_suspend and self._hold(ctx, request, header, flt):
             return None
         ext = {
-            "suggestWhichBrokerId": str(self._suggest(checked, res)),
+            "suggestWhichBrokerId": str(suggest),
             "nextBeginOffset": str(next_begin),
             "minOffset": str(res.min_offset),
             "maxOffset": str(res.max_offset),
