@@ -129,9 +129,10 @@ def test_a_slave_sends_consumers_back_to_a_live_master(tmp_path: Path) -> None:
     run(main())
 
 
+@pytest.mark.parametrize("mode", ["enable_auto_in_sync_replicas", "all_ack_in_sync_state_set"])
 @pytest.mark.parametrize(("minimum", "expect"), [(2, ResponseCode.SYSTEM_ERROR), (1, None)])
-def test_auto_in_sync_replicas_refuses_below_the_minimum(
-    tmp_path: Path, minimum: int, expect: ResponseCode | None
+def test_adaptive_in_sync_replicas_refuse_below_the_minimum(
+    tmp_path: Path, mode: str, minimum: int, expect: ResponseCode | None
 ) -> None:
     """Fewer replicas in sync than minInSyncReplicas (no slave: one): refused before the put,
     nothing stored; at the minimum (the master alone) the send is stored and SEND_OK."""
@@ -139,7 +140,7 @@ def test_auto_in_sync_replicas_refuses_below_the_minimum(
     async def main() -> None:
         b = await Broker(
             tmp_path, broker_role="SYNC_MASTER", in_sync_replicas=3,
-            enable_auto_in_sync_replicas=True, min_in_sync_replicas=minimum,
+            min_in_sync_replicas=minimum, **{mode: True},
         ).start()  # fmt: skip
         try:
             r = await b.send("T", b"x")
