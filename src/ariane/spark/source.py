@@ -366,6 +366,8 @@ def write_partition(
     ids = MessageIdSequence(namespace, batch_id, partition)
     sender = RowSender(opts)
     for batch in iterator:
+        if sender.add_batch(batch, ids):
+            continue
         for row in batch_to_rows(batch):
             sender.add(sender.message(row, ids.next()), row.sharding_key)
     return SentRows(partition, sender.finish())

@@ -3,6 +3,7 @@ pulls, a SYNC_MASTER without slaves, the read suggestion, and switching roles at
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -91,8 +92,8 @@ def test_sync_master_with_in_sync_replicas_one_does_not_wait(tmp_path: Path) -> 
 
 def test_a_slave_sends_consumers_back_to_a_live_master(tmp_path: Path) -> None:
     """While its master is up (replication transfers), a slave answers a read that is not
-    cold with the master's id, and one that finds nothing PULL_RETRY_IMMEDIATELY at once
-    instead of holding it (RocketMQ 5); with the master down it holds the pull."""
+    cold with the master's id and holds one that finds nothing a short poll only (then
+    suggests the master); with the master down it holds the pull as long as asked."""
 
     async def main() -> None:
         b = await Broker(tmp_path, slave_read_enable=True).start()
@@ -104,23 +105,31 @@ def test_a_slave_sends_consumers_back_to_a_live_master(tmp_path: Path) -> None:
             b.c.replication.client.state = SlaveState.TRANSFER  # as if copying from its master
             r = await b.answer(RequestCode.PULL_MESSAGE, b.pull_header("T", sys_flag=suspend))
             assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.SUCCESS, "0")
-            r = await b.answer(
-                RequestCode.PULL_MESSAGE, b.pull_header("T", sys_flag=suspend, offset=3)
+            await b.call(
+                RequestCode.PULL_MESSAGE,
+                b.pull_header("T", sys_flag=suspend, offset=3, suspend_ms=60_000),
+                expect_answer=False,
             )
-            assert r.code == ResponseCode.PULL_RETRY_IMMEDIATELY  # not held
-            assert (r.ext_fields["suggestWhichBrokerId"], r.ext_fields["nextBeginOffset"]) == (
-                "0",
-                "3",
-            )
+            (held,) = [p for pulls in b.c.hold.table.values() for p in pulls]
+            assert held.timer is not None
+            left = held.timer.when() - asyncio.get_running_loop().time()
+            assert 0 < left <= b.c.config.short_polling_time_ms / 1000  # not the 60 s asked
+            b.c.hold._timed_out(held)  # the short poll ends: back to the master
+            r = b.channel.sent[-1]
+            assert r.code == ResponseCode.PULL_NOT_FOUND
+            assert r.ext_fields["suggestWhichBrokerId"] == "0"
+            assert r.ext_fields["nextBeginOffset"] == "3"
             assert b.c.hold.held_count == 0
             b.c.replication.client.state = SlaveState.CONNECTING  # the master is gone
-            held = await b.call(
+            answer = await b.call(
                 RequestCode.PULL_MESSAGE,
                 b.pull_header("T", sys_flag=suspend, offset=3),
                 expect_answer=False,
             )
-            assert held is None  # held, as a master holds it
-            assert b.c.hold.held_count == 1
+            assert answer is None  # held, as a master holds it
+            (again,) = [p for pulls in b.c.hold.table.values() for p in pulls]
+            assert again.timer is not None
+            assert again.timer.when() - asyncio.get_running_loop().time() > 10  # 15 s asked
         finally:
             await b.c.replication.stop()
             await b.c._stop_master_services()
