@@ -7,6 +7,7 @@ RocketMQ; exceptions mean bad input, corruption, transport failure or a broker r
 
     ArianeError
     ├── ConfigError                 bad configuration value (names the key)
+    │   └── WorkerPythonError       Spark's Python workers cannot import ariane (PYSPARK_PYTHON)
     ├── InvalidArgumentError        a caller passed something illegal
     │   ├── FilterSyntaxError       a SQL92 filter expression does not compile (position)
     │   └── FilterEvaluationError   a SQL92 filter failed on one message (not a match)
@@ -59,6 +60,7 @@ __all__ = [
     "StoreDamagedError",
     "StoreError",
     "TraceDecodeError",
+    "WorkerPythonError",
 ]
 
 
@@ -83,6 +85,11 @@ class ConfigError(ArianeError):
 
 class ConfigFileError(ConfigError):
     """A configuration file is missing or cannot be read (its path is the key)."""
+
+
+class WorkerPythonError(ConfigError):
+    """Spark's Python workers cannot import Ariane, or run another Python minor version than
+    the driver (``ariane.spark.workers``); the key is ``PYSPARK_PYTHON``."""
 
 
 class InvalidArgumentError(ArianeError):

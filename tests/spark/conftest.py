@@ -69,6 +69,8 @@ def spark() -> Iterator[SparkSession]:
             "spark.default.parallelism": "2",
             "spark.driver.memory": "1g",
             "spark.sql.streaming.minBatchesToRetain": "100",
+            # a Python worker on a busy machine may take longer than 15 s to connect back
+            "spark.python.authenticate.socketTimeout": "120s",
         },
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ariane.acl.address import parse_ip
-from ariane.acl.credentials import ACCESS_KEY, SIGNATURE, canonical_text, signature
+from ariane.acl.credentials import ACCESS_KEY, SIGNATURE, content_signature
 from ariane.acl.permission import ADMIN_CODES, PUB, SUB, check_permission
 from ariane.acl.plain import Account, AclRules
 from ariane.acl.resources import UNIQUE_KEY_QUERY, AccessRequest
@@ -105,11 +105,10 @@ def _signature_ok(account: Account, request: AccessRequest) -> bool:
     ext, body, key = request.ext_fields, request.body, account.mac
     if key is None:
         return False
-    if hmac.compare_digest(signature(canonical_text(ext), body, key), got):
+    if hmac.compare_digest(content_signature(ext, body, key, None), got):
         return True
     if UNIQUE_KEY_QUERY in ext:  # signed by a client that leaves the flag out
-        text = canonical_text(ext, UNIQUE_KEY_QUERY)
-        return hmac.compare_digest(signature(text, body, key), got)
+        return hmac.compare_digest(content_signature(ext, body, key, UNIQUE_KEY_QUERY), got)
     return False
 
 
@@ -210,7 +209,7 @@ def allows_fast(rules: AclRules, code: int, ext: Mapping[str, str], body: bytes 
     if account is None or account.white_rule.kind != "blank" or account.mac is None:
         return False
     got = ext.get(SIGNATURE)
-    if not got or not hmac.compare_digest(signature(canonical_text(ext), body, account.mac), got):
+    if not got or not hmac.compare_digest(content_signature(ext, body, account.mac, None), got):
         return False
     if account.admin and not account.perms:
         return True

@@ -61,6 +61,11 @@ class ReplicationSeam(Protocol):
         """After a put on the loop: wake the transfer; a SYNC_MASTER's wait, if any."""
         ...
 
+    @property
+    def master_alive(self) -> bool:
+        """A slave copying from its master right now (so consumers can reach the master)."""
+        ...
+
     def refuse_put(self, wait: bool) -> str | None:
         """Before a put: why a SYNC_MASTER refuses it (too few replicas in sync), else None."""
         ...

@@ -229,6 +229,11 @@ class DLedgerReplication:
         """Puts complete on commit already: nothing to wait for."""
         return None
 
+    @property
+    def master_alive(self) -> bool:
+        """Followers keep serving the pulls they get (consumers follow the route)."""
+        return False
+
     def refuse_put(self, wait: bool) -> str | None:
         """The Raft quorum decides when a put is stored: never refused here."""
         return None

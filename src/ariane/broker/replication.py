@@ -171,13 +171,21 @@ class BrokerReplication:
             return None
         return master.replicate(result.wrote_offset + result.wrote_bytes)
 
+    @property
+    def master_alive(self) -> bool:
+        """A slave whose replication connection to its master transfers now."""
+        return self.role.is_slave and self.client.state is SlaveState.TRANSFER
+
     def refuse_put(self, wait: bool) -> str | None:
-        """Before a put: with ``enableAutoInSyncReplicas``, a SYNC_MASTER send that waits is
-        refused when fewer replicas than ``minInSyncReplicas`` (the master's copy included)
-        are in sync; nothing is stored. RocketMQ 5's ``IN_SYNC_REPLICAS_NOT_ENOUGH``, which its
-        send processor answers SYSTEM_ERROR with this text (producers try another broker)."""
+        """Before a put: with ``enableAutoInSyncReplicas`` or ``allAckInSyncStateSet`` (the
+        modes where the replicas waited for follow the slaves in sync), a SYNC_MASTER send
+        that waits is refused when fewer replicas than ``minInSyncReplicas`` (the master's copy
+        included) are in sync; nothing is stored. RocketMQ 5's ``IN_SYNC_REPLICAS_NOT_ENOUGH``,
+        which its send processor answers SYSTEM_ERROR with this text (producers try another
+        broker)."""
         policy = self.config.policy
-        if not self._sync_master or not wait or not policy.auto_in_sync_replicas:
+        adaptive = policy.auto_in_sync_replicas or policy.all_ack_in_sync
+        if not self._sync_master or not wait or not adaptive:
             return None
         if 1 + self.master.in_sync_slaves() >= policy.min_in_sync_replicas:
             return None

@@ -190,6 +190,26 @@ class ClientAPI(AclRequests, AdminRequests, PopRequests):
         response = await self.invoke(addr, request, timeout_ms)
         return decode_pull_response(response)
 
+    async def pull_message_raw(
+        self, addr: str, header: h.PullMessageRequestHeader, timeout_ms: int
+    ) -> tuple[PullResult, bytes]:
+        """``pull_message`` without decoding: the result (``messages`` empty) and the stored
+        records as the broker sent them (``b""`` unless FOUND), for bulk decoders.
+
+        Raises:
+            BrokerResponseError: any code but SUCCESS/19/20/21.
+        """
+        code = (
+            RequestCode.LITE_PULL_MESSAGE
+            if header.sys_flag & PULL_LITE
+            else RequestCode.PULL_MESSAGE
+        )
+        request = RemotingCommand.request(code, header.to_ext_fields())
+        response = await self.invoke(addr, request, timeout_ms)
+        result = decode_pull_response(response, decode_body=False)
+        body = (response.body or b"") if result.status is PullStatus.FOUND else b""
+        return result, body
+
     async def query_consumer_offset(
         self,
         addr: str,
@@ -411,7 +431,7 @@ _PULL_STATUS: dict[int, PullStatus] = {
 }
 
 
-def decode_pull_response(response: RemotingCommand) -> PullResult:
+def decode_pull_response(response: RemotingCommand, *, decode_body: bool = True) -> PullResult:
     """A ``PullResult`` from a PULL_MESSAGE answer (``processPullResponse``).
 
     Raises:
@@ -427,7 +447,7 @@ def decode_pull_response(response: RemotingCommand) -> PullResult:
     except Exception as exc:
         raise RemoteProtocolError(f"pull response header: {exc}") from exc
     messages: list[MessageExt] = []
-    if status is PullStatus.FOUND and response.body:
+    if decode_body and status is PullStatus.FOUND and response.body:
         messages = decode_records(response.body, decompress=True)
     return PullResult(
         status,

@@ -12,6 +12,7 @@ and ``persist_consumer_offset`` run on its timers.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Collection
@@ -34,7 +35,7 @@ from ariane.client._trace_hooks import ConsumeTracer
 from ariane.client.config import ClientConfig
 from ariane.client.consumer_types import MessageSelector
 from ariane.client.errors import BrokerNotFoundError, ClientStateError, SubscriptionRefusedError
-from ariane.client.message import PullResult
+from ariane.client.message import PullResult, PullStatus
 from ariane.common import properties as props
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.message import MessageExt
@@ -64,6 +65,9 @@ FLAG_LITE_PULL = 0x10
 
 #: Java's reserved ``DEFAULT_CONSUMER`` group may not be used.
 DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
+#: Pause after a pull that went to another member of the group than the one wanted (not in
+#: the route yet) and was sent back to it: the route refresh is under way.
+_FALLBACK_PAUSE_S = 0.1
 
 
 def default_consume_timestamp(clock: Clock | None = None) -> str:
@@ -358,7 +362,8 @@ class ConsumerBase:
             if found is None:
                 raise BrokerNotFoundError(mq.broker_name)
         addr, is_slave = found
-        if broker_id not in instance.broker_addr_table.get(mq.broker_name, {}):
+        fell_back = broker_id not in instance.broker_addr_table.get(mq.broker_name, {})
+        if fell_back:
             # another member than the one wanted (its master is down): look again soon
             instance.refresh_route_soon(mq.topic)
         if is_slave:
@@ -379,6 +384,14 @@ class ConsumerBase:
         )
         result = await instance.api.pull_message(addr, header, timeout_ms)
         self._pull_from_which_node[mq] = result.suggest_which_broker_id
+        if (
+            fell_back
+            and result.status is PullStatus.NO_MATCHED_MSG
+            and result.suggest_which_broker_id == broker_id
+        ):
+            # the member reached sends us back to the one our route lacks (a slave whose
+            # master returned before our route knew it): wait for the refresh, do not spin
+            await asyncio.sleep(_FALLBACK_PAUSE_S)
         return result
 
     @staticmethod

@@ -42,6 +42,7 @@ from ariane.client._send import (
     PreparedSend,
     SendSettings,
     build_request,
+    check_topic,
     header_base,
     prepare_batches,
     prepare_single,
@@ -61,7 +62,7 @@ from ariane.client.message import MessageExt, MessageQueue, SendResult, SendStat
 from ariane.common.clock import monotonic_ms
 from ariane.common.message import Message
 from ariane.common.msgid import UniqueIdGenerator, host_to_bytes
-from ariane.common.topics import AUTO_CREATE_TOPIC, validate_group
+from ariane.common.topics import AUTO_CREATE_TOPIC, RETRY_PREFIX, validate_group
 from ariane.errors import (
     ArianeError,
     BrokerResponseError,
@@ -631,6 +632,34 @@ class Producer:
             SendTarget.of(queue, selector, arg, sharding_key),
             len(batches[0].body),
         )
+
+    def send_encoded_batch_async(
+        self, topic: str, body: bytes, msg_ids: Collection[str], *, timeout_ms: int | None = None
+    ) -> asyncio.Future[SendResult]:
+        """Start sending a batch body encoded by the caller (``ariane.common.batch`` layout,
+        each entry already carrying its ``UNIQ_KEY`` property, ``msg_ids`` in entry order),
+        as ``send_batch_async`` would send the same messages: for bulk writers that never
+        build ``Message`` objects. Not recorded by message trace.
+
+        Must be called from the producer's event loop.
+
+        Raises:
+            InvalidArgumentError: bad or retry topic, no ids, a body over ``max_message_bytes``,
+                a producer that traces its sends.
+        """
+        check_topic(topic)
+        if topic.startswith(RETRY_PREFIX):
+            raise InvalidArgumentError("batches cannot be sent to retry topics")
+        if not msg_ids:
+            raise InvalidArgumentError("a batch needs at least one message")
+        if len(body) > self.settings.max_message_bytes:
+            raise InvalidArgumentError(
+                f"the batch is {len(body)} bytes, the limit is {self.settings.max_message_bytes}"
+            )
+        if self._tracer is not None:
+            raise InvalidArgumentError("a traced producer sends batches with send_batch_async")
+        prepared = PreparedSend(topic, body, 0, 0, "", ",".join(msg_ids), True, count=len(msg_ids))
+        return self._send_prepared_async(prepared, [], timeout_ms, None, len(body))
 
     def _send_prepared_async(
         self,

@@ -67,7 +67,7 @@ def needed_slave_acks(policy: ReplicaPolicy, end_offset: int, slaves: list[int])
     if policy.all_ack_in_sync:
         need = in_sync
         if need == 0:
-            return -1
+            return 0  # the master alone is in sync (RocketMQ: a SyncStateSet of one is OK)
     else:
         copies = policy.in_sync_replicas
         if policy.auto_in_sync_replicas:

@@ -10,7 +10,8 @@ commands; install the ``spark`` extra (``pip install 'ariane[spark]'``)::
           .option("nameserver", "127.0.0.1:9876").option("topic", "Orders").load())
 
 The option parsing, offset JSON, partition planning and id derivation modules
-(``options``, ``planning``, ``ids``) import neither Spark nor the network. See
+(``options``, ``planning``, ``ids``) import neither Spark nor the network. ``register``
+first checks that Spark's Python workers can import Ariane (``ariane.spark.workers``). See
 ``docs/spark.md``.
 """
 
@@ -24,8 +25,18 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def register(spark: SparkSession) -> None:
-    """Register the ``ariane`` format with ``spark``."""
+def register(spark: SparkSession, *, check_workers: bool = True) -> None:
+    """Register the ``ariane`` format with ``spark``.
+
+    With ``check_workers`` (the default), first check that Spark's Python workers can import
+    Ariane with the driver's Python minor version (one small job, once per application and
+    worker interpreter), and raise :class:`~ariane.errors.WorkerPythonError` naming
+    ``PYSPARK_PYTHON``/``spark.pyspark.python`` and the fix when they cannot.
+    """
     from ariane.spark.source import register as _register
 
+    if check_workers:
+        from ariane.spark.workers import check_workers as _check
+
+        _check(spark)
     _register(spark)

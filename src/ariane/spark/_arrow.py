@@ -25,6 +25,7 @@ __all__ = [
     "SINK_COLUMNS",
     "SinkRow",
     "batch_to_rows",
+    "keys_column",
     "messages_to_batch",
 ]
 
@@ -136,6 +137,17 @@ def _keys(value: Any) -> list[str] | None:
     if isinstance(value, str):
         return [k for k in value.split(props.KEY_SEPARATOR) if k] or None
     return [str(k) for k in value if k] or None
+
+
+def keys_column(column: pa.Array) -> list[str | None]:
+    """Per row, the ``KEYS`` property the sink's message gets for the keys column's value
+    (``None``: no keys), as ``Message(keys=...)`` joins them."""
+    out: list[str | None] = []
+    for value in column.to_pylist():
+        keys = _keys(value)
+        joined = props.KEY_SEPARATOR.join(k for k in keys if k).strip() if keys else ""
+        out.append(joined or None)
+    return out
 
 
 def batch_to_rows(batch: pa.RecordBatch) -> Iterator[SinkRow]:

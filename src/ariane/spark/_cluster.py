@@ -247,8 +247,8 @@ class QueueReader:
         return addr
 
     def _submit(
-        self, addr: str, rng: QueueRange, offset: int
-    ) -> concurrent.futures.Future[PullResult]:
+        self, addr: str, rng: QueueRange, offset: int, raw: bool
+    ) -> concurrent.futures.Future[tuple[PullResult, bytes]]:
         header = pull_header(
             self.opts.consumer_group,
             rng.key,
@@ -256,8 +256,15 @@ class QueueReader:
             min(self.opts.pull_batch_size, rng.end - offset),
             self.opts.subscription,
         )
-        coro = self.admin.api.pull_message(addr, header, self.opts.timeout_ms)
-        return asyncio.run_coroutine_threadsafe(coro, self._bg.loop)
+        api = self.admin.api
+        timeout = self.opts.timeout_ms
+
+        async def pull() -> tuple[PullResult, bytes]:
+            if raw:
+                return await api.pull_message_raw(addr, header, timeout)
+            return await api.pull_message(addr, header, timeout), b""
+
+        return asyncio.run_coroutine_threadsafe(pull(), self._bg.loop)
 
     def _lost(self, rng: QueueRange, what: str) -> None:
         text = (
@@ -275,25 +282,48 @@ class QueueReader:
             DataLossError: messages of the range are gone and ``failOnDataLoss`` holds.
             BrokerResponseError: the broker refused the pull (bad filter, no such group...).
         """
+        for offset, result, _ in self._pulls(rng, raw=False):
+            batch = [m for m in result.messages if offset <= m.queue_offset < rng.end]
+            if self._tags is not None:
+                batch = [m for m in batch if m.tags in self._tags]
+            if batch:
+                yield batch
+
+    def read_raw(self, rng: QueueRange) -> Iterator[bytes]:
+        """Yield the stored records of ``rng`` as the broker sent them, a pull at a time, in
+        offset order; unlike ``read`` nothing is decoded, so a body may hold records outside
+        the range or of other tags (the caller keeps the records of ``[rng.start, rng.end)``
+        and of ``tags``: pulls start inside the range, in order, so each record is in
+        exactly one body).
+
+        Raises:
+            DataLossError: messages of the range are gone and ``failOnDataLoss`` holds.
+            BrokerResponseError: the broker refused the pull (bad filter, no such group...).
+        """
+        for _, _, body in self._pulls(rng, raw=True):
+            if body:
+                yield body
+
+    def _pulls(self, rng: QueueRange, raw: bool) -> Iterator[tuple[int, PullResult, bytes]]:
+        """(offset pulled from, result, raw body) of each pull that found or skipped
+        messages, while the next pull is in flight."""
         if rng.size == 0:
             return
         addr = self._addr(rng)
         offset = rng.start
-        pending = self._submit(addr, rng, offset)
+        pending = self._submit(addr, rng, offset, raw)
         empty_pulls = 0
         while True:
-            result = pending.result()
+            result, body = pending.result()
             status = result.status
-            batch: list[MessageExt] = []
+            found = False
             if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
                 nxt = result.next_begin_offset
                 if nxt <= offset:
                     raise RemoteProtocolError(
                         f"pull of {rng.key} at {offset} did not advance (next {nxt})"
                     )
-                batch = [m for m in result.messages if offset <= m.queue_offset < rng.end]
-                if self._tags is not None:
-                    batch = [m for m in batch if m.tags in self._tags]
+                found = True
                 empty_pulls = 0
             elif status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
                 self._lost(
@@ -307,7 +337,7 @@ class QueueReader:
                 empty_pulls += 1
                 if empty_pulls <= _EMPTY_PULL_RETRIES and result.max_offset > offset:
                     time.sleep(0.05 * empty_pulls)
-                    pending = self._submit(addr, rng, offset)
+                    pending = self._submit(addr, rng, offset, raw)
                     continue
                 self._lost(
                     rng,
@@ -315,10 +345,11 @@ class QueueReader:
                     f"(the queue ends at {result.max_offset})",
                 )
                 return
+            pulled_at = offset
             offset = nxt
             if offset < rng.end:
-                pending = self._submit(addr, rng, offset)
-            if batch:
-                yield batch
+                pending = self._submit(addr, rng, offset, raw)
+            if found:
+                yield pulled_at, result, body
             if offset >= rng.end:
                 return

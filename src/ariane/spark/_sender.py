@@ -25,21 +25,34 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import struct
 import threading
 from collections import deque
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ariane.acl.credentials import SessionCredentials
 from ariane.client._selector import SelectMessageQueueByHash
+from ariane.client._send import check_topic
 from ariane.client.message import Message, MessageQueue, SendResult
 from ariane.client.sync import SyncProducer, background_loop
 from ariane.common import properties as props
-from ariane.errors import InvalidArgumentError
-from ariane.spark._arrow import SinkRow
+from ariane.common.topics import RETRY_PREFIX
+from ariane.errors import ArianeError, InvalidArgumentError
+from ariane.spark._arrow import SinkRow, keys_column
+from ariane.spark.ids import MessageIdSequence
 from ariane.spark.options import SinkOptions
 
 __all__ = ["RowSender", "shared_producer"]
 
 _BATCH_BYTES = 1024 * 1024
+#: a batch entry's fixed part: TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
+_ENTRY_HEAD = struct.Struct(">iiiii")
+_PROPS_LEN = struct.Struct(">h")
+#: columns that make a row need the row-by-row path when they hold a value
+_SLOW_COLUMNS = ("properties", "delayLevel", "shardingKey")
+_BODY_TYPES = (pa.binary(), pa.large_binary(), pa.string(), pa.large_string())
 _producers: dict[tuple[int, str, str, SessionCredentials | None], SyncProducer] = {}
 _producers_lock = threading.Lock()
 
@@ -77,6 +90,7 @@ class RowSender:
         self._loose: dict[str, tuple[list[Message], int]] = {}
         self._keyed: dict[MessageQueue, tuple[list[Message], int]] = {}
         self._in_flight: deque[concurrent.futures.Future[SendResult]] = deque()
+        self._encoded: dict[str, tuple[list[bytes], list[str], int]] = {}
         self.sent = 0
 
     def message(self, row: SinkRow, msg_id: str) -> Message:
@@ -130,12 +144,109 @@ class RowSender:
         if len(msgs) >= self.opts.batch_rows or size >= _BATCH_BYTES:
             self._flush_loose(msg.topic)
 
+    def add_batch(self, batch: pa.RecordBatch, ids: MessageIdSequence) -> bool:
+        """Queue the rows of ``batch`` encoded in bulk, taking their ids from ``ids``: the
+        fast path for rows with only a body, topic, tags and keys (no properties, delay or
+        sharding key). The batch entries are byte for byte those ``send_batch_async`` would
+        encode for the rows' messages, without a ``Message`` per row.
+
+        Returns:
+            False, having done nothing, when some row needs the row-by-row path (``message``
+            and ``add``; it also owns the errors of bad rows).
+        """
+        n = batch.num_rows
+        names = batch.schema.names
+        for name in _SLOW_COLUMNS:
+            if name in names and batch.column(name).null_count != n:
+                return False
+        body_col = batch.column("body")
+        if body_col.type not in _BODY_TYPES or body_col.null_count:
+            return False
+        if n == 0:
+            return True
+        lengths = pc.binary_length(body_col)
+        limit = self.producer.producer.settings.max_message_bytes
+        if pc.min(lengths).as_py() < 1 or pc.max(lengths).as_py() > limit:
+            return False
+        topics = self._topics(batch, n)
+        if topics is None:
+            return False
+        bodies = body_col.to_pylist()
+        tags = batch.column("tags").to_pylist() if "tags" in names else None
+        keys = keys_column(batch.column("keys")) if "keys" in names else None
+        entries: list[tuple[str, bytes, str, int]] = []
+        first = ids.row
+        for i in range(n):
+            body = bodies[i]
+            if isinstance(body, str):
+                body = body.encode()
+            # properties in the order Message + sink set them: TAGS, KEYS, UNIQ_KEY
+            text = ""
+            if tags is not None and tags[i]:
+                text = f"{props.TAGS}\x01{tags[i]}\x02"
+            if keys is not None and keys[i]:
+                text += f"{props.KEYS}\x01{keys[i]}\x02"
+            msg_id = ids.id_of(first + i)
+            raw = f"{text}{props.UNIQ_KEY}\x01{msg_id}\x02".encode()
+            if len(raw) > 0x7FFF:
+                return False
+            entry = b"".join(
+                (
+                    _ENTRY_HEAD.pack(22 + len(body) + len(raw), 0, 0, 0, len(body)),
+                    body,
+                    _PROPS_LEN.pack(len(raw)),
+                    raw,
+                )
+            )
+            entries.append((topics[i], entry, msg_id, len(body)))
+        ids.row = first + n
+        for topic, entry, msg_id, body_len in entries:
+            buffered, msg_ids, size = self._encoded.get(topic, ([], [], 0))
+            buffered.append(entry)
+            msg_ids.append(msg_id)
+            size += body_len + 64  # counted as add() counts a row
+            self._encoded[topic] = (buffered, msg_ids, size)
+            if len(msg_ids) >= self.opts.batch_rows or size >= _BATCH_BYTES:
+                self._flush_encoded(topic)
+        return True
+
+    def _topics(self, batch: pa.RecordBatch, n: int) -> list[str] | None:
+        """Every row's topic (its column, else the option), each one checked; ``None`` when
+        a row has no topic or a topic a batch cannot go to."""
+        default = self.opts.topic
+        if "topic" in batch.schema.names:
+            column = batch.column("topic").to_pylist()
+            topics = [t or default for t in column]
+        else:
+            topics = [default] * n
+        for topic in set(topics):
+            if not topic or topic.startswith(RETRY_PREFIX):
+                return None
+            try:
+                check_topic(topic)
+            except ArianeError:
+                return None
+        return topics  # type: ignore[return-value]
+
+    def _flush_encoded(self, topic: str) -> None:
+        entries, msg_ids, _ = self._encoded.pop(topic, ([], [], 0))
+        if not msg_ids:
+            return
+        inner = self.producer.producer
+        body = b"".join(entries)
+        future = background_loop().bridge(
+            lambda: inner.send_encoded_batch_async(topic, body, msg_ids)
+        )
+        self._track(future, len(msg_ids))
+
     def finish(self) -> int:
         """Send what is buffered and wait for every send; returns the messages sent.
 
         Raises:
             Whatever a send raised (``SendError``, ``BrokerResponseError``...).
         """
+        for topic in list(self._encoded):
+            self._flush_encoded(topic)
         for topic in list(self._loose):
             self._flush_loose(topic)
         for mq in list(self._keyed):

@@ -6,6 +6,7 @@ format, and, when the master is not ``local``, ships the ``ariane`` package to t
 as a zip through ``SparkContext.addPyFile`` (what ``spark.submit.pyFiles`` does). The
 executors still need Ariane's pure-Python dependencies (``pip install 'ariane[spark]'`` on
 the cluster's Python, or a ``--py-files``/conda archive of them), see ``docs/spark.md``.
+``register`` then checks that the workers can import the package (``ariane.spark.workers``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ariane.spark.source import register
+from ariane.spark import register
 
 __all__ = ["package_zip", "spark_session"]
 
@@ -57,8 +58,14 @@ def spark_session(
         ship_package: add the ``ariane`` package to the executors' Python path (default:
             when the master is not local).
     """
-    # local executors run this interpreter, so they see the same installed packages
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # the workers' interpreter is fixed when the SparkContext starts, from PYSPARK_PYTHON:
+    # spark.pyspark.python (which only spark-submit reads) wins, else this interpreter
+    # (local executors then see the same installed packages)
+    python = dict(conf or {}).get("spark.pyspark.python")
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -69,7 +76,9 @@ def spark_session(
     spark = builder.getOrCreate()
     if ship_package is None:
         ship_package = not master.startswith("local")
-    if ship_package:
+    # once per SparkContext: getOrCreate may return a running session, and Spark refuses a
+    # second "ariane.zip" from another path
+    if ship_package and "ariane.zip" not in (spark.sparkContext._python_includes or ()):
         spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="ariane-")))))
-    register(spark)
+    register(spark)  # checks that the workers can import ariane (ariane.spark.workers)
     return spark

@@ -55,9 +55,9 @@ from ariane.spark._arrow import (
     SCHEMA_DDL,
     batch_to_rows,
     check_sink_schema,
-    messages_to_batch,
 )
 from ariane.spark._cluster import ClusterOffsets, QueueReader
+from ariane.spark._columns import join_bodies, records_to_batch
 from ariane.spark._sender import RowSender
 from ariane.spark._trace import TRACE_ARROW_SCHEMA, TRACE_SCHEMA_DDL, trace_messages_to_batch
 from ariane.spark.ids import MessageIdSequence
@@ -146,14 +146,40 @@ class ArianeDataSource(DataSource):
 # -- reading ------------------------------------------------------------------------------------
 
 
+#: Raw pull bodies are decoded into one Arrow batch once they hold this many bytes (a few
+#: thousand 1 KiB rows: big enough that per-batch costs vanish, small enough for the
+#: Python worker's memory).
+BATCH_BYTES = 4 * 1024 * 1024
+
+
 def read_range(opts: SourceOptions, rng: QueueRange) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the messages (or, ``decode=trace``, the trace records) of one queue
     range (executors)."""
-    for msgs in QueueReader(opts).read(rng):
-        if opts.decode_trace:
+    reader = QueueReader(opts)
+    if opts.decode_trace:
+        for msgs in reader.read(rng):
             yield trace_messages_to_batch(msgs, rng.broker)
-        else:
-            yield messages_to_batch(msgs, rng.broker, opts.properties)
+        return
+    tags = opts.subscription.tags
+    bodies: list[bytes] = []
+    size = 0
+    for body in reader.read_raw(rng):
+        bodies.append(body)
+        size += len(body)
+        if size < BATCH_BYTES:
+            continue
+        batch = records_to_batch(
+            join_bodies(bodies), rng.broker, opts.properties, rng.start, rng.end, tags
+        )
+        bodies, size = [], 0
+        if batch.num_rows:
+            yield batch
+    if bodies:
+        batch = records_to_batch(
+            join_bodies(bodies), rng.broker, opts.properties, rng.start, rng.end, tags
+        )
+        if batch.num_rows:
+            yield batch
 
 
 def _partitions(opts: SourceOptions, ranges: list[QueueRange]) -> list[InputPartition]:
@@ -340,6 +366,8 @@ def write_partition(
     ids = MessageIdSequence(namespace, batch_id, partition)
     sender = RowSender(opts)
     for batch in iterator:
+        if sender.add_batch(batch, ids):
+            continue
         for row in batch_to_rows(batch):
             sender.add(sender.message(row, ids.next()), row.sharding_key)
     return SentRows(partition, sender.finish())

@@ -4,8 +4,8 @@ and two slaves each. Group a wants every copy (``inSyncReplicas=3``), group b th
 SLAVE_NOT_AVAILABLE (stored on the master, not on enough slaves) while b degrades to the
 copies it has and answers SEND_OK once the remaining slave holds the message; with both of
 b's slaves down b refuses sends before storing them (SYSTEM_ERROR "in-sync replicas not
-enough", RocketMQ 5's IN_SYNC_REPLICAS_NOT_ENOUGH). The answers are checked on the wire, as
-any RocketMQ client sees them."""
+enough", RocketMQ 5's IN_SYNC_REPLICAS_NOT_ENOUGH) and our producer moves to group a. The
+answers are checked on the wire, as any RocketMQ client sees them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from ariane.client import Admin
+from ariane.client import Admin, ClientConfig, Message, Producer, SendStatus
 from ariane.remoting.protocol.codes import ResponseCode
 from tests.integration.ha.support import (
     commit_log_bytes,
@@ -119,6 +119,15 @@ def test_in_sync_replicas_with_a_slave_down(ha_cluster: HACluster) -> None:
             await b.until(SYSTEM_ERROR, [FLUSH_SLAVE_TIMEOUT])
             end = await log_end(admin, b.addr)
             assert [(await b.send())[0] for _ in range(3)] == [SYSTEM_ERROR] * 3
+            # our producer takes the refusal as a failed send and moves to group a
+            config = ClientConfig(namesrv_addr=ha_cluster.namesrv_addr, instance_name="pisr")
+            async with Producer("pg_isr", client_config=config, retry_times=2) as producer:
+                for i in range(4):
+                    body = f"sdk-{i}".encode()
+                    r = await producer.send(Message("Isr", body))
+                    assert r.message_queue.broker_name == "broker-a"
+                    assert r.status is SendStatus.SLAVE_NOT_AVAILABLE
+                    a.answers[body] = SLAVE_NOT_AVAILABLE
             assert await log_end(admin, b.addr) == end
 
             await asyncio.gather(

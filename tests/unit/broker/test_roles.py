@@ -3,12 +3,14 @@ pulls, a SYNC_MASTER without slaves, the read suggestion, and switching roles at
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from ariane.common.roles import BrokerRole
-from ariane.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION
+from ariane.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
+from ariane.ha.slave import SlaveState
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from tests.unit.broker.harness import Broker, run
@@ -88,9 +90,58 @@ def test_sync_master_with_in_sync_replicas_one_does_not_wait(tmp_path: Path) -> 
     run(main())
 
 
+def test_a_slave_sends_consumers_back_to_a_live_master(tmp_path: Path) -> None:
+    """While its master is up (replication transfers), a slave answers a read that is not
+    cold with the master's id and holds one that finds nothing a short poll only (then
+    suggests the master); with the master down it holds the pull as long as asked."""
+
+    async def main() -> None:
+        b = await Broker(tmp_path, slave_read_enable=True).start()
+        for i in range(3):
+            assert (await b.send("T", f"m{i}".encode())).code == ResponseCode.SUCCESS
+        await b.c.change_role(BrokerRole.SLAVE, 1)
+        suspend = PULL_SUBSCRIPTION | PULL_SUSPEND
+        try:
+            b.c.replication.client.state = SlaveState.TRANSFER  # as if copying from its master
+            r = await b.answer(RequestCode.PULL_MESSAGE, b.pull_header("T", sys_flag=suspend))
+            assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.SUCCESS, "0")
+            await b.call(
+                RequestCode.PULL_MESSAGE,
+                b.pull_header("T", sys_flag=suspend, offset=3, suspend_ms=60_000),
+                expect_answer=False,
+            )
+            (held,) = [p for pulls in b.c.hold.table.values() for p in pulls]
+            assert held.timer is not None
+            left = held.timer.when() - asyncio.get_running_loop().time()
+            assert 0 < left <= b.c.config.short_polling_time_ms / 1000  # not the 60 s asked
+            b.c.hold._timed_out(held)  # the short poll ends: back to the master
+            r = b.channel.sent[-1]
+            assert r.code == ResponseCode.PULL_NOT_FOUND
+            assert r.ext_fields["suggestWhichBrokerId"] == "0"
+            assert r.ext_fields["nextBeginOffset"] == "3"
+            assert b.c.hold.held_count == 0
+            b.c.replication.client.state = SlaveState.CONNECTING  # the master is gone
+            answer = await b.call(
+                RequestCode.PULL_MESSAGE,
+                b.pull_header("T", sys_flag=suspend, offset=3),
+                expect_answer=False,
+            )
+            assert answer is None  # held, as a master holds it
+            (again,) = [p for pulls in b.c.hold.table.values() for p in pulls]
+            assert again.timer is not None
+            assert again.timer.when() - asyncio.get_running_loop().time() > 10  # 15 s asked
+        finally:
+            await b.c.replication.stop()
+            await b.c._stop_master_services()
+            await b.stop()
+
+    run(main())
+
+
+@pytest.mark.parametrize("mode", ["enable_auto_in_sync_replicas", "all_ack_in_sync_state_set"])
 @pytest.mark.parametrize(("minimum", "expect"), [(2, ResponseCode.SYSTEM_ERROR), (1, None)])
-def test_auto_in_sync_replicas_refuses_below_the_minimum(
-    tmp_path: Path, minimum: int, expect: ResponseCode | None
+def test_adaptive_in_sync_replicas_refuse_below_the_minimum(
+    tmp_path: Path, mode: str, minimum: int, expect: ResponseCode | None
 ) -> None:
     """Fewer replicas in sync than minInSyncReplicas (no slave: one): refused before the put,
     nothing stored; at the minimum (the master alone) the send is stored and SEND_OK."""
@@ -98,7 +149,7 @@ def test_auto_in_sync_replicas_refuses_below_the_minimum(
     async def main() -> None:
         b = await Broker(
             tmp_path, broker_role="SYNC_MASTER", in_sync_replicas=3,
-            enable_auto_in_sync_replicas=True, min_in_sync_replicas=minimum,
+            min_in_sync_replicas=minimum, **{mode: True},
         ).start()  # fmt: skip
         try:
             r = await b.send("T", b"x")

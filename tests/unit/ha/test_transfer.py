@@ -66,7 +66,8 @@ def test_expire_skips_completed_and_drain_returns_the_rest() -> None:
             -1,
         ),
         (ReplicaPolicy(all_ack_in_sync=True), [900, 800, 1000 - 300 * MB], 2),
-        (ReplicaPolicy(all_ack_in_sync=True), [], -1),
+        (ReplicaPolicy(all_ack_in_sync=True), [], 0),  # the master alone is the in-sync set
+        (ReplicaPolicy(all_ack_in_sync=True), [1000 - 300 * MB], 0),
         (ReplicaPolicy(max_gap_not_in_sync=50, all_ack_in_sync=True), [990, 900], 1),
     ],
 )

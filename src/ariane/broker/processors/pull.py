@@ -17,7 +17,12 @@ consumer piggy-backs (COMMIT_OFFSET flag) is committed on the first run only, an
 slave. Replication (book §19): with ``slaveReadEnable`` the answer's ``suggestWhichBrokerId``
 sends a consumer reading messages no longer in memory to the group's
 ``whichBrokerWhenConsumeSlowly`` (else to its ``brokerId``); without it every answer, a
-slave's included, points back to the master. A slave without ``offsetCheckInSlave`` never
+slave's included, points back to the master. A slave that replicates from its master right
+now (so the master is up) points every read that is not cold back to the master, as RocketMQ
+5 does, and holds a pull that finds nothing at most ``shortPollingTimeMills``: a consumer that
+caught up on the slave returns to the master within a second (RocketMQ 5 answers it
+PULL_RETRY_IMMEDIATELY at once, which makes a client whose route lacks the returned master
+pull in a tight loop). While the master is down, a slave serves and holds pulls like a master. A slave without ``offsetCheckInSlave`` never
 moves a consumer's offset (it may just be behind): PULL_OFFSET_MOVED becomes
 PULL_RETRY_IMMEDIATELY at the same offset.
 """
@@ -154,11 +159,20 @@ class PullMessageProcessor:
             # a slave behind its master must not move consumers: retry at the same offset
             code = ResponseCode.PULL_RETRY_IMMEDIATELY
             next_begin = header.queue_offset
+        suggest = self._suggest(checked, res)
+        hold_ms = header.suspend_timeout_millis
+        if slave and not res.suggest_pulling_from_slave and self.broker.replication.master_alive:
+            # a slave sends a consumer that is not reading cold messages back to its live
+            # master (RocketMQ 5), and holds an empty pull no longer than a short poll, so a
+            # consumer that caught up here returns soon, without spinning if its route does
+            # not know the master yet
+            suggest = MASTER_ID
+            hold_ms = min(hold_ms, self.broker.config.short_polling_time_ms)
         offsets.record_pull(group, topic, queue_id, next_begin)
-        if code == _NOT_FOUND and allow_suspend and self._hold(ctx, request, header, flt):
+        if code == _NOT_FOUND and allow_suspend and self._hold(ctx, request, header, flt, hold_ms):
             return None
         ext = {
-            "suggestWhichBrokerId": str(self._suggest(checked, res)),
+            "suggestWhichBrokerId": str(suggest),
             "nextBeginOffset": str(next_begin),
             "minOffset": str(res.min_offset),
             "maxOffset": str(res.max_offset),
@@ -276,14 +290,15 @@ class PullMessageProcessor:
         request: RemotingCommand,
         header: h.PullMessageRequestHeader,
         flt: PullFilter,
+        hold_ms: int,
     ) -> bool:
-        """Hand a caught-up pull with the SUSPEND flag to the hold service; True if held."""
+        """Hand a caught-up pull with the SUSPEND flag to the hold service for up to
+        ``hold_ms``; True if held."""
         if not header.sys_flag & PULL_SUSPEND:
             return False
         return self.broker.hold.suspend(
-            ctx, request, header.topic, header.queue_id, header.queue_offset, flt,
-            header.suspend_timeout_millis,
-        )  # fmt: skip
+            ctx, request, header.topic, header.queue_id, header.queue_offset, flt, hold_ms
+        )
 
     def _moved(self, topic: str, queue_id: int, offset: int) -> RemotingCommand:
         ext = h.PullMessageResponseHeader(

@@ -1,0 +1,190 @@
+"""The bulk record decoder of Spark reads (``ariane.spark._columns``) against the plain path
+(``decode_records`` + ``messages_to_batch``): the same rows, column by column, byte by byte."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ariane.common import properties as props
+from ariane.common.message import HostPort, MessageExt
+from ariane.common.record import encode_record
+from ariane.common.sysflag import COMPRESSED_FLAG
+from ariane.errors import CorruptionError
+from ariane.spark._arrow import ARROW_SCHEMA
+from ariane.spark._columns import decode_plain, records_to_batch, try_records_to_batch
+from ariane.spark.options import PropertiesMode
+
+V4 = HostPort.parse("10.1.2.3:5555")
+STORE = HostPort.parse("127.0.0.1:10911")
+V6 = HostPort.parse("[::1]:10911")
+
+
+def record(
+    offset: int,
+    body: bytes = b"b",
+    properties: dict[str, str] | None = None,
+    *,
+    topic: str = "T",
+    queue_id: int = 0,
+    born: HostPort = V4,
+    store: HostPort = STORE,
+    sys_flag: int = 0,
+    reconsume: int = 0,
+) -> bytes:
+    return encode_record(
+        MessageExt(
+            topic,
+            body,
+            0,
+            dict(properties or {}),
+            queue_id=queue_id,
+            queue_offset=offset,
+            sys_flag=sys_flag,
+            born_timestamp_ms=1_764_000_000_000 + offset,
+            born_host=born,
+            store_timestamp_ms=1_764_000_000_123 + offset,
+            store_host=store,
+            reconsume_times=reconsume,
+            commit_log_offset=4096 * offset + 17,
+        )
+    )
+
+
+def both(
+    buf: bytes,
+    mode: PropertiesMode = PropertiesMode.USER,
+    start: int = 0,
+    end: int = 2**62,
+    tags: frozenset[str] | None = None,
+    *,
+    fast: bool = True,
+) -> list[dict[str, Any]]:
+    """Rows of both paths, asserting they are identical; ``fast``: the fast path must take
+    the batch (else it must hand it to the plain path)."""
+    plain = decode_plain(buf, "broker-a", mode, start, end, tags)
+    quick = try_records_to_batch(buf, "broker-a", mode, start, end, tags)
+    assert (quick is not None) is fast
+    got = records_to_batch(buf, "broker-a", mode, start, end, tags)
+    assert got.schema == ARROW_SCHEMA
+    assert got.equals(plain)
+    rows: list[dict[str, Any]] = got.to_pylist()
+    assert rows == plain.to_pylist()
+    return rows
+
+
+ODD = b"".join(
+    [
+        record(0, b"", {props.UNIQ_KEY: "ID0", props.TAGS: "a", props.KEYS: "k1 k2"}),
+        record(1, "h\u00e9llo \u263a".encode(), {"n\u00e4me": "v\u00e4lue \U0001f600", "x": "1"}),
+        record(2, b"\x00\x01\x02\xff", {props.WAIT_STORE_MSG_OK: "true", "": "noname"}),
+        record(3, b"no props", {}, topic="Other", queue_id=5, reconsume=3),
+        record(4, b"v", {"k": "a\x01b", "empty": "", props.TAGS: "b"}),
+        record(5, b"x" * 5000, {props.UNIQ_KEY: "ID5", "user": "u"}, born=STORE, store=V4),
+    ]
+)
+
+
+@pytest.mark.parametrize("mode", list(PropertiesMode))
+def test_odd_records_decode_the_same(mode: PropertiesMode) -> None:
+    rows = both(ODD, mode)
+    assert [r["queueOffset"] for r in rows] == [0, 1, 2, 3, 4, 5]
+    first, second, _, fourth, _, sixth = rows
+    assert (first["body"], first["msgId"], first["keys"]) == (b"", "ID0", "k1 k2")
+    assert second["body"] == "h\u00e9llo \u263a".encode()
+    assert (fourth["topic"], fourth["queueId"], fourth["reconsumeTimes"]) == ("Other", 5, 3)
+    assert fourth["msgId"] == "7F00000100002A9F0000000000003011"  # offsetMsgId: no UNIQ_KEY
+    assert (sixth["bornHost"], sixth["storeHost"]) == ("127.0.0.1:10911", "10.1.2.3:5555")
+    if mode is PropertiesMode.USER:
+        assert rows[1]["properties"] == [("n\u00e4me", "v\u00e4lue \U0001f600"), ("x", "1")]
+        assert rows[2]["properties"] == []  # WAIT is reserved, an empty name is dropped
+        assert rows[4]["properties"] == [("k", "a\x01b")]  # empty values are dropped
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, 6), (1, 5), (2, 3), (5, 99), (6, 9), (3, 3)])
+def test_ranges_that_start_and_end_mid_buffer(start: int, end: int) -> None:
+    rows = both(ODD, start=start, end=end)
+    assert [r["queueOffset"] for r in rows] == list(range(start, min(end, 6)))
+
+
+def test_tag_filter() -> None:
+    rows = both(ODD, tags=frozenset({"a", "b"}))
+    assert [r["queueOffset"] for r in rows] == [0, 4]
+    assert both(ODD, tags=frozenset({"zzz"})) == []
+
+
+def test_empty_buffer() -> None:
+    assert both(b"") == []
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        record(0, properties={"Dup\x01first\x02Dup": "second"}),  # a name twice in a record
+        record(0, born=V6),
+        record(0, store=V6),
+        record(0, topic="L" * 200),  # long topic: the V2 magic
+        record(0, zlib.compress(b"inflated"), sys_flag=COMPRESSED_FLAG),
+    ],
+    ids=["duplicate-name", "born-ipv6", "store-ipv6", "magic-v2", "compressed"],
+)
+def test_records_the_fast_path_leaves_to_the_plain_one(odd: bytes) -> None:
+    rows = both(record(7) + odd + record(8), fast=False)
+    assert len(rows) == 3
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        record(0)[:-1],  # truncated
+        record(0) + b"\x00" * 10,  # trailing junk
+        b"\x00\x00\x00\x10" + record(0)[4:],  # TOTALSIZE too small
+        record(0, topic="T\u00e9").replace("T\u00e9".encode(), b"T\xff"),  # topic not UTF-8
+    ],
+    ids=["truncated", "junk", "small-total", "bad-utf8"],
+)
+def test_broken_records_raise_as_the_plain_path_does(broken: bytes) -> None:
+    with pytest.raises(CorruptionError):
+        decode_plain(broken, "b", PropertiesMode.USER, 0, 10, None)
+    assert try_records_to_batch(broken, "b", PropertiesMode.USER, 0, 10) is None
+    with pytest.raises(CorruptionError):
+        records_to_batch(broken, "b", PropertiesMode.USER, 0, 10)
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
+_props = st.dictionaries(
+    st.sampled_from([props.TAGS, props.KEYS, props.UNIQ_KEY, "WAIT", "a", "\u00e9", "k\x01"])
+    | _text,
+    _text,
+    max_size=5,
+)
+_records = st.lists(
+    st.tuples(st.binary(max_size=40), _props, st.integers(0, 3), st.sampled_from(["T", "U\u00df"])),
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(_records, st.sampled_from(list(PropertiesMode)), st.integers(0, 12), st.integers(0, 12))
+def test_any_records_decode_the_same(
+    specs: list[tuple[bytes, dict[str, str], int, str]],
+    mode: PropertiesMode,
+    start: int,
+    end: int,
+) -> None:
+    buf = b"".join(
+        record(i, body, p, queue_id=q, topic=t) for i, (body, p, q, t) in enumerate(specs)
+    )
+    plain = decode_plain(buf, "b", mode, start, end, None)
+    got = records_to_batch(buf, "b", mode, start, end)
+    assert got.equals(plain)
+    assert got.to_pylist() == plain.to_pylist()
+    assert isinstance(got, pa.RecordBatch)
