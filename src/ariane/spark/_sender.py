@@ -176,18 +176,20 @@ class RowSender:
         keys = keys_column(batch.column("keys")) if "keys" in names else None
         entries: list[tuple[str, bytes, str, int]] = []
         first = ids.row
+        # the idempotence property after UNIQ_KEY, as message() sets it
+        dedup = f"{props.DEDUP}\x01%s\x02" if self.opts.idempotent else ""
         for i in range(n):
             body = bodies[i]
             if isinstance(body, str):
                 body = body.encode()
-            # properties in the order Message + sink set them: TAGS, KEYS, UNIQ_KEY
+            # properties in the order Message + sink set them: TAGS, KEYS, UNIQ_KEY, DEDUP
             text = ""
             if tags is not None and tags[i]:
                 text = f"{props.TAGS}\x01{tags[i]}\x02"
             if keys is not None and keys[i]:
                 text += f"{props.KEYS}\x01{keys[i]}\x02"
             msg_id = ids.id_of(first + i)
-            raw = f"{text}{props.UNIQ_KEY}\x01{msg_id}\x02".encode()
+            raw = f"{text}{props.UNIQ_KEY}\x01{msg_id}\x02{dedup and dedup % msg_id}".encode()
             if len(raw) > 0x7FFF:
                 return False
             entry = b"".join(

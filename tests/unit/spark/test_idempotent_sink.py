@@ -51,3 +51,25 @@ def test_idempotence_key_names_the_id_namespace() -> None:
     assert _sender(idempotenceKey="job-7").opts.id_namespace == "job-7"
     assert _sender(idNamespace="job-8").opts.id_namespace == "job-8"
     assert _sender().opts.id_namespace is None
+
+
+@pytest.mark.parametrize("idempotent", ["true", "false"])
+def test_bulk_path_stamps_the_dedup_property_as_the_row_path_does(idempotent: str) -> None:
+    from ariane.common.batch import encode_batch
+    from ariane.spark._arrow import batch_to_rows
+    from ariane.spark.ids import MessageIdSequence
+    from tests.unit.spark.test_bulk_write import ROWS, _Producer
+
+    opts = SinkOptions.parse({"nameserver": "h:1", "topic": "T", "idempotent": idempotent})
+    producer = _Producer()
+    bulk = RowSender(opts, producer)  # type: ignore[arg-type]
+    batch = ROWS.select(["body", "tags", "keys"])
+    assert bulk.add_batch(batch, MessageIdSequence("ns", 1, 0))
+    bulk.finish()
+    ((_, body, _),) = producer.producer.sent[:1]
+    row = RowSender(opts, cast(SyncProducer, object()))
+    ids = MessageIdSequence("ns", 1, 0)
+    msgs = [row.message(r, ids.next()) for r in batch_to_rows(batch)]
+    expected = encode_batch([(m.body, m.flag, m.properties) for m in msgs[: len(msgs)]])
+    assert expected.startswith(body)
+    assert (props.DEDUP.encode() in body) is (idempotent == "true")
