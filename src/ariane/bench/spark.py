@@ -76,6 +76,11 @@ def spark_bench(
             _run(nameserver, rows, size, queues, partitions, cluster.master_url, conf, topic,
                  as_json)  # fmt: skip
         finally:
+            from pyspark.sql import SparkSession
+
+            active = SparkSession.getActiveSession()
+            if active is not None:  # the application first, so the worker stops quietly
+                active.stop()
             cluster.stop()
 
 
