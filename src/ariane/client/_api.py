@@ -181,13 +181,7 @@ class ClientAPI(AclRequests, AdminRequests, PopRequests):
             BrokerResponseError: any code but SUCCESS/19/20/21.
             CorruptionError: the body does not decode.
         """
-        code = (
-            RequestCode.LITE_PULL_MESSAGE
-            if header.sys_flag & PULL_LITE
-            else RequestCode.PULL_MESSAGE
-        )
-        request = RemotingCommand.request(code, header.to_ext_fields())
-        response = await self.invoke(addr, request, timeout_ms)
+        response = await self.invoke(addr, _pull_request(header), timeout_ms)
         return decode_pull_response(response)
 
     async def pull_message_raw(
@@ -199,13 +193,7 @@ class ClientAPI(AclRequests, AdminRequests, PopRequests):
         Raises:
             BrokerResponseError: any code but SUCCESS/19/20/21.
         """
-        code = (
-            RequestCode.LITE_PULL_MESSAGE
-            if header.sys_flag & PULL_LITE
-            else RequestCode.PULL_MESSAGE
-        )
-        request = RemotingCommand.request(code, header.to_ext_fields())
-        response = await self.invoke(addr, request, timeout_ms)
+        response = await self.invoke(addr, _pull_request(header), timeout_ms)
         result = decode_pull_response(response, decode_body=False)
         body = (response.body or b"") if result.status is PullStatus.FOUND else b""
         return result, body
@@ -457,3 +445,10 @@ def decode_pull_response(response: RemotingCommand, *, decode_body: bool = True)
         messages,
         header.suggest_which_broker_id,
     )
+
+
+def _pull_request(header: h.PullMessageRequestHeader) -> RemotingCommand:
+    """PULL_MESSAGE, or LITE_PULL_MESSAGE when the header's sysFlag says lite pull."""
+    lite = header.sys_flag & PULL_LITE
+    code = RequestCode.LITE_PULL_MESSAGE if lite else RequestCode.PULL_MESSAGE
+    return RemotingCommand.request(code, header.to_ext_fields())
