@@ -486,7 +486,7 @@ class SinkOptions:
             nameserver=nameserver,
             topic=topic,
             producer_group=opts.get("producergroup", "").strip() or DEFAULT_WRITE_GROUP,
-            batch_rows=_int(opts, "batchRows", 64) or 64,
+            batch_rows=_int(opts, "batchRows", 256) or 256,
             max_in_flight=_int(opts, "maxInFlight", 16) or 16,
             send_timeout_ms=_int(opts, "sendTimeoutMs", 10_000) or 10_000,
             id_namespace=(opts.get("idnamespace") or opts.get("idempotencekey") or "").strip()
