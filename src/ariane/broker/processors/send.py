@@ -154,13 +154,13 @@ _STORED_CODES = frozenset(
 )
 
 
-
 class _DuplicatePut(PutResult):
     """The answer to a send the idempotence window dropped: the first copy's place. It is
     answered like a put but counted nowhere (the store's and topic's put counters count
     what was stored)."""
 
     __slots__ = ()
+
 
 class SendInterceptor(Protocol):
     """Rewrites a message before it is stored (the seam for retry/DLQ, delay, transactions).
