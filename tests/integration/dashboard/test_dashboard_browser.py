@@ -228,7 +228,7 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
             ("producers", "/producer"),
             ("broker", f"/cluster/broker?addr={cluster.broker_addr()}"),
             ("trace", f"/messageTrace?msgId={msg_id}"),
-            ("acl", "/acl"),
+            ("acl-off", "/acl"),  # ACL on: acl.png of test_dashboard_acl
         ]:
             page.goto(base + path)
             assert page.locator("h1").count() == 1
