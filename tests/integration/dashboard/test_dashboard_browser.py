@@ -171,8 +171,11 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
             assert sorted(bytes(m.body) for m in got[6:]) == sorted(bytes(m.body) for m in got[:6])
 
             # resend one message to the running consumer (CONSUME_MESSAGE_DIRECTLY)
-            page.goto(f"{base}/message/detail?topic=WalkTopic&msgId={msg_id}")
-            assert "CONSUMED" in page.inner_text("#tracks")
+            def consumed_on_page() -> bool:  # the offsets are cached for 3 s
+                page.goto(f"{base}/message/detail?topic=WalkTopic&msgId={msg_id}")
+                return "CONSUMED" in page.inner_text("#tracks")
+
+            wait_for("CONSUMED on the message's page", consumed_on_page)
             page.click("#tracks button[type=submit]")
             page.wait_for_url(re.compile(r"/message/detail"))
             assert "CR_SUCCESS" in flash()
