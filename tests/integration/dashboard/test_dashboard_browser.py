@@ -171,7 +171,7 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
             assert sorted(bytes(m.body) for m in got[6:]) == sorted(bytes(m.body) for m in got[:6])
 
             # resend one message to the running consumer (CONSUME_MESSAGE_DIRECTLY)
-            def consumed_on_page() -> bool:  # the offsets are cached for 3 s
+            def consumed_on_page() -> bool:  # the offsets are cached like the lists
                 page.goto(f"{base}/message/detail?topic=WalkTopic&msgId={msg_id}")
                 return "CONSUMED" in page.inner_text("#tracks")
 
