@@ -150,13 +150,3 @@ def test_retry_topics_and_a_zero_window_store_every_copy(tmp_path: Path) -> None
         await b.stop()
 
     run(main())
-
-
-def test_dledger_stores_do_not_deduplicate() -> None:
-    """A DLedger group's puts are proposed through Raft: the window (which appends to the
-    CommitLog directly) stays off there."""
-    from ariane.dledger.message_store import DLedgerMessageStore
-    from ariane.store.message_store import MessageStore
-
-    assert MessageStore.supports_dedup
-    assert not DLedgerMessageStore.supports_dedup
