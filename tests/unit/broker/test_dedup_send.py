@@ -76,6 +76,7 @@ def test_a_repeated_send_is_stored_once_and_answered_with_the_first_copy(tmp_pat
         assert _bodies(b, "T", 1) == [b"one", b"two", b"p", b"p"]
         assert _bodies(b, "T", 2) == []
         assert (b.c.store.dedup.duplicates, len(b.c.store.dedup)) == (1, 3)
+        assert b.c.stats.put_total == 5  # the dropped duplicate is not counted as a put
         await b.stop()
 
     run(main())
@@ -157,6 +158,7 @@ def test_sync_flush_answers_duplicates_too(tmp_path: Path) -> None:
         r = await _batch(b, "T", [(b"one", "id-1"), (b"two", "id-2"), (b"two", "id-2")])
         assert _where(r)[:2] == (0, 1)
         assert _bodies(b, "T", 0) == [b"one", b"two"]
+        assert b.c.stats.put_total == 2
         await b.stop()
 
     run(main())
@@ -177,13 +179,3 @@ def test_retry_topics_and_a_zero_window_store_every_copy(tmp_path: Path) -> None
         await b.stop()
 
     run(main())
-
-
-def test_dledger_stores_do_not_deduplicate() -> None:
-    """A DLedger group's puts are proposed through Raft: the window (which appends to the
-    CommitLog directly) stays off there."""
-    from ariane.dledger.message_store import DLedgerMessageStore
-    from ariane.store.message_store import MessageStore
-
-    assert MessageStore.supports_dedup
-    assert not DLedgerMessageStore.supports_dedup

@@ -154,6 +154,14 @@ _STORED_CODES = frozenset(
 )
 
 
+class _DuplicatePut(PutResult):
+    """The answer to a send the idempotence window dropped: the first copy's place. It is
+    answered like a put but counted nowhere (the store's and topic's put counters count
+    what was stored)."""
+
+    __slots__ = ()
+
+
 class SendInterceptor(Protocol):
     """Rewrites a message before it is stored (the seam for retry/DLQ, delay, transactions).
 
@@ -358,7 +366,7 @@ class SendMessageProcessor:
         start = min(e.phys_offset for e in firsts)
         end = max(e.phys_offset + e.size for e in firsts)
         first = firsts[0]
-        result = PutResult(
+        result = _DuplicatePut(
             _PUT_OK, start, end - start, first.store_timestamp_ms, first.queue_offset,
             len(firsts), offsets=tuple(e.phys_offset for e in firsts),
         )  # fmt: skip
@@ -642,7 +650,8 @@ class SendMessageProcessor:
         else:
             code = _STATUS_CODE.get(status, ResponseCode.SYSTEM_ERROR)
         if code in _STORED_CODES and result.msg_num > 0:
-            self.stats.on_put(topic, result.msg_num, result.wrote_bytes)
+            if result.__class__ is not _DuplicatePut:  # a dropped duplicate stored nothing
+                self.stats.on_put(topic, result.msg_num, result.wrote_bytes)
             config = self.broker.config
             prefix = self._msg_id_prefix
             offsets = result.offsets
