@@ -472,6 +472,7 @@ class SendMessageProcessor:
         cluster = self.broker.config.broker_cluster_name
         items: list[BatchItem] = []
         ids: list[str | None] = []  # dedup ids of the items (when any has one)
+        positions: dict[str, int] = {}  # dedup id -> its item's index in this batch
         dropped: list[tuple[int, DedupEntry]] = []  # (batch position, first copy)
         for entry in entries:
             text = entry.properties
@@ -480,12 +481,13 @@ class SendMessageProcessor:
             if dedup_id is not None:
                 dedup_id = self._dedup_id(topic, dedup_id, props)
                 if dedup_id is not None:
-                    first = self._batch_duplicate(topic, dedup_id, ids, items, dropped)
+                    first = self._batch_duplicate(topic, dedup_id, positions)
                     if first is not None:
                         dropped.append((len(items) + len(dropped), first))
                         continue
                     if not ids:
                         ids = [None] * len(items)
+                    positions[dedup_id] = len(items)
             if ids or dedup_id is not None:
                 ids.append(dedup_id)
             if props.get(TRANSACTION_PREPARED) == "true":
@@ -527,21 +529,20 @@ class SendMessageProcessor:
         return self._answer(ctx, future, topic, queue_id, None, True)
 
     def _batch_duplicate(
-        self,
-        topic: str,
-        dedup_id: str,
-        ids: list[str | None],
-        items: list[BatchItem],
-        dropped: list[tuple[int, DedupEntry]],
+        self, topic: str, dedup_id: str, positions: dict[str, int]
     ) -> DedupEntry | None:
-        """The first copy of a batch item: in the window, or earlier in the same batch (then
-        a placeholder entry, patched in :meth:`_put_batch_remembering`)."""
+        """The first copy of a batch item: in the window, or earlier in the same batch
+        (``positions``: id -> item index; then a placeholder entry, patched in
+        :meth:`_put_batch_remembering`). A dict, not a scan of the ids: a batch of n
+        deduplicated messages costs O(n), not O(n²)."""
         window = self._dedup
         assert window is not None
         first = window.seen(topic, dedup_id, self._clock.now_ms())
-        if first is None and dedup_id in ids:
-            window.duplicates += 1
-            return DedupEntry(-1, ids.index(dedup_id), -1, 0, 0)
+        if first is None:
+            position = positions.get(dedup_id)
+            if position is not None:
+                window.duplicates += 1
+                return DedupEntry(-1, position, -1, 0, 0)
         return first
 
     def _put_batch_remembering(
@@ -765,9 +766,17 @@ def _on_loop(
     finish: Callable[[Future[PutResult]], None],
     future: Future[PutResult],
 ) -> None:
-    """Run ``finish(future)`` on the event loop (store threads complete the futures)."""
+    """Run ``finish(future)`` on the event loop (store threads complete the futures; a DLedger
+    leader completes them on the loop itself, where no wake-up of the loop is needed)."""
     try:
-        loop.call_soon_threadsafe(finish, future)
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    try:
+        if running is loop:
+            loop.call_soon(finish, future)
+        else:
+            loop.call_soon_threadsafe(finish, future)
     except RuntimeError:  # the loop is closed: the broker is gone, nobody to answer
         logger.debug("put completed after the event loop closed")
 
