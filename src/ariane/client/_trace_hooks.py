@@ -10,8 +10,9 @@ per message) and hands them with their index keys to its ``AsyncTraceDispatcher`
 build a record is logged and the record dropped.
 
 * ``SendTracer.pub``: after a send the broker stored (``SendResult``), unless the broker
-  answered ``TRACE_ON=false``: one Pub record (a batch request gives one record whose msgId is
-  the comma-joined ids, as upstream), cost = the send's duration, success = ``SEND_OK``,
+  answered ``TRACE_ON=false``: one Pub record, queued as its values and encoded by the
+  dispatcher's worker (``encode_pairs``); a batch request gives one record whose msgId is
+  the comma-joined ids, as upstream; cost = the send's duration, success = ``SEND_OK``,
   storeTime estimated as start + cost / 2. One-way sends have no answer and no record.
 * ``SendTracer.end_transaction``: after END_TRANSACTION went out, from the local transaction
   or from a check-back.
@@ -54,7 +55,6 @@ from ariane.common.trace import (
     TraceType,
     index_keys,
     message_type_of,
-    pub_record,
 )
 from ariane.remoting.protocol import headers as h
 
@@ -68,6 +68,16 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+#: ``encode_pairs`` of both tracers closes an item at a quarter of a trace message's limits, so ``pack``
+#: fills each trace message with a few of them.
+_ITEM_CHARS = MAX_TRACE_MESSAGE_CHARS // 4
+_ITEM_KEY_CHARS = MAX_TRACE_KEY_CHARS // 4
+
+
+def _b(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def _text(value: str | None) -> str:
@@ -150,10 +160,9 @@ class SendTracer(_Tracer):
                 tags, msg_type = JAVA_NULL, TraceMessageType.Normal_Msg
                 keys = " ".join(dict.fromkeys(k for m in source for k in m.keys)) or JAVA_NULL
                 index = tuple(index_keys(msg_id, keys))
-            data = pub_record(
+            data = (
                 begin_ms,
                 result.region_id or DEFAULT_REGION_ID,
-                self.group,
                 topic,
                 msg_id,
                 tags,
@@ -164,11 +173,45 @@ class SendTracer(_Tracer):
                 msg_type,
                 result.offset_msg_id,
                 result.status is SendStatus.SEND_OK,
-                check=False,
+                index,
             )
-            self.dispatcher.append_encoded((topic, data, 1, index))
+            self.dispatcher.append_open([self, data, None])  # complete: nothing to attach
         except Exception:
             logger.warning("recording the Pub trace of %s failed", result.msg_id, exc_info=True)
+
+    def encode_pairs(self, pairs: list[OpenTrace]) -> list[EncodedTrace]:
+        """The worker's side: the Pub records of ``pairs`` (``PairEncoder``), written as
+        ``pub_record`` writes them, the parts neighbouring sends share formatted once, cut
+        into items of about a quarter of a trace message."""
+        group = self.group
+        out: list[EncodedTrace] = []
+        texts: list[str] = []
+        index: list[str] = []
+        size = key_size = 0
+        topic = head = mid = region = store = ""
+        begin = length = cost = kind = -1
+        for pair in pairs:  # complete from the start: nothing to claim
+            (at, where, to, msg_id, tags, keys, host, size_of, took, type_of, offset_id, ok,
+             keys_of) = pair[1]  # fmt: skip
+            if at != begin or to != topic or where != region:
+                begin, region, topic = at, where, to
+                head = f"Pub\x01{begin}\x01{region}\x01{group}\x01{topic}\x01"
+            if took != cost or size_of != length or host != store or type_of != kind:
+                cost, length, store, kind = took, size_of, host, type_of
+                mid = f"\x01{store}\x01{length}\x01{cost}\x01{int(kind)}\x01"
+            record = f"{head}{msg_id}\x01{tags}\x01{keys}{mid}{offset_id}\x01{_b(ok)}\x02"
+            texts.append(record)
+            size += len(record)
+            index += keys_of
+            key_size += (
+                len(msg_id) + 1 if len(keys_of) == 1 else sum(map(len, keys_of)) + len(keys_of)
+            )
+            if key_size >= _ITEM_KEY_CHARS or size >= _ITEM_CHARS:
+                out.append((topic, "".join(texts), len(texts), tuple(index)))
+                texts, index, size, key_size = [], [], 0, 0
+        if texts:
+            out.append((topic, "".join(texts), len(texts), tuple(index)))
+        return out
 
     def end_transaction(
         self,
@@ -252,10 +295,6 @@ _After = tuple[int, int, bool, ConsumeReturnType]
 #: Request ids: a per-process random prefix and a counter (32 hex digits like Java's).
 _REQUEST_PREFIX = os.urandom(8).hex().upper()
 _request_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
-#: ``encode_pairs`` closes an item at a quarter of a trace message's limits, so ``pack``
-#: fills each trace message with a few of them.
-_ITEM_CHARS = MAX_TRACE_MESSAGE_CHARS // 4
-_ITEM_KEY_CHARS = MAX_TRACE_KEY_CHARS // 4
 
 
 _HEX2 = [f"{i:02X}" for i in range(256)]

@@ -33,6 +33,8 @@ from ariane.common.trace import (
     TraceMessageType,
     TraceType,
     decode_trace_data,
+    message_type_of,
+    pub_record,
     sub_after_record,
     sub_before_record,
 )
@@ -256,6 +258,8 @@ def test_pub_record_of_a_send() -> None:
     msg = Message("T", b"hello", tags="TagA", keys=["k1", "k2"], delay_level=3)
     clock.advance(9)
     tracer.pub(msg, result(region_id="R1"), 1000, "10.0.0.1:10911", 5)
+    assert sink.got == []  # encoded by the worker
+    sink.take()
     (ctx,) = sink.got
     assert ctx == TraceContext(
         TraceType.Pub,
@@ -282,9 +286,11 @@ def test_pub_record_of_a_send() -> None:
     # stored-but-not-OK is a failed Pub; the broker's TRACE_ON=false and the trace topic
     # itself are not traced
     tracer.pub(msg, result(status=SendStatus.FLUSH_DISK_TIMEOUT), 1000, "h", 5)
+    sink.take()
     assert sink.got[-1].success is False
     tracer.pub(msg, result(trace_on=False), 1000, "h", 5)
     tracer.pub(msg, result(topic="RMQ_SYS_TRACE_TOPIC"), 1000, "h", 5)
+    assert sink.open == []
     assert len(sink.got) == 2
 
 
@@ -293,12 +299,55 @@ def test_pub_record_of_a_batch() -> None:
     tracer = SendTracer(sink, "pg", ManualClock(50))  # type: ignore[arg-type]
     batch = [Message("T", b"a", keys="x"), Message("T", b"b", keys=["y", "x"]), Message("T", b"c")]
     tracer.pub(batch, result(), 50, "h:1", 99)
+    sink.take()
     (ctx,) = sink.got
     assert ctx.bean.tags == "null"
     assert ctx.bean.keys == "x y"
     assert ctx.bean.body_length == 99
     assert ctx.bean.msg_type is TraceMessageType.Normal_Msg
     assert sink.items[0][3] == ("MID", "x", "y")
+
+
+def test_worker_pub_encoding_is_pub_record_output() -> None:
+    """The worker writes what ``pub_record`` writes, across shared and changing parts."""
+    sink, clock = Sink(), ManualClock(2000)
+    tracer = SendTracer(sink, "pg%x", clock)  # type: ignore[arg-type]
+    sends = [  # (message, result, begin ms, store host, body length)
+        (Message("T", b"a", keys="k"), result(), 1990, "h:1", 1),
+        (Message("T", b"b"), result(), 1990, "h:1", 1),
+        (
+            Message("T", b"c", tags="x"),
+            result(status=SendStatus.SLAVE_NOT_AVAILABLE),
+            1995,
+            "h:2",
+            3,
+        ),
+        (Message("U", b"d", delay_level=2), result(topic="U", region_id="R"), 1995, "h:2", 3),
+    ]
+    expected = []
+    for msg, res, begin, host, length in sends:
+        tracer.pub(msg, res, begin, host, length)
+        expected.append(
+            pub_record(
+                begin,
+                res.region_id or "DefaultRegion",
+                "pg%x",
+                res.message_queue.topic,
+                res.msg_id,
+                msg.tags or "null",
+                msg.properties.get("KEYS") or "null",
+                host,
+                length,
+                2000 - begin,
+                message_type_of(msg.properties),
+                res.offset_msg_id,
+                res.status is SendStatus.SEND_OK,
+            )
+        )
+    sink.take()
+    (item,) = sink.items
+    assert item[1] == "".join(expected)
+    assert (item[2], item[3]) == (4, ("MID", "k", "MID", "MID", "MID"))
 
 
 def test_end_transaction_record() -> None:
