@@ -397,19 +397,18 @@ class ConsumeTracer(_Tracer):
         topic = ""
         # the parts shared by neighbouring calls (same millisecond, region, outcome) are
         # formatted once: formatting numbers is most of a record's cost
-        head = tail = end = base = ""
-        last_head: tuple[int, str] | None = None
-        last_tail: tuple[int, bool] | None = None
-        last_end: tuple[int, int] | None = None
-        block = -1
+        head = tail = end = base = region_of = ""
+        block = head_ms = cost_of = end_ms = -1
+        ok_of: bool | None = None
+        code_of: ConsumeReturnType | None = None
         for (began_ns, region, number, topic, entries), after in calls:
             if number >> 8 != block:
                 block = number >> 8
                 base = f"{_REQUEST_PREFIX}{block:014X}"
             rid = base + _HEX2[number & 0xFF]
             began = began_ns // 1_000_000
-            if sub_before and (began, region) != last_head:
-                last_head = began, region
+            if sub_before and (began != head_ms or region != region_of):
+                head_ms, region_of = began, region
                 head = f"SubBefore\x01{began}\x01{region}\x01{group}\x01"
             if after is not None:
                 now_ns, count, success, outcome = after
@@ -417,13 +416,12 @@ class ConsumeTracer(_Tracer):
                 cost = (now - began) // (count if count > 0 else 1)
                 if cost < 0:
                     cost = 0
-                if (cost, success) != last_tail:
-                    last_tail = cost, success
+                if cost != cost_of or success is not ok_of:
+                    cost_of, ok_of = cost, success
                     tail = f"\x01{cost}\x01{'true' if success else 'false'}\x01"
-                code = int(outcome)
-                if (code, now) != last_end:
-                    last_end = code, now
-                    end = f"\x01{code}\x01{now}\x01{group}\x02"
+                if now != end_ms or outcome is not code_of:
+                    end_ms, code_of = now, outcome
+                    end = f"\x01{int(outcome)}\x01{now}\x01{group}\x02"
             for msg_id, retries, text in entries:
                 keys = text or JAVA_NULL
                 if sub_before:
