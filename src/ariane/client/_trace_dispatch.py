@@ -1,16 +1,20 @@
 """Shipping trace records off the business paths (RocketMQ ``AsyncTraceDispatcher``).
 
-How it works: hooks on the send and consume paths encode their records
-(``ariane.common.trace``) and call ``append_encoded`` (``append`` takes a ``TraceContext``),
-which never blocks and never raises: it puts the records in a bounded deque (``queue_size``
-contexts, 10000; when full they are dropped and ``stats.discarded`` counted) and, at most
-once per wake-up, wakes the worker (``call_soon_threadsafe`` when called from a listener
-thread). The worker task runs on the host client's event loop: it lingers ``linger_ms``
-(50 ms) after the first record of a round, or until ``batch_size`` (2000) contexts are
-queued, then takes everything queued and packs it into trace messages of at most ~118000
-characters whose ``KEYS`` are the traced msgIds and business keys. Big trace messages
-matter: a send costs the client as much as encoding a hundred records. Each trace message is sent by the dispatcher's own
-producer (group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>``, client instance
+How it works: hooks on the send and consume paths queue their records, which never blocks
+and never raises: ``append_encoded`` takes encoded records (``ariane.common.trace``),
+``append`` a ``TraceContext``, and ``append_open`` an open pair (``OpenTrace``): the values
+of a Pub, or of a listener call's SubBefore that the call's end completes with its SubAfter
+(``attach``), encoded later by their owner (``PairEncoder.encode_pairs``) when the worker
+takes them. The queue is a bounded deque (``queue_size`` entries, 10000; when full new ones
+are dropped and ``stats.discarded`` counted), and at most once per round an append wakes
+the worker (``call_soon_threadsafe`` when called from a listener thread). The worker task
+runs on the host client's event loop: it lingers ``linger_ms`` (50 ms) after the first
+entry of a round, or until ``batch_size`` (2000) entries are queued, then takes everything
+queued, has the open pairs encoded in one loop per owner and packs the records into trace
+messages of at most ~118000 characters whose ``KEYS`` are the traced msgIds and business
+keys. Big trace messages matter: a send costs the client as much as encoding a hundred
+records. Each trace message is sent by the dispatcher's own producer (group
+``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>``, client instance
 ``PID_CLIENT_INNER_TRACE_PRODUCER_<namesrv>``, so trace traffic has its own connections)
 with a 5 s timeout; at most ``max_in_flight`` sends run at once. The producer is the normal
 send path, so ACL signing and routing apply as for any message: the trace topic's route
@@ -99,9 +103,9 @@ class TraceSettings:
     """Dispatcher limits (RocketMQ's fixed values, adjustable here).
 
     Attributes:
-        queue_size: contexts buffered before new ones are dropped (Java 2048; more here
-            because a round takes everything queued).
-        batch_size: with this many contexts queued a round starts at once (no lingering,
+        queue_size: queue entries (a context, or an open pair) buffered before new ones are
+            dropped (Java 2048 contexts; more here because a round takes everything queued).
+        batch_size: with this many entries queued a round starts at once (no lingering,
             or the lingering ends).
         max_message_chars: a trace message body is closed at this size (Java 118000).
         linger_ms: how long a round waits for more contexts before sending.
@@ -131,7 +135,7 @@ class TraceStats:
     """What the dispatcher did (counters only grow).
 
     Attributes:
-        appended: contexts accepted by ``append``.
+        appended: contexts accepted (a completed SubBefore/SubAfter pair counts two).
         discarded: contexts dropped because the queue was full or the dispatcher closed
             (Java's ``discardCount``).
         sent_messages: trace messages the broker stored.
