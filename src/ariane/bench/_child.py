@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -10,7 +11,13 @@ from collections.abc import Iterator, Sequence
 
 import click
 
-__all__ = ["ariane_child", "broker_child", "broker_child_ready", "stop_child"]
+__all__ = [
+    "ariane_child",
+    "broker_child",
+    "broker_child_ready",
+    "proc_cpu_seconds",
+    "stop_child",
+]
 
 
 @contextlib.contextmanager
@@ -82,3 +89,13 @@ def stop_child(proc: subprocess.Popen[str]) -> None:
         proc.wait(10)
     if proc.stdout is not None:
         proc.stdout.close()
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux ``/proc/PID/stat``; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -30,6 +30,8 @@ BENCHMARKS: dict[str, str] = {
     "memory": "ariane.bench.memory:memory_bench",
     # DLedger group vs single broker, failover time over leader kills (issue 14)
     "dledger": "ariane.bench.dledger:dledger_bench",
+    # in-process per-message steps (codecs, ACL, trace hooks), compiled and pure twins
+    "micro": "ariane.bench.micro:micro_bench",
 }
 
 

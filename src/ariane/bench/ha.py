@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from typing import Any
 import click
 import numpy as np
 
-from ariane.bench._child import stop_child
+from ariane.bench._child import proc_cpu_seconds, stop_child
 from ariane.bench.producer import _bench, _Plan
 from ariane.client import Admin
 from ariane.errors import ArianeError
@@ -77,16 +76,6 @@ def _cluster(role: str, extra: tuple[str, ...]) -> Iterator[dict[str, str]]:
             stop_child(proc)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process so far (Linux ``/proc``; 0 elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _broker_pids(ready: dict[str, str]) -> dict[str, int]:
     with open(ready["cluster"], encoding="utf-8") as f:
         doc = json.load(f)
@@ -96,11 +85,11 @@ def _broker_pids(ready: dict[str, str]) -> dict[str, int]:
 def _peak(ready: dict[str, str], plan: _Plan, use_async: bool) -> dict[str, Any]:
     """One run at full speed, with the brokers' CPU per message."""
     pids = _broker_pids(ready)
-    before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    before = {name: proc_cpu_seconds(pid) for name, pid in pids.items()}
     result = run(_bench(ready["namesrv"], plan, use_async, "bench_ha", 1e9, True, False))
     sent = max(1, int(result["sent"]))
     for name, pid in pids.items():
-        used = _cpu_seconds(pid) - before[name]
+        used = proc_cpu_seconds(pid) - before[name]
         result[f"{name}_cpu_us_per_msg"] = round(used * 1e6 / sent, 1)
     return result
 

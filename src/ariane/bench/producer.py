@@ -13,6 +13,10 @@ holds R messages per second (requests wait for their turn). Every
 ``--report-interval`` seconds one line shows TPS, MB/s, average and max RT and failures; the
 end prints a summary (``--json``: one JSON object as the last line, with ``msgs_per_s``,
 ``mb_per_s``, ``avg_rt_ms``, ``max_rt_ms``, ``p99_rt_ms``, ``failed``...). RT is per request.
+``client_cpu_us_per_msg`` is this process's CPU per message; ``--broker-pid PID`` adds
+``broker_cpu_us_per_msg``, the user + system CPU of process PID (the broker; under ``ariane
+standalone`` the broker child, not the launcher) read from ``/proc/PID/stat`` at the start and
+end of the measured run, per message sent.
 ``--trace on`` traces every send (``enable_trace``); ``--trace both`` measures the cost of
 message trace (see ``ariane.bench._trace_modes``).
 """
@@ -31,6 +35,7 @@ import click
 import numpy as np
 
 from ariane.acl.credentials import SessionCredentials
+from ariane.bench._child import proc_cpu_seconds
 from ariane.bench._trace_modes import TRACE_OPTIONS, echo_results, run_trace_modes, trace_fields
 from ariane.client import Message, Producer
 from ariane.errors import ArianeError
@@ -240,6 +245,7 @@ async def _bench(
     credentials: SessionCredentials | None = None,
     trace: bool = False,
     trace_topic: str | None = None,
+    broker_pid: int | None = None,
 ) -> dict[str, Any]:
     stats = _Stats()
     producer = Producer(
@@ -261,11 +267,14 @@ async def _bench(
         reporter = asyncio.create_task(_report(stats, interval_s, plan.size, as_json))
         started = time.perf_counter()
         cpu = time.process_time()
+        broker_cpu = proc_cpu_seconds(broker_pid) if broker_pid else 0.0
         try:
             await (runner.run_async() if use_async else runner.run_sync())
         finally:
             seconds = time.perf_counter() - started
             cpu = time.process_time() - cpu
+            if broker_pid:
+                broker_cpu = proc_cpu_seconds(broker_pid) - broker_cpu
             reporter.cancel()
     rts = np.frombuffer(stats.rts, dtype=np.float64) if stats.rts else np.zeros(1)
     return {
@@ -286,7 +295,19 @@ async def _bench(
         "max_rt_ms": round(float(rts.max()), 3),
         "first_error": stats.first_error,
         "client_cpu_us_per_msg": round(cpu * 1e6 / stats.ok_msgs, 2) if stats.ok_msgs else 0.0,
+        **_broker_cpu_fields(broker_pid, broker_cpu, stats.ok_msgs),
         **trace_fields(producer.trace_dispatcher.stats if producer.trace_dispatcher else None),
+    }
+
+
+def _broker_cpu_fields(pid: int | None, cpu_s: float, sent: int) -> dict[str, Any]:
+    """``broker_cpu_us_per_msg`` (the process ``pid``'s user + system CPU over the run,
+    from ``/proc/PID/stat``, per message sent) when a broker PID was given."""
+    if not pid:
+        return {}
+    return {
+        "broker_pid": pid,
+        "broker_cpu_us_per_msg": round(cpu_s * 1e6 / sent, 2) if sent else 0.0,
     }
 
 
@@ -329,6 +350,12 @@ async def _bench(
 )
 @click.option("--access-key", default=None, help="ACL account that signs every send.")
 @click.option("--secret-key", default=None, help="That account's secret.")
+@click.option(
+    "--broker-pid",
+    type=click.IntRange(1),
+    default=None,
+    help="Also report this process's CPU per message (broker_cpu_us_per_msg, /proc/PID/stat).",
+)
 @TRACE_OPTIONS[0]
 @TRACE_OPTIONS[1]
 @TRACE_OPTIONS[2]
@@ -351,6 +378,7 @@ def producer_bench(
     rate: float,
     access_key: str | None,
     secret_key: str | None,
+    broker_pid: int | None,
     trace: str,
     trace_rounds: int,
     trace_topic: str | None,
@@ -377,6 +405,7 @@ def producer_bench(
                 creds,
                 traced,
                 trace_topic,
+                broker_pid,
             )
         )
 

@@ -25,6 +25,7 @@ from ariane.broker.rebalance_lock import RebalanceLockManager
 from ariane.broker.schedule import ScheduleMessageService
 from ariane.broker.stats import BrokerStats
 from ariane.broker.subscription_group import SubscriptionGroupManager
+from ariane.broker.timer import TimerFeature
 from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import Clock
 from ariane.common.message import HostPort
@@ -102,6 +103,7 @@ class BrokerContext(Protocol):
     hold: PullRequestHoldService
     store: MessageStore
     schedule: ScheduleMessageService
+    timer: TimerFeature
     remoting: RemotingServer
     rpc_metrics: BrokerRpcMetrics
     #: ``host:port`` clients reach this broker at.

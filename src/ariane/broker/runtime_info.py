@@ -58,11 +58,6 @@ def runtime_info(broker: BrokerContext) -> dict[str, str]:
             "queryThreadPoolQueueHeadWaitTimeMills": "0",
             "EndTransactionQueueSize": "0",
             "EndTransactionThreadPoolQueueCapacity": "0",
-            "timerReadBehind": "0",
-            "timerOffsetBehind": "0",
-            "timerCongestNum": "0",
-            "timerEnqueueTps": "0.0",
-            "timerDequeueTps": "0.0",
             "earliestMessageTimeStamp": str(broker.earliest_message_time()),
             "startAcceptSendRequestTimeStamp": "0",
             "pullHoldRequests": str(broker.hold.held_count),
@@ -79,5 +74,6 @@ def runtime_info(broker: BrokerContext) -> dict[str, str]:
             f"Free : {human_readable_bytes(usage.free)}."
         )
     info.update(broker.schedule.running_stats())
+    info.update(broker.timer.runtime_info())
     info.update(broker.replication.runtime_info())
     return info

@@ -211,6 +211,18 @@ class TimerFeature:
         if self.enabled:
             self.wheel.shutdown()
 
+    def runtime_info(self) -> dict[str, str]:
+        """The timer keys of GET_BROKER_RUNTIME_INFO (zeros when the wheel is off)."""
+        if self.enabled:
+            return self.wheel.runtime_info()
+        return {
+            "timerReadBehind": "0",
+            "timerOffsetBehind": "0",
+            "timerCongestNum": "0",
+            "timerEnqueueTps": "0.0",
+            "timerDequeueTps": "0.0",
+        }
+
     def on_arrival(self) -> None:
         """A message reached the timer queue (dispatch thread)."""
         if self.enabled:

@@ -33,6 +33,7 @@ __all__ = [
     "TOPIC_KINDS",
     "BrokerRow",
     "ClusterData",
+    "ConsumerOffset",
     "GroupRow",
     "ProducerRow",
     "Snapshot",
@@ -216,6 +217,16 @@ _SYSTEM_GROUPS = frozenset(
 )  # fmt: skip
 
 
+class ConsumerOffset(NamedTuple):
+    """A group's consumer offset (the next message it will consume) of one queue."""
+
+    group: str
+    topic: str
+    broker_name: str
+    queue_id: int
+    offset: int
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerRow:
     """One online producer connection (``producerConnection``)."""
@@ -367,6 +378,26 @@ class ClusterData:
                 summary = _summary_of_stats(cfg, progress.get((addr, group), []))
                 per_group.setdefault(group, []).append((names.get(addr, addr), summary))
         return {**configs.errors, **stats.errors}
+
+    # -- consumer offsets -----------------------------------------------------------------------
+
+    async def consumer_offsets(self) -> Snapshot[ConsumerOffset]:
+        """Every group's consumer offset of every queue on every master, from
+        GET_BROKER_CONSUME_STATS (one request per broker, not one per group), cached like the
+        lists (a reload at 10,000 groups costs a few hundred ms: no page load waits for it)."""
+        return await self.cache.get("consumerOffsets", self._load_consumer_offsets)
+
+    async def _load_consumer_offsets(self) -> Snapshot[ConsumerOffset]:
+        answers = await self.admin.all_consume_stats(timeout_ms=self.timeout_ms)
+        rows = [
+            ConsumerOffset(group, mq.topic, mq.broker_name, mq.queue_id, w.consumer_offset)
+            for table in answers.values.values()
+            for entry in table.consume_stats_list
+            for group, per_topic in entry.items()
+            for stats in per_topic
+            for mq, w in stats.offset_table.items()
+        ]
+        return Snapshot(rows, answers.errors, self.now_ms())
 
     # -- producers ------------------------------------------------------------------------------
 

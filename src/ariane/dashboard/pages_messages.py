@@ -5,7 +5,8 @@ Messages are found by topic and time range (queues read concurrently, newest fir
 ``max_messages``, the range at most ``max_time_range_ms``), by key, or by id (unique key or
 offsetMsgId); results are cached a minute per query and paged on the server. A message's page
 shows its properties, a bounded body preview, whether each consumer group of its topic has
-consumed it, and lets an admin push it to one consumer of a group (CONSUME_MESSAGE_DIRECTLY).
+consumed it (from the cached group list and every broker's GET_BROKER_CONSUME_STATS, so no
+request per group), and lets an admin push it to one consumer of a group (CONSUME_MESSAGE_DIRECTLY).
 The DLQ page lists a group's ``%DLQ%`` messages, exports them as JSON and resends them to
 the group through its ``%RETRY%`` topic, so the group consumes them again whether or not a
 consumer is online.
@@ -13,7 +14,6 @@ consumer is online.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ __all__ = ["routes"]
 
 _KEY_MAX = 64
 _DEFAULT_SPAN_MS = 3_600_000
-_CONSUMED_GROUPS_MAX = 32
+_CONSUMED_GROUPS_MAX = 200
 _SORTS: dict[str, Any] = {
     "storeTime": lambda m: (m.store_timestamp_ms, m.queue_offset),
     "queue": lambda m: (m.queue_id, m.queue_offset),
@@ -139,33 +139,40 @@ def _body_preview(body: bytes, limit: int) -> dict[str, Any]:
     return {"kind": kind, "text": text, "length": len(body), "truncated": len(body) > limit}
 
 
-async def _consumption(dash: Dashboard, msg: MessageExt) -> list[dict[str, Any]]:
-    """Per consumer group of the message's topic: consumed or not (``messageTrackDetail``)."""
+async def _queue_offsets(dash: Dashboard, msg: MessageExt) -> tuple[dict[str, int], str]:
+    """Group -> its consumer offset of the message's queue, and why they are unknown when
+    the message's broker did not answer (empty when it did)."""
+    offsets = await dash.data.consumer_offsets()
+    brokers = (await dash.data.brokers()).rows
+    name = next((b.broker_name for b in brokers if b.addr == str(msg.store_host)), None)
+    failed = {
+        e
+        for a, e in offsets.errors.items()
+        if name is None or any(b.addr == a and b.broker_name == name for b in brokers)
+    }
+    consumed = {
+        o.group: o.offset
+        for o in offsets.rows
+        if o.topic == msg.topic and o.queue_id == msg.queue_id and name in (None, o.broker_name)
+    }
+    return consumed, "; ".join(sorted(failed))
+
+
+async def _consumption(dash: Dashboard, msg: MessageExt) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per consumer group of the message's topic: consumed or not (``messageTrackDetail``),
+    and warnings. The groups come from the cached group list and their offsets from the
+    cached GET_BROKER_CONSUME_STATS of every broker: no request per group, whatever their
+    number."""
     origin = msg.properties.get(props.RETRY_TOPIC) if msg.topic.startswith("%") else None
     topic = origin or msg.topic
     groups = [g for g in (await dash.data.groups()).rows if topic in g.topics]
-    groups = groups[:_CONSUMED_GROUPS_MAX]
-    names = {b.addr: b.broker_name for b in (await dash.data.brokers()).rows}
-    broker_name = names.get(str(msg.store_host))
-
-    async def one(group: str) -> int | None:
-        stats = await asyncio.wait_for(
-            dash.admin.consume_stats(group, msg.topic), dash.config.request_timeout_ms / 1000
-        )
-        for mq, w in stats.offset_table.items():
-            if (
-                mq.queue_id == msg.queue_id
-                and mq.topic == msg.topic
-                and broker_name in (None, mq.broker_name)
-            ):
-                return w.consumer_offset
-        return None
-
-    offsets = await asyncio.gather(*(one(g.group) for g in groups), return_exceptions=True)
+    groups.sort(key=lambda g: g.group)
+    consumed, unknown = await _queue_offsets(dash, msg)
     out = []
-    for g, off in zip(groups, offsets, strict=True):
-        if isinstance(off, BaseException):
-            status = f"UNKNOWN ({off})"
+    for g in groups[:_CONSUMED_GROUPS_MAX]:
+        off = consumed.get(g.group)
+        if unknown:
+            status = f"UNKNOWN ({unknown})"
         elif off is not None and off > msg.queue_offset:
             status = "CONSUMED"
         elif not g.clients:
@@ -173,7 +180,13 @@ async def _consumption(dash: Dashboard, msg: MessageExt) -> list[dict[str, Any]]
         else:
             status = "NOT_CONSUME_YET"
         out.append({"group": g.group, "status": status, "clientIds": list(g.client_ids)})
-    return out
+    warnings = []
+    if len(groups) > _CONSUMED_GROUPS_MAX:
+        warnings.append(
+            f"{len(groups):,} groups consume {topic}: the first {_CONSUMED_GROUPS_MAX} by name "
+            "are listed; the Consumer page searches the others"
+        )
+    return out, warnings
 
 
 async def message_detail(request: Request, dash: Dashboard) -> Page:
@@ -186,11 +199,12 @@ async def message_detail(request: Request, dash: Dashboard) -> Page:
     msg = await _find(dash, topic, msg_id)
     info = message_dict(msg, body=False)
     body = _body_preview(bytes(msg.body), dash.config.body_preview_bytes)
-    tracks = await _consumption(dash, msg)
+    tracks, warnings = await _consumption(dash, msg)
     return Page(
         "message.html",
         {"m": info, "body": body, "tracks": tracks},
         {"message": info, "body": body, "messageTrack": tracks},
+        warnings,
     )
 
 

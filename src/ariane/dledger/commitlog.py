@@ -27,6 +27,7 @@ from concurrent.futures import Future
 from functools import partial
 
 from ariane.common.clock import Clock
+from ariane.dledger.commit_future import CommitFuture
 from ariane.dledger.files import DLedgerFiles
 from ariane.dledger.format import ENTRY_HEADER_SIZE, MAGIC_NORMAL, EntryHeader
 from ariane.dledger.replica import Replica
@@ -71,6 +72,10 @@ def _done(result: PutResult) -> Future[PutResult]:
     future: Future[PutResult] = Future()
     future.set_result(result)
     return future
+
+
+def _now(result: PutResult) -> tuple[PutResult, Future[PutResult]]:
+    return result, _done(result)
 
 
 class DLedgerCommitLog(CommitLog):
@@ -171,14 +176,21 @@ class DLedgerCommitLog(CommitLog):
     def submit_one(self, msg: MessageInner, *, wait: bool = True) -> Future[PutResult]:
         """Append one message; the future completes when it is committed (at once when
         ``wait`` is false)."""
+        return self.append_one(msg, wait=wait)[1]
+
+    def append_one(
+        self, msg: MessageInner, *, wait: bool = True
+    ) -> tuple[PutResult, Future[PutResult]]:
+        """``submit_one`` that also returns where the message went, before the commit (a
+        refusal: the refusal, ``msg_num`` 0)."""
         one = self.prepare_one(msg)
         if type(one) is not PreparedOne:
-            return _done(one)  # type: ignore[arg-type]
+            return _now(one)  # type: ignore[arg-type]
         try:
             with self.put_lock:
                 refusal = self.replica.can_propose(1)
                 if refusal is not Code.SUCCESS:
-                    return _done(_refused(refusal))
+                    return _now(_refused(refusal))
                 mf, at = self.files.reserve(one.total)
                 code, index, term = self.replica.propose(1)
                 assert code is Code.SUCCESS
@@ -193,22 +205,28 @@ class DLedgerCommitLog(CommitLog):
                 self.replica.run()
         except OSError as exc:
             logger.exception("DLedger append failed")
-            return _done(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))
+            return _now(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))
         self._after_put()
-        return future
+        return result, future
 
     def submit_batch(self, batch: MessageBatchInner, *, wait: bool = True) -> Future[PutResult]:
         """Append a batch, one entry per message, all or none refused."""
+        return self.append_batch(batch, wait=wait)[1]
+
+    def append_batch(
+        self, batch: MessageBatchInner, *, wait: bool = True
+    ) -> tuple[PutResult, Future[PutResult]]:
+        """``submit_batch`` that also returns where the messages went, before the commit."""
         prepared = self.prepare_batch(batch)
         if isinstance(prepared, PutResult):
-            return _done(prepared)
+            return _now(prepared)
         records = prepared.records
         key = (batch.topic, batch.queue_id)
         try:
             with self.put_lock:
                 refusal = self.replica.can_propose(len(records))
                 if refusal is not Code.SUCCESS:
-                    return _done(_refused(refusal))
+                    return _now(_refused(refusal))
                 code, first, term = self.replica.propose(len(records))
                 assert code is Code.SUCCESS
                 store_ts = self.next_store_timestamp()
@@ -235,12 +253,32 @@ class DLedgerCommitLog(CommitLog):
                 self.replica.run()
         except OSError as exc:
             logger.exception("DLedger batch append failed")
-            return _done(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))
+            return _now(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))
         self._after_put()
-        return future
+        return result, future
+
+    def wait_committed(self, result: PutResult) -> Future[PutResult]:
+        """A future completing with ``result`` once the entries holding its records are
+        committed (messages stored earlier and answered again: the idempotence window's
+        duplicates). Only the leader that wrote them may ask (the caller checks); they fail
+        as its own proposals do when it loses the leadership first."""
+        last = result.offsets[-1] if result.offsets else result.wrote_offset
+        with self.put_lock:
+            if last < self.committed_pos:
+                return _done(result)
+            index = self.index_at(last)
+            if index > self.files.end:  # pragma: no cover - the leader's own entries stay
+                return _done(_refused(Code.TERM_CHANGED))
+            future: Future[PutResult] = CommitFuture()
+            waiting = self._waiting
+            at = len(waiting)
+            while at and waiting[at - 1][1] > index:
+                at -= 1
+            waiting.insert(at, (index, index, future, result))
+            return future
 
     def _wait_for(self, first: int, last: int, result: PutResult, wait: bool) -> Future[PutResult]:
-        future: Future[PutResult] = Future()
+        future: Future[PutResult] = CommitFuture()
         if wait:
             self._waiting.append((first, last, future, result))
         else:
@@ -311,6 +349,12 @@ class DLedgerCommitLog(CommitLog):
         self._waiting = kept
 
     def on_role(self, term: int, role: Role, leader_id: str | None) -> None:
+        if role is not Role.LEADER and self._waiting:
+            # what the proposals' failure left: answers of duplicates (wait_committed)
+            completions = self.replica.completions
+            for _, _, future, _ in self._waiting:
+                completions.append(partial(future.set_result, _refused(Code.TERM_CHANGED)))
+            self._waiting.clear()
         listener = self.role_listener
         if listener is not None:
             listener(term, role, leader_id)

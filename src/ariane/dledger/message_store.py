@@ -26,6 +26,7 @@ from ariane.common.properties import WAIT_STORE_MSG_OK
 from ariane.common.sysflag import enters_consume_queue, is_rollback
 from ariane.dledger.commitlog import DLedgerCommitLog
 from ariane.dledger.config import DLedgerConfig
+from ariane.dledger.dedup import MasterWindow, rebuild_from_log
 from ariane.dledger.format import ENTRY_HEADER_SIZE
 from ariane.dledger.upgrade import prepare_old_commit_log
 from ariane.errors import ConfigError
@@ -82,8 +83,9 @@ class DLedgerMessageStore(MessageStore):
         arriving_listener: told when committed messages become visible.
     """
 
-    #: puts are proposed to the Raft group: the idempotence window is off (ariane.store.dedup)
-    supports_dedup = False
+    #: the idempotence window works on the master, refilled at each promotion
+    #: (ariane.dledger.dedup)
+    supports_dedup = True
 
     def __init__(
         self,
@@ -116,6 +118,9 @@ class DLedgerMessageStore(MessageStore):
         self.checkpointer: _Periodic | None = None
         #: the term in which this node became the writable master (-1: not the master)
         self.master_term = -1
+        self.dedup = MasterWindow(
+            lambda: self.is_master, config.dedup_window_size, config.dedup_window_ms
+        )
 
     @property
     def replica(self) -> object:
@@ -195,9 +200,10 @@ class DLedgerMessageStore(MessageStore):
             )
 
     def promote(self) -> bool:
-        """Start taking writes if :meth:`master_ready`: the next queue offsets come from the
-        ConsumeQueues (``recoverTopicQueueTable``). Returns True when this node is the
-        writable master now."""
+        """Start taking writes if :meth:`master_ready`: the idempotence window is refilled
+        from the committed log, the next queue offsets come from the ConsumeQueues
+        (``recoverTopicQueueTable``). Returns True when this node is the writable master
+        now (on the broker's event loop, which owns the window)."""
         cl = self.commit_log
         with cl.put_lock:
             node = cl.replica.node
@@ -207,12 +213,31 @@ class DLedgerMessageStore(MessageStore):
                 return True
             if not self.master_ready():
                 return False
+            term = node.term
+        core = node
+
+        def still_leading() -> bool:
+            return core.is_leader and core.term == term
+
+        if not rebuild_from_log(self.dedup, cl, self.clock.now_ms(), still_leading):
+            return False
+        with cl.put_lock:
+            if not still_leading() or not self.master_ready():
+                return False
             cl.topic_queue_table = {
                 (cq.topic, cq.queue_id): cq.max_offset_in_queue for cq in self.all_consume_queues()
             }
-            self.master_term = node.term
-            logger.info("DLedger %s takes writes in term %d", self.dledger.self_id, node.term)
-            return True
+            self.master_term = term
+        if len(self.dedup):
+            logger.info("idempotence window refilled from the DLedger log: %d ids", len(self.dedup))
+        logger.info("DLedger %s takes writes in term %d", self.dledger.self_id, term)
+        return True
+
+    def rebuild_dedup(self) -> int:
+        """Nothing at load: the window is refilled when this node becomes the master
+        (:meth:`promote`; followers do not use it)."""
+        self.dedup.clear()
+        return 0
 
     @property
     def is_master(self) -> bool:
@@ -279,6 +304,36 @@ class DLedgerMessageStore(MessageStore):
     def put_messages(self, batch: MessageBatchInner) -> PutResult:
         """Propose a batch and wait for the commit."""
         return self.submit_messages(batch).result()
+
+    def append_message(self, msg: MessageInner) -> tuple[PutResult, Future[PutResult]]:
+        """``submit_message`` that also returns where the message went, before the commit
+        (the idempotence window remembers it at once)."""
+        refusal = self._dledger_refusal()
+        if refusal is not None:
+            return refusal, _done(refusal)
+        wait = msg.properties.get(WAIT_STORE_MSG_OK) != "false"
+        result, future = self.commit_log.append_one(msg, wait=wait)
+        return result, self._count(future)
+
+    def append_messages(self, batch: MessageBatchInner) -> tuple[PutResult, Future[PutResult]]:
+        """``submit_messages`` that also returns where the messages went."""
+        refusal = self._dledger_refusal()
+        if refusal is not None:
+            return refusal, _done(refusal)
+        result, future = self.commit_log.append_batch(batch)
+        return result, self._count(future)
+
+    def wait_durable(self, result: PutResult) -> Future[PutResult]:
+        """A future completing with ``result`` (messages this master stored earlier) once
+        they are committed; refused when this node is no longer the master."""
+        with self.commit_log.put_lock:  # a lost leadership fails the waits under it
+            if self.is_master:
+                return self.commit_log.wait_committed(result)
+        return _done(
+            PutResult(
+                PutStatus.SERVICE_NOT_AVAILABLE, remark="not the DLedger group's master any more"
+            )
+        )
 
     # -- introspection ------------------------------------------------------------------------------
     def runtime_info(self) -> dict[str, str]:

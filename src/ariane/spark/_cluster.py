@@ -11,8 +11,8 @@ coroutine each on that loop; per-queue requests of one call run concurrently the
   time, and committing offsets to a consumer group.
 * ``QueueReader`` (executors): pulls one queue range ``[start, end)`` with PULL_MESSAGE
   (RocketMQ's ``DefaultLitePullConsumer.pull`` without a rebalance: the range is the
-  assignment), keeping the next pull in flight while the caller converts the previous
-  batch. Lost data (offsets below the queue's minimum, a queue shorter than planned) raises
+  assignment), keeping up to ``pullsInFlight`` pulls of successive offset chunks in
+  flight while the caller converts earlier answers (``ariane.spark._pipeline``). Lost data (offsets below the queue's minimum, a queue shorter than planned) raises
   ``DataLossError`` when ``failOnDataLoss`` holds, else is logged and skipped.
 """
 
@@ -34,6 +34,7 @@ from ariane.common.sysflag import PERM_READ, PULL_SUBSCRIPTION
 from ariane.errors import DataLossError, InvalidArgumentError, RemoteProtocolError
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
+from ariane.spark._pipeline import PullWindow
 from ariane.spark.options import QueueKey, SourceOptions, Subscription
 from ariane.spark.planning import QueueRange
 
@@ -247,14 +248,10 @@ class QueueReader:
         return addr
 
     def _submit(
-        self, addr: str, rng: QueueRange, offset: int, raw: bool
+        self, addr: str, rng: QueueRange, offset: int, max_nums: int, raw: bool
     ) -> concurrent.futures.Future[tuple[PullResult, bytes]]:
         header = pull_header(
-            self.opts.consumer_group,
-            rng.key,
-            offset,
-            min(self.opts.pull_batch_size, rng.end - offset),
-            self.opts.subscription,
+            self.opts.consumer_group, rng.key, offset, max_nums, self.opts.subscription
         )
         api = self.admin.api
         timeout = self.opts.timeout_ms
@@ -306,14 +303,21 @@ class QueueReader:
 
     def _pulls(self, rng: QueueRange, raw: bool) -> Iterator[tuple[int, PullResult, bytes]]:
         """(offset pulled from, result, raw body) of each pull that found or skipped
-        messages, while the next pull is in flight."""
+        messages, in offset order, while up to ``pullsInFlight`` later pulls are in flight
+        (``ariane.spark._pipeline``)."""
         if rng.size == 0:
             return
         addr = self._addr(rng)
-        offset = rng.start
-        pending = self._submit(addr, rng, offset, raw)
+        window: PullWindow[concurrent.futures.Future[tuple[PullResult, bytes]]] = PullWindow(
+            rng.start,
+            rng.end,
+            self.opts.pull_batch_size,
+            self.opts.pulls_in_flight,
+            lambda offset, count: self._submit(addr, rng, offset, count, raw),
+        )
         empty_pulls = 0
-        while True:
+        while not window.done:
+            offset, _, pending = window.head()
             result, body = pending.result()
             status = result.status
             found = False
@@ -337,7 +341,7 @@ class QueueReader:
                 empty_pulls += 1
                 if empty_pulls <= _EMPTY_PULL_RETRIES and result.max_offset > offset:
                     time.sleep(0.05 * empty_pulls)
-                    pending = self._submit(addr, rng, offset, raw)
+                    window.restart()
                     continue
                 self._lost(
                     rng,
@@ -345,11 +349,6 @@ class QueueReader:
                     f"(the queue ends at {result.max_offset})",
                 )
                 return
-            pulled_at = offset
-            offset = nxt
-            if offset < rng.end:
-                pending = self._submit(addr, rng, offset, raw)
+            window.advance(nxt, status is PullStatus.FOUND)
             if found:
-                yield pulled_at, result, body
-            if offset >= rng.end:
-                return
+                yield offset, result, body

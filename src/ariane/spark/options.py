@@ -372,6 +372,8 @@ class SourceOptions:
     credentials: SessionCredentials | None = None
     #: ``decode=trace``: rows are the decoded message-trace records (issue 15)
     decode_trace: bool = False
+    #: pulls of one queue range in flight at once (option ``pullsInFlight``)
+    pulls_in_flight: int = 4
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -433,6 +435,7 @@ class SourceOptions:
             timeout_ms=_int(opts, "timeoutMs", 10_000) or 10_000,
             credentials=parse_credentials(opts),
             decode_trace=decode_trace,
+            pulls_in_flight=_int(opts, "pullsInFlight", 4) or 4,
         )
 
     @property
@@ -486,7 +489,7 @@ class SinkOptions:
             nameserver=nameserver,
             topic=topic,
             producer_group=opts.get("producergroup", "").strip() or DEFAULT_WRITE_GROUP,
-            batch_rows=_int(opts, "batchRows", 64) or 64,
+            batch_rows=_int(opts, "batchRows", 256) or 256,
             max_in_flight=_int(opts, "maxInFlight", 16) or 16,
             send_timeout_ms=_int(opts, "sendTimeoutMs", 10_000) or 10_000,
             id_namespace=(opts.get("idnamespace") or opts.get("idempotencekey") or "").strip()

@@ -48,7 +48,8 @@ _FIX = (
     "(export PYSPARK_PYTHON={python} before the SparkSession is created, "
     "or --conf spark.pyspark.python={python} with spark-submit), activate that venv "
     "before running the script, or ship the package to the executors "
-    "(--py-files with a built wheel, spark.archives with a packed venv); see docs/spark.md"
+    "(--py-files with the package as a .zip, spark.archives with a packed venv); "
+    "see docs/spark.md"
 )
 
 

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from ariane.common.properties import DEDUP, REAL_TOPIC, TRANSACTION_PREPARED
 from ariane.common.topics import DLQ_PREFIX, RETRY_PREFIX
 from ariane.store.config import DEFAULT_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_SIZE
-from ariane.store.format import Decoded, EndOfSegment, check_record
+from ariane.store.disk import FileMap
+from ariane.store.format import Decoded, DispatchRequest, EndOfSegment, check_record
 
 if TYPE_CHECKING:
     from ariane.store.commit_log import CommitLog
@@ -45,7 +46,9 @@ __all__ = [
     "DedupEntry",
     "DedupWindow",
     "dedup_topic",
+    "may_hold_ids",
     "rebuild",
+    "remember_record",
 ]
 
 
@@ -158,11 +161,38 @@ def rebuild(window: DedupWindow, commit_log: CommitLog, end_offset: int, now_ms:
         limit = min(size, end_offset - mf.file_from_offset)
         if limit <= 0:
             break
-        if mf.mm.find(_MARKER, 0, limit) < 0:
+        if not may_hold_ids(mf.mm, limit):
             continue
         _scan_file(window, mf.mm, mf.file_from_offset, limit, cutoff)
     window.expire(now_ms)
     return len(window)
+
+
+def may_hold_ids(buf: FileMap, limit: int) -> bool:
+    """Whether the first ``limit`` bytes of ``buf`` may hold a record with an id (one
+    ``find``: a file without the property's bytes needs no decoding)."""
+    return buf.find(_MARKER, 0, limit) >= 0
+
+
+def remember_record(window: DedupWindow, req: DispatchRequest, cutoff_ms: int) -> None:
+    """Put the id of the stored record ``req`` in ``window`` if it has one that counts
+    (stored at or after ``cutoff_ms``, not a retry, dead-letter or prepared message)."""
+    if req.properties is None or req.store_timestamp_ms < cutoff_ms:
+        return
+    dedup_id = req.properties.get(DEDUP)
+    if dedup_id is None or req.properties.get(TRANSACTION_PREPARED) == "true":
+        return
+    topic = req.properties.get(REAL_TOPIC) or req.topic
+    if not dedup_topic(topic) or not dedup_topic(req.topic):
+        return
+    window.remember(
+        topic,
+        dedup_id,
+        DedupEntry(
+            req.queue_id, req.consume_queue_offset, req.commit_log_offset, req.msg_size,
+            req.store_timestamp_ms,
+        ),
+    )  # fmt: skip
 
 
 def _scan_file(window: DedupWindow, buf: object, base: int, limit: int, cutoff: int) -> None:
@@ -173,19 +203,5 @@ def _scan_file(window: DedupWindow, buf: object, base: int, limit: int, cutoff: 
             return
         req = res.dispatch
         pos += res.size
-        if req is None or req.properties is None or req.store_timestamp_ms < cutoff:
-            continue
-        dedup_id = req.properties.get(DEDUP)
-        if dedup_id is None or req.properties.get(TRANSACTION_PREPARED) == "true":
-            continue
-        topic = req.properties.get(REAL_TOPIC) or req.topic
-        if not dedup_topic(topic) or not dedup_topic(req.topic):
-            continue
-        window.remember(
-            topic,
-            dedup_id,
-            DedupEntry(
-                req.queue_id, req.consume_queue_offset, base + pos - res.size, res.size,
-                req.store_timestamp_ms,
-            ),
-        )  # fmt: skip
+        if req is not None:
+            remember_record(window, req._replace(commit_log_offset=base + pos - res.size), cutoff)

@@ -1,6 +1,7 @@
 """The ACL page against a broker with plain ACL on: the dashboard signs its requests with an
 admin account, lists the accounts without their secrets, and creates and deletes one on the
-broker."""
+broker; in Chromium, a dashboard with ``--auth`` sends to its login page, then shows the
+accounts (screenshots of both under test-artifacts/dashboard/)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.dashboard.support import DashClient, start_dashboard, wait_for
+from tests.integration.dashboard.support import (
+    ARTIFACTS,
+    DashClient,
+    browser_page,
+    start_dashboard,
+    wait_for,
+)
 from tests.support.cluster import Cluster
 from tests.support.processes import ServerProcess
 
@@ -85,3 +92,35 @@ def test_accounts_listed_created_and_deleted(acl_dashboard: tuple[Cluster, Serve
         wait_for("the account removed", lambda: "audit_app" not in _file_accounts(cluster))
     finally:
         client.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_login_then_accounts_in_the_browser(
+    acl_dashboard: tuple[Cluster, ServerProcess], tmp_path: Path
+) -> None:
+    cluster, _ = acl_dashboard
+    users = tmp_path / "users.properties"
+    users.write_text("admin=s3cret,1\n", encoding="utf-8")
+    proc = start_dashboard(
+        cluster.namesrv_addr, "--auth", str(users),
+        "--access-key", "dashadmin", "--secret-key", "dash-secret-1",
+    )  # fmt: skip
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    try:
+        with browser_page() as page:
+            base = f"http://{proc.ready['dashboard']}"
+            page.goto(f"{base}/acl")
+            assert page.url == f"{base}/login?next=/acl"
+            page.screenshot(path=str(ARTIFACTS / "login.png"), full_page=True)
+            page.fill("input[name=username]", "admin")
+            page.fill("input[name=password]", "s3cret")
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{base}/acl")
+            text = page.inner_text("main")
+            assert ("orders_app" in text, "Orders=PUB" in text, "orders-secret" in text) == (
+                True, True, False,
+            )  # fmt: skip
+            page.screenshot(path=str(ARTIFACTS / "acl.png"), full_page=True)
+    finally:
+        proc.stop()

@@ -171,8 +171,11 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
             assert sorted(bytes(m.body) for m in got[6:]) == sorted(bytes(m.body) for m in got[:6])
 
             # resend one message to the running consumer (CONSUME_MESSAGE_DIRECTLY)
-            page.goto(f"{base}/message/detail?topic=WalkTopic&msgId={msg_id}")
-            assert "CONSUMED" in page.inner_text("#tracks")
+            def consumed_on_page() -> bool:  # the offsets are cached like the lists
+                page.goto(f"{base}/message/detail?topic=WalkTopic&msgId={msg_id}")
+                return "CONSUMED" in page.inner_text("#tracks")
+
+            wait_for("CONSUMED on the message's page", consumed_on_page)
             page.click("#tracks button[type=submit]")
             page.wait_for_url(re.compile(r"/message/detail"))
             assert "CR_SUCCESS" in flash()
@@ -228,7 +231,7 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
             ("producers", "/producer"),
             ("broker", f"/cluster/broker?addr={cluster.broker_addr()}"),
             ("trace", f"/messageTrace?msgId={msg_id}"),
-            ("acl", "/acl"),
+            ("acl-off", "/acl"),  # ACL on: acl.png of test_dashboard_acl
         ]:
             page.goto(base + path)
             assert page.locator("h1").count() == 1

@@ -1,7 +1,10 @@
 """A DLedger follower copies the leader's metadata even when it started before any leader was
 elected: it keeps registering until the NameServer names the master, then copies its topics
 every ``slaveSynchronizeInterval``. A topic created on the leader alone is still writable after
-the leader is SIGKILLed, on whichever node takes over."""
+the leader is SIGKILLed, on whichever node takes over. A message stamped with
+``__ARIANE_DEDUP`` and acknowledged before the kill, sent again to the new master, is answered
+with its first copy and stored once (the new master rebuilt its idempotence window from its
+log when it took over)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ariane.client import Admin, ClientConfig, Message, Producer
+from ariane.client import Admin, ClientConfig, Message, MessageQueue, Producer, SendResult
+from ariane.common.msgid import decode_offset_msg_id
+from ariane.common.properties import DEDUP
 from ariane.errors import ArianeError
 from tests.integration.dledger.cluster import DLedgerCluster
 
@@ -28,6 +33,20 @@ async def _has_topic(admin: Admin, addr: str) -> bool:
     return (config.read_queue_nums, config.write_queue_nums) == (2, 2)
 
 
+def _stamped() -> Message:
+    return Message(TOPIC, b"stamped", properties={DEDUP: "row-1"})
+
+
+async def _send_until_ok(producer: Producer, msg: Message, queue: MessageQueue) -> SendResult:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return await producer.send(msg, queue=queue)
+        except ArianeError:
+            assert time.monotonic() < deadline, "no send succeeded after the failover"
+            await asyncio.sleep(0.2)
+
+
 async def _until(what: str, check: object, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not await check():  # type: ignore[operator]
@@ -38,7 +57,8 @@ async def _until(what: str, check: object, timeout_s: float = 60.0) -> None:
 def test_followers_copy_a_topic_created_on_the_leader_and_serve_it_after_failover(
     tmp_path: Path,
 ) -> None:
-    cluster = DLedgerCluster(tmp_path).start()
+    cluster = DLedgerCluster(tmp_path, metrics=True).start()
+    config = ClientConfig(namesrv_addr=cluster.namesrv_addr, poll_name_server_interval_ms=500)
 
     async def main() -> None:
         async with Admin(namesrv_addr=cluster.namesrv_addr) as admin:
@@ -56,13 +76,26 @@ def test_followers_copy_a_topic_created_on_the_leader_and_serve_it_after_failove
                 await _until(
                     f"{TOPIC} on follower {addr}", lambda a=addr: _has_topic(admin, a), 20.0
                 )
-            victim = cluster.node_at(master)
-            assert victim is not None
-            await asyncio.to_thread(cluster.kill, victim)
-            new_master = await cluster.master(admin, not_addr=master, timeout_s=60)
-            assert new_master in followers
-            assert await _has_topic(admin, new_master)
-        config = ClientConfig(namesrv_addr=cluster.namesrv_addr, poll_name_server_interval_ms=500)
+            async with Producer("dledger_meta_stamped", client_config=config) as producer:
+                first = await producer.send(_stamped())
+                assert first.ok
+                victim = cluster.node_at(master)
+                assert victim is not None
+                await asyncio.to_thread(cluster.kill, victim)
+                new_master = await cluster.master(admin, not_addr=master, timeout_s=60)
+                assert new_master in followers
+                assert await _has_topic(admin, new_master)
+                again = await _send_until_ok(producer, _stamped(), first.message_queue)
+            # the first copy's queue offset and physical offset (the hosts differ)
+            assert again.queue_offset == first.queue_offset
+            assert (
+                decode_offset_msg_id(again.offset_msg_id).phys_offset
+                == decode_offset_msg_id(first.offset_msg_id).phys_offset
+            )
+            assert await admin.max_offset(first.message_queue) == first.queue_offset + 1
+            node = cluster.node_at(new_master)
+            assert node is not None
+            assert _dedup_duplicates(cluster, node) == 1.0
         async with Producer("dledger_meta_p", client_config=config) as producer:
             deadline = time.monotonic() + 60
             while True:
@@ -89,3 +122,16 @@ def test_followers_copy_a_topic_created_on_the_leader_and_serve_it_after_failove
         asyncio.run(main())
     finally:
         cluster.stop()
+
+
+def _dedup_duplicates(cluster: DLedgerCluster, node: str) -> float:
+    """``ariane_dedup_duplicates_total`` of ``node``."""
+    import urllib.request
+
+    url = f"http://{cluster.nodes[node].ready['metrics']}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        text = resp.read().decode()
+    for line in text.splitlines():
+        if line.startswith("ariane_dedup_duplicates_total"):
+            return float(line.rpartition(" ")[2])
+    raise AssertionError("ariane_dedup_duplicates_total is not exported")

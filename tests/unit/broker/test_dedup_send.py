@@ -23,8 +23,12 @@ def _where(r: RemotingCommand) -> tuple[int, int, str]:
 
 
 def _bodies(b: Broker, topic: str, queue_id: int) -> list[bytes]:
-    got = b.c.store.get_message("G", topic, queue_id, 0, 100)
-    return [decode_records(record)[0].body for record in got.messages]
+    out: list[bytes] = []
+    while True:  # a pull answers at most maxTransferCountOnMessageInMemory messages
+        got = b.c.store.get_message("G", topic, queue_id, len(out), 100)
+        if not got.messages:
+            return out
+        out += [decode_records(record)[0].body for record in got.messages]
 
 
 async def _request(b: Broker, code: int, header: h.CommandHeader, body: bytes) -> RemotingCommand:
@@ -72,6 +76,7 @@ def test_a_repeated_send_is_stored_once_and_answered_with_the_first_copy(tmp_pat
         assert _bodies(b, "T", 1) == [b"one", b"two", b"p", b"p"]
         assert _bodies(b, "T", 2) == []
         assert (b.c.store.dedup.duplicates, len(b.c.store.dedup)) == (1, 3)
+        assert b.c.stats.put_total == 5  # the dropped duplicate is not counted as a put
         await b.stop()
 
     run(main())
@@ -95,6 +100,31 @@ def test_a_batch_drops_just_its_duplicates(tmp_path: Path) -> None:
         assert r3.ext_fields["msgId"].split(",") == [ids1[0], ids2[1]]
         assert _bodies(b, "T", 0) == [b"a", b"b", b"n", b"c", b"m"]
         assert b.c.store.dedup.duplicates == 4
+        await b.stop()
+
+    run(main())
+
+
+def test_repeats_inside_one_batch_point_at_their_first_copy(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await Broker(tmp_path).start()
+        msgs: list[tuple[bytes, str | None]] = []
+        for i in range(50):  # each id twice, the repeat 3 items later; every 7th has no id
+            msgs.append((f"m{i}".encode(), None if i % 7 == 0 else f"D{i}"))
+            if i >= 3 and (i - 3) % 7:
+                msgs.append((f"m{i - 3}".encode(), f"D{i - 3}"))
+        r = await _batch(b, "T", msgs)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        ids = r.ext_fields["msgId"].split(",")
+        assert len(ids) == len(msgs)
+        first: dict[str, str] = {}
+        for (_, d), msg_id in zip(msgs, ids, strict=True):
+            if d is not None:
+                assert first.setdefault(d, msg_id) == msg_id
+        stored = [m[0] for i, m in enumerate(msgs) if m[1] is None or m[1] not in
+                  {d for _, d in msgs[:i]}]  # fmt: skip
+        assert _bodies(b, "T", 0) == stored
+        assert b.c.store.dedup.duplicates == len(msgs) - len(stored)
         await b.stop()
 
     run(main())
@@ -128,6 +158,7 @@ def test_sync_flush_answers_duplicates_too(tmp_path: Path) -> None:
         r = await _batch(b, "T", [(b"one", "id-1"), (b"two", "id-2"), (b"two", "id-2")])
         assert _where(r)[:2] == (0, 1)
         assert _bodies(b, "T", 0) == [b"one", b"two"]
+        assert b.c.stats.put_total == 2
         await b.stop()
 
     run(main())
@@ -148,13 +179,3 @@ def test_retry_topics_and_a_zero_window_store_every_copy(tmp_path: Path) -> None
         await b.stop()
 
     run(main())
-
-
-def test_dledger_stores_do_not_deduplicate() -> None:
-    """A DLedger group's puts are proposed through Raft: the window (which appends to the
-    CommitLog directly) stays off there."""
-    from ariane.dledger.message_store import DLedgerMessageStore
-    from ariane.store.message_store import MessageStore
-
-    assert MessageStore.supports_dedup
-    assert not DLedgerMessageStore.supports_dedup

@@ -363,3 +363,45 @@ def test_read_ahead_holds_at_most_its_byte_cap(tmp_path: Path, monkeypatch: Any)
         await b.stop()
 
     run(main())
+
+
+def test_runtime_info_reports_the_wheel_backlog_and_rates(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await start(tmp_path)
+
+        def timer_keys() -> dict[str, str]:
+            info = b.c.runtime_info()
+            return {k: v for k, v in info.items() if k.startswith("timer")}
+
+        for i in range(3):
+            r = await b.send("T", b"m%d" % i, props={"TIMER_DELIVER_MS": str(T0 + 30_500)})
+            assert r.code == ResponseCode.SUCCESS, r.remark
+        b.c.store.wait_dispatched()
+        assert timer_keys() == {
+            "timerReadBehind": "0",
+            "timerOffsetBehind": "3",  # in the timer queue, not yet in the wheel
+            "timerCongestNum": "0",
+            "timerEnqueueTps": "0.0",
+            "timerDequeueTps": "0.0",
+        }
+        assert deliver(b) == 0
+        b.clock.advance(31_000)  # slot T0 + 30 000 is due, the wheel has not read it yet
+        assert timer_keys() == {
+            "timerReadBehind": "31",
+            "timerOffsetBehind": "0",
+            "timerCongestNum": "3",
+            "timerEnqueueTps": "0.1",  # 3 enqueued over the 31 s between the two samples
+            "timerDequeueTps": "0.0",
+        }
+        assert deliver(b) == 3
+        b.clock.advance(1_000)  # the wheel read up to T0 + 31 000 and has not run since
+        assert timer_keys() == {
+            "timerReadBehind": "1",
+            "timerOffsetBehind": "0",
+            "timerCongestNum": "0",
+            "timerEnqueueTps": "0.1",
+            "timerDequeueTps": "0.1",
+        }
+        await b.stop()
+
+    run(main())

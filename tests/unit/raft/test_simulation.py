@@ -17,7 +17,7 @@ import pytest
 from tests.unit.raft.sim import Simulation, Violation, run
 
 #: fixed seeds: CHUNKS x PER_CHUNK
-CHUNKS = 20
+CHUNKS = 25
 PER_CHUNK = 80
 
 
