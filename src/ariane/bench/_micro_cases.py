@@ -211,7 +211,8 @@ def _header_parse() -> Callable[[], Any]:
 
 class TraceSink:
     """A dispatcher stand-in: queues what the hooks hand over into a bounded deque (the
-    real dispatcher's ``append_encoded`` is a deque append and a flag test)."""
+    real dispatcher's ``append_encoded`` / ``append_open`` are a deque append and a flag
+    test, its ``attach`` a list append)."""
 
     trace_topic = "RMQ_SYS_TRACE_TOPIC"
 
@@ -221,6 +222,14 @@ class TraceSink:
     def append_encoded(self, trace: Any) -> bool:
         self.items.append(trace)
         return True
+
+    def append_open(self, pair: list[Any]) -> bool:
+        self.items.append(pair)
+        return True
+
+    def attach(self, pair: list[Any], after: Any) -> bool:
+        pair.append(after)
+        return pair[2] is after
 
 
 def _sink() -> AsyncTraceDispatcher:
