@@ -28,6 +28,7 @@ from ariane.client.message import SendResult, SendStatus
 from ariane.common import properties as props
 from ariane.common.batch import decode_batch, encode_batch
 from ariane.common.clock import ManualClock
+from ariane.common.hashing import index_key_hash_with_prefix
 from ariane.common.message import HostPort, Message, MessageExt
 from ariane.common.msgid import UniqueIdGenerator
 from ariane.common.record import decode_record, encode_record
@@ -294,6 +295,11 @@ def _timer_check() -> Callable[[], Any]:
     return lambda: hook.rewrite(inner)
 
 
+def _index_key_hash() -> Callable[[], Any]:
+    key = PRODUCER_PROPERTIES[props.UNIQ_KEY]
+    return lambda: index_key_hash_with_prefix(f"{TOPIC}#", key)
+
+
 _FOUR = "4 properties (TAGS, UNIQ_KEY, KEYS, WAIT)"
 _SEND = "1 KiB SEND_MESSAGE_V2, 4 properties"
 
@@ -335,6 +341,13 @@ CASES: tuple[Case, ...] = (
         False,
         1,
         _consume_hooks,
+    ),
+    Case(
+        "store.index_key_hash",
+        "IndexFile key hash of topic# + a 32-char message id (Java String.hashCode)",
+        True,
+        1,
+        _index_key_hash,
     ),
     Case("broker.timer_check", "TimerHook.rewrite of a plain send", False, 1, _timer_check),
     Case(

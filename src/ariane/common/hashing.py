@@ -100,7 +100,13 @@ def _prefix_hash(prefix: str) -> int:
 
 
 def index_key_hash_with_prefix(prefix: str, key: str) -> int:
-    """``index_key_hash(prefix + key)``, caching the prefix's hash (e.g. ``"topic#"``)."""
+    """``index_key_hash(prefix + key)``, caching the prefix's hash (e.g. ``"topic#"``) on the
+    pure build."""
+    if _compiled_hash is not None:
+        h = _compiled_hash(prefix + key)[0]
+        if h == 0x80000000:
+            return 0
+        return (1 << 32) - h if h & 0x80000000 else h
     hk, n = unsigned_hash_and_units(key)
     p = _POWERS[_MAX_CACHED_POWERS - 1 - n] if n < _MAX_CACHED_POWERS else pow(31, n, 1 << 32)
     h = (_prefix_hash(prefix) * p + hk) & _MASK
