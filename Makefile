@@ -34,7 +34,7 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/common/test_hashing.py
 
 test: lint typecheck chromium fuse
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=20
 	ARIANE_PURE=1 $(BIN)/pytest -n 2 -q $(PURE_TESTS)
 
 # Debian's Chromium for the dashboard's browser tests (issue 17); when apt cannot reach its
