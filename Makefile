@@ -25,15 +25,16 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # the suite on the build this venv has, then the tests of the modules with a compiled twin
-# (properties, batch and record codecs, the store's put paths, the ACL signature) again on the
+# (properties, batch and record codecs, the store's put paths, the ACL signature, the Java string hash) again on the
 # pure-Python twins (ARIANE_PURE=1); test_native_identity compares both builds' output. The frame codec has no
 # compiled twin yet: add its tests here when it gets one.
 PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.py \
 	tests/unit/common/test_record.py tests/unit/store/test_put_paths.py \
-	tests/unit/common/test_native_identity.py tests/unit/acl/test_credentials.py
+	tests/unit/common/test_native_identity.py tests/unit/acl/test_credentials.py \
+	tests/unit/common/test_hashing.py
 
 test: lint typecheck chromium fuse
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=20
 	ARIANE_PURE=1 $(BIN)/pytest -n 2 -q $(PURE_TESTS)
 
 # Debian's Chromium for the dashboard's browser tests (issue 17); when apt cannot reach its

@@ -647,6 +647,46 @@ static PyObject *acl_signature(PyObject *module, PyObject *const *args, Py_ssize
     return result;
 }
 
+/* java_hash_units(s) -> (h, n): Java's String.hashCode of s as an unsigned 32-bit int (31 * h + unit
+ * over the UTF-16 code units, wrapping) and the number of those units. A code point above U+FFFF
+ * counts as its surrogate pair, as in Java. */
+static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "java_hash_units() needs a str");
+        return NULL;
+    }
+    Py_ssize_t len = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    uint32_t h = 0;
+    Py_ssize_t units = len;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *c = (const Py_UCS1 *)data;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            h = 31u * h + c[i];
+        }
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *c = (const Py_UCS2 *)data;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            h = 31u * h + c[i];
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < len; i++) {
+            Py_UCS4 cp = PyUnicode_READ(kind, data, i);
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                h = 31u * h + (uint32_t)(0xD800 + (cp >> 10));
+                h = 31u * h + (uint32_t)(0xDC00 + (cp & 0x3FF));
+                units++;
+            } else {
+                h = 31u * h + cp;
+            }
+        }
+    }
+    return Py_BuildValue("(kn)", (unsigned long)h, units);
+}
+
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
      "Serialise a properties map (k\\x01v\\x02 per entry, None values skipped)."},
@@ -662,6 +702,8 @@ static PyMethodDef methods[] = {
      "The signed header content: values but Signature (and skip) in key order, UTF-8."},
     {"acl_signature", (PyCFunction)(void (*)(void))acl_signature, METH_FASTCALL,
      "Base64(HMAC) of acl_canonical(ext, skip) then body, from a copy of the keyed mac."},
+    {"java_hash_units", (PyCFunction)java_hash_units, METH_O,
+     "(Java String.hashCode as unsigned 32 bits, UTF-16 code units) of a str."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,7 +7,8 @@ files come from ``spark-submit``'s arguments or ``ARIANE_TEST_MASTER`` /
 ``ARIANE_TEST_PY_FILES``, as a user's job gets them), then writes ``WORKDIR/result.json``:
 ``register`` either raised (``{"register_error": message}``) or passed, and then the
 executors' view of the package (where ``ariane`` came from, which build runs), and with a ``TOPIC``,
-40 rows written to it by a batch job and the topic read back (it exists and is empty).
+40 rows written to it by a batch job and the topic read back (it exists and is empty); with
+``ARIANE_TEST_UNSHIPPED_PYTHON``, ``register``'s error when the executors run that Python.
 """
 
 from __future__ import annotations
@@ -98,8 +99,29 @@ def run(spark: SparkSession, ns: str, topic: str) -> dict[str, Any]:
         "driver_ariane": __import__("ariane").__file__,
         "executors": sorted(set(view)),
         "rows": rows,
+        "unshipped_error": unshipped(spark, os.environ.get("ARIANE_TEST_UNSHIPPED_PYTHON")),
         "seconds": seconds,  # after register, the view job, the write and read
     }
+
+
+def unshipped(spark: SparkSession, python: str | None) -> str | None:
+    """``register``'s error with the executors switched to ``python`` (as PYSPARK_PYTHON
+    would at start), a Python without Ariane, in an application that ships no files."""
+    from ariane.errors import WorkerPythonError
+    from ariane.spark import register
+
+    if python is None:
+        return None
+    sc = spark.sparkContext
+    before = sc.pythonExec
+    sc.pythonExec = python
+    try:
+        register(spark)
+    except WorkerPythonError as exc:
+        return str(exc)
+    finally:
+        sc.pythonExec = before
+    return "register passed"
 
 
 def main() -> None:

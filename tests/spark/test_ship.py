@@ -1,28 +1,35 @@
-"""Shipping the package to a standalone cluster's executors with ``--py-files`` /
-``spark.submit.pyFiles`` (docs/spark.md, "Three ways to get the package to a cluster's
-executors", way 2), on executors whose Python has Ariane's dependencies but not Ariane.
+"""Shipping the package to a standalone cluster's executors (docs/spark.md, "Three ways to
+get the package to a cluster's executors"): way 2, ``--py-files`` / ``spark.submit.pyFiles``
+on executors whose Python has Ariane's dependencies but not Ariane, and way 3,
+``spark.archives`` with a packed venv.
 
-The workers' Python is a fresh venv whose only addition is a ``.pth`` line naming this venv's
-site-packages: pyspark, pyarrow, orjson... import, ``ariane`` does not (its editable install
-is a ``.pth`` file in that directory, which Python reads only in a site directory, and the
-cluster and the jobs run without ``PYTHONPATH``). The shipped file is a wheel-shaped zip of
-the package under test, compiled ``_speedups`` included as in a built wheel: it cannot load
-from a zip, so the executors must pick the pure-Python twins on their own.
+The workers' Python for way 2 is a fresh venv whose only addition is a ``.pth`` line naming
+this venv's site-packages: pyspark, pyarrow, orjson... import, ``ariane`` does not (its
+editable install is a ``.pth`` file in that directory, which Python reads only in a site
+directory, and the cluster and the jobs run without ``PYTHONPATH``). The shipped file is a
+wheel-shaped zip of the package under test, compiled ``_speedups`` included as in a built
+wheel: it cannot load from a zip, so the executors must pick the pure-Python twins on their
+own. Way 3 ships a ``tar`` of a ``--copies`` venv holding Ariane (dependencies again through a
+``.pth`` line, to keep the archive small).
 
-One master and worker serve three applications, each a driver process (``ship_job.py``):
-``spark-submit --py-files`` (the driver's Python lacks Ariane too), ``python`` with
-``spark.submit.pyFiles`` in the builder's config, and ``python`` without either, which must
-get ``register``'s readable error.
+One master and worker serve three applications at once, each a driver process
+(``ship_job.py``): ``spark-submit --py-files`` (the driver's Python lacks Ariane too),
+``python`` with ``spark.submit.pyFiles`` in the builder's config, and ``spark-submit
+--archives``, which ships no ``--py-files``: with its executors switched to the first two's
+Python, ``register`` must give its readable error.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +75,37 @@ def _package(dest: Path) -> Path:
     return target
 
 
+def _packed_env(dest: Path, deps_site: str) -> Path:
+    """A venv packed for ``spark.archives`` (``tar.gz``, the venv at its root): its own copy of
+    the interpreter (``--copies``) and Ariane installed as plain files in its site-packages,
+    compiled ``_speedups`` included; the dependencies come from this venv's site-packages
+    through a ``.pth`` line (packing pyspark and pyarrow would make it ~1 GB)."""
+    venv = dest / "pack"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--copies", str(venv)],
+        check=True, timeout=120,
+    )  # fmt: skip
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    site = venv / "lib" / version / "site-packages"
+    shutil.copytree(
+        Path(ariane.__file__).resolve().parent,
+        site / "ariane",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (site / "ariane_deps.pth").write_text(deps_site + "\n")
+    target = dest / "ariane-env.tar.gz"
+    with tarfile.open(target, "w:gz") as tar:
+        tar.add(venv, arcname=".")
+    return target
+
+
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
     return {**env, "SPARK_LOCAL_IP": "127.0.0.1", **extra}
 
 
 def _run_job(command: list[str], env: dict[str, str], work: Path) -> dict[str, Any]:
-    work.mkdir()
+    work.mkdir(exist_ok=True)
     log = work / "driver.log"
     with (
         log.open("wb") as out,
@@ -101,34 +132,54 @@ def shipped(
     )  # fmt: skip
     assert "No module named 'ariane'" in probe.stderr, probe.stderr
     package = _package(work)
+    packed = _packed_env(work, sysconfig.get_paths()["purelib"])
     ns = spark_cluster.namesrv_addr
     create_topic(admin, "Shipped")
+    create_topic(admin, "ShippedEnv")
     with pytest.MonkeyPatch.context() as mp:  # the executors inherit the worker's environment
         mp.delenv("PYTHONPATH", raising=False)
-        standalone = start_standalone(work / "spark", master_port=free_port(), cores=2)
+        # room for the three applications' executors at once (512m, 2 cores each)
+        standalone = start_standalone(
+            work / "spark", master_port=free_port(), cores=6, memory="1536m"
+        )
     try:
+        (work / "archives" / "environment").mkdir(parents=True)
+        subprocess.run(
+            ["tar", "-xzf", str(packed), "-C", str(work / "archives" / "environment")],
+            check=True, timeout=120,
+        )  # fmt: skip
         master = standalone.master_url
         submit = str(spark_home() / "bin" / "spark-submit")
-        results = {
-            "py-files": _run_job(
+        driver_path = {k: v for k, v in os.environ.items() if k == "PYTHONPATH"}
+        jobs = {
+            "py-files": (
                 [submit, "--master", master, "--py-files", str(package), str(_JOB), ns,
                  str(work / "py-files"), "Shipped"],
-                _env(PYSPARK_PYTHON=str(python)), work / "py-files",
+                _env(PYSPARK_PYTHON=str(python)),
             ),
-            "conf": _run_job(
+            "conf": (
                 [str(python), str(_JOB), ns, str(work / "conf")],
                 _env(PYSPARK_PYTHON=str(python), ARIANE_TEST_MASTER=master,
                      ARIANE_TEST_PY_FILES=str(package)),
-                work / "conf",
             ),
-            # the driver has Ariane (this interpreter), the executors nothing shipped
-            "none": _run_job(
-                [sys.executable, str(_JOB), ns, str(work / "none")],
-                {**_env(PYSPARK_PYTHON=str(python), ARIANE_TEST_MASTER=master),
-                 **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}},
-                work / "none",
+            # docs/spark.md way 3: the executors run the unpacked archive's Python; in client
+            # mode so do the driver's own Python workers (data source planning), from a copy
+            # unpacked in its working directory. This application ships no --py-files: with
+            # the executors switched to `python`, register must give its error
+            "archives": (
+                [submit, "--master", master, "--archives", f"{packed}#environment", str(_JOB),
+                 ns, str(work / "archives"), "ShippedEnv"],
+                {**_env(PYSPARK_PYTHON="./environment/bin/python",
+                        PYSPARK_DRIVER_PYTHON=sys.executable,
+                        ARIANE_TEST_UNSHIPPED_PYTHON=str(python)), **driver_path},
             ),
         }  # fmt: skip
+        with ThreadPoolExecutor(len(jobs)) as pool:  # the applications run at once
+            futures = {
+                name: pool.submit(_run_job, command, env, work / name)
+                for name, (command, env) in jobs.items()
+            }
+            results = {name: future.result() for name, future in futures.items()}
     finally:
         pids = standalone.pids
         standalone.stop()
@@ -137,6 +188,21 @@ def shipped(
     for result in results.values():
         result["python"] = str(python)
     return results
+
+
+def _check_rows(rows: list[list[Any]]) -> None:
+    """Every row the job wrote, once, with its keys, tags and properties; offsets dense per
+    queue."""
+    by_body = {r[2]: r for r in rows}
+    assert len(rows) == 40
+    assert sorted(by_body) == sorted(f"p{i}" for i in range(40))
+    for i in range(40):
+        _, _, _, keys, tags, props = by_body[f"p{i}"]
+        assert (keys, tags, props) == (f"k{i}", "T" if i % 2 else None, {"i": str(i)})
+    per_queue: dict[int, list[int]] = {}
+    for queue_id, offset, *_ in rows:
+        per_queue.setdefault(queue_id, []).append(offset)
+    assert all(offsets == list(range(len(offsets))) for offsets in per_queue.values())
 
 
 def _check_shipped(result: dict[str, Any]) -> None:
@@ -160,18 +226,7 @@ def test_spark_submit_py_files_ships_the_package(shipped: dict[str, Any]) -> Non
     """``spark-submit --py-files ariane.zip``: the driver's Python lacks Ariane too."""
     result = shipped["py-files"]
     _check_shipped(result)
-    rows = result["rows"]
-    # every row written once, with its keys, tags and properties; offsets dense per queue
-    by_body = {r[2]: r for r in rows}
-    assert len(rows) == 40
-    assert sorted(by_body) == sorted(f"p{i}" for i in range(40))
-    for i in range(40):
-        _, _, _, keys, tags, props = by_body[f"p{i}"]
-        assert (keys, tags, props) == (f"k{i}", "T" if i % 2 else None, {"i": str(i)})
-    per_queue: dict[int, list[int]] = {}
-    for queue_id, offset, *_ in rows:
-        per_queue.setdefault(queue_id, []).append(offset)
-    assert all(offsets == list(range(len(offsets))) for offsets in per_queue.values())
+    _check_rows(result["rows"])
 
 
 @pytest.mark.timeout(600)
@@ -182,14 +237,32 @@ def test_py_files_conf_ships_the_package(shipped: dict[str, Any]) -> None:
 
 @pytest.mark.timeout(600)
 def test_without_py_files_register_gives_the_readable_error(shipped: dict[str, Any]) -> None:
-    result = shipped["none"]
+    """The Python of the first two applications, in an application without ``--py-files``."""
+    result = shipped["archives"]
     python = result["python"]
-    assert result["exit_code"] == 0, result["log"]
-    assert result.get("register_error") is not None, result
-    assert result["register_error"].startswith(
+    assert "unshipped_error" in result, result["log"]
+    error = result["unshipped_error"]
+    assert error.startswith(
         f"PYSPARK_PYTHON: Spark's Python workers ('{python}', running {python}, Python "
         f"{sys.version_info[0]}.{sys.version_info[1]}) cannot import ariane "
         "(ModuleNotFoundError(\"No module named 'ariane'\")): start Spark with PYSPARK_PYTHON "
         "set to a Python that has ariane[spark] installed"
-    ), result["register_error"]
-    assert "\n" not in result["register_error"]
+    ), error
+    assert "\n" not in error
+
+
+@pytest.mark.timeout(600)
+def test_spark_archives_ships_a_packed_venv(shipped: dict[str, Any]) -> None:
+    """``spark-submit --archives ariane-env.tar.gz#environment`` with
+    ``PYSPARK_PYTHON=./environment/bin/python``."""
+    result = shipped["archives"]
+    assert "register_error" in result, result["log"]
+    assert result["register_error"] is None, result["register_error"]
+    assert result["exit_code"] == 0, result["log"]
+    compiled_here = any(Path(ariane.__file__).resolve().parent.glob("_speedups*.so"))
+    assert result["executors"], result
+    for path, compiled, _ in result["executors"]:
+        assert "/environment/lib/python" in path, path
+        assert path.endswith("/site-packages/ariane/__init__.py"), path
+        assert compiled is compiled_here
+    _check_rows(result["rows"])

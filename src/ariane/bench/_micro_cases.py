@@ -28,6 +28,7 @@ from ariane.client.message import SendResult, SendStatus
 from ariane.common import properties as props
 from ariane.common.batch import decode_batch, encode_batch
 from ariane.common.clock import ManualClock
+from ariane.common.hashing import index_key_hash_with_prefix
 from ariane.common.message import HostPort, Message, MessageExt
 from ariane.common.msgid import UniqueIdGenerator
 from ariane.common.record import decode_record, encode_record
@@ -211,7 +212,8 @@ def _header_parse() -> Callable[[], Any]:
 
 class TraceSink:
     """A dispatcher stand-in: queues what the hooks hand over into a bounded deque (the
-    real dispatcher's ``append_encoded`` is a deque append and a flag test)."""
+    real dispatcher's ``append_encoded`` / ``append_open`` are a deque append and a flag
+    test, its ``attach`` a list append)."""
 
     trace_topic = "RMQ_SYS_TRACE_TOPIC"
 
@@ -221,6 +223,14 @@ class TraceSink:
     def append_encoded(self, trace: Any) -> bool:
         self.items.append(trace)
         return True
+
+    def append_open(self, pair: list[Any]) -> bool:
+        self.items.append(pair)
+        return True
+
+    def attach(self, pair: list[Any], after: Any) -> bool:
+        pair.append(after)
+        return pair[2] is after
 
 
 def _sink() -> AsyncTraceDispatcher:
@@ -285,6 +295,11 @@ def _timer_check() -> Callable[[], Any]:
     return lambda: hook.rewrite(inner)
 
 
+def _index_key_hash() -> Callable[[], Any]:
+    key = PRODUCER_PROPERTIES[props.UNIQ_KEY]
+    return lambda: index_key_hash_with_prefix(f"{TOPIC}#", key)
+
+
 _FOUR = "4 properties (TAGS, UNIQ_KEY, KEYS, WAIT)"
 _SEND = "1 KiB SEND_MESSAGE_V2, 4 properties"
 
@@ -326,6 +341,13 @@ CASES: tuple[Case, ...] = (
         False,
         1,
         _consume_hooks,
+    ),
+    Case(
+        "store.index_key_hash",
+        "IndexFile key hash of topic# + a 32-char message id (Java String.hashCode)",
+        True,
+        1,
+        _index_key_hash,
     ),
     Case("broker.timer_check", "TimerHook.rewrite of a plain send", False, 1, _timer_check),
     Case(

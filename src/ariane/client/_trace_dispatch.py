@@ -1,16 +1,20 @@
 """Shipping trace records off the business paths (RocketMQ ``AsyncTraceDispatcher``).
 
-How it works: hooks on the send and consume paths encode their records
-(``ariane.common.trace``) and call ``append_encoded`` (``append`` takes a ``TraceContext``),
-which never blocks and never raises: it puts the records in a bounded deque (``queue_size``
-contexts, 10000; when full they are dropped and ``stats.discarded`` counted) and, at most
-once per wake-up, wakes the worker (``call_soon_threadsafe`` when called from a listener
-thread). The worker task runs on the host client's event loop: it lingers ``linger_ms``
-(50 ms) after the first record of a round, or until ``batch_size`` (2000) contexts are
-queued, then takes everything queued and packs it into trace messages of at most ~118000
-characters whose ``KEYS`` are the traced msgIds and business keys. Big trace messages
-matter: a send costs the client as much as encoding a hundred records. Each trace message is sent by the dispatcher's own
-producer (group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>``, client instance
+How it works: hooks on the send and consume paths queue their records, which never blocks
+and never raises: ``append_encoded`` takes encoded records (``ariane.common.trace``),
+``append`` a ``TraceContext``, and ``append_open`` an open pair (``OpenTrace``): the values
+of a Pub, or of a listener call's SubBefore that the call's end completes with its SubAfter
+(``attach``), encoded later by their owner (``PairEncoder.encode_pairs``) when the worker
+takes them. The queue is a bounded deque (``queue_size`` entries, 10000; when full new ones
+are dropped and ``stats.discarded`` counted), and at most once per round an append wakes
+the worker (``call_soon_threadsafe`` when called from a listener thread). The worker task
+runs on the host client's event loop: it lingers ``linger_ms`` (50 ms) after the first
+entry of a round, or until ``batch_size`` (2000) entries are queued, then takes everything
+queued, has the open pairs encoded in one loop per owner and packs the records into trace
+messages of at most ~118000 characters whose ``KEYS`` are the traced msgIds and business
+keys. Big trace messages matter: a send costs the client as much as encoding a hundred
+records. Each trace message is sent by the dispatcher's own producer (group
+``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>``, client instance
 ``PID_CLIENT_INNER_TRACE_PRODUCER_<namesrv>``, so trace traffic has its own connections)
 with a 5 s timeout; at most ``max_in_flight`` sends run at once. The producer is the normal
 send path, so ACL signing and routing apply as for any message: the trace topic's route
@@ -35,7 +39,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ariane.client.config import ClientConfig
 from ariane.client.message import Message, SendResult
@@ -55,10 +59,14 @@ from ariane.errors import InvalidArgumentError
 __all__ = [
     "AsyncTraceDispatcher",
     "EncodedTrace",
+    "OpenTrace",
+    "PairEncoder",
     "SenderFactory",
     "TraceSender",
     "TraceSettings",
     "TraceStats",
+    "claim",
+    "encoded",
     "pack",
     "trace_topic_name",
 ]
@@ -95,9 +103,9 @@ class TraceSettings:
     """Dispatcher limits (RocketMQ's fixed values, adjustable here).
 
     Attributes:
-        queue_size: contexts buffered before new ones are dropped (Java 2048; more here
-            because a round takes everything queued).
-        batch_size: with this many contexts queued a round starts at once (no lingering,
+        queue_size: queue entries (a context, or an open pair) buffered before new ones are
+            dropped (Java 2048 contexts; more here because a round takes everything queued).
+        batch_size: with this many entries queued a round starts at once (no lingering,
             or the lingering ends).
         max_message_chars: a trace message body is closed at this size (Java 118000).
         linger_ms: how long a round waits for more contexts before sending.
@@ -127,7 +135,7 @@ class TraceStats:
     """What the dispatcher did (counters only grow).
 
     Attributes:
-        appended: contexts accepted by ``append``.
+        appended: contexts accepted (a completed SubBefore/SubAfter pair counts two).
         discarded: contexts dropped because the queue was full or the dispatcher closed
             (Java's ``discardCount``).
         sent_messages: trace messages the broker stored.
@@ -165,6 +173,47 @@ def _producer_group(host_group: str, kind: str) -> str:
 #: keys: msgIds and business keys; a key text may hold several space-separated keys, as
 #: ``KEYS`` does). A plain tuple: hooks build one or two per message.
 EncodedTrace = tuple[str, str, int, tuple[str, ...]]
+
+
+#: A record pair whose encoding waits for the worker: ``[owner, data]``, a list so that both
+#: sides claim it with one atomic ``append``: the end of the listener call appends its data
+#: (``attach``), the worker appends ``_TAKEN`` when it takes the pair (``claim``); whichever
+#: lands at index 2 first wins. No lock, from any thread. ``owner.encode_pairs`` turns the
+#: pairs of a round into ``EncodedTrace`` items.
+OpenTrace = list[Any]
+_TAKEN = object()
+
+
+class PairEncoder(Protocol):
+    """The owner of open pairs (``ConsumeTracer``)."""
+
+    def encode_pairs(self, pairs: list[OpenTrace]) -> list[EncodedTrace]:
+        """Claim (``claim``) and encode ``pairs``, as few items as the limits allow."""
+        ...
+
+
+def claim(pair: OpenTrace) -> Any:
+    """The worker takes ``pair``: its ``after`` data, or ``None`` when it came too late (the
+    caller of ``attach`` then ships that part itself)."""
+    pair.append(_TAKEN)
+    after = pair[2]
+    return None if after is _TAKEN else after
+
+
+def encoded(items: list[EncodedTrace | OpenTrace]) -> list[EncodedTrace]:
+    """The items of a round, open pairs encoded by their owners (in bulk)."""
+    pairs = [i for i in items if i.__class__ is list]
+    if not pairs:
+        return items  # type: ignore[return-value]
+    out: list[EncodedTrace] = [i for i in items if i.__class__ is not list]  # type: ignore[misc]
+    for owner, group in itertools.groupby(pairs, key=_owner):
+        out.extend(owner.encode_pairs(list(group)))
+    return out
+
+
+def _owner(pair: OpenTrace) -> PairEncoder:
+    owner: PairEncoder = pair[0]
+    return owner
 
 
 class _Packed(NamedTuple):
@@ -258,7 +307,7 @@ class AsyncTraceDispatcher:
         self.stats = TraceStats()
         self._factory = sender_factory
         self._sender: TraceSender | None = None
-        self._queue: deque[EncodedTrace] = deque()
+        self._queue: deque[EncodedTrace | OpenTrace] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._wake: asyncio.Event | None = None
@@ -304,6 +353,35 @@ class AsyncTraceDispatcher:
             self._lingering = False  # enough for a round: stop lingering now
             self._notify()
         return True
+
+    def append_open(self, pair: OpenTrace) -> bool:
+        """Queue an open pair (``[owner, data]``, see ``OpenTrace``) as ``append_encoded``
+        queues records; a dropped pair is claimed at once, so ``attach`` answers ``False``.
+        Never blocks or raises; any thread."""
+        queue = self._queue
+        if self._closed or len(queue) >= self.settings.queue_size:
+            pair.append(_TAKEN)
+            self.stats.discarded += 1
+            self._log_sometimes("trace queue full or dispatcher closed: context dropped")
+            return False
+        queue.append(pair)
+        self.stats.appended += 1
+        if not self._wake_pending:
+            self._wake_pending = True
+            self._notify()
+        elif self._lingering and len(queue) >= self.settings.batch_size:
+            self._lingering = False
+            self._notify()
+        return True
+
+    def attach(self, pair: OpenTrace, after: Any) -> bool:
+        """Complete a queued pair with ``after`` (counted as a context); ``False`` when the
+        worker took it first or it was dropped: the caller ships that part itself."""
+        pair.append(after)
+        if pair[2] is after:
+            self.stats.appended += 1
+            return True
+        return False
 
     def _notify(self) -> None:
         wake = self._wake
@@ -396,14 +474,22 @@ class AsyncTraceDispatcher:
             while queue:
                 await self._dispatch([queue.popleft() for _ in range(len(queue))])
 
-    async def _dispatch(self, items: list[EncodedTrace]) -> None:
+    async def _dispatch(self, items: list[EncodedTrace | OpenTrace]) -> None:
         slots = self._slots
         assert slots is not None
-        for packed in pack(items, self.settings.max_message_chars):
+        for packed in pack(self._encoded(items), self.settings.max_message_chars):
             await slots.acquire()
             task = asyncio.create_task(self._send(packed))
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
+
+    def _encoded(self, items: list[EncodedTrace | OpenTrace]) -> list[EncodedTrace]:
+        try:
+            return encoded(items)
+        except Exception:  # an encoder failed (a bug): the round is lost, and counted
+            logger.warning("encoding trace records failed", exc_info=True)
+            self.stats.lost_records += len(items)
+            return []
 
     async def _send(self, packed: _Packed) -> None:
         try:

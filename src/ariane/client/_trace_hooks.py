@@ -10,15 +10,17 @@ per message) and hands them with their index keys to its ``AsyncTraceDispatcher`
 build a record is logged and the record dropped.
 
 * ``SendTracer.pub``: after a send the broker stored (``SendResult``), unless the broker
-  answered ``TRACE_ON=false``: one Pub record (a batch request gives one record whose msgId is
-  the comma-joined ids, as upstream), cost = the send's duration, success = ``SEND_OK``,
+  answered ``TRACE_ON=false``: one Pub record, queued as its values and encoded by the
+  dispatcher's worker (``encode_pairs``); a batch request gives one record whose msgId is
+  the comma-joined ids, as upstream; cost = the send's duration, success = ``SEND_OK``,
   storeTime estimated as start + cost / 2. One-way sends have no answer and no record.
 * ``SendTracer.end_transaction``: after END_TRANSACTION went out, from the local transaction
   or from a check-back.
 * ``ConsumeTracer.before`` / ``after``: around one listener call: one SubBefore per message
   (skipping messages the storing broker marked ``TRACE_ON=false``) sharing a request id, then
   one SubAfter per message with the listener's time divided by the number of messages and
-  its ``ConsumeReturnType``.
+  its ``ConsumeReturnType``. Both go as one queue item, encoded by the dispatcher's worker
+  (``ConsumeTracer``).
 
 Absent tags and keys are written as Java writes them (``null``); topics that start with the
 trace topic are never traced (the trace producer's own messages).
@@ -29,11 +31,12 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ariane.client._send import PreparedSend
-from ariane.client._trace_dispatch import AsyncTraceDispatcher
+from ariane.client._trace_dispatch import AsyncTraceDispatcher, EncodedTrace, OpenTrace, claim
 from ariane.client.consumer_types import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ariane.client.message import SendResult, SendStatus
 from ariane.common import properties as props
@@ -43,6 +46,8 @@ from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
 from ariane.common.trace import (
     DEFAULT_REGION_ID,
     JAVA_NULL,
+    MAX_TRACE_KEY_CHARS,
+    MAX_TRACE_MESSAGE_CHARS,
     ConsumeReturnType,
     TraceBean,
     TraceContext,
@@ -50,15 +55,29 @@ from ariane.common.trace import (
     TraceType,
     index_keys,
     message_type_of,
-    pub_record,
-    sub_after_record,
-    sub_before_record,
 )
 from ariane.remoting.protocol import headers as h
 
-__all__ = ["ConsumeTracer", "SendTracer", "TraceBefore", "batch_sources", "consume_outcome"]
+__all__ = [
+    "ConsumeTracer",
+    "SendTracer",
+    "TraceBefore",
+    "batch_sources",
+    "consume_outcome",
+    "request_id",
+]
 
 logger = logging.getLogger(__name__)
+
+
+#: ``encode_pairs`` of both tracers closes an item at a quarter of a trace message's limits, so ``pack``
+#: fills each trace message with a few of them.
+_ITEM_CHARS = MAX_TRACE_MESSAGE_CHARS // 4
+_ITEM_KEY_CHARS = MAX_TRACE_KEY_CHARS // 4
+
+
+def _b(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def _text(value: str | None) -> str:
@@ -74,7 +93,7 @@ class _Tracer:
         clock: wall-clock source.
     """
 
-    __slots__ = ("clock", "dispatcher", "group", "now_ms", "trace_topic")
+    __slots__ = ("clock", "dispatcher", "group", "now_ms", "now_ns", "trace_topic")
 
     def __init__(
         self, dispatcher: AsyncTraceDispatcher, group: str, clock: Clock | None = None
@@ -84,7 +103,15 @@ class _Tracer:
         self.clock = clock or SystemClock()
         #: the clock's wall time in milliseconds
         self.now_ms = self.clock.now_ms
+        #: the same in nanoseconds (``time.time_ns`` itself for the system clock: the
+        #: consume hooks store it and the worker divides)
+        self.now_ns: Callable[[], int] = (
+            time.time_ns if type(self.clock) is SystemClock else self._clock_ns
+        )
         self.trace_topic = dispatcher.trace_topic
+
+    def _clock_ns(self) -> int:
+        return self.now_ms() * 1_000_000
 
 
 class SendTracer(_Tracer):
@@ -133,10 +160,9 @@ class SendTracer(_Tracer):
                 tags, msg_type = JAVA_NULL, TraceMessageType.Normal_Msg
                 keys = " ".join(dict.fromkeys(k for m in source for k in m.keys)) or JAVA_NULL
                 index = tuple(index_keys(msg_id, keys))
-            data = pub_record(
+            data = (
                 begin_ms,
                 result.region_id or DEFAULT_REGION_ID,
-                self.group,
                 topic,
                 msg_id,
                 tags,
@@ -147,11 +173,45 @@ class SendTracer(_Tracer):
                 msg_type,
                 result.offset_msg_id,
                 result.status is SendStatus.SEND_OK,
-                check=False,
+                index,
             )
-            self.dispatcher.append_encoded((topic, data, 1, index))
+            self.dispatcher.append_open([self, data, None])  # complete: nothing to attach
         except Exception:
             logger.warning("recording the Pub trace of %s failed", result.msg_id, exc_info=True)
+
+    def encode_pairs(self, pairs: list[OpenTrace]) -> list[EncodedTrace]:
+        """The worker's side: the Pub records of ``pairs`` (``PairEncoder``), written as
+        ``pub_record`` writes them, the parts neighbouring sends share formatted once, cut
+        into items of about a quarter of a trace message."""
+        group = self.group
+        out: list[EncodedTrace] = []
+        texts: list[str] = []
+        index: list[str] = []
+        size = key_size = 0
+        topic = head = mid = region = store = ""
+        begin = length = cost = kind = -1
+        for pair in pairs:  # complete from the start: nothing to claim
+            (at, where, to, msg_id, tags, keys, host, size_of, took, type_of, offset_id, ok,
+             keys_of) = pair[1]  # fmt: skip
+            if at != begin or to != topic or where != region:
+                begin, region, topic = at, where, to
+                head = f"Pub\x01{begin}\x01{region}\x01{group}\x01{topic}\x01"
+            if took != cost or size_of != length or host != store or type_of != kind:
+                cost, length, store, kind = took, size_of, host, type_of
+                mid = f"\x01{store}\x01{length}\x01{cost}\x01{int(kind)}\x01"
+            record = f"{head}{msg_id}\x01{tags}\x01{keys}{mid}{offset_id}\x01{_b(ok)}\x02"
+            texts.append(record)
+            size += len(record)
+            index += keys_of
+            key_size += (
+                len(msg_id) + 1 if len(keys_of) == 1 else sum(map(len, keys_of)) + len(keys_of)
+            )
+            if key_size >= _ITEM_KEY_CHARS or size >= _ITEM_CHARS:
+                out.append((topic, "".join(texts), len(texts), tuple(index)))
+                texts, index, size, key_size = [], [], 0, 0
+        if texts:
+            out.append((topic, "".join(texts), len(texts), tuple(index)))
+        return out
 
     def end_transaction(
         self,
@@ -222,20 +282,41 @@ def consume_outcome(
     return success, kind
 
 
-#: What ``ConsumeTracer.before`` recorded, for its ``after``: (request id, start ms,
-#: traced topic, (msgId, keys text) per traced message, index keys).
-TraceBefore = tuple[str, int, str, tuple[tuple[str, str], ...], tuple[str, ...]]
+#: What ``ConsumeTracer.before`` recorded, for its ``after``: the open pair
+#: (``_trace_dispatch.OpenTrace``) ``[tracer, (start ns, region, request number, topic,
+#: ((msgId, retry times, KEYS or None) per traced message))]``.
+TraceBefore = OpenTrace
+_Entries = tuple[tuple[str, int, str | None], ...]
+_BeforeData = tuple[int, str, int, str, _Entries]
+#: The SubAfter part of a pair: (end ns, messages, success, result code); the start is the
+#: SubBefore's (ns). The worker turns them into the record's time and cost per message.
+_After = tuple[int, int, bool, ConsumeReturnType]
 
 #: Request ids: a per-process random prefix and a counter (32 hex digits like Java's).
 _REQUEST_PREFIX = os.urandom(8).hex().upper()
 _request_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
 
 
+_HEX2 = [f"{i:02X}" for i in range(256)]
+
+
+def request_id(number: int) -> str:
+    """The request id of a listener call's records (``_REQUEST_PREFIX`` + 16 hex digits)."""
+    return f"{_REQUEST_PREFIX}{number:016X}"
+
+
 class ConsumeTracer(_Tracer):
     """SubBefore and SubAfter records of one consumer group (callable from listener
-    threads; see ``_Tracer``). The values recorded come from stored messages' properties,
-    which were split on the record separators, so records are written without the
-    separator check.
+    threads; see ``_Tracer``).
+
+    A listener call is one queue item holding both records: ``before`` queues an open pair
+    with what it read from the messages (no encoding), ``after`` completes it, and the
+    dispatcher's worker has ``encode_pairs`` write the records of every pair of its round in
+    one loop. When the worker took a pair before its listener returned (a call longer than
+    the linger), the SubBefore went alone and ``after`` ships the SubAfter itself. The
+    values come from stored messages' properties, which were split on the record
+    separators, so records are written without the separator check; ``encode_pairs`` writes
+    exactly what ``sub_before_record`` and ``sub_after_record`` write.
     """
 
     __slots__ = ()
@@ -244,87 +325,121 @@ class ConsumeTracer(_Tracer):
         """Record that ``msgs`` go to the listener now; what to pass to ``after`` (``None``
         when nothing was recorded)."""
         try:
-            if len(msgs) == 1:  # the usual case (consume_message_batch_max_size = 1)
-                return self._before_one(msgs[0])
-            trace_topic = self.trace_topic
-            traced: list[tuple[str, str]] = []
-            retries: list[int] = []
-            keys: list[str] = []
-            region = ""
-            for msg in msgs:
-                p = msg.properties
-                if p.get(TRACE_SWITCH) == "false" or msg.topic.startswith(trace_topic):
-                    continue
-                region = p.get(MSG_REGION) or region
-                msg_id = p.get(UNIQ_KEY) or msg.offset_msg_id
-                text = p.get(KEYS)
-                traced.append((msg_id, text or JAVA_NULL))
-                retries.append(msg.reconsume_times)
-                keys.append(msg_id)
-                if text:
-                    keys.append(text)
-            if not traced:
+            if len(msgs) != 1:
+                return self._before_many(msgs)
+            msg = msgs[0]  # the usual case (consume_message_batch_max_size = 1)
+            p = msg.properties
+            topic = msg.topic
+            if p.get(TRACE_SWITCH) == "false" or topic.startswith(self.trace_topic):
                 return None
-            now = self.now_ms()
-            request_id = f"{_REQUEST_PREFIX}{next(_request_counter):016X}"
-            region = region or DEFAULT_REGION_ID
-            group = self.group
-            data = "".join(
-                [
-                    sub_before_record(now, region, group, request_id, i, n, k, check=False)
-                    for (i, k), n in zip(traced, retries, strict=True)
-                ]
-            )
-            index = tuple(keys)
-            topic = msgs[0].topic
-            self.dispatcher.append_encoded((topic, data, len(traced), index))
-            return request_id, now, topic, tuple(traced), index
+            entry = (p.get(UNIQ_KEY) or msg.offset_msg_id, msg.reconsume_times, p.get(KEYS))
+            region = p.get(MSG_REGION) or DEFAULT_REGION_ID
+            pair = [self, (self.now_ns(), region, next(_request_counter), topic, (entry,))]
+            self.dispatcher.append_open(pair)
+            return pair
         except Exception:
             logger.warning("recording a SubBefore trace failed", exc_info=True)
             return None
 
-    def _before_one(self, msg: MessageExt) -> TraceBefore | None:
-        p = msg.properties
-        topic = msg.topic
-        if p.get(TRACE_SWITCH) == "false" or topic.startswith(self.trace_topic):
+    def _before_many(self, msgs: Sequence[MessageExt]) -> TraceBefore | None:
+        trace_topic = self.trace_topic
+        traced = [
+            m
+            for m in msgs
+            if m.properties.get(TRACE_SWITCH) != "false" and not m.topic.startswith(trace_topic)
+        ]
+        if not traced:
             return None
-        msg_id = p.get(UNIQ_KEY) or msg.offset_msg_id
-        text = p.get(KEYS)
-        keys = text or JAVA_NULL
-        now = self.now_ms()
-        request_id = f"{_REQUEST_PREFIX}{next(_request_counter):016X}"
-        region = p.get(MSG_REGION) or DEFAULT_REGION_ID
-        data = sub_before_record(
-            now, region, self.group, request_id, msg_id, msg.reconsume_times, keys, check=False
+        regions = [r for r in (m.properties.get(MSG_REGION) for m in traced) if r]
+        entries = tuple(
+            [
+                (
+                    m.properties.get(UNIQ_KEY) or m.offset_msg_id,
+                    m.reconsume_times,
+                    m.properties.get(KEYS),
+                )
+                for m in traced
+            ]
         )
-        index = (msg_id, text) if text else (msg_id,)
-        self.dispatcher.append_encoded((topic, data, 1, index))
-        return request_id, now, topic, ((msg_id, keys),), index
+        region = regions[-1] if regions else DEFAULT_REGION_ID
+        data = (self.now_ns(), region, next(_request_counter), msgs[0].topic, entries)
+        pair = [self, data]
+        self.dispatcher.append_open(pair)
+        return pair
 
     def after(
         self, before: TraceBefore, count: int, success: bool, outcome: ConsumeReturnType
     ) -> None:
         """Record the end of the listener call ``before`` started (``count`` messages)."""
         try:
-            request_id, began, topic, traced, index = before
-            now = self.now_ms()
-            cost = (now - began) // (count if count > 0 else 1)
-            cost = cost if cost > 0 else 0
-            code, group = int(outcome), self.group
-            if len(traced) == 1:
-                ((msg_id, keys),) = traced
-                data = sub_after_record(
-                    request_id, msg_id, cost, success, keys, code, now, group, check=False
-                )
-            else:
-                data = "".join(
-                    [
-                        sub_after_record(
-                            request_id, i, cost, success, k, code, now, group, check=False
-                        )
-                        for i, k in traced
-                    ]
-                )
-            self.dispatcher.append_encoded((topic, data, len(traced), index))
+            done = (self.now_ns(), count, success, outcome)
+            if not self.dispatcher.attach(before, done):
+                (item,) = self._encode([(before[1], done)], sub_before=False)
+                self.dispatcher.append_encoded(item)
         except Exception:
             logger.warning("recording a SubAfter trace failed", exc_info=True)
+
+    def encode_pairs(self, pairs: list[OpenTrace]) -> list[EncodedTrace]:
+        """The worker's side: claim ``pairs`` and write their records (``PairEncoder``)."""
+        return self._encode([(pair[1], claim(pair)) for pair in pairs])
+
+    def _encode(
+        self, calls: list[tuple[_BeforeData, _After | None]], *, sub_before: bool = True
+    ) -> list[EncodedTrace]:
+        """The records of listener calls (their SubBefore records unless ``sub_before`` is
+        false, their SubAfter records when the call ended), cut into items of about a
+        quarter of a trace message, with their index keys."""
+        group = self.group
+        out: list[EncodedTrace] = []
+        texts: list[str] = []
+        index: list[str] = []
+        size = key_size = 0
+        topic = ""
+        # the parts shared by neighbouring calls (same millisecond, region, outcome) are
+        # formatted once: formatting numbers is most of a record's cost
+        head = tail = end = base = region_of = ""
+        block = head_ms = cost_of = end_ms = -1
+        ok_of: bool | None = None
+        code_of: ConsumeReturnType | None = None
+        for (began_ns, region, number, topic, entries), after in calls:
+            if number >> 8 != block:
+                block = number >> 8
+                base = f"{_REQUEST_PREFIX}{block:014X}"
+            rid = base + _HEX2[number & 0xFF]
+            began = began_ns // 1_000_000
+            if sub_before and (began != head_ms or region != region_of):
+                head_ms, region_of = began, region
+                head = f"SubBefore\x01{began}\x01{region}\x01{group}\x01"
+            if after is not None:
+                now_ns, count, success, outcome = after
+                now = now_ns // 1_000_000
+                cost = (now - began) // (count if count > 0 else 1)
+                if cost < 0:
+                    cost = 0
+                if cost != cost_of or success is not ok_of:
+                    cost_of, ok_of = cost, success
+                    tail = f"\x01{cost}\x01{'true' if success else 'false'}\x01"
+                if now != end_ms or outcome is not code_of:
+                    end_ms, code_of = now, outcome
+                    end = f"\x01{int(outcome)}\x01{now}\x01{group}\x02"
+            for msg_id, retries, text in entries:
+                keys = text or JAVA_NULL
+                if sub_before:
+                    record = f"{head}{rid}\x01{msg_id}\x01{retries}\x01{keys}\x02"
+                    texts.append(record)
+                    size += len(record)
+                if after is not None:
+                    record = f"SubAfter\x01{rid}\x01{msg_id}{tail}{keys}{end}"
+                    texts.append(record)
+                    size += len(record)
+                index.append(msg_id)
+                key_size += len(msg_id) + 1
+                if text:
+                    index.append(text)
+                    key_size += len(text) + 1
+            if key_size >= _ITEM_KEY_CHARS or size >= _ITEM_CHARS:
+                out.append((topic, "".join(texts), len(texts), tuple(index)))
+                texts, index, size, key_size = [], [], 0, 0
+        if texts:
+            out.append((topic, "".join(texts), len(texts), tuple(index)))
+        return out

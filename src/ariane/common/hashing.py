@@ -9,8 +9,11 @@ IndexFile stores ``abs(hash)`` of ``topic#key`` (with ``Integer.MIN_VALUE`` mapp
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from functools import lru_cache
 from operator import mul
+
+from ariane.common import native
 
 __all__ = [
     "consistent_hash",
@@ -19,6 +22,7 @@ __all__ = [
     "java_string_hash",
     "tags_code",
     "unsigned_hash_and_units",
+    "unsigned_hash_and_units_py",
 ]
 
 _MASK = 0xFFFFFFFF
@@ -37,7 +41,7 @@ def _code_units(s: str) -> bytes | array[int]:
     if s.isascii():
         return s.encode("ascii")
     units = array("H")
-    units.frombytes(s.encode("utf-16-be"))
+    units.frombytes(s.encode("utf-16-be", "surrogatepass"))  # a lone surrogate: one unit, as Java
     if units.itemsize == 2 and array("H", [1]).tobytes() != b"\x00\x01":
         units.byteswap()  # machine is little-endian: the bytes were big-endian
     return units
@@ -45,14 +49,7 @@ def _code_units(s: str) -> bytes | array[int]:
 
 def java_string_hash(s: str) -> int:
     """Return Java's ``s.hashCode()`` as a signed 32-bit int."""
-    units = _code_units(s)
-    n = len(units)
-    if n <= _MAX_CACHED_POWERS:
-        h = int(sum(map(mul, units, _POWERS[_MAX_CACHED_POWERS - n :]))) & _MASK
-    else:
-        h = 0
-        for c in units:
-            h = (31 * h + c) & _MASK
+    h = unsigned_hash_and_units(s)[0]
     return h - (1 << 32) if h & 0x80000000 else h
 
 
@@ -72,8 +69,9 @@ def index_key_hash(key: str) -> int:
     return -h if h < 0 else h
 
 
-def unsigned_hash_and_units(s: str) -> tuple[int, int]:
-    """Java ``s.hashCode()`` as an unsigned 32-bit int, and the number of UTF-16 units."""
+def unsigned_hash_and_units_py(s: str) -> tuple[int, int]:
+    """Java ``s.hashCode()`` as an unsigned 32-bit int, and the number of UTF-16 units (the
+    pure twin of ``ariane._speedups.java_hash_units``)."""
     units = _code_units(s)
     n = len(units)
     if n < _SHORT:
@@ -86,13 +84,29 @@ def unsigned_hash_and_units(s: str) -> tuple[int, int]:
     return h, n
 
 
+_compiled_hash: Callable[[str], tuple[int, int]] | None = getattr(
+    native.speedups, "java_hash_units", None
+)  # absent: the pure build, or a stale compiled one
+#: Java ``s.hashCode()`` as an unsigned 32-bit int, and the number of UTF-16 units (the compiled
+#: twin when built).
+unsigned_hash_and_units: Callable[[str], tuple[int, int]] = (
+    _compiled_hash if _compiled_hash is not None else unsigned_hash_and_units_py
+)
+
+
 @lru_cache(maxsize=1024)
 def _prefix_hash(prefix: str) -> int:
     return unsigned_hash_and_units(prefix)[0]
 
 
 def index_key_hash_with_prefix(prefix: str, key: str) -> int:
-    """``index_key_hash(prefix + key)``, caching the prefix's hash (e.g. ``"topic#"``)."""
+    """``index_key_hash(prefix + key)``, caching the prefix's hash (e.g. ``"topic#"``) on the
+    pure build."""
+    if _compiled_hash is not None:
+        h = _compiled_hash(prefix + key)[0]
+        if h == 0x80000000:
+            return 0
+        return (1 << 32) - h if h & 0x80000000 else h
     hk, n = unsigned_hash_and_units(key)
     p = _POWERS[_MAX_CACHED_POWERS - 1 - n] if n < _MAX_CACHED_POWERS else pow(31, n, 1 << 32)
     h = (_prefix_hash(prefix) * p + hk) & _MASK

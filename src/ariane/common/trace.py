@@ -425,20 +425,25 @@ def encode_context(ctx: TraceContext) -> TraceTransfer:
     return TraceTransfer(_encode_records(ctx), trace_keys(ctx))
 
 
-def message_type_of(properties: Mapping[str, str]) -> TraceMessageType:
-    """The ``MessageType`` a producer records for a message with ``properties``: half for
-    ``TRAN_MSG=true``, delay for a delay level or a timer property, else normal."""
-    if properties.get(props.TRANSACTION_PREPARED) == "true":
-        return TraceMessageType.Trans_Msg_Half
-    for key in (
+#: Properties that make a message a ``Delay_Msg``.
+_DELAY_KEYS = frozenset(
+    {
         props.DELAY,
         "__STARTDELIVERTIME",
         props.TIMER_DELIVER_MS,
         props.TIMER_DELAY_SEC,
         props.TIMER_DELAY_MS,
-    ):
-        if key in properties:
-            return TraceMessageType.Delay_Msg
+    }
+)
+
+
+def message_type_of(properties: Mapping[str, str]) -> TraceMessageType:
+    """The ``MessageType`` a producer records for a message with ``properties``: half for
+    ``TRAN_MSG=true``, delay for a delay level or a timer property, else normal."""
+    if properties.get(props.TRANSACTION_PREPARED) == "true":
+        return TraceMessageType.Trans_Msg_Half
+    if not _DELAY_KEYS.isdisjoint(properties):  # one C-level pass (per send)
+        return TraceMessageType.Delay_Msg
     return TraceMessageType.Normal_Msg
 
 

@@ -27,6 +27,7 @@ from concurrent.futures import Future
 from functools import partial
 
 from ariane.common.clock import Clock
+from ariane.dledger.commit_future import CommitFuture
 from ariane.dledger.files import DLedgerFiles
 from ariane.dledger.format import ENTRY_HEADER_SIZE, MAGIC_NORMAL, EntryHeader
 from ariane.dledger.replica import Replica
@@ -268,7 +269,7 @@ class DLedgerCommitLog(CommitLog):
             index = self.index_at(last)
             if index > self.files.end:  # pragma: no cover - the leader's own entries stay
                 return _done(_refused(Code.TERM_CHANGED))
-            future: Future[PutResult] = Future()
+            future: Future[PutResult] = CommitFuture()
             waiting = self._waiting
             at = len(waiting)
             while at and waiting[at - 1][1] > index:
@@ -277,7 +278,7 @@ class DLedgerCommitLog(CommitLog):
             return future
 
     def _wait_for(self, first: int, last: int, result: PutResult, wait: bool) -> Future[PutResult]:
-        future: Future[PutResult] = Future()
+        future: Future[PutResult] = CommitFuture()
         if wait:
             self._waiting.append((first, last, future, result))
         else:

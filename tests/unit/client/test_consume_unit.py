@@ -183,6 +183,18 @@ class TraceSink:
         self.got.extend(decode_trace_data(trace[1]))
         return True
 
+    def append_open(self, pair: Any) -> bool:
+        return True
+
+    def attach(self, pair: Any, after: Any) -> bool:
+        """The worker takes each pair as soon as the listener returned."""
+        from ariane.client._trace_dispatch import encoded
+
+        pair.append(after)
+        for item in encoded([pair]):
+            self.append_encoded(item)
+        return True
+
 
 def _traced(service_cls: Any, listener: Any, msgs: list[MessageExt], **kw: Any) -> list[Any]:
     """Run ``listener`` over ``msgs`` (batches of 1) with tracing on; the trace records."""

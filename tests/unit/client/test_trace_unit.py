@@ -14,21 +14,29 @@ from ariane.client import ClientConfig, ConsumeConcurrentlyStatus, ConsumeOrderl
 from ariane.client._trace_dispatch import (
     AsyncTraceDispatcher,
     EncodedTrace,
+    OpenTrace,
     TraceSettings,
+    claim,
+    encoded,
     pack,
     trace_topic_name,
 )
-from ariane.client._trace_hooks import ConsumeTracer, SendTracer, consume_outcome
+from ariane.client._trace_hooks import ConsumeTracer, SendTracer, consume_outcome, request_id
 from ariane.client.message import Message, MessageQueue, SendResult, SendStatus
 from ariane.common.clock import ManualClock
 from ariane.common.message import MessageExt
 from ariane.common.trace import (
+    MAX_TRACE_KEY_CHARS,
     ConsumeReturnType,
     TraceBean,
     TraceContext,
     TraceMessageType,
     TraceType,
     decode_trace_data,
+    message_type_of,
+    pub_record,
+    sub_after_record,
+    sub_before_record,
 )
 from ariane.errors import ConnectError, InvalidArgumentError
 from ariane.remoting.protocol import headers as h
@@ -222,6 +230,22 @@ class Sink:
         self.got.extend(decoded)
         return True
 
+    open: list[OpenTrace] = field(default_factory=list)
+
+    def append_open(self, pair: OpenTrace) -> bool:
+        self.open.append(pair)
+        return True
+
+    def attach(self, pair: OpenTrace, after: Any) -> bool:
+        pair.append(after)
+        return pair[2] is after
+
+    def take(self) -> None:
+        """What the worker does with a round: encode the open pairs."""
+        pairs, self.open = self.open, []
+        for item in encoded(pairs):  # type: ignore[arg-type]
+            self.append_encoded(item)
+
 
 def result(topic: str = "T", **kw: Any) -> SendResult:
     mq = MessageQueue(topic, "broker-a", 1)
@@ -234,6 +258,8 @@ def test_pub_record_of_a_send() -> None:
     msg = Message("T", b"hello", tags="TagA", keys=["k1", "k2"], delay_level=3)
     clock.advance(9)
     tracer.pub(msg, result(region_id="R1"), 1000, "10.0.0.1:10911", 5)
+    assert sink.got == []  # encoded by the worker
+    sink.take()
     (ctx,) = sink.got
     assert ctx == TraceContext(
         TraceType.Pub,
@@ -260,9 +286,11 @@ def test_pub_record_of_a_send() -> None:
     # stored-but-not-OK is a failed Pub; the broker's TRACE_ON=false and the trace topic
     # itself are not traced
     tracer.pub(msg, result(status=SendStatus.FLUSH_DISK_TIMEOUT), 1000, "h", 5)
+    sink.take()
     assert sink.got[-1].success is False
     tracer.pub(msg, result(trace_on=False), 1000, "h", 5)
     tracer.pub(msg, result(topic="RMQ_SYS_TRACE_TOPIC"), 1000, "h", 5)
+    assert sink.open == []
     assert len(sink.got) == 2
 
 
@@ -271,12 +299,55 @@ def test_pub_record_of_a_batch() -> None:
     tracer = SendTracer(sink, "pg", ManualClock(50))  # type: ignore[arg-type]
     batch = [Message("T", b"a", keys="x"), Message("T", b"b", keys=["y", "x"]), Message("T", b"c")]
     tracer.pub(batch, result(), 50, "h:1", 99)
+    sink.take()
     (ctx,) = sink.got
     assert ctx.bean.tags == "null"
     assert ctx.bean.keys == "x y"
     assert ctx.bean.body_length == 99
     assert ctx.bean.msg_type is TraceMessageType.Normal_Msg
     assert sink.items[0][3] == ("MID", "x", "y")
+
+
+def test_worker_pub_encoding_is_pub_record_output() -> None:
+    """The worker writes what ``pub_record`` writes, across shared and changing parts."""
+    sink, clock = Sink(), ManualClock(2000)
+    tracer = SendTracer(sink, "pg%x", clock)  # type: ignore[arg-type]
+    sends = [  # (message, result, begin ms, store host, body length)
+        (Message("T", b"a", keys="k"), result(), 1990, "h:1", 1),
+        (Message("T", b"b"), result(), 1990, "h:1", 1),
+        (
+            Message("T", b"c", tags="x"),
+            result(status=SendStatus.SLAVE_NOT_AVAILABLE),
+            1995,
+            "h:2",
+            3,
+        ),
+        (Message("U", b"d", delay_level=2), result(topic="U", region_id="R"), 1995, "h:2", 3),
+    ]
+    expected = []
+    for msg, res, begin, host, length in sends:
+        tracer.pub(msg, res, begin, host, length)
+        expected.append(
+            pub_record(
+                begin,
+                res.region_id or "DefaultRegion",
+                "pg%x",
+                res.message_queue.topic,
+                res.msg_id,
+                msg.tags or "null",
+                msg.properties.get("KEYS") or "null",
+                host,
+                length,
+                2000 - begin,
+                message_type_of(msg.properties),
+                res.offset_msg_id,
+                res.status is SendStatus.SEND_OK,
+            )
+        )
+    sink.take()
+    (item,) = sink.items
+    assert item[1] == "".join(expected)
+    assert (item[2], item[3]) == (4, ("MID", "k", "MID", "MID", "MID"))
 
 
 def test_end_transaction_record() -> None:
@@ -333,10 +404,12 @@ def test_sub_before_and_after_share_a_request_id() -> None:
     assert before is not None
     clock.advance(30)
     tracer.after(before, len(msgs), False, ConsumeReturnType.FAILED)
-    b_a, b_c, a_a, a_c = sink.got
-    assert [c.trace_type for c in sink.got] == [TraceType.SubBefore] * 2 + [TraceType.SubAfter] * 2
+    assert sink.got == []  # encoded by the worker, when it takes the pair
+    sink.take()
+    b_a, a_a, b_c, a_c = sink.got
+    assert [c.trace_type for c in sink.got] == [TraceType.SubBefore, TraceType.SubAfter] * 2
     # B: the storing broker said no trace
-    assert [c.bean.msg_id for c in sink.got] == ["A", "C", "A", "C"]
+    assert [c.bean.msg_id for c in sink.got] == ["A", "A", "C", "C"]
     assert b_a.bean == TraceBean(msg_id="A", keys="k", retry_times=2)
     assert b_c.bean == TraceBean(msg_id="C", keys="null", retry_times=2)
     assert (b_a.region_id, b_a.group, b_a.timestamp_ms) == ("R9", "cg", 1000)
@@ -344,14 +417,135 @@ def test_sub_before_and_after_share_a_request_id() -> None:
     assert {c.request_id for c in sink.got} == {b_a.request_id}
     assert (a_a.cost_ms, a_a.success, a_a.context_code) == (10, False, 4)
     assert (a_c.timestamp_ms, a_c.group) == (1030, "cg")
-    assert sink.items[0][3] == sink.items[1][3] == ("A", "k", "C")
+    # one item for the listener call: both records, the index keys once
+    (item,) = sink.items
+    assert (item[0], item[2], item[3]) == ("T", 4, ("A", "k", "C"))
     # nothing traceable: no record, nothing to finish
     assert tracer.before([stored("B", TRACE_ON="false")]) is None
-    assert len(sink.got) == 4
+    assert sink.open == []
     # request ids differ per listener call
     again = tracer.before([stored("D")])
     assert again is not None
-    assert again[0] != b_a.request_id
+    sink.take()
+    assert sink.got[-1].request_id != b_a.request_id
+
+
+def test_a_pair_taken_before_the_listener_returned() -> None:
+    """The worker shipped the SubBefore alone: ``after`` ships its SubAfter itself."""
+    sink, clock = Sink(), ManualClock(500)
+    tracer = ConsumeTracer(sink, "cg", clock)  # type: ignore[arg-type]
+    before = tracer.before([stored("A", KEYS="k1 k2")])
+    assert before is not None
+    sink.take()
+    assert [(c.trace_type, c.bean.msg_id) for c in sink.got] == [(TraceType.SubBefore, "A")]
+    clock.advance(7)
+    tracer.after(before, 1, True, ConsumeReturnType.SUCCESS)
+    _, late = sink.got
+    assert late.trace_type is TraceType.SubAfter
+    assert (late.request_id, late.cost_ms, late.timestamp_ms) == (sink.got[0].request_id, 7, 507)
+    assert [i[3] for i in sink.items] == [("A", "k1 k2"), ("A", "k1 k2")]
+
+
+def test_claiming_a_pair_is_decided_by_the_first_append() -> None:
+    late: OpenTrace = ["owner", "data"]
+    assert claim(late) is None  # the worker first: no SubAfter data in this item
+    late.append("after")
+    assert claim(late) is None
+    early: OpenTrace = ["owner", "data"]
+    early.append("after")
+    assert claim(early) == "after"
+
+
+def test_worker_encoding_is_the_record_functions_output() -> None:
+    """``encode_pairs`` writes byte for byte what ``sub_before_record`` and
+    ``sub_after_record`` write, across shared and changing parts."""
+    clock = ManualClock(1_700_000_000_000)
+    sink = Sink()
+    tracer = ConsumeTracer(sink, "cg%1", clock)  # type: ignore[arg-type]
+    cases = [  # (messages, ms spent, success, outcome)
+        ([stored("A", KEYS="k1 k2", MSG_REGION="R1")], 0, True, ConsumeReturnType.SUCCESS),
+        ([stored("B", MSG_REGION="R1")], 0, True, ConsumeReturnType.SUCCESS),
+        ([stored("C")], 3, False, ConsumeReturnType.FAILED),
+        ([stored("D"), stored("E", KEYS="x")], 9, False, ConsumeReturnType.EXCEPTION),
+    ]
+    expected = []
+    for msgs, spent, success, outcome in cases:
+        before = tracer.before(msgs)
+        assert before is not None
+        began = clock.now_ms()
+        clock.advance(spent)
+        tracer.after(before, len(msgs), success, outcome)
+        rid = request_id(before[1][2])
+        for m in msgs:
+            keys = m.properties.get("KEYS") or "null"
+            region = msgs[-1].properties.get("MSG_REGION") or "DefaultRegion"
+            uid = m.properties["UNIQ_KEY"]
+            expected.append(sub_before_record(began, region, "cg%1", rid, uid, 2, keys))
+            cost, now = spent // len(msgs), clock.now_ms()
+            expected.append(sub_after_record(rid, uid, cost, success, keys, outcome, now, "cg%1"))
+    sink.take()
+    (item,) = sink.items
+    assert item[1] == "".join(expected)
+    assert item[3] == ("A", "k1 k2", "B", "C", "D", "E", "x")
+    # request ids: 32 hex digits, the number in the last 16 (blocks of 256 share a prefix)
+    assert request_id(0x1FF)[-16:] == "00000000000001FF"
+    assert request_id(0x200)[:16] == request_id(0x1FF)[:16]
+
+
+def test_worker_encoding_cuts_items_for_the_key_limit() -> None:
+    sink = Sink()
+    tracer = ConsumeTracer(sink, "cg", ManualClock(1))  # type: ignore[arg-type]
+    count = 400  # 400 x 2 x 33 index characters: more than a quarter of the key limit
+    for i in range(count):
+        before = tracer.before([stored(f"{i:032X}", KEYS=f"key{i:029d}")])
+        assert before is not None
+        tracer.after(before, 1, True, ConsumeReturnType.SUCCESS)
+    sink.take()
+    assert len(sink.items) > 1
+    assert sum(i[2] for i in sink.items) == 2 * count
+    for item in sink.items:
+        assert sum(len(k) + 1 for k in item[3]) < MAX_TRACE_KEY_CHARS // 4 + 70
+    keys = [k for i in sink.items for k in i[3]]
+    assert keys == [k for i in range(count) for k in (f"{i:032X}", f"key{i:029d}")]
+    packed = pack(sink.items)
+    assert sum(p.records for p in packed) == 2 * count
+    assert all(len(p.keys) <= MAX_TRACE_KEY_CHARS for p in packed)
+
+
+def test_open_pairs_through_the_dispatcher() -> None:
+    """A pair is one queue entry counted as two contexts; a SubBefore dropped on a full queue
+    still lets the SubAfter through once there is room."""
+
+    async def go() -> None:
+        factory = Factory()
+        d = dispatcher(factory, queue_size=1)
+        clock = ManualClock(100)
+        tracer = ConsumeTracer(d, "cg", clock)
+        assert d.append(pub("m0"))  # the queue is full
+        dropped = tracer.before([stored("A")])
+        assert dropped is not None
+        assert (d.stats.appended, d.stats.discarded) == (1, 1)
+        await d.start()
+        assert await d.flush(5000)
+        tracer.after(dropped, 1, True, ConsumeReturnType.SUCCESS)  # the SubAfter alone
+        assert await d.flush(5000)
+        pair = tracer.before([stored("B")])
+        assert pair is not None
+        tracer.after(pair, 1, True, ConsumeReturnType.SUCCESS)
+        assert d.queued == 1
+        assert await d.flush(5000)
+        sent = [decode_trace_data(m.body.decode()) for m in factory.senders[0].sent]
+        got = [(c.trace_type, c.bean.msg_id) for body in sent for c in body]
+        assert got == [
+            (TraceType.Pub, "m0"),
+            (TraceType.SubAfter, "A"),
+            (TraceType.SubBefore, "B"),
+            (TraceType.SubAfter, "B"),
+        ]
+        assert (d.stats.appended, d.stats.discarded, d.stats.sent_records) == (4, 1, 4)
+        await d.close()
+
+    asyncio.run(go())
 
 
 def test_pack_closes_a_body_at_the_limits() -> None:

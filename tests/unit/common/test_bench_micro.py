@@ -29,7 +29,7 @@ def _call(name: str) -> Any:
 
 def test_row_names_are_unique_and_twins_are_the_compiled_modules() -> None:
     names = [c.name for c in mc.CASES]
-    assert len(set(names)) == len(names) == 16
+    assert len(set(names)) == len(names) == 17
     assert [c.name for c in mc.CASES if c.twin] == [
         "properties.encode",
         "properties.decode",
@@ -39,6 +39,7 @@ def test_row_names_are_unique_and_twins_are_the_compiled_modules() -> None:
         "acl.sign_encode",
         "acl.canonical",
         "acl.broker_check",
+        "store.index_key_hash",
     ]
     assert {c.name: c.per for c in mc.CASES if c.per != 1} == {"send_batch.decode": 64}
 
@@ -90,7 +91,10 @@ def test_trace_and_rewriter_inputs() -> None:
     assert _call("trace.pub_hook") is None
     before = _call("trace.consume_hooks")
     assert before is not None
-    assert before[3] == ((mc.PRODUCER_PROPERTIES["UNIQ_KEY"], "order-20261206-0001"),)
+    _tracer, data, after = before  # the open pair, completed by the listener call's end
+    assert data[3] == mc.TOPIC
+    assert data[4] == ((mc.PRODUCER_PROPERTIES["UNIQ_KEY"], 0, "order-20261206-0001"),)
+    assert after[1:3] == (1, True)
     assert _call("broker.timer_check") is None  # a plain send goes on untouched
     assert _call("broker.send_rewriters") == [None, None]
 

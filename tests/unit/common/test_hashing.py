@@ -1,7 +1,12 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ariane.common.hashing import index_key_hash, java_string_hash, tags_code
+from ariane.common.hashing import (
+    index_key_hash,
+    index_key_hash_with_prefix,
+    java_string_hash,
+    tags_code,
+)
 
 
 def reference_hash(s: str) -> int:
@@ -43,3 +48,14 @@ def test_matches_reference(s: str) -> None:
 def test_long_strings_beyond_power_table() -> None:
     s = "x" * 5000 + "é"
     assert java_string_hash(s) == reference_hash(s)
+
+
+def test_index_key_hash_with_prefix_is_the_hash_of_the_joined_key() -> None:
+    for prefix, key in [
+        ("TopicTest#", "k"),
+        ("T#", "é\U0001f600"),
+        ("RMQ_SYS_TRACE_TOPIC#", "x" * 300),
+    ]:
+        assert index_key_hash_with_prefix(prefix, key) == index_key_hash(prefix + key)
+    # a joined key whose Java hash is Integer.MIN_VALUE maps to 0, as IndexFile does
+    assert index_key_hash_with_prefix("polygene", "lubricants") == 0

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ariane.common import batch, native, properties, record
+from ariane.common import batch, hashing, native, properties, record
 from ariane.common.message import HostPort, MessageExt
 from ariane.common.record import decode_record, encode_record
 from ariane.errors import CorruptionError
@@ -314,3 +314,28 @@ def test_decode_record_identical(
             assert _record_outcome(bytes(damaged), True, check, inflate) == _record_outcome(
                 bytes(damaged), False, check, inflate
             )
+
+
+@settings(max_examples=400, deadline=None)
+@given(s=st.text(max_size=300))
+def test_java_hash_identical(s: str) -> None:
+    """Any str, lone surrogates and astral code points included (one and two UTF-16 units)."""
+    fast = _compiled()
+    assert fast.java_hash_units(s) == hashing.unsigned_hash_and_units_py(s)
+
+
+def test_java_hash_edges() -> None:
+    fast = _compiled()
+    assert hashing.unsigned_hash_and_units is fast.java_hash_units
+    assert fast.java_hash_units("") == (0, 0)
+    assert fast.java_hash_units("hello") == (99162322, 5)
+    assert fast.java_hash_units("\U0001f600") == (
+        hashing.unsigned_hash_and_units_py("\U0001f600")[0],
+        2,
+    )
+    assert fast.java_hash_units("\ud800") == (0xD800, 1)  # a lone surrogate is one unit, as in Java
+    assert fast.java_hash_units("polygenelubricants") == (0x80000000, 18)
+    long = "k" * 5000  # past the pure twin's cached powers
+    assert fast.java_hash_units(long) == hashing.unsigned_hash_and_units_py(long)
+    with pytest.raises(TypeError):
+        fast.java_hash_units(b"bytes")

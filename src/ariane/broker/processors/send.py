@@ -766,9 +766,17 @@ def _on_loop(
     finish: Callable[[Future[PutResult]], None],
     future: Future[PutResult],
 ) -> None:
-    """Run ``finish(future)`` on the event loop (store threads complete the futures)."""
+    """Run ``finish(future)`` on the event loop (store threads complete the futures; a DLedger
+    leader completes them on the loop itself, where no wake-up of the loop is needed)."""
     try:
-        loop.call_soon_threadsafe(finish, future)
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    try:
+        if running is loop:
+            loop.call_soon(finish, future)
+        else:
+            loop.call_soon_threadsafe(finish, future)
     except RuntimeError:  # the loop is closed: the broker is gone, nobody to answer
         logger.debug("put completed after the event loop closed")
 
