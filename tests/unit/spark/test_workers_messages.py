@@ -39,7 +39,8 @@ def test_import_failure_names_the_variable_the_interpreter_and_the_fix() -> None
     )
     assert f"--conf spark.pyspark.python={sys.executable} with spark-submit" in problem
     assert problem.endswith(
-        "(--py-files with a built wheel, spark.archives with a packed venv); see docs/spark.md"
+        "(--py-files with the package as a .zip, spark.archives with a packed venv); "
+        "see docs/spark.md"
     )
     assert "\n" not in problem
 
