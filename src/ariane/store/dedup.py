@@ -87,7 +87,10 @@ class DedupWindow:
     ) -> None:
         self.max_entries = max_entries
         self.max_age_ms = max_age_ms
-        self._entries: OrderedDict[tuple[str, str], DedupEntry] = OrderedDict()
+        # plain tuples of ints, not DedupEntry objects: the garbage collector stops tracking
+        # an exact tuple of ints after one pass, so a full window (200,000 ids) adds no work
+        # to every later collection (a NamedTuple instance stays tracked)
+        self._entries: OrderedDict[tuple[str, str], tuple[int, int, int, int, int]] = OrderedDict()
         #: messages found already stored (dropped by the broker) since start
         self.duplicates = 0
 
@@ -103,9 +106,10 @@ class DedupWindow:
         """The first copy of (topic, id) if it is within the window, counting the hit."""
         self.expire(now_ms)
         entry = self._entries.get((topic, dedup_id))
-        if entry is not None:
-            self.duplicates += 1
-        return entry
+        if entry is None:
+            return None
+        self.duplicates += 1
+        return DedupEntry._make(entry)
 
     def remember(self, topic: str, dedup_id: str, entry: DedupEntry) -> None:
         """Record a stored message (a known id keeps its first copy)."""
@@ -115,7 +119,7 @@ class DedupWindow:
         key = (topic, dedup_id)
         if key in entries:
             return
-        entries[key] = entry
+        entries[key] = tuple.__new__(tuple, entry)
         while len(entries) > self.max_entries:
             entries.popitem(last=False)
 
@@ -125,7 +129,7 @@ class DedupWindow:
         cutoff = now_ms - self.max_age_ms
         while entries:
             key = next(iter(entries))
-            if entries[key].store_timestamp_ms >= cutoff:
+            if entries[key][4] >= cutoff:  # DedupEntry.store_timestamp_ms
                 return
             del entries[key]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -26,6 +27,18 @@ def test_seen_counts_hits_and_keeps_the_first_copy() -> None:
     assert w.seen("T", "a", 10) == _entry(0, 1)
     assert w.seen("U", "a", 10) is None  # ids are per topic
     assert (w.duplicates, len(w)) == (1, 1)
+
+
+def test_a_full_window_costs_the_garbage_collector_nothing() -> None:
+    """Entries are kept as plain tuples of ints, which a collection stops tracking, so a
+    200,000-id window is not walked again by every later collection."""
+    window = DedupWindow(max_entries=1000)
+    for i in range(1000):
+        window.remember("T", f"id-{i}", DedupEntry(0, i, i * 100, 100, 1_000 + i))
+    gc.collect()
+    tracked = [v for v in window._entries.values() if gc.is_tracked(v)]
+    assert tracked == []
+    assert window.seen("T", "id-7", 2_000) == DedupEntry(0, 7, 700, 100, 1_007)
 
 
 def test_size_bound_drops_the_oldest() -> None:
