@@ -216,7 +216,12 @@ def test_restarted_consumer_resumes_from_its_committed_offset(
     cluster: Cluster, cpp: CppClient
 ) -> None:
     produce(cpp, cluster, "CompatResume", "--count", "200")
-    first = consume(cpp, cluster, "CompatResume", "CG_RESUME", "--expect", "200", "--linger", "1")
+    # rocketmq-client-cpp 1.2.4 persists offsets every 5 s; at shutdown it closes the
+    # connection without waiting for its last (oneway) offset update, so a consumer that stops
+    # within 5 s of its last message may leave part of its progress uncommitted (seen in CI:
+    # the broker logged the connection gone, no UNREGISTER_CLIENT). Linger past one periodic
+    # persist, so what is tested is the resume from the committed offset.
+    first = consume(cpp, cluster, "CompatResume", "CG_RESUME", "--expect", "200", "--linger", "6")
     first.wait(180)
     assert_exactly_once(first.of("msg"), {f"body-{i}" for i in range(200)})
     produce(cpp, cluster, "CompatResume", "--count", "200", "--start", "200")
