@@ -339,38 +339,30 @@ class AsyncTraceDispatcher:
     def append_encoded(self, trace: EncodedTrace) -> bool:
         """Queue encoded records for sending; ``False`` (and counted) when they were
         dropped. Never blocks or raises; callable from any thread."""
+        return self._enqueue(trace)
+
+    def append_open(self, pair: OpenTrace) -> bool:
+        """Queue an open pair (``[owner, data]``, see ``OpenTrace``) as ``append_encoded``
+        queues records; a dropped pair is claimed at once, so ``attach`` answers ``False``.
+        Never blocks or raises; any thread."""
+        if self._enqueue(pair):
+            return True
+        pair.append(_TAKEN)  # the caller gets the pair only after this: nothing races it
+        return False
+
+    def _enqueue(self, item: EncodedTrace | OpenTrace) -> bool:
         queue = self._queue
         if self._closed or len(queue) >= self.settings.queue_size:
             self.stats.discarded += 1
             self._log_sometimes("trace queue full or dispatcher closed: context dropped")
             return False
-        queue.append(trace)
+        queue.append(item)
         self.stats.appended += 1
         if not self._wake_pending:
             self._wake_pending = True
             self._notify()
         elif self._lingering and len(queue) >= self.settings.batch_size:
             self._lingering = False  # enough for a round: stop lingering now
-            self._notify()
-        return True
-
-    def append_open(self, pair: OpenTrace) -> bool:
-        """Queue an open pair (``[owner, data]``, see ``OpenTrace``) as ``append_encoded``
-        queues records; a dropped pair is claimed at once, so ``attach`` answers ``False``.
-        Never blocks or raises; any thread."""
-        queue = self._queue
-        if self._closed or len(queue) >= self.settings.queue_size:
-            pair.append(_TAKEN)
-            self.stats.discarded += 1
-            self._log_sometimes("trace queue full or dispatcher closed: context dropped")
-            return False
-        queue.append(pair)
-        self.stats.appended += 1
-        if not self._wake_pending:
-            self._wake_pending = True
-            self._notify()
-        elif self._lingering and len(queue) >= self.settings.batch_size:
-            self._lingering = False
             self._notify()
         return True
 
