@@ -20,34 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-from pyspark.sql import Row, SparkSession
-from pyspark.sql.types import BinaryType, MapType, StringType, StructField, StructType
+from cluster_common import CONF, WRITE_SCHEMA, rows_to_write  # this folder: see its docstring
+from pyspark.sql import SparkSession
 
 from ariane.cli import main
 from ariane.client import Message, MessageQueue, SyncAdmin, SyncProducer
 from ariane.spark.session import spark_session
-
-CONF = {
-    "spark.ui.enabled": "false",
-    "spark.executor.memory": "512m",
-    "spark.executor.cores": "2",
-    "spark.cores.max": "2",
-    "spark.driver.memory": "512m",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    # a Python worker on a busy machine may take longer than the 15 s default to connect back
-    "spark.python.authenticate.socketTimeout": "120s",
-}
-WRITE_SCHEMA = StructType(
-    [
-        StructField("body", BinaryType()),
-        StructField("keys", StringType()),
-        StructField("tags", StringType()),
-        StructField("properties", MapType(StringType(), StringType())),
-    ]
-)
 
 
 def rows(spark: SparkSession, ns: str, topic: str) -> list[list[Any]]:
@@ -62,11 +40,7 @@ def rows(spark: SparkSession, ns: str, topic: str) -> list[list[Any]]:
 
 def batch(spark: SparkSession, ns: str, work: Path) -> dict[str, Any]:
     """Write 40 rows into ClusterBatch with a batch job, then read the topic back."""
-    data = [
-        Row(body=f"b{i}".encode(), keys=f"k{i}", tags="T" if i % 2 else None,
-            properties={"i": str(i)})
-        for i in range(40)
-    ]  # fmt: skip
+    data = rows_to_write("b")
     df = spark.createDataFrame(data, WRITE_SCHEMA).repartition(2)
     (
         df.write.format("ariane")

@@ -21,29 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Row, SparkSession
-from pyspark.sql.types import BinaryType, MapType, StringType, StructField, StructType
-
-CONF = {
-    "spark.ui.enabled": "false",
-    "spark.executor.memory": "512m",
-    "spark.executor.cores": "2",
-    "spark.cores.max": "2",
-    "spark.driver.memory": "512m",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    "spark.python.authenticate.socketTimeout": "120s",
-}
-WRITE_SCHEMA = StructType(
-    [
-        StructField("body", BinaryType()),
-        StructField("keys", StringType()),
-        StructField("tags", StringType()),
-        StructField("properties", MapType(StringType(), StringType())),
-    ]
-)
+from cluster_common import CONF, WRITE_SCHEMA, rows_to_write  # this folder: see its docstring
+from pyspark.sql import SparkSession
 
 
 def executors_view(_: object) -> Iterator[tuple[str, bool, str]]:
@@ -57,11 +36,7 @@ def executors_view(_: object) -> Iterator[tuple[str, bool, str]]:
 def write_and_read(spark: SparkSession, ns: str, topic: str) -> list[list[Any]]:
     """40 rows written by a batch job (2 tasks), then every message of ``topic`` as
     [queueId, queueOffset, body, keys, tags, properties] sorted."""
-    data = [
-        Row(body=f"p{i}".encode(), keys=f"k{i}", tags="T" if i % 2 else None,
-            properties={"i": str(i)})
-        for i in range(40)
-    ]  # fmt: skip
+    data = rows_to_write("p")
     (
         spark.createDataFrame(data, WRITE_SCHEMA)
         .repartition(2)

@@ -22,6 +22,7 @@ import pytest
 
 from ariane.client import SyncAdmin, SyncProducer
 from ariane.spark.standalone import start_standalone
+from tests.spark.cluster_common import check_written_rows
 from tests.spark.conftest import create_topic, send_to_queues
 from tests.support.cluster import Cluster
 from tests.support.processes import free_port
@@ -113,17 +114,7 @@ def test_batch_write_and_read_on_the_cluster(cluster_result: dict[str, Any]) -> 
     assert cluster_result["master"] == cluster_result["master_url"]
     assert cluster_result["driver_exit_code"] == 0, cluster_result["driver_log"]
     rows = _step(cluster_result, "batch")["rows"]
-    assert len(rows) == 40
-    # every row once, with its keys, tags and properties; offsets dense per queue
-    by_body = {r[2]: r for r in rows}
-    assert sorted(by_body) == sorted(f"b{i}" for i in range(40))
-    for i in range(40):
-        _, _, _, keys, tags, props = by_body[f"b{i}"]
-        assert (keys, tags, props) == (f"k{i}", "T" if i % 2 else None, {"i": str(i)})
-    per_queue: dict[int, list[int]] = {}
-    for queue_id, offset, *_ in rows:
-        per_queue.setdefault(queue_id, []).append(offset)
-    assert all(offsets == list(range(len(offsets))) for offsets in per_queue.values())
+    check_written_rows(rows, "b")
 
 
 @pytest.mark.timeout(900)

@@ -38,6 +38,7 @@ import pytest
 import ariane
 from ariane.client import SyncAdmin
 from ariane.spark.standalone import spark_home, start_standalone
+from tests.spark.cluster_common import check_written_rows
 from tests.spark.conftest import create_topic
 from tests.support.cluster import Cluster
 from tests.support.processes import free_port
@@ -190,21 +191,6 @@ def shipped(
     return results
 
 
-def _check_rows(rows: list[list[Any]]) -> None:
-    """Every row the job wrote, once, with its keys, tags and properties; offsets dense per
-    queue."""
-    by_body = {r[2]: r for r in rows}
-    assert len(rows) == 40
-    assert sorted(by_body) == sorted(f"p{i}" for i in range(40))
-    for i in range(40):
-        _, _, _, keys, tags, props = by_body[f"p{i}"]
-        assert (keys, tags, props) == (f"k{i}", "T" if i % 2 else None, {"i": str(i)})
-    per_queue: dict[int, list[int]] = {}
-    for queue_id, offset, *_ in rows:
-        per_queue.setdefault(queue_id, []).append(offset)
-    assert all(offsets == list(range(len(offsets))) for offsets in per_queue.values())
-
-
 def _check_shipped(result: dict[str, Any]) -> None:
     """``register`` passed, and the driver and every executor task imported ``ariane`` from
     the shipped zip, running the pure-Python twins (the compiled module, in the zip when this
@@ -226,7 +212,7 @@ def test_spark_submit_py_files_ships_the_package(shipped: dict[str, Any]) -> Non
     """``spark-submit --py-files ariane.zip``: the driver's Python lacks Ariane too."""
     result = shipped["py-files"]
     _check_shipped(result)
-    _check_rows(result["rows"])
+    check_written_rows(result["rows"], "p")
 
 
 @pytest.mark.timeout(600)
@@ -265,4 +251,4 @@ def test_spark_archives_ships_a_packed_venv(shipped: dict[str, Any]) -> None:
         assert "/environment/lib/python" in path, path
         assert path.endswith("/site-packages/ariane/__init__.py"), path
         assert compiled is compiled_here
-    _check_rows(result["rows"])
+    check_written_rows(result["rows"], "p")
