@@ -91,6 +91,8 @@ def commit_log_bytes(store: Path, end: int) -> bytes:
     """A store's CommitLog bytes [0, end) read from its files."""
     out = bytearray()
     for path in sorted((store / "commitlog").glob("0" * 5 + "*")):
+        if not path.name.isdigit():
+            continue  # a next file being created (``<name>.new``, renamed once whole)
         start = int(path.name)
         if start >= end:
             break
