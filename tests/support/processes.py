@@ -32,6 +32,7 @@ def _ephemeral_low() -> int:
 
 
 _PICKS = random.Random()
+_NEXT: list[int] = []  # the offset in this worker's slice where the next pick starts
 
 
 def free_port() -> int:
@@ -42,7 +43,9 @@ def free_port() -> int:
     server stops, may become the local port of any outgoing connection on the machine, and
     a restart on it then fails with "address already in use" for as long as that
     connection lives. Each xdist worker draws from its own slice, so parallel workers do
-    not pick the same port between the check here and the server's bind.
+    not pick the same port between the check here and the server's bind; within a worker
+    the picks walk the slice in turn (from a random start), so the ports one test picks
+    before any of its servers binds are all different.
     """
     high = min(_ephemeral_low(), 65536)
     low = max(1024, high - 12_000)
@@ -50,8 +53,12 @@ def free_port() -> int:
     index = int(worker[2:]) if worker[2:].isdigit() else 0
     span = max(64, (high - low) // 16)
     start = low + (index % 16) * span
-    for _ in range(200):
-        port = _PICKS.randrange(start, min(start + span, high))
+    size = min(span, high - start)
+    if not _NEXT:
+        _NEXT.append(_PICKS.randrange(size))
+    for _ in range(min(size, 400)):
+        port = start + _NEXT[0] % size
+        _NEXT[0] += 1
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))

@@ -115,8 +115,9 @@ async def _serve(loaded: LoadedConfig) -> int:
         return 1
     except OSError as exc:
         click.echo(
-            f"ariane broker: cannot listen on {loaded.broker.bind_address}:"
-            f"{loaded.broker.listen_port}: {exc}",
+            f"ariane broker: cannot open a listening socket: {exc} (the ports come from "
+            "listenPort, haListenPort, dLegerPeers/dLegerListenPort and grpcServerPort; "
+            "free the port or pick another)",
             err=True,
         )
         return 1
