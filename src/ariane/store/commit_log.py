@@ -21,6 +21,7 @@ import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from ariane.common import faults
 from ariane.common.clock import Clock
@@ -63,6 +64,8 @@ logger = logging.getLogger(__name__)
 #: Builds a DispatchRequest from a ready tuple in one C call (a NamedTuple's own
 #: constructor costs a Python-level call per record; hot path).
 _new_request = tuple.__new__
+_new_prepared = tuple.__new__
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 # Fixed header up to and including BODYLENGTH, one struct per (born v6, store v6).
 _HEADERS = {
     (False, False): struct.Struct(">iiiiiqqiq4siq4siiqi"),
@@ -79,20 +82,20 @@ _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 
 
-class _Prepared:
-    """One batch record encoded as far as possible outside the lock."""
+class _Prepared(NamedTuple):
+    """One batch record encoded as far as possible outside the lock: the body, its CRC, the
+    user flag, the properties, the bytes after the body (topic and properties), the stored
+    size and the tagsCode (``None``: computed when written, the delivery time of a
+    ``SCHEDULE_TOPIC_XXXX`` record). A tuple built in one C call (hot path: one per message
+    of a batch)."""
 
-    __slots__ = ("body", "crc", "flag", "props", "props_bytes", "total")
-
-    def __init__(
-        self, body: bytes, flag: int, props: dict[str, str], props_bytes: bytes, total: int
-    ) -> None:
-        self.body = body
-        self.crc = zlib.crc32(body) & CRC_MASK
-        self.flag = flag
-        self.props = props
-        self.props_bytes = props_bytes
-        self.total = total
+    body: bytes
+    crc: int
+    flag: int
+    props: dict[str, str]
+    rest: bytes
+    total: int
+    tags_code: int | None
 
 
 class PreparedOne:
@@ -274,23 +277,6 @@ class CommitLog:
                 self._tag_codes[tags] = code
         return code
 
-    def _request(
-        self,
-        topic: str,
-        queue_id: int,
-        phys: int,
-        size: int,
-        props: dict[str, str],
-        store_ts: int,
-        queue_offset: int,
-        sys_flag: int,
-    ) -> DispatchRequest:
-        """The dispatch request of a record just written."""
-        return DispatchRequest(
-            topic, queue_id, phys, size, self._tags_code(topic, props, store_ts), store_ts,
-            queue_offset, props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
-        )  # fmt: skip
-
     # -- put -----------------------------------------------------------------------------
     def _hosts(self, born: HostPort, store: HostPort) -> tuple[struct.Struct, int] | None:
         """(header struct, sysFlag host bits) for this pair of hosts, None if one is bad.
@@ -464,22 +450,38 @@ class CommitLog:
         if not enters_consume_queue(sys_flag):
             return _illegal("transactional messages cannot be sent in a batch")
         fixed = header.size + len(topic_tail) + 2
+        queue_id = batch.queue_id
+        reconsume, born_ts = batch.reconsume_times, batch.born_timestamp_ms
+        # the fields shared by every record once; each record's flag below
+        bad = _out_of_range(queue_id, 0, sys_flag, reconsume, born_ts, 0)
+        if bad is not None:
+            return bad
+        scheduled = batch.topic == SCHEDULE_TOPIC  # tagsCode = delivery time, when written
+        tag_codes = self._tag_codes
+        max_size = self._max_size
         preps: list[_Prepared] = []
         batch_total = 0
         for item in batch.messages:
-            bad = _out_of_range(
-                batch.queue_id, item.flag, sys_flag, batch.reconsume_times,
-                batch.born_timestamp_ms, 0,
-            )  # fmt: skip
-            if bad is not None:
-                return bad
-            props_bytes = self._props_bytes(item.properties, item.properties_string)
-            if isinstance(props_bytes, PutResult):
-                return props_bytes
-            total = fixed + len(item.body) + len(props_bytes)
-            if total > self._max_size:
+            flag = item.flag
+            if flag.__class__ is not int or not _I32_MIN <= flag <= _I32_MAX:
+                bad = _out_of_range(queue_id, flag, sys_flag, reconsume, born_ts, 0)
+                if bad is not None:
+                    return bad
+            props = item.properties
+            props_bytes = self._props_bytes(props, item.properties_string)
+            if props_bytes.__class__ is not bytes:
+                return props_bytes  # type: ignore[return-value]
+            body = item.body
+            total = fixed + len(body) + len(props_bytes)
+            if total > max_size:
                 return self._too_big("message", total)
-            preps.append(_Prepared(item.body, item.flag, item.properties, props_bytes, total))
+            tags = props.get(TAGS)
+            code = None if scheduled else tag_codes.get(tags) if tags else 0
+            if code is None and not scheduled:
+                code = self._tags_code(batch.topic, props, 0)
+            rest = topic_tail + len(props_bytes).to_bytes(2, "big") + props_bytes
+            crc = zlib.crc32(body) & CRC_MASK
+            preps.append(_new_prepared(_Prepared, (body, crc, flag, props, rest, total, code)))
             batch_total += total
         if batch_total > self._max_size:
             return self._too_big("batch", batch_total)
@@ -504,24 +506,32 @@ class CommitLog:
         born, store = batch.born_host, batch.store_host
         header = prepared.header
         body = prep.body
+        total = prep.total
+        sys_flag = prepared.sys_flag
         header.pack_into(
-            mm, pos, prep.total, prepared.magic, prep.crc, batch.queue_id, prep.flag, queue_offset,
-            phys, prepared.sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
+            mm, pos, total, prepared.magic, prep.crc, batch.queue_id, prep.flag, queue_offset,
+            phys, sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
             store.addr, store.port, batch.reconsume_times, 0, len(body),
         )  # fmt: skip
         p = pos + header.size
-        mm[p : p + len(body)] = body
-        p += len(body)
-        mm[p : pos + prep.total] = (
-            prepared.topic_tail + _I16.pack(len(prep.props_bytes)) + prep.props_bytes
-        )
-        request = self._request(
-            batch.topic, batch.queue_id, phys, prep.total, prep.props, store_ts, queue_offset,
-            prepared.sys_flag,
+        end = p + len(body)
+        mm[p:end] = body
+        mm[end : pos + total] = prep.rest
+        props = prep.props
+        tags_code = prep.tags_code
+        if tags_code is None:
+            tags_code = self._tags_code(batch.topic, props, store_ts)
+        self.staged.append(
+            _new_request(
+                DispatchRequest,
+                (
+                    batch.topic, batch.queue_id, phys, total, tags_code, store_ts, queue_offset,
+                    props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+                ),
+            )
         )  # fmt: skip
-        self.staged.append(request)
         self.put_times_total += 1
-        self.put_size_total += prep.total
+        self.put_size_total += total
 
     def put_messages(self, batch: MessageBatchInner) -> PutResult:
         """Append a batch contiguously under one lock hold (all or nothing).
