@@ -31,6 +31,9 @@ from ariane.common.message import HostPort
 from ariane.common.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
 from ariane.common.record import CRC_MASK
 from ariane.common.sysflag import (
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
     born_host_v6,
     enters_consume_queue,
     host_flags,
@@ -66,6 +69,8 @@ logger = logging.getLogger(__name__)
 _new_request = tuple.__new__
 _new_prepared = tuple.__new__
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+#: sysFlag without its host bits (= ``with_host_flags``, inline)
+_NOT_HOST_FLAGS = ~host_flags(True, True)
 # Fixed header up to and including BODYLENGTH, one struct per (born v6, store v6).
 _HEADERS = {
     (False, False): struct.Struct(">iiiiiqqiq4siq4siiqi"),
@@ -98,32 +103,19 @@ class _Prepared(NamedTuple):
     tags_code: int | None
 
 
-class PreparedOne:
+class PreparedOne(NamedTuple):
     """One message validated and encoded outside the put lock (:meth:`CommitLog.prepare_one`):
     the fixed-header struct, magic code, final sysFlag, stored size, body CRC, the bytes after
-    the body (topic and properties) and the tagsCode."""
+    the body (topic and properties) and the tagsCode. A tuple built in one C call (hot path)."""
 
-    __slots__ = ("crc", "header", "magic", "msg", "rest", "sys_flag", "tags_code", "total")
-
-    def __init__(
-        self,
-        msg: MessageInner,
-        header: struct.Struct,
-        magic: int,
-        sys_flag: int,
-        total: int,
-        crc: int,
-        rest: bytes,
-        tags_code: int,
-    ) -> None:
-        self.msg = msg
-        self.header = header
-        self.magic = magic
-        self.sys_flag = sys_flag
-        self.total = total
-        self.crc = crc
-        self.rest = rest
-        self.tags_code = tags_code
+    msg: MessageInner
+    header: struct.Struct
+    magic: int
+    sys_flag: int
+    total: int
+    crc: int
+    rest: bytes
+    tags_code: int
 
 
 class PreparedBatch:
@@ -330,10 +322,13 @@ class CommitLog:
         tags_code = self._tag_codes.get(tags) if tags else 0
         if tags_code is None:
             tags_code = self._tags_code(topic, props, 0)
-        return PreparedOne(
-            msg, header, magic, with_host_flags(sys_flag, host_bits), total,
-            zlib.crc32(msg.body) & CRC_MASK,
-            topic_tail + props_len.to_bytes(2, "big") + props_bytes, tags_code,
+        return _new_prepared(
+            PreparedOne,
+            (
+                msg, header, magic, (sys_flag & _NOT_HOST_FLAGS) | host_bits, total,
+                zlib.crc32(msg.body) & CRC_MASK,
+                topic_tail + props_len.to_bytes(2, "big") + props_bytes, tags_code,
+            ),
         )  # fmt: skip
 
     def write_one(
@@ -345,7 +340,8 @@ class CommitLog:
         topic = msg.topic
         queue_id = msg.queue_id
         sys_flag = one.sys_flag
-        normal = enters_consume_queue(sys_flag)
+        tx = sys_flag & TRANSACTION_TYPE_MASK  # = enters_consume_queue(sys_flag), inline
+        normal = tx != TRANSACTION_PREPARED_TYPE and tx != TRANSACTION_ROLLBACK_TYPE
         key = (topic, queue_id)
         queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
         body = msg.body
@@ -401,7 +397,9 @@ class CommitLog:
             return one  # type: ignore[return-value]
         total = one.total
         with self.put_lock:
-            store_ts = self.next_store_timestamp()
+            now = self.clock.now_ms()  # = next_store_timestamp(), inline (hot path)
+            store_ts = now if now > self._last_store_ts else self._last_store_ts
+            self._last_store_ts = store_ts
             mf = self._current
             if mf is None or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
                 mf = self._file_for(total)

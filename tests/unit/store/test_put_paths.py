@@ -196,3 +196,31 @@ def test_a_batch_writes_what_its_messages_put_one_by_one_write(batch: MessageBat
         finally:
             batch_log.shutdown()
             single_log.shutdown()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(messages(), min_size=1, max_size=4))
+def test_put_message_and_prepared_puts_agree(msgs: list[MessageInner]) -> None:
+    """``put_message`` (the send path) and ``prepare_one`` + ``put_prepared`` (timer
+    deliveries, DLedger's write) give the same results, record bytes and dispatch requests."""
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        direct, prepared = _log(a), _log(b)
+        try:
+            results = [direct.put_message(m) for m in msgs]
+            ones = [prepared.prepare_one(m) for m in msgs]
+            out: list[PutResult] = []
+            prepared.put_prepared([o for o in ones if not isinstance(o, PutResult)], out)
+            stored = iter(out)
+            for result, one in zip(results, ones, strict=True):
+                other = one if isinstance(one, PutResult) else next(stored)
+                assert vars_of(result) == vars_of(other)
+            assert list(direct.pending) == list(prepared.pending)
+            size = sum(r.wrote_bytes for r in results if r.status is PutStatus.PUT_OK)
+            assert direct.get_message(0, size) == prepared.get_message(0, size)
+        finally:
+            direct.shutdown()
+            prepared.shutdown()
+
+
+def vars_of(result: PutResult) -> tuple[object, ...]:
+    return tuple(getattr(result, name) for name in PutResult.__slots__)
