@@ -18,6 +18,8 @@
  *       crypto stays hashlib's, only the calls around it are compiled
  *   sub_records(...) -> list | None         the SubBefore/SubAfter trace records of listener
  *       calls (_speedups_trace.h; twin of ariane.client._trace_records.sub_records_py)
+ *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
+ *       frame with a JSON header, or None (the pure codec then decides)
  *
  * Built by hatch_build.py during `pip install` when a C compiler is present; nothing else in
  * the package needs it. Only the stable parts of the CPython C API are used.
@@ -690,6 +692,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 }
 
 #include "_speedups_trace.h"
+#include "_speedups_frame.h" /* decode_json_frame: the frame family */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -710,6 +713,7 @@ static PyMethodDef methods[] = {
      "(Java String.hashCode as unsigned 32 bits, UTF-16 code units) of a str."},
     {"sub_records", (PyCFunction)(void (*)(void))sub_records, METH_FASTCALL,
      "SubBefore/SubAfter records of listener calls (_trace_records.sub_records_py), or None."},
+    SPEEDUPS_FRAME_METHODS
     {NULL, NULL, 0, NULL},
 };
 
