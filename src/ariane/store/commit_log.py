@@ -460,7 +460,7 @@ class CommitLog:
         Raises:
             OSError: a new CommitLog file could not be created.
         """
-        ends = list(accumulate(len(r.record) for r in recs))
+        ends = list(accumulate(len(r[0]) for r in recs))
         n = len(recs)
         with self.put_lock:
             store_ts = self.next_store_timestamp()

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
-from operator import attrgetter
+from operator import itemgetter
 
 from ariane.common.message import MessageExt
 from ariane.common.properties import (
@@ -53,7 +53,7 @@ _RETRYABLE = frozenset(
     }
 )
 _RETRY_WAIT_S = 0.5
-_by_pos = attrgetter("pos")
+_by_pos = itemgetter(0)
 
 
 @dataclass(slots=True)
@@ -69,17 +69,15 @@ class TimerStats:
     skipped_as_delivered: int = 0
 
 
-@dataclass(slots=True)
-class Copy:
-    """A delivery ready to store: the message, its record (packed whole, prepared, or why it
-    cannot be stored), its unit's position (delivery order), whether it rolls back into the
-    timer topic, and the key a recall marker would name."""
+#: A delivery ready to store: (its unit's position (delivery order), its topic, its record:
+#: packed whole, prepared, or why it cannot be stored; whether it rolls back into the timer
+#: topic, the key a recall marker would name). A plain tuple: a packed copy holds atomic values
+#: only, so the garbage collector stops tracking the 100,000 copies a burst holds ahead.
+Copy = tuple[int, str, PackedRecord | PreparedOne | PutResult, bool, str]
 
-    pos: int
-    inner: MessageInner
-    prepared: PackedRecord | PreparedOne | PutResult
-    roll: bool
-    recall: str
+
+def _packed(copy: Copy) -> bool:
+    return type(copy[2]) is tuple
 
 
 class CopyWriter:
@@ -117,20 +115,21 @@ class CopyWriter:
         all were stored."""
         ready: list[Copy] = []
         for copy in sorted(copies, key=_by_pos) if len(copies) > 1 else copies:
-            if not copy.roll and copy.recall in recalled:
+            _pos, topic, prepared, roll, recall = copy
+            if not roll and recall in recalled:
                 self.stats.recalled += 1
-            elif type(copy.prepared) is PutResult:
-                self.refused(copy.inner, copy.prepared)
+            elif type(prepared) is PutResult:
+                self.refused(topic, prepared)
             else:
                 ready.append(copy)
-        for packed, group in groupby(ready, key=lambda c: type(c.prepared) is PackedRecord):
+        for packed, group in groupby(ready, key=_packed):
             run = list(group)
             if not (self._block(run, at_once) if packed else self._group(run, at_once)):
                 return False
         return True
 
     def _block(self, copies: list[Copy], at_once: bool) -> bool:
-        recs: list[PackedRecord] = [c.prepared for c in copies]  # type: ignore[misc]
+        recs: list[PackedRecord] = [c[2] for c in copies]  # type: ignore[misc]
         while True:
             stored, refusal, durable = self.store.submit_block(recs)
             self.count(copies[:stored], at_once)
@@ -140,16 +139,16 @@ class CopyWriter:
             copies, recs = copies[stored:], recs[stored:]
             if refusal.status not in _RETRYABLE:
                 for copy in copies:
-                    self.refused(copy.inner, refusal)
+                    self.refused(copy[1], refusal)
                 return True
-            if not self._wait_retry(copies[0].inner, refusal):
+            if not self._wait_retry(copies[0][1], refusal):
                 return False
 
     def _group(self, copies: list[Copy], at_once: bool) -> bool:
-        ones: list[PreparedOne] = [c.prepared for c in copies]  # type: ignore[misc]
+        ones: list[PreparedOne] = [c[2] for c in copies]  # type: ignore[misc]
         results, durable = self.store.submit_prepared(ones)
-        for copy, result in zip(copies, results, strict=True):
-            if not result.stored and not self._retry(copy.inner, result):
+        for one, copy, result in zip(ones, copies, results, strict=True):
+            if not result.stored and not self._retry(one.msg, result):
                 return False
             self.count([copy], at_once)
         durable.result()  # the flush policy covers the slot (SYNC_FLUSH)
@@ -158,8 +157,8 @@ class CopyWriter:
     def count(self, copies: list[Copy], at_once: bool) -> None:
         """Count ``copies`` as stored."""
         stats = self.stats
-        topics = Counter(c.inner.topic for c in copies)
-        stats.rolled += sum(1 for c in copies if c.roll)
+        topics = Counter(c[1] for c in copies)
+        stats.rolled += sum(1 for c in copies if c[3])
         delivered = 0
         for topic, n in topics.items():
             if topic == TIMER_TOPIC:
@@ -175,19 +174,17 @@ class CopyWriter:
         else:
             stats.delivered += delivered
 
-    def refused(self, inner: MessageInner, result: PutResult) -> None:
+    def refused(self, topic: str, result: PutResult) -> None:
         """Drop a copy the store refused for good."""
         logger.error(
-            "timer: copy for %s refused (%s), dropped", inner.topic,
+            "timer: copy for %s refused (%s), dropped", topic,
             result.remark or result.status.value,
         )  # fmt: skip
         self.stats.dropped += 1
 
-    def _wait_retry(self, inner: MessageInner, result: PutResult) -> bool:
+    def _wait_retry(self, topic: str, result: PutResult) -> bool:
         """Wait before storing again after a passing refusal; False when stopping."""
-        logger.warning(
-            "timer: copy for %s not stored (%s), retrying", inner.topic, result.status.value
-        )
+        logger.warning("timer: copy for %s not stored (%s), retrying", topic, result.status.value)
         if self.stopping():
             return False
         time.sleep(_RETRY_WAIT_S)
@@ -198,9 +195,9 @@ class CopyWriter:
         for good is dropped. False when stopping."""
         while not result.stored:
             if result.status not in _RETRYABLE:
-                self.refused(inner, result)
+                self.refused(inner.topic, result)
                 return True
-            if not self._wait_retry(inner, result):
+            if not self._wait_retry(inner.topic, result):
                 return False
             result = self.store.submit_message(inner).result()
         return True

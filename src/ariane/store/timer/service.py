@@ -535,7 +535,7 @@ class TimerMessageStore(ServiceThread):
                 self.stats.skipped_as_delivered += 1
                 continue
             prepared = self._writer.prepare(inner, unit is not None)
-            copies.append(Copy(pos, inner, prepared, roll, self._recall_of(msg)))
+            copies.append((pos, inner.topic, prepared, roll, self._recall_of(msg)))
         return copies
 
     def _deliver_at_once(self, phys: int, size: int, slot: int) -> None:
