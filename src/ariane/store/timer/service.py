@@ -22,13 +22,15 @@ How it works. A message with a future delivery time was stored (by the broker's 
   boundary at or after the requested time, plus the loop's latency, never early.
 * **read ahead**: the slots due within the next 10 s are read before their boundary, a few
   thousand units per pass: their messages decoded, recall markers collected and the copies'
-  records prepared (``MessageStore.prepare_message``; ``TIMER_DEQUEUE_MS`` is then the
-  boundary). Units that reach such a slot later are read at the boundary, and recall markers
-  apply to prepared copies too. At the boundary only the writes remain: the copies go to the
-  CommitLog in unit order, a few hundred per hold of the put lock
-  (``MessageStore.submit_prepared``), so a burst of 100,000 timers due in one second is
-  written in about a second instead of being decoded and encoded one by one after it.
-  Nothing is written ahead: a stop before the boundary leaves nothing to undo.
+  records packed whole (:mod:`ariane.store.timer.copies`, :mod:`ariane.store.record_block`;
+  ``TIMER_DEQUEUE_MS`` is then the boundary). Units that reach such a slot later are read at the
+  boundary, and recall markers apply to read-ahead copies too. At the boundary only the writes
+  remain: the copies go to the CommitLog in unit order, thousands per hold of the put lock in
+  one copy each (``MessageStore.submit_block``), so a burst of 100,000 timers due in one second
+  is written in well under a second instead of being decoded and encoded one by one after it.
+  The copies held ahead are plain tuples of atomic values, which the garbage collector stops
+  tracking (100,000 tracked objects made every full collection cost hundreds of ms). Nothing is
+  written ahead: a stop before the boundary leaves nothing to undo.
 
 Files (byte layouts in :mod:`ariane.store.timer.format`): the wheel and the checkpoint are
 mapped and written in place; progress (read time, timer-queue offset) is written into the
