@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 # The install compiles src/ariane/_speedups.c when a C compiler is present (hatch_build.py);
 # without one the pure-Python twins run. The last line says which build this venv has.
-$(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c
+$(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speedups_frame.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,dashboard]'
@@ -31,7 +31,7 @@ typecheck: $(STAMP)
 PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.py \
 	tests/unit/common/test_record.py tests/unit/store/test_put_paths.py \
 	tests/unit/common/test_native_identity.py tests/unit/acl/test_credentials.py \
-	tests/unit/common/test_hashing.py
+	tests/unit/common/test_hashing.py tests/unit/remoting/test_frame_native.py
 
 test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=20
