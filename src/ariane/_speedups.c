@@ -713,6 +713,8 @@ static PyMethodDef methods[] = {
      "(Java String.hashCode as unsigned 32 bits, UTF-16 code units) of a str."},
     {"sub_records", (PyCFunction)(void (*)(void))sub_records, METH_FASTCALL,
      "SubBefore/SubAfter records of listener calls (_trace_records.sub_records_py), or None."},
+    {"sub_pairs", (PyCFunction)(void (*)(void))sub_pairs, METH_FASTCALL,
+     "The records of open trace pairs, claimed here (_trace_records.sub_pairs_py), or None."},
     SPEEDUPS_FRAME_METHODS
     {NULL, NULL, 0, NULL},
 };
