@@ -17,6 +17,9 @@
  *       body, computed by copying the keyed `mac` (a hashlib HMAC) and feeding it: the
  *       crypto stays hashlib's, only the calls around it are compiled
  *
+ *   decode_columns(buf, start, end, tags, with_props, skip)   MessageDecoder.decodesBatch of a
+ *       PULL body straight into Arrow-layout column buffers (_speedups_columns.h)
+ *
  * Built by hatch_build.py during `pip install` when a C compiler is present; nothing else in
  * the package needs it. Only the stable parts of the CPython C API are used.
  */
@@ -687,6 +690,8 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(kn)", (unsigned long)h, units);
 }
 
+#include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
+
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
      "Serialise a properties map (k\\x01v\\x02 per entry, None values skipped)."},
@@ -704,6 +709,7 @@ static PyMethodDef methods[] = {
      "Base64(HMAC) of acl_canonical(ext, skip) then body, from a copy of the keyed mac."},
     {"java_hash_units", (PyCFunction)java_hash_units, METH_O,
      "(Java String.hashCode as unsigned 32 bits, UTF-16 code units) of a str."},
+    COLUMNS_METHODS
     {NULL, NULL, 0, NULL},
 };
 
