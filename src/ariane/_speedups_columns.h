@@ -38,15 +38,13 @@ static int gb_reserve(gbuf *b, Py_ssize_t extra) {
         return 0;
     }
     if (b->owner != NULL) {
-        PyErr_SetString(PyExc_SystemError, "decode_columns: body buffer overrun");
-        return -1;
+        return -1; /* cannot happen: the bodies are parts of buf */
     }
     while (cap < want) {
         cap *= 2;
     }
-    grown = PyMem_Realloc(b->p, (size_t)cap);
+    grown = PyMem_RawRealloc(b->p, (size_t)cap);
     if (grown == NULL) {
-        PyErr_NoMemory();
         return -1;
     }
     b->p = grown;
@@ -81,7 +79,7 @@ static void gb_free(gbuf *b) {
     if (b->owner != NULL) {
         Py_DECREF(b->owner);
     } else {
-        PyMem_Free(b->p);
+        PyMem_RawFree(b->p);
     }
 }
 
@@ -135,10 +133,13 @@ typedef struct {
     gbuf entries;    /* int32 entry offsets of the properties column */
     prop_entry *ent; /* one record's properties */
     Py_ssize_t ent_cap, ent_n;
+    Py_ssize_t tags_at, keys_at, uniq_at; /* their entries (-1: none) */
     Py_ssize_t rows;
     unsigned char host_key[2][8]; /* last host formatted (born, store) */
     char host_text[2][32];
     Py_ssize_t host_len[2];
+    char err[160]; /* a malformed record's message ("": out of memory) */
+    Py_ssize_t err_pos;
 } col_state;
 
 static void cs_free(col_state *s) {
@@ -150,22 +151,31 @@ static void cs_free(col_state *s) {
         tc_free(&s->text[i]);
     }
     gb_free(&s->entries);
-    PyMem_Free(s->ent);
+    PyMem_RawFree(s->ent);
 }
 
-static PyObject *col_error(Py_ssize_t pos, const char *fmt, ...) {
-    char text[160];
+/* note a malformed record (the walk runs without the GIL; raised once it is back) */
+static int col_error(col_state *s, Py_ssize_t pos, const char *fmt, ...) {
     va_list ap;
-    PyObject *args;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
     va_end(ap);
-    args = Py_BuildValue("(sn)", text, pos);
+    s->err_pos = pos;
+    return -1;
+}
+
+/* the Python error of a failed walk: ValueError((message, pos)), else out of memory */
+static void raise_walk_error(const col_state *s) {
+    PyObject *args;
+    if (s->err[0] == 0) {
+        PyErr_NoMemory();
+        return;
+    }
+    args = Py_BuildValue("(sn)", s->err, s->err_pos);
     if (args != NULL) {
         PyErr_SetObject(PyExc_ValueError, args);
         Py_DECREF(args);
     }
-    return NULL;
 }
 
 /* strict UTF-8, as bytes.decode() accepts it (no surrogates, overlongs or > U+10FFFF) */
@@ -211,9 +221,21 @@ static int utf8_ok(const unsigned char *s, Py_ssize_t n) {
 
 /* one record's properties as decode_properties leaves them: a name twice keeps its first
  * position and its last value; empty names or values are dropped */
+static void note_named(col_state *s, Py_ssize_t k) {
+    const prop_entry *e = &s->ent[k];
+    if (e->nlen == 4 && memcmp(e->name, "TAGS", 4) == 0) {
+        s->tags_at = k;
+    } else if (e->nlen == 4 && memcmp(e->name, "KEYS", 4) == 0) {
+        s->keys_at = k;
+    } else if (e->nlen == 8 && memcmp(e->name, "UNIQ_KEY", 8) == 0) {
+        s->uniq_at = k;
+    }
+}
+
 static int parse_props(col_state *s, const unsigned char *t, Py_ssize_t n) {
     Py_ssize_t at = 0;
     s->ent_n = 0;
+    s->tags_at = s->keys_at = s->uniq_at = -1;
     while (n > 0 && at <= n) {
         const unsigned char *seg = t + at, *stop = memchr(seg, 2, (size_t)(n - at)), *sep;
         Py_ssize_t len = stop ? stop - seg : n - at, k;
@@ -231,9 +253,8 @@ static int parse_props(col_state *s, const unsigned char *t, Py_ssize_t n) {
         if (k == s->ent_n) {
             if (s->ent_n == s->ent_cap) {
                 Py_ssize_t cap = s->ent_cap ? s->ent_cap * 2 : 16;
-                prop_entry *grown = PyMem_Realloc(s->ent, (size_t)cap * sizeof(prop_entry));
+                prop_entry *grown = PyMem_RawRealloc(s->ent, (size_t)cap * sizeof(prop_entry));
                 if (grown == NULL) {
-                    PyErr_NoMemory();
                     return -1;
                 }
                 s->ent = grown;
@@ -242,6 +263,7 @@ static int parse_props(col_state *s, const unsigned char *t, Py_ssize_t n) {
             s->ent[k].name = seg;
             s->ent[k].nlen = sep - seg;
             s->ent_n++;
+            note_named(s, k);
         }
         s->ent[k].value = sep + 1;
         s->ent[k].vlen = seg + len - sep - 1;
@@ -249,14 +271,8 @@ static int parse_props(col_state *s, const unsigned char *t, Py_ssize_t n) {
     return 0;
 }
 
-static const prop_entry *find_prop(const col_state *s, const char *name, Py_ssize_t nlen) {
-    Py_ssize_t k;
-    for (k = 0; k < s->ent_n; k++) {
-        if (s->ent[k].nlen == nlen && memcmp(s->ent[k].name, name, (size_t)nlen) == 0) {
-            return &s->ent[k];
-        }
-    }
-    return NULL;
+static const prop_entry *named(const col_state *s, Py_ssize_t k) {
+    return k < 0 ? NULL : &s->ent[k];
 }
 
 /* a tuple of bytes names as a compact array (the tuple keeps them alive) */
@@ -271,8 +287,8 @@ static int ns_init(name_set *ns, PyObject *names) {
     Py_ssize_t i;
     ns->n = names == Py_None ? 0 : PyTuple_GET_SIZE(names);
     ns->lens = 0;
-    ns->len = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(ns->n + 1));
-    ns->name = PyMem_Malloc(sizeof(char *) * (size_t)(ns->n + 1));
+    ns->len = PyMem_RawMalloc(sizeof(Py_ssize_t) * (size_t)(ns->n + 1));
+    ns->name = PyMem_RawMalloc(sizeof(char *) * (size_t)(ns->n + 1));
     if (ns->len == NULL || ns->name == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -348,9 +364,9 @@ static int add_record(col_state *s, const unsigned char *r, const unsigned char 
         put_i64(&s->fixed[C_STORE], be64(r + 56) * 1000) < 0 ||
         tc_add(&s->text[T_BODY], body, body_len, 1) < 0 ||
         tc_add(&s->text[T_TOPIC], topic, topic_len, 1) < 0 ||
-        add_opt(&s->text[T_TAGS], find_prop(s, "TAGS", 4)) < 0 ||
-        add_opt(&s->text[T_KEYS], find_prop(s, "KEYS", 4)) < 0 ||
-        add_msg_id(s, r, find_prop(s, "UNIQ_KEY", 8)) < 0 || add_host(s, 0, r + 48) < 0 ||
+        add_opt(&s->text[T_TAGS], named(s, s->tags_at)) < 0 ||
+        add_opt(&s->text[T_KEYS], named(s, s->keys_at)) < 0 ||
+        add_msg_id(s, r, named(s, s->uniq_at)) < 0 || add_host(s, 0, r + 48) < 0 ||
         add_host(s, 1, r + 64) < 0) {
         return -1;
     }
@@ -416,7 +432,7 @@ static int tag_kept(const col_state *s, const name_set *tags) {
     if (tags == NULL) {
         return 1;
     }
-    e = find_prop(s, "TAGS", 4);
+    e = named(s, s->tags_at);
     return e != NULL && in_names(tags, e->value, e->vlen);
 }
 
@@ -429,57 +445,48 @@ static int column_record(col_state *s, const unsigned char *b, Py_ssize_t len, P
     int32_t total, magic, sys_flag, body_len, topic_len, props_len, width;
     int64_t born, store, qoff;
     if (left < COL_MIN_TOTAL) {
-        col_error(pos, "record truncated: %zd bytes left", left);
-        return -1;
+        return col_error(s, pos, "record truncated: %zd bytes left", left);
     }
     total = be32(r);
     magic = be32(r + 4);
     sys_flag = be32(r + 36);
     body_len = be32(r + 84);
     if (magic != COL_MAGIC_V1 && magic != COL_MAGIC_V2) {
-        col_error(pos, "bad magic code 0x%08x", (unsigned)magic);
-        return -1;
+        return col_error(s, pos, "bad magic code 0x%08x", (unsigned)magic);
     }
     if (total < COL_MIN_TOTAL) {
-        col_error(pos, "bad total size %d", (int)total);
-        return -1;
+        return col_error(s, pos, "bad total size %d", (int)total);
     }
     if (total > left) {
-        col_error(pos, "record truncated: total size %d, %zd bytes left", (int)total, left);
-        return -1;
+        return col_error(s, pos, "record truncated: total size %d, %zd bytes left", (int)total, left);
     }
     if (sys_flag & COL_V6_FLAGS) {
         return 0;
     }
     width = magic == COL_MAGIC_V2 ? 2 : 1;
     if (body_len < 0 || (int64_t)COL_FIXED + body_len + width + 2 > total) {
-        col_error(pos, "bad body length %d", (int)body_len);
-        return -1;
+        return col_error(s, pos, "bad body length %d", (int)body_len);
     }
     body = r + COL_FIXED;
     p = COL_FIXED + body_len;
     topic_len = width == 2 ? be16(r + p) : (signed char)r[p];
     p += width;
     if (topic_len < 0 || p + topic_len + 2 > total) {
-        col_error(pos, "bad topic length %d", (int)topic_len);
-        return -1;
+        return col_error(s, pos, "bad topic length %d", (int)topic_len);
     }
     topic = r + p;
     p += topic_len;
     props_len = be16(r + p);
     p += 2;
     if (props_len < 0 || p + props_len != total) {
-        col_error(pos, "bad properties length %d for total %d", (int)props_len, (int)total);
-        return -1;
+        return col_error(s, pos, "bad properties length %d for total %d", (int)props_len, (int)total);
     }
     text = r + p;
     if (!utf8_ok(topic, topic_len)) {
-        col_error(pos, "topic is not UTF-8");
-        return -1;
+        return col_error(s, pos, "topic is not UTF-8");
     }
     if (!utf8_ok(text, props_len)) {
-        col_error(pos, "properties are not UTF-8");
-        return -1;
+        return col_error(s, pos, "properties are not UTF-8");
     }
     born = be64(r + 40);
     store = be64(r + 56);
@@ -565,10 +572,20 @@ static PyObject *decode_columns(PyObject *module, PyObject *const *args, Py_ssiz
                    ns_init(&skip, args[5]) < 0)) {
         rc = -1;
     }
-    while (rc > 0 && pos < view.len) {
-        rc = column_record(&s, (const unsigned char *)view.buf, view.len, pos, start, end,
-                           args[3] == Py_None ? NULL : &tags, with_props, &skip, &next);
-        pos = next;
+    if (rc > 0) {
+        /* no Python object is touched in the walk: the pull loop's thread runs meanwhile */
+        Py_BEGIN_ALLOW_THREADS
+        while (rc > 0 && pos < view.len) {
+            rc = column_record(&s, (const unsigned char *)view.buf, view.len, pos, start, end,
+                               args[3] == Py_None ? NULL : &tags, with_props, &skip, &next);
+            pos = next;
+        }
+        Py_END_ALLOW_THREADS
+        if (rc < 0) {
+            raise_walk_error(&s);
+        }
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
     }
     if (rc > 0) {
         result = columns_result(&s, with_props);
@@ -577,10 +594,10 @@ static PyObject *decode_columns(PyObject *module, PyObject *const *args, Py_ssiz
         Py_INCREF(result);
     }
     cs_free(&s);
-    PyMem_Free(tags.len);
-    PyMem_Free(tags.name);
-    PyMem_Free(skip.len);
-    PyMem_Free(skip.name);
+    PyMem_RawFree(tags.len);
+    PyMem_RawFree(tags.name);
+    PyMem_RawFree(skip.len);
+    PyMem_RawFree(skip.name);
     PyBuffer_Release(&view);
     return result;
 }
