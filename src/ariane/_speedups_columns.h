@@ -2,6 +2,7 @@
  * ariane.common.record_columns.decode_columns_py (issue 19: Spark reads).
  *
  *   decode_columns(buf, start, end, tags, with_props, skip) -> tuple | None
+ *       buf: one bytes-like object, or a list of them (PULL bodies, walked in turn: no join)
  *
  * How it works: one walk over the concatenated CommitLog records of a PULL body (RocketMQ
  * MessageDecoder.decodesBatch layout, see ariane/store/format.py) that checks every record and
@@ -438,55 +439,57 @@ static int tag_kept(const col_state *s, const name_set *tags) {
 
 /* one record at b[pos:]: 1 appended or skipped, 0 not handled here (None), -1 error */
 static int column_record(col_state *s, const unsigned char *b, Py_ssize_t len, Py_ssize_t pos,
-                         int64_t start, int64_t end, const name_set *tags, int with_props,
-                         const name_set *skip, Py_ssize_t *next) {
+                         Py_ssize_t base, int64_t start, int64_t end, const name_set *tags,
+                         int with_props, const name_set *skip, Py_ssize_t *next) {
     const unsigned char *r = b + pos, *body, *topic, *text;
     Py_ssize_t left = len - pos, p;
     int32_t total, magic, sys_flag, body_len, topic_len, props_len, width;
     int64_t born, store, qoff;
     if (left < COL_MIN_TOTAL) {
-        return col_error(s, pos, "record truncated: %zd bytes left", left);
+        return col_error(s, base + pos, "record truncated: %zd bytes left", left);
     }
     total = be32(r);
     magic = be32(r + 4);
     sys_flag = be32(r + 36);
     body_len = be32(r + 84);
     if (magic != COL_MAGIC_V1 && magic != COL_MAGIC_V2) {
-        return col_error(s, pos, "bad magic code 0x%08x", (unsigned)magic);
+        return col_error(s, base + pos, "bad magic code 0x%08x", (unsigned)magic);
     }
     if (total < COL_MIN_TOTAL) {
-        return col_error(s, pos, "bad total size %d", (int)total);
+        return col_error(s, base + pos, "bad total size %d", (int)total);
     }
     if (total > left) {
-        return col_error(s, pos, "record truncated: total size %d, %zd bytes left", (int)total, left);
+        return col_error(s, base + pos, "record truncated: total size %d, %zd bytes left",
+                         (int)total, left);
     }
     if (sys_flag & COL_V6_FLAGS) {
         return 0;
     }
     width = magic == COL_MAGIC_V2 ? 2 : 1;
     if (body_len < 0 || (int64_t)COL_FIXED + body_len + width + 2 > total) {
-        return col_error(s, pos, "bad body length %d", (int)body_len);
+        return col_error(s, base + pos, "bad body length %d", (int)body_len);
     }
     body = r + COL_FIXED;
     p = COL_FIXED + body_len;
     topic_len = width == 2 ? be16(r + p) : (signed char)r[p];
     p += width;
     if (topic_len < 0 || p + topic_len + 2 > total) {
-        return col_error(s, pos, "bad topic length %d", (int)topic_len);
+        return col_error(s, base + pos, "bad topic length %d", (int)topic_len);
     }
     topic = r + p;
     p += topic_len;
     props_len = be16(r + p);
     p += 2;
     if (props_len < 0 || p + props_len != total) {
-        return col_error(s, pos, "bad properties length %d for total %d", (int)props_len, (int)total);
+        return col_error(s, base + pos, "bad properties length %d for total %d",
+                         (int)props_len, (int)total);
     }
     text = r + p;
     if (!utf8_ok(topic, topic_len)) {
-        return col_error(s, pos, "topic is not UTF-8");
+        return col_error(s, base + pos, "topic is not UTF-8");
     }
     if (!utf8_ok(text, props_len)) {
-        return col_error(s, pos, "properties are not UTF-8");
+        return col_error(s, base + pos, "properties are not UTF-8");
     }
     born = be64(r + 40);
     store = be64(r + 56);
@@ -527,19 +530,69 @@ static int names_tuple(PyObject *x, int none_ok) {
     return 1;
 }
 
+/* the bodies of buf (one bytes-like object, or a list of them) as buffer views */
+typedef struct {
+    Py_buffer *v;
+    Py_ssize_t n, total;
+} views;
+
+static void views_release(views *vs) {
+    Py_ssize_t i;
+    for (i = 0; i < vs->n; i++) {
+        PyBuffer_Release(&vs->v[i]);
+    }
+    PyMem_Free(vs->v);
+}
+
+static int views_get(views *vs, PyObject *buf) {
+    int list = PyList_CheckExact(buf);
+    Py_ssize_t i, count = list ? PyList_GET_SIZE(buf) : 1;
+    vs->n = vs->total = 0;
+    vs->v = PyMem_Malloc(sizeof(Py_buffer) * (size_t)(count + 1));
+    if (vs->v == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < count; i++) {
+        /* each view holds a reference to its object: the list may change meanwhile */
+        if (PyObject_GetBuffer(list ? PyList_GET_ITEM(buf, i) : buf, &vs->v[i], PyBUF_SIMPLE) < 0) {
+            views_release(vs);
+            return -1;
+        }
+        vs->n++;
+        vs->total += vs->v[i].len;
+    }
+    return 0;
+}
+
+/* walk every record of every body (without the GIL): 1 done, 0 not handled here, -1 error */
+static int walk_views(col_state *s, const views *vs, int64_t start, int64_t end,
+                      const name_set *tags, int with_props, const name_set *skip) {
+    Py_ssize_t i, base = 0, pos, next = 0;
+    int rc = 1;
+    for (i = 0; i < vs->n && rc > 0; i++) {
+        const unsigned char *b = (const unsigned char *)vs->v[i].buf;
+        for (pos = 0; rc > 0 && pos < vs->v[i].len; pos = next) {
+            rc = column_record(s, b, vs->v[i].len, pos, base, start, end, tags, with_props, skip,
+                               &next);
+        }
+        base += vs->v[i].len;
+    }
+    return rc;
+}
+
 static PyObject *decode_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    Py_buffer view;
+    views vs;
     col_state s;
     name_set tags = {0, 0, NULL, NULL}, skip = {0, 0, NULL, NULL};
-    Py_ssize_t pos = 0, next = 0;
     int64_t start, end;
     int with_props, i, rc = 1;
     PyObject *result = NULL;
     (void)module;
     if (nargs != 6 || !names_tuple(args[3], 1) || !names_tuple(args[5], 0)) {
         PyErr_SetString(PyExc_TypeError,
-                        "decode_columns(buf, start, end, tags: tuple[bytes] | None, "
-                        "with_props, skip: tuple[bytes])");
+                        "decode_columns(buf: bytes | list[bytes], start, end, "
+                        "tags: tuple[bytes] | None, with_props, skip: tuple[bytes])");
         return NULL;
     }
     start = clamp_i64(args[1]);
@@ -548,11 +601,11 @@ static PyObject *decode_columns(PyObject *module, PyObject *const *args, Py_ssiz
     if (PyErr_Occurred() || with_props < 0) {
         return NULL;
     }
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+    if (views_get(&vs, args[0]) < 0) {
         return NULL;
     }
-    if (view.len >= INT32_MAX) {
-        PyBuffer_Release(&view);
+    if (vs.total >= INT32_MAX) {
+        views_release(&vs);
         Py_RETURN_NONE;
     }
     memset(&s, 0, sizeof s);
@@ -561,12 +614,12 @@ static PyObject *decode_columns(PyObject *module, PyObject *const *args, Py_ssiz
     }
     /* the bodies, written once, straight into the bytearray returned (they fit: each is
      * a part of a record of buf) */
-    s.text[T_BODY].data.owner = PyByteArray_FromStringAndSize(NULL, view.len);
+    s.text[T_BODY].data.owner = PyByteArray_FromStringAndSize(NULL, vs.total);
     if (s.text[T_BODY].data.owner == NULL) {
         rc = -1;
     } else {
         s.text[T_BODY].data.p = PyByteArray_AS_STRING(s.text[T_BODY].data.owner);
-        s.text[T_BODY].data.cap = view.len;
+        s.text[T_BODY].data.cap = vs.total;
     }
     if (rc > 0 && (put_i32(&s.entries, 0) < 0 || ns_init(&tags, args[3]) < 0 ||
                    ns_init(&skip, args[5]) < 0)) {
@@ -575,11 +628,8 @@ static PyObject *decode_columns(PyObject *module, PyObject *const *args, Py_ssiz
     if (rc > 0) {
         /* no Python object is touched in the walk: the pull loop's thread runs meanwhile */
         Py_BEGIN_ALLOW_THREADS
-        while (rc > 0 && pos < view.len) {
-            rc = column_record(&s, (const unsigned char *)view.buf, view.len, pos, start, end,
-                               args[3] == Py_None ? NULL : &tags, with_props, &skip, &next);
-            pos = next;
-        }
+        rc = walk_views(&s, &vs, start, end, args[3] == Py_None ? NULL : &tags, with_props,
+                        &skip);
         Py_END_ALLOW_THREADS
         if (rc < 0) {
             raise_walk_error(&s);
@@ -598,7 +648,7 @@ static PyObject *decode_columns(PyObject *module, PyObject *const *args, Py_ssiz
     PyMem_RawFree(tags.name);
     PyMem_RawFree(skip.len);
     PyMem_RawFree(skip.name);
-    PyBuffer_Release(&view);
+    views_release(&vs);
     return result;
 }
 

@@ -11,7 +11,9 @@ buffer into the source's Arrow batch (``ariane.spark._columns``) is timed (best 
 * ``numpy``: the vectorised path the pure-Python build uses;
 * ``columns_py``: ``decode_columns_py`` alone (the reference of the compiled call);
 * ``columns``: the compiled ``decode_columns`` alone, and ``compiled``: it plus the Arrow
-  wrapping (``columns_to_batch``), with ``--properties`` user/all/none.
+  wrapping (``columns_to_batch``), with ``--properties`` user/all/none;
+* ``compiled_bodies``: the same from the list of pull bodies of 32 records each (what
+  ``read_range`` passes: no join), and ``compiled_join``: joining them first.
 
 Each batch is compared with the plain one (``same``); nothing is asserted.
 """
@@ -28,7 +30,7 @@ import click
 __all__ = ["spark_decode_bench"]
 
 
-def _buffer(records: int, size: int) -> bytes:
+def _records(records: int, size: int) -> list[bytes]:
     from ariane.bench._micro_cases import stored_message
     from ariane.common.record import encode_record
 
@@ -39,7 +41,7 @@ def _buffer(records: int, size: int) -> bytes:
         msg.properties["UNIQ_KEY"] = f"7F00000100002A9F{i:016X}"
         msg.body, msg.queue_offset, msg.commit_log_offset = body, i, i * (size + 200)
         out.append(encode_record(msg))
-    return b"".join(out)
+    return out
 
 
 def _best(call: Callable[[], Any], rounds: int) -> float:
@@ -70,7 +72,9 @@ def spark_decode_bench(records: int, size: int, rounds: int, mode_name: str, as_
     from ariane.spark.options import PropertiesMode
 
     mode = PropertiesMode(mode_name)
-    buf = _buffer(records, size)
+    parts = _records(records, size)
+    buf = b"".join(parts)
+    bodies = [b"".join(parts[i : i + 32]) for i in range(0, records, 32)]
     end = 2**62
     plain = cols.decode_plain(buf, "broker-a", mode, 0, end, None)
     skip = cols._SYSTEM_NAMES if mode is PropertiesMode.USER else ()
@@ -83,6 +87,12 @@ def spark_decode_bench(records: int, size: int, rounds: int, mode_name: str, as_
     if record_columns.COMPILED:
         ways["columns"] = lambda: record_columns.decode_columns(buf, 0, end, None, with_props, skip)
         ways["compiled"] = lambda: cols._compiled_to_batch(buf, "broker-a", mode, 0, end, None)
+        ways["compiled_bodies"] = lambda: cols._compiled_to_batch(
+            bodies, "broker-a", mode, 0, end, None
+        )
+        ways["compiled_join"] = lambda: cols._compiled_to_batch(
+            cols.join_bodies(bodies), "broker-a", mode, 0, end, None
+        )
     result: dict[str, Any] = {"records": records, "size": size, "properties": mode_name}
     result["build"] = native.build_name()
     for name, call in ways.items():

@@ -126,41 +126,47 @@ def _utf8(raw: bytes, message: str, pos: int) -> None:
         raise CorruptionError(message, pos=pos) from None
 
 
-def _parse(buf: bytes, pos: int) -> _Record | None:
-    """One record's fields; ``None``: well formed but IPv6 hosts (left to the caller)."""
+def _parse(buf: bytes, pos: int, base: int) -> _Record | None:
+    """One record's fields; ``None``: well formed but IPv6 hosts (left to the caller).
+    Errors name the position ``base + pos`` (``base``: where ``buf`` starts in the joined
+    bodies)."""
     left = len(buf) - pos
     if left < _MIN_TOTAL:
-        raise CorruptionError(f"record truncated: {left} bytes left", pos=pos)
+        raise CorruptionError(f"record truncated: {left} bytes left", pos=base + pos)
     fields = _HEAD.unpack_from(buf, pos)
     total, magic, sys_flag, body_len = fields[0], fields[1], fields[7], fields[16]
     if magic not in (MAGIC_V1, MAGIC_V2):
-        raise CorruptionError(f"bad magic code {magic & 0xFFFFFFFF:#010x}", pos=pos)
+        raise CorruptionError(f"bad magic code {magic & 0xFFFFFFFF:#010x}", pos=base + pos)
     if total < _MIN_TOTAL:
-        raise CorruptionError(f"bad total size {total}", pos=pos)
+        raise CorruptionError(f"bad total size {total}", pos=base + pos)
     if total > left:
-        raise CorruptionError(f"record truncated: total size {total}, {left} bytes left", pos=pos)
+        raise CorruptionError(
+            f"record truncated: total size {total}, {left} bytes left", pos=base + pos
+        )
     if sys_flag & _V6_FLAGS:
         return None
     end = pos + total
     width = 2 if magic == MAGIC_V2 else 1
     p = pos + _FIXED
     if body_len < 0 or p + body_len + width + 2 > end:
-        raise CorruptionError(f"bad body length {body_len}", pos=pos)
+        raise CorruptionError(f"bad body length {body_len}", pos=base + pos)
     body = buf[p : p + body_len]
     p += body_len
     topic_len = _I16.unpack_from(buf, p)[0] if width == 2 else buf[p] - (buf[p] & 0x80) * 2
     p += width
     if topic_len < 0 or p + topic_len + 2 > end:
-        raise CorruptionError(f"bad topic length {topic_len}", pos=pos)
+        raise CorruptionError(f"bad topic length {topic_len}", pos=base + pos)
     topic = buf[p : p + topic_len]
     p += topic_len
     props_len = _I16.unpack_from(buf, p)[0]
     p += 2
     if props_len < 0 or p + props_len != end:
-        raise CorruptionError(f"bad properties length {props_len} for total {total}", pos=pos)
+        raise CorruptionError(
+            f"bad properties length {props_len} for total {total}", pos=base + pos
+        )
     text = buf[p:end]
-    _utf8(topic, "topic is not UTF-8", pos)
-    _utf8(text, "properties are not UTF-8", pos)
+    _utf8(topic, "topic is not UTF-8", base + pos)
+    _utf8(text, "properties are not UTF-8", base + pos)
     return _Record(fields, body, topic, text)
 
 
@@ -221,7 +227,7 @@ class _Columns:
 
 
 def decode_columns_py(
-    buf: bytes,
+    buf: bytes | list[bytes],
     start: int,
     end: int,
     tags: Collection[bytes] | None,
@@ -231,7 +237,10 @@ def decode_columns_py(
     """The records of ``buf`` in ``[start, end)`` (and of ``tags``) as column buffers.
 
     Args:
-        buf: concatenated records (a PULL body, or several joined).
+        buf: concatenated records (a PULL body), or a list of such bodies: the same as
+            their join when no record spans two of them (a PULL body holds whole records;
+            one that does is reported as truncated), without the copy. Error positions
+            count from the start of the first.
         start: first queue offset kept.
         end: queue offsets from here on are dropped.
         tags: keep only records whose ``TAGS`` is one of these (``None``: all).
@@ -245,25 +254,44 @@ def decode_columns_py(
     Raises:
         CorruptionError: a record is malformed (every record is checked, kept or not).
     """
-    if len(buf) >= 2**31 - 1:
+    bodies = buf if isinstance(buf, list) else [buf]
+    if sum(map(len, bodies)) >= 2**31 - 1:
         return None
     out = _Columns(with_props)
+    base = 0
+    for body in bodies:
+        if not _walk(body, base, out, start, end, tags, skip):
+            return None
+        base += len(body)
+    return out.result()
+
+
+def _walk(
+    buf: bytes,
+    base: int,
+    out: _Columns,
+    start: int,
+    end: int,
+    tags: Collection[bytes] | None,
+    skip: Collection[bytes],
+) -> bool:
+    """Add the kept records of one body to ``out``; ``False``: one is not handled here."""
     pos = 0
     while pos < len(buf):
-        rec = _parse(buf, pos)
+        rec = _parse(buf, pos, base)
         if rec is None:
-            return None
+            return False
         pos += rec.fields[0]
         sys_flag, born_ms, store_ms = rec.fields[7], rec.fields[8], rec.fields[11]
         if sys_flag & _COMPRESSED or abs(born_ms) > _MAX_MS or abs(store_ms) > _MAX_MS:
-            return None
+            return False
         props = _properties(rec.props)
         if not start <= rec.fields[5] < end:
             continue
         if tags is not None and props.get(_TAGS) not in tags:
             continue
         out.add(rec, props, skip)
-    return out.result()
+    return True
 
 
 def _compiled() -> Any:
@@ -275,7 +303,7 @@ _FAST = _compiled()
 
 
 def decode_columns(
-    buf: bytes,
+    buf: bytes | list[bytes],
     start: int,
     end: int,
     tags: Collection[bytes] | None,

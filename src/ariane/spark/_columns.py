@@ -81,22 +81,23 @@ def decode_plain(
 
 
 def records_to_batch(
-    buf: bytes,
+    buf: bytes | list[bytes],
     broker: str,
     mode: PropertiesMode,
     start: int,
     end: int,
     tags: frozenset[str] | None = None,
 ) -> pa.RecordBatch:
-    """One record batch (``ARROW_SCHEMA``) of the records of ``buf`` whose queue offset lies in
-    ``[start, end)`` and, when ``tags`` is given, whose TAGS is one of them.
+    """One record batch (``ARROW_SCHEMA``) of the records of ``buf`` (raw pull bodies: one, or
+    a list, decoded as their join) whose queue offset lies in ``[start, end)`` and, when
+    ``tags`` is given, whose TAGS is one of them.
 
     Raises:
         CorruptionError: a record does not decode (from the plain path).
     """
     batch = try_records_to_batch(buf, broker, mode, start, end, tags)
     if batch is None:
-        return decode_plain(buf, broker, mode, start, end, tags)
+        return decode_plain(join_bodies(buf), broker, mode, start, end, tags)
     return batch
 
 
@@ -231,7 +232,7 @@ def columns_to_batch(cols: RecordColumns, broker: str, mode: PropertiesMode) -> 
 
 
 def _compiled_to_batch(
-    buf: bytes,
+    buf: bytes | list[bytes],
     broker: str,
     mode: PropertiesMode,
     start: int,
@@ -248,7 +249,7 @@ def _compiled_to_batch(
 
 
 def try_records_to_batch(
-    buf: bytes,
+    buf: bytes | list[bytes],
     broker: str,
     mode: PropertiesMode,
     start: int,
@@ -258,7 +259,7 @@ def try_records_to_batch(
     """The fast path of ``records_to_batch``; ``None`` when the batch needs the plain path."""
     if COMPILED:
         return _compiled_to_batch(buf, broker, mode, start, end, tags)
-    return _numpy_to_batch(buf, broker, mode, start, end, tags)
+    return _numpy_to_batch(join_bodies(buf), broker, mode, start, end, tags)
 
 
 def _numpy_to_batch(
@@ -387,6 +388,8 @@ def _entries(
     return tag_col, key_col, uniq_col, prop_col.cast(ARROW_SCHEMA.field("properties").type)
 
 
-def join_bodies(bodies: Sequence[bytes]) -> bytes:
-    """Raw pull bodies as one buffer (one copy)."""
+def join_bodies(bodies: bytes | Sequence[bytes]) -> bytes:
+    """Raw pull bodies as one buffer (one copy; a single body as it is)."""
+    if isinstance(bodies, bytes):
+        return bodies
     return bodies[0] if len(bodies) == 1 else b"".join(bodies)

@@ -393,3 +393,27 @@ def test_utf8_checks_match_bytes_decode(topic: bytes, text: bytes) -> None:
     else:
         assert isinstance(got, RecordColumns)
         assert rows(got) == expected(buf, 0, 9, None, True, ())
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(_spec, max_size=10), _args, st.lists(st.integers(0, 10), max_size=4))
+def test_a_list_of_bodies_decodes_as_their_join(
+    specs: list[Any], args: Any, cuts: list[int]
+) -> None:
+    records = [_buffer([spec]) for spec in specs]
+    bodies = [b"".join(records[a:b]) for a, b in itertools.pairwise([0, *sorted(cuts), 99])]
+    joined = outcome(decode_columns_py, b"".join(bodies), *args)
+    assert outcome(decode_columns_py, bodies, *args) == joined
+    assert outcome(decode_columns, bodies, *args) == joined
+
+
+def test_errors_in_a_list_count_positions_from_the_first_body() -> None:
+    first, second = record(0) + record(1), record(2) + record(3)[:-1]
+    message = ("error", "record truncated: total size 93, 92 bytes left at 279")
+    for decode in (decode_columns_py, decode_columns):
+        assert outcome(decode, [first, b"", second], 0, 9, None, True, ()) == message
+        # a record cut across two bodies is not decoded across them
+        split = [record(0) + record(1)[:50], record(1)[50:]]
+        got = outcome(decode, split, 0, 9, None, True, ())
+        assert got == ("error", "record truncated: 50 bytes left at 93")
+        assert outcome(decode, [], 0, 9, None, True, ()).rows == 0

@@ -213,3 +213,17 @@ def test_any_records_decode_the_same(
     )
     got = both(buf, mode, start, end, fast=None)
     assert len(got) == len([s for i, s in enumerate(specs) if start <= i < end])
+
+
+def test_a_list_of_pull_bodies_reads_as_their_join() -> None:
+    parts = [record(i, b"x" * i, {props.TAGS: "a"}) for i in range(6)]
+    bodies = [parts[0] + parts[1], b"".join(parts[2:5]), parts[5]]
+    plain = decode_plain(b"".join(bodies), "b", PropertiesMode.ALL, 1, 6, None)
+    got = records_to_batch(bodies, "b", PropertiesMode.ALL, 1, 6)
+    assert got.equals(plain)
+    assert got.num_rows == 5
+    # a record cut across two bodies: the plain path decodes the join
+    cut = [parts[0] + parts[1][:40], parts[1][40:]]
+    assert records_to_batch(cut, "b", PropertiesMode.ALL, 0, 6).equals(
+        decode_plain(b"".join(cut), "b", PropertiesMode.ALL, 0, 6, None)
+    )

@@ -23,7 +23,7 @@ def test_every_way_matches_the_plain_batch(mode: str) -> None:
     doc = json.loads(done.output.strip().splitlines()[-1])
     ways = ["plain", "numpy", "columns_py"]
     if record_columns.COMPILED:
-        ways += ["columns", "compiled"]
+        ways += ["columns", "compiled", "compiled_bodies", "compiled_join"]
     assert sorted(k for k in doc if k.endswith("_us_per_row")) == sorted(
         f"{w}_us_per_row" for w in ways
     )
