@@ -132,7 +132,7 @@ class RaftNode(Elector, Replicator):
         if self.role is Role.LEADER:
             self.expire_proposals(now_ms)
             self.check_transfer(now_ms)
-            self.drive(now_ms)
+            self.drive(now_ms, commits=True)
         elif self.role is Role.FOLLOWER:
             self.check_gaps(now_ms)
         self.check_take_leadership(now_ms)
