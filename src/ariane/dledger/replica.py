@@ -358,12 +358,9 @@ class Replica:
         """An APPEND push leaves the core without payloads: read the entries."""
         if not isinstance(msg, PushRequest) or msg.kind is not PushType.APPEND or msg.payloads:
             return msg
-        payloads = []
-        for index in range(msg.index, msg.last_index + 1):
-            data = self.files.entry(index)
-            if data is None:
-                raise StoreError(f"entry {index} to push is not in the files")
-            payloads.append(data)
+        payloads = self.files.entries(msg.index, msg.last_index)
+        if payloads is None:
+            raise StoreError(f"entries {msg.index}..{msg.last_index} to push are not in the files")
         return dataclasses.replace(msg, payloads=tuple(payloads))
 
     # -- durability ------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ How it works. On the leader, one dispatcher per follower walks the book's states
   cut entries a late push brought that are already committed); no overlap at all (the follower is behind the leader's first retained entry, or nothing
   matches) to a TRUNCATE that wipes the follower and restarts it at the leader's begin.
 * TRUNCATE cuts the follower's log after the matching entry, then APPEND.
-* APPEND pipelines pushes of up to ``max_push_batch`` entries, ``max_pending_size`` entries
-  in flight; the push that starts right after the follower's watermark is sent again after
+* APPEND pipelines pushes of up to ``max_push_batch`` entries, at most ``max_pending_size``
+  entries in ``max_pushes_in_flight`` pushes in flight (entries proposed meanwhile go out
+  together with the next answer); the push that starts right after the follower's watermark is sent again after
   ``max_push_time_out_ms``; INCONSISTENT_STATE goes back to COMPARE. Every push carries the
   commit index; an idle follower gets a COMMIT push on the next tick after the commit index
   moved (not from the answer that moved it: under load the next APPEND, sent first, carries
@@ -154,7 +155,11 @@ class Replicator(NodeBase):
                 self.to_compare(p)
                 self._send_control(p, now_ms)
                 return
-        while p.write_index <= log.end and p.inflight < cfg.max_pending_size:
+        while (
+            p.write_index <= log.end
+            and p.inflight < cfg.max_pending_size
+            and len(p.pending) < cfg.max_pushes_in_flight
+        ):
             last = min(log.end, p.write_index + cfg.max_push_batch - 1)
             self._send_append(p, p.write_index, last, now_ms)
             p.inflight += last - p.write_index + 1
