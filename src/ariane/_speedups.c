@@ -16,6 +16,8 @@
  *   acl_signature(ext, body, mac, skip) -> str   Base64(HmacSHA1) of that content then the
  *       body, computed by copying the keyed `mac` (a hashlib HMAC) and feeding it: the
  *       crypto stays hashlib's, only the calls around it are compiled
+ *   sub_records(...) -> list | None         the SubBefore/SubAfter trace records of listener
+ *       calls (_speedups_trace.h; twin of ariane.client._trace_records.sub_records_py)
  *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
  *       frame with a JSON header, or None (the pure codec then decides)
  *
@@ -689,6 +691,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(kn)", (unsigned long)h, units);
 }
 
+#include "_speedups_trace.h"
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
 
 static PyMethodDef methods[] = {
@@ -708,6 +711,8 @@ static PyMethodDef methods[] = {
      "Base64(HMAC) of acl_canonical(ext, skip) then body, from a copy of the keyed mac."},
     {"java_hash_units", (PyCFunction)java_hash_units, METH_O,
      "(Java String.hashCode as unsigned 32 bits, UTF-16 code units) of a str."},
+    {"sub_records", (PyCFunction)(void (*)(void))sub_records, METH_FASTCALL,
+     "SubBefore/SubAfter records of listener calls (_trace_records.sub_records_py), or None."},
     SPEEDUPS_FRAME_METHODS
     {NULL, NULL, 0, NULL},
 };
