@@ -75,11 +75,124 @@ static PyObject *acl_get(PyObject *ext, PyObject *key) {
     return value;
 }
 
+/* Most header fields a request has on the fast path of acl_values (a SEND_MESSAGE_V2 has 16). */
+#define ACL_FAST_FIELDS 48
+
+/* key a < key b, for exact str keys: bytes order for two ASCII keys (code point order, as
+ * Python compares them), else Python's comparison. 1, 0, or -1 on error. */
+static int acl_key_less(PyObject *a, PyObject *b) {
+    if (PyUnicode_IS_ASCII(a) && PyUnicode_IS_ASCII(b)) {
+        Py_ssize_t la = PyUnicode_GET_LENGTH(a), lb = PyUnicode_GET_LENGTH(b);
+        int c = memcmp(PyUnicode_1BYTE_DATA(a), PyUnicode_1BYTE_DATA(b), (size_t)(la < lb ? la : lb));
+        return c < 0 || (c == 0 && la < lb);
+    }
+    return PyObject_RichCompareBool(a, b, Py_LT);
+}
+
+/* Two exact str are equal: the same length, kind and code units (str are stored in their
+ * narrowest kind, so equal texts have the same kind). */
+static int acl_str_eq(PyObject *a, PyObject *b) {
+    Py_ssize_t len = PyUnicode_GET_LENGTH(a);
+    int kind = PyUnicode_KIND(a);
+    return a == b || (len == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
+                      memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)len * kind) == 0);
+}
+
+/* 1 if the exact str key is "Signature" or the exact str skip, else 0. */
+static int acl_left_out(PyObject *key, PyObject *skip) {
+    return acl_str_eq(key, SIGNATURE_KEY) || (skip != Py_None && acl_str_eq(key, skip));
+}
+
+/* The values of ext but Signature (and skip) in key order, as new references in values[0..m).
+ * Fast path: an exact dict of at most ACL_FAST_FIELDS exact str keys, skip None or an exact
+ * str: the items are taken with PyDict_Next and insertion-sorted (keys are unique and str order
+ * is total, so the order is sorted()'s). Anything else: the keys are listed and sorted by
+ * Python. Returns m, or -1 on error (TypeError for a value that is not a str, as the pure
+ * twin's join: at the position in the joined sequence). */
+static Py_ssize_t acl_values(PyObject *ext, PyObject *skip, PyObject **values, Py_ssize_t cap) {
+    PyObject *keys[ACL_FAST_FIELDS], *vals[ACL_FAST_FIELDS], *k, *v, *list = NULL;
+    Py_ssize_t n = 0, m = 0, i, j, pos = 0;
+    int fast = PyDict_CheckExact(ext) && PyDict_GET_SIZE(ext) <= ACL_FAST_FIELDS &&
+               PyDict_GET_SIZE(ext) <= cap && (skip == Py_None || PyUnicode_CheckExact(skip));
+    if (fast) {
+        while (PyDict_Next(ext, &pos, &k, &v)) {
+            if (!PyUnicode_CheckExact(k)) {
+                fast = 0;
+                break;
+            }
+            for (j = n; j > 0; j--) { /* insertion: a client's fields come nearly sorted */
+                int less = acl_key_less(k, keys[j - 1]);
+                if (less < 0) {
+                    return -1;
+                }
+                if (!less) {
+                    break;
+                }
+                keys[j] = keys[j - 1];
+                vals[j] = vals[j - 1];
+            }
+            keys[j] = k;
+            vals[j] = v;
+            n++;
+        }
+    }
+    if (fast) {
+        for (i = 0; i < n; i++) {
+            if (acl_left_out(keys[i], skip)) {
+                continue;
+            }
+            Py_INCREF(vals[i]);
+            values[m++] = vals[i];
+        }
+    } else {
+        list = PyMapping_Keys(ext);
+        if (list == NULL || PyList_Sort(list) < 0) {
+            Py_XDECREF(list);
+            return -1;
+        }
+        n = PyList_GET_SIZE(list);
+        for (i = 0; i < n && m < cap; i++) {
+            int out_ = left_out(PyList_GET_ITEM(list, i), skip);
+            if (out_ < 0) {
+                goto fail;
+            }
+            if (out_) {
+                continue;
+            }
+            v = PyObject_GetItem(ext, PyList_GET_ITEM(list, i));
+            if (v == NULL) {
+                goto fail;
+            }
+            values[m++] = v;
+        }
+        if (i < n) {
+            PyErr_SetString(PyExc_ValueError, "ext changed size while it was read");
+            goto fail;
+        }
+        Py_DECREF(list);
+        list = NULL;
+    }
+    for (i = 0; i < m; i++) {
+        if (!PyUnicode_Check(values[i])) {
+            PyErr_Format(PyExc_TypeError, "sequence item %zd: expected str instance, %.80s found",
+                         i, Py_TYPE(values[i])->tp_name);
+            goto fail;
+        }
+    }
+    return m;
+fail:
+    Py_XDECREF(list);
+    for (i = 0; i < m; i++) {
+        Py_DECREF(values[i]);
+    }
+    return -1;
+}
+
 /* Feed the values of ext but Signature (and skip) in key order, then the body, into the inner
  * state; write the HMAC into mac. Errors as the pure twin's canonical_text then body. */
 static int acl_hmac(PyObject *ext, PyObject *body, PyObject *key, PyObject *skip,
                     unsigned char mac[SHA_DIGEST_LENGTH]) {
-    PyObject *keys, **values = NULL;
+    PyObject *stack[ACL_FAST_FIELDS], **values = stack;
     Py_ssize_t n, m = 0, i, size;
     SHA_CTX ctx;
     Py_buffer view;
@@ -89,40 +202,23 @@ static int acl_hmac(PyObject *ext, PyObject *body, PyObject *key, PyObject *skip
         PyErr_SetString(PyExc_TypeError, "key must come from acl_hmac_key()");
         return -1;
     }
-    keys = PyMapping_Keys(ext);
-    if (keys == NULL) {
+    n = PyObject_Length(ext);
+    if (n < 0) {
         return -1;
     }
-    if (PyList_Sort(keys) < 0) {
+    if (n > ACL_FAST_FIELDS) {
+        values = PyMem_Malloc((size_t)n * sizeof(PyObject *));
+        if (values == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    m = acl_values(ext, skip, values, n > ACL_FAST_FIELDS ? n : ACL_FAST_FIELDS);
+    if (m < 0) {
+        m = 0;
         goto done;
     }
-    n = PyList_GET_SIZE(keys);
-    values = PyMem_Malloc((n ? n : 1) * sizeof(PyObject *));
-    if (values == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (i = 0; i < n; i++) { /* every value first: a non-str is a TypeError before encoding */
-        PyObject *k = PyList_GET_ITEM(keys, i), *value;
-        int out_ = left_out(k, skip);
-        if (out_ < 0) {
-            goto done;
-        }
-        if (out_) {
-            continue;
-        }
-        value = PyObject_GetItem(ext, k);
-        if (value == NULL) {
-            goto done;
-        }
-        values[m++] = value;
-        if (!PyUnicode_Check(value)) {
-            PyErr_Format(PyExc_TypeError, "sequence item %zd: expected str instance, %.80s found",
-                         m - 1, Py_TYPE(value)->tp_name);
-            goto done;
-        }
-    }
-    for (i = 0; i < m; i++) { /* then every encoding, before anything is hashed */
+    for (i = 0; i < m; i++) { /* every encoding, before anything is hashed */
         if (PyUnicode_AsUTF8AndSize(values[i], &size) == NULL) {
             goto done;
         }
@@ -149,13 +245,12 @@ static int acl_hmac(PyObject *ext, PyObject *body, PyObject *key, PyObject *skip
     SHA1_Final(mac, &ctx);
     rc = 0;
 done:
-    if (values != NULL) {
-        for (i = 0; i < m; i++) {
-            Py_DECREF(values[i]);
-        }
+    for (i = 0; i < m; i++) {
+        Py_DECREF(values[i]);
+    }
+    if (values != stack) {
         PyMem_Free(values);
     }
-    Py_DECREF(keys);
     return rc;
 }
 

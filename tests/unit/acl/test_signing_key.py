@@ -8,7 +8,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from collections import OrderedDict
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -148,3 +150,24 @@ def test_bound_functions_match_the_build() -> None:
         assert isinstance(key, hmac.HMAC)
     if isinstance(key, bytes):
         assert signing_key(b"12345678") == key  # str or its UTF-8: the same schedule
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.one_of(_keys, _text), _text, min_size=0, max_size=70),
+    st.one_of(st.none(), _keys),
+)
+def test_openssl_signature_takes_any_mapping_and_size(
+    ext: dict[str, str], skip: str | None
+) -> None:
+    """Exact dicts of up to 48 str keys take the compiled sort; larger ones, dict subclasses
+    and other mappings the generic one: the same bytes either way."""
+    make_key, sign_, verify = _openssl()
+    key = make_key(b"secret")
+    expected = _rocketmq(ext, b"body", b"secret", skip)
+    reversed_dict = dict(reversed(list(ext.items())))  # insertion order does not matter
+    for form in (ext, reversed_dict, OrderedDict(ext), MappingProxyType(ext)):
+        assert sign_(form, b"body", key, skip) == expected
+    signed = {**ext, "Signature": _rocketmq(ext, b"body", b"secret", "Signature")}
+    assert verify(signed, b"body", key)
+    assert verify(MappingProxyType(signed), b"body", key)
