@@ -18,6 +18,10 @@
  *       crypto stays hashlib's, only the calls around it are compiled
  *   acl_hmac_key / acl_sign / acl_verify    the same signature on OpenSSL's SHA-1 with the key
  *       schedule computed once (_speedups_acl.h; only when built with OpenSSL)
+ *   sub_records(...) -> list | None         the SubBefore/SubAfter trace records of listener
+ *       calls (_speedups_trace.h; twin of ariane.client._trace_records.sub_records_py)
+ *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
+ *       frame with a JSON header, or None (the pure codec then decides)
  *
  * Built by hatch_build.py during `pip install` when a C compiler is present; nothing else in
  * the package needs it. Only the stable parts of the CPython C API are used.
@@ -691,6 +695,9 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(kn)", (unsigned long)h, units);
 }
 
+#include "_speedups_trace.h"
+#include "_speedups_frame.h" /* decode_json_frame: the frame family */
+
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
      "Serialise a properties map (k\\x01v\\x02 per entry, None values skipped)."},
@@ -709,6 +716,9 @@ static PyMethodDef methods[] = {
     ACL_OPENSSL_METHODS
     {"java_hash_units", (PyCFunction)java_hash_units, METH_O,
      "(Java String.hashCode as unsigned 32 bits, UTF-16 code units) of a str."},
+    {"sub_records", (PyCFunction)(void (*)(void))sub_records, METH_FASTCALL,
+     "SubBefore/SubAfter records of listener calls (_trace_records.sub_records_py), or None."},
+    SPEEDUPS_FRAME_METHODS
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,7 +6,8 @@ batch of 64 entries, a record with five properties, a signature the broker accep
 The inputs are the ones ``docs/benchmarks.md`` describes for each figure: a producer's four
 properties (``TAGS``, ``UNIQ_KEY``, ``KEYS``, ``WAIT``), 1 KiB bodies, a 1 KiB
 ``SEND_MESSAGE_V2`` request signed by a non-admin account whose topic permission the broker
-checks, one consumed message per listener call. Nothing here opens a socket or a file.
+checks, one consumed message per listener call. Nothing here opens a socket; the broker
+rows (``ariane.bench._micro_broker``) keep a store in a temporary directory.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ariane.acl.credentials import (
 )
 from ariane.acl.hook import AclHook
 from ariane.acl.plain import AclRules, parse_document
+from ariane.bench._micro_broker import request_call
 from ariane.broker.schedule import DelayLevelRewriter
 from ariane.broker.timer import TimerHook
 from ariane.client._send import SendSettings, build_request, header_base, prepare_single
@@ -43,6 +45,7 @@ from ariane.common.trace import ConsumeReturnType, TraceMessageType, pub_record
 from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.client_bodies import MessageQueue
 from ariane.remoting.protocol.codec import decode_frame, encode
+from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.headers import SendMessageRequestHeaderV2
 from ariane.store.config import StoreConfig
@@ -79,7 +82,9 @@ accounts:
 @dataclass(frozen=True)
 class Case:
     """One row: ``build()`` makes the input and returns the call timed; one call does
-    ``per`` units of work (the printed figure is per unit).
+    ``per`` units of work (the printed figure is per unit). A call with a ``close()`` (the
+    broker rows) is closed after its rounds; one with a ``timer`` attribute is timed with it
+    (the broker rows: this thread's CPU clock, so the store's own threads are not counted).
 
     Attributes:
         name: the row name (``--only`` and the docs use it).
@@ -309,6 +314,26 @@ def _timer_check() -> Callable[[], Any]:
     return lambda: hook.rewrite(inner)
 
 
+def batch_request() -> RemotingCommand:
+    """A SEND_BATCH_MESSAGE of ``BATCH`` x 1 KiB messages with the producer's four properties
+    (the same UNIQ_KEY in each: the broker does not check it)."""
+    request = send_request()
+    request.code = RequestCode.SEND_BATCH_MESSAGE
+    request.ext_fields["i"] = ""
+    request.ext_fields["m"] = "true"
+    text = props.encode_properties(PRODUCER_PROPERTIES)
+    request.body = encode_batch([(BODY, 0, text)] * BATCH)
+    return request
+
+
+def _broker_single() -> Callable[[], Any]:
+    return request_call(send_request())
+
+
+def _broker_batch() -> Callable[[], Any]:
+    return request_call(batch_request())
+
+
 def _index_key_hash() -> Callable[[], Any]:
     key = PRODUCER_PROPERTIES[props.UNIQ_KEY]
     return lambda: index_key_hash_with_prefix(f"{TOPIC}#", key)
@@ -377,5 +402,19 @@ CASES: tuple[Case, ...] = (
         False,
         1,
         _send_rewriters,
+    ),
+    Case(
+        "broker.send_single",
+        f"{_SEND}: the broker's whole request path (decode .. store .. answer written); CPU",
+        True,
+        1,
+        _broker_single,
+    ),
+    Case(
+        "broker.send_batch64",
+        f"SEND_BATCH of {BATCH} x 1 KiB: the broker's whole request path; CPU, per message",
+        True,
+        BATCH,
+        _broker_batch,
     ),
 )

@@ -13,7 +13,9 @@ the transport delivered and returns every complete command; partial frames wait 
 A frame whose length is below 4 or above ``max_frame_bytes`` (16 MiB, counted with the length
 field as Netty does), an unknown serialisation type or an undecodable header raises
 ``FrameDecodeError`` (a ``RemoteProtocolError``); commands decoded before the bad frame travel
-on the exception so a server can still answer them before closing.
+on the exception so a server can still answer them before closing. In the compiled build the
+plain case of a JSON frame is decoded by ``_speedups.decode_json_frame`` (issue 18); anything
+else it hands back to the pure decoder here, which stays the reference and owns every error.
 
 Reader leniency (peers differ): JSON ``extFields`` values may be numbers or booleans (C++ 1.2.4)
 and become strings; an unknown language name becomes ``OTHER``; missing header keys take
@@ -25,10 +27,12 @@ Nothing here does I/O or logs.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import orjson
 
+from ariane.common import native
 from ariane.errors import LocalProtocolError, RemoteProtocolError
 from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol.command import LanguageCode, RemotingCommand, SerializeType
@@ -217,6 +221,7 @@ class FrameDecoder:
             source = bytes(data)
         commands: list[RemotingCommand] = []
         error: str | None = None
+        fast = _FAST_FRAME
         pos = 0
         total = len(source)
         while total - pos >= 4:
@@ -228,7 +233,8 @@ class FrameDecoder:
             if end > total:
                 break
             try:
-                commands.append(_decode_frame_at(source, pos + 4, end))
+                cmd = None if fast is None else fast(source, pos + 4, end)
+                commands.append(cmd if cmd is not None else _decode_frame_at(source, pos + 4, end))
             except RemoteProtocolError as exc:
                 error = str(exc)
                 break
@@ -251,7 +257,27 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
         RemoteProtocolError: the bytes are not a valid frame.
     """
     data = bytes(frame)
+    if _FAST_FRAME is not None:
+        cmd = _FAST_FRAME(data, 0, len(data))
+        if cmd is not None:
+            return cmd
     return _decode_frame_at(data, 0, len(data))
+
+
+def _fast_frame() -> Callable[[bytes, int, int], RemotingCommand | None] | None:
+    """The compiled decoder of plain JSON frames (``_speedups_frame.h``), or None: the pure
+    build, or a compiled module built before it existed."""
+    fast = native.speedups
+    decode = getattr(fast, "decode_json_frame", None)
+    if fast is None or decode is None:
+        return None
+    fast.configure_frame(RemotingCommand, orjson.loads, _LANGUAGE_BY_NAME, _JSON)
+    return cast(Callable[[bytes, int, int], RemotingCommand | None], decode)
+
+
+#: ``decode_json_frame(source, start, end)``: the plain case of ``_decode_frame_at`` compiled
+#: (a command, or None and this module's pure decoder decides); None in the pure build
+_FAST_FRAME = _fast_frame()
 
 
 def _decode_frame_at(source: bytes, start: int, end: int) -> RemotingCommand:
