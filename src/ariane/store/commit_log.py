@@ -57,6 +57,7 @@ from ariane.store.format import (
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
+from ariane.store.prepared import PreparedOne
 from ariane.store.record_block import BlockProgress, PackedRecord, write_run
 from ariane.store.results import PutResult, PutStatus
 
@@ -104,21 +105,6 @@ class _Prepared(NamedTuple):
     rest: bytes
     total: int
     tags_code: int | None
-
-
-class PreparedOne(NamedTuple):
-    """One message validated and encoded outside the put lock (:meth:`CommitLog.prepare_one`):
-    the fixed-header struct, magic code, final sysFlag, stored size, body CRC, the bytes after
-    the body (topic and properties) and the tagsCode. A tuple built in one C call (hot path)."""
-
-    msg: MessageInner
-    header: struct.Struct
-    magic: int
-    sys_flag: int
-    total: int
-    crc: int
-    rest: bytes
-    tags_code: int
 
 
 class PreparedBatch:
