@@ -19,8 +19,10 @@ import struct
 import threading
 import time
 import zlib
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import NamedTuple
 
 from ariane.common import faults
@@ -55,6 +57,8 @@ from ariane.store.format import (
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
+from ariane.store.prepared import PreparedOne
+from ariane.store.record_block import BlockProgress, PackedRecord, write_run
 from ariane.store.results import PutResult, PutStatus
 
 __all__ = ["FLUSH_LATENCY_BUCKETS_S", "CommitLog", "PreparedBatch", "PreparedOne"]
@@ -101,21 +105,6 @@ class _Prepared(NamedTuple):
     rest: bytes
     total: int
     tags_code: int | None
-
-
-class PreparedOne(NamedTuple):
-    """One message validated and encoded outside the put lock (:meth:`CommitLog.prepare_one`):
-    the fixed-header struct, magic code, final sysFlag, stored size, body CRC, the bytes after
-    the body (topic and properties) and the tagsCode. A tuple built in one C call (hot path)."""
-
-    msg: MessageInner
-    header: struct.Struct
-    magic: int
-    sys_flag: int
-    total: int
-    crc: int
-    rest: bytes
-    tags_code: int
 
 
 class PreparedBatch:
@@ -431,6 +420,43 @@ class CommitLog:
                 out.append(self.write_one(one, mf.mm, pos, mf.file_from_offset + pos, store_ts))
                 mf.wrote_position = pos + total
                 mf.store_timestamp = store_ts
+
+    def put_block(self, recs: Sequence[PackedRecord], progress: BlockProgress) -> None:
+        """Append records packed by :func:`~ariane.store.record_block.pack`, in order, under
+        one hold of the put lock with one store time: each run that fits the current file is
+        copied at once (:func:`~ariane.store.record_block.write_run`). ``progress`` says how
+        far it got (also when a new file cannot be created).
+
+        Raises:
+            OSError: a new CommitLog file could not be created.
+        """
+        ends = list(accumulate(len(r[0]) for r in recs))
+        n = len(recs)
+        with self.put_lock:
+            store_ts = self.next_store_timestamp()
+            progress.store_timestamp_ms = store_ts
+            i = 0
+            while i < n:
+                done = ends[i - 1] if i else 0
+                mf = self._current
+                room = -1 if mf is None else self.file_size - mf.wrote_position
+                j = bisect_right(ends, done + room - END_FILE_MIN_BLANK_LENGTH, i)
+                if mf is None or j == i:
+                    self._file_for(ends[i] - done)
+                    continue
+                pos = mf.wrote_position
+                phys = mf.file_from_offset + pos
+                size = write_run(recs[i:j], mf.mm, pos, phys, store_ts, self.topic_queue_table,
+                                 self.staged)  # fmt: skip
+                mf.wrote_position = pos + size
+                mf.store_timestamp = store_ts
+                self.put_times_total += j - i
+                self.put_size_total += size
+                if progress.first_offset < 0:
+                    progress.first_offset = phys
+                progress.end_offset = phys + size
+                progress.written += j - i
+                i = j
 
     def prepare_batch(self, batch: MessageBatchInner) -> PreparedBatch | PutResult:
         """Validate and encode a batch as far as possible without the put lock."""
