@@ -6,7 +6,8 @@ batch of 64 entries, a record with five properties, a signature the broker accep
 The inputs are the ones ``docs/benchmarks.md`` describes for each figure: a producer's four
 properties (``TAGS``, ``UNIQ_KEY``, ``KEYS``, ``WAIT``), 1 KiB bodies, a 1 KiB
 ``SEND_MESSAGE_V2`` request signed by a non-admin account whose topic permission the broker
-checks, one consumed message per listener call. Nothing here opens a socket or a file.
+checks, one consumed message per listener call. Nothing here opens a socket; the broker
+rows (``ariane.bench._micro_broker``) keep a store in a temporary directory.
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ariane.acl.credentials import SessionCredentials, canonical_text, hmac_key, request_signer
+from ariane.acl.credentials import (
+    SessionCredentials,
+    canonical_text,
+    hmac_key,
+    request_signer,
+    signing_key,
+    verify_signature,
+)
 from ariane.acl.hook import AclHook
 from ariane.acl.plain import AclRules, parse_document
+from ariane.bench._micro_broker import request_call
 from ariane.broker.schedule import DelayLevelRewriter
 from ariane.broker.timer import TimerHook
 from ariane.client._send import SendSettings, build_request, header_base, prepare_single
@@ -36,6 +45,7 @@ from ariane.common.trace import ConsumeReturnType, TraceMessageType, pub_record
 from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.client_bodies import MessageQueue
 from ariane.remoting.protocol.codec import decode_frame, encode
+from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.headers import SendMessageRequestHeaderV2
 from ariane.store.config import StoreConfig
@@ -72,7 +82,9 @@ accounts:
 @dataclass(frozen=True)
 class Case:
     """One row: ``build()`` makes the input and returns the call timed; one call does
-    ``per`` units of work (the printed figure is per unit).
+    ``per`` units of work (the printed figure is per unit). A call with a ``close()`` (the
+    broker rows) is closed after its rounds; one with a ``timer`` attribute is timed with it
+    (the broker rows: this thread's CPU clock, so the store's own threads are not counted).
 
     Attributes:
         name: the row name (``--only`` and the docs use it).
@@ -187,6 +199,13 @@ def _hmac() -> Callable[[], Any]:
     return call
 
 
+def _verify() -> Callable[[], Any]:
+    request = send_request()
+    _signer()(request)
+    ext, key = request.ext_fields, signing_key(SECRET_KEY)
+    return lambda: verify_signature(ext, BODY, key)
+
+
 def acl_hook() -> AclHook:
     """The broker's ACL check with one account allowed to publish to the bench topic."""
     return AclHook(AclRules.merge([parse_document(ACL_RULES_TEXT, "plain_acl.yml")]))
@@ -295,6 +314,26 @@ def _timer_check() -> Callable[[], Any]:
     return lambda: hook.rewrite(inner)
 
 
+def batch_request() -> RemotingCommand:
+    """A SEND_BATCH_MESSAGE of ``BATCH`` x 1 KiB messages with the producer's four properties
+    (the same UNIQ_KEY in each: the broker does not check it)."""
+    request = send_request()
+    request.code = RequestCode.SEND_BATCH_MESSAGE
+    request.ext_fields["i"] = ""
+    request.ext_fields["m"] = "true"
+    text = props.encode_properties(PRODUCER_PROPERTIES)
+    request.body = encode_batch([(BODY, 0, text)] * BATCH)
+    return request
+
+
+def _broker_single() -> Callable[[], Any]:
+    return request_call(send_request())
+
+
+def _broker_batch() -> Callable[[], Any]:
+    return request_call(batch_request())
+
+
 def _index_key_hash() -> Callable[[], Any]:
     key = PRODUCER_PROPERTIES[props.UNIQ_KEY]
     return lambda: index_key_hash_with_prefix(f"{TOPIC}#", key)
@@ -325,7 +364,14 @@ CASES: tuple[Case, ...] = (
     Case("acl.sign", f"{_SEND}: request_signer", True, 1, _sign_request),
     Case("acl.sign_encode", f"{_SEND}: request_signer + encode", True, 1, _sign_and_encode),
     Case("acl.canonical", f"{_SEND}: sorted, joined header values", True, 1, _canonical),
-    Case("acl.hmac_sha1", "keyed HMAC-SHA1: copy, update(header + 1 KiB), digest", False, 1, _hmac),
+    Case(
+        "acl.hmac_sha1",
+        "hashlib's keyed HMAC-SHA1 (the pure twins'): copy, update(header + 1 KiB), digest",
+        False,
+        1,
+        _hmac,
+    ),
+    Case("acl.verify", f"{_SEND}: verify_signature (canonical + HMAC + compare)", True, 1, _verify),
     Case(
         "acl.broker_check",
         f"{_SEND}: AclHook.before_request (signature + topic PUB)",
@@ -356,5 +402,19 @@ CASES: tuple[Case, ...] = (
         False,
         1,
         _send_rewriters,
+    ),
+    Case(
+        "broker.send_single",
+        f"{_SEND}: the broker's whole request path (decode .. store .. answer written); CPU",
+        True,
+        1,
+        _broker_single,
+    ),
+    Case(
+        "broker.send_batch64",
+        f"SEND_BATCH of {BATCH} x 1 KiB: the broker's whole request path; CPU, per message",
+        True,
+        BATCH,
+        _broker_batch,
     ),
 )

@@ -3,7 +3,8 @@
 How it works: each row of ``ariane.bench._micro_cases`` builds its input once and is timed
 with ``timeit`` (``--rounds`` rounds of ``--number`` calls, the best round is reported; a
 row whose call covers several messages, a batch body, gets ``--number / per`` calls and is
-reported per message). This process runs the build it has (``ariane.common.native``:
+reported per message; the broker rows feed a whole request to an in-process broker,
+``ariane.bench._micro_broker``, and are timed on this thread's CPU clock). This process runs the build it has (``ariane.common.native``:
 compiled or pure). When it is the compiled build, the rows whose code has a compiled twin
 are timed again in a child interpreter started with ``ARIANE_PURE=1`` (the pure twins, on
 the same inputs), unless ``--no-pure``. The command prints the numbers; it asserts nothing.
@@ -15,6 +16,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 import timeit
 from collections.abc import Sequence
 from typing import Any
@@ -31,8 +33,14 @@ __all__ = ["measure", "micro_bench", "result_doc"]
 def measure(case: Case, rounds: int, number: int) -> float:
     """Best of ``rounds`` rounds of ``case``'s call, in µs per unit of work."""
     call = case.build()
-    loops = max(1, number // case.per)
-    best = min(timeit.Timer(call).repeat(repeat=rounds, number=loops))
+    try:
+        loops = max(1, number // case.per)
+        timer = getattr(call, "timer", time.perf_counter)
+        best = min(timeit.Timer(call, timer=timer).repeat(repeat=rounds, number=loops))
+    finally:
+        close = getattr(call, "close", None)
+        if close is not None:
+            close()
     return best / loops / case.per * 1e6
 
 

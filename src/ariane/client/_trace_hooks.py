@@ -37,6 +37,7 @@ from typing import Any
 
 from ariane.client._send import PreparedSend
 from ariane.client._trace_dispatch import AsyncTraceDispatcher, EncodedTrace, OpenTrace, claim
+from ariane.client._trace_records import Call, sub_records
 from ariane.client.consumer_types import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ariane.client.message import SendResult, SendStatus
 from ariane.common import properties as props
@@ -286,18 +287,10 @@ def consume_outcome(
 #: (``_trace_dispatch.OpenTrace``) ``[tracer, (start ns, region, request number, topic,
 #: ((msgId, retry times, KEYS or None) per traced message))]``.
 TraceBefore = OpenTrace
-_Entries = tuple[tuple[str, int, str | None], ...]
-_BeforeData = tuple[int, str, int, str, _Entries]
-#: The SubAfter part of a pair: (end ns, messages, success, result code); the start is the
-#: SubBefore's (ns). The worker turns them into the record's time and cost per message.
-_After = tuple[int, int, bool, ConsumeReturnType]
 
 #: Request ids: a per-process random prefix and a counter (32 hex digits like Java's).
 _REQUEST_PREFIX = os.urandom(8).hex().upper()
 _request_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
-
-
-_HEX2 = [f"{i:02X}" for i in range(256)]
 
 
 def request_id(number: int) -> str:
@@ -383,63 +376,9 @@ class ConsumeTracer(_Tracer):
         """The worker's side: claim ``pairs`` and write their records (``PairEncoder``)."""
         return self._encode([(pair[1], claim(pair)) for pair in pairs])
 
-    def _encode(
-        self, calls: list[tuple[_BeforeData, _After | None]], *, sub_before: bool = True
-    ) -> list[EncodedTrace]:
-        """The records of listener calls (their SubBefore records unless ``sub_before`` is
-        false, their SubAfter records when the call ended), cut into items of about a
-        quarter of a trace message, with their index keys."""
-        group = self.group
-        out: list[EncodedTrace] = []
-        texts: list[str] = []
-        index: list[str] = []
-        size = key_size = 0
-        topic = ""
-        # the parts shared by neighbouring calls (same millisecond, region, outcome) are
-        # formatted once: formatting numbers is most of a record's cost
-        head = tail = end = base = region_of = ""
-        block = head_ms = cost_of = end_ms = -1
-        ok_of: bool | None = None
-        code_of: ConsumeReturnType | None = None
-        for (began_ns, region, number, topic, entries), after in calls:
-            if number >> 8 != block:
-                block = number >> 8
-                base = f"{_REQUEST_PREFIX}{block:014X}"
-            rid = base + _HEX2[number & 0xFF]
-            began = began_ns // 1_000_000
-            if sub_before and (began != head_ms or region != region_of):
-                head_ms, region_of = began, region
-                head = f"SubBefore\x01{began}\x01{region}\x01{group}\x01"
-            if after is not None:
-                now_ns, count, success, outcome = after
-                now = now_ns // 1_000_000
-                cost = (now - began) // (count if count > 0 else 1)
-                if cost < 0:
-                    cost = 0
-                if cost != cost_of or success is not ok_of:
-                    cost_of, ok_of = cost, success
-                    tail = f"\x01{cost}\x01{'true' if success else 'false'}\x01"
-                if now != end_ms or outcome is not code_of:
-                    end_ms, code_of = now, outcome
-                    end = f"\x01{int(outcome)}\x01{now}\x01{group}\x02"
-            for msg_id, retries, text in entries:
-                keys = text or JAVA_NULL
-                if sub_before:
-                    record = f"{head}{rid}\x01{msg_id}\x01{retries}\x01{keys}\x02"
-                    texts.append(record)
-                    size += len(record)
-                if after is not None:
-                    record = f"SubAfter\x01{rid}\x01{msg_id}{tail}{keys}{end}"
-                    texts.append(record)
-                    size += len(record)
-                index.append(msg_id)
-                key_size += len(msg_id) + 1
-                if text:
-                    index.append(text)
-                    key_size += len(text) + 1
-            if key_size >= _ITEM_KEY_CHARS or size >= _ITEM_CHARS:
-                out.append((topic, "".join(texts), len(texts), tuple(index)))
-                texts, index, size, key_size = [], [], 0, 0
-        if texts:
-            out.append((topic, "".join(texts), len(texts), tuple(index)))
-        return out
+    def _encode(self, calls: list[Call], *, sub_before: bool = True) -> list[EncodedTrace]:
+        """The records of listener calls (``_trace_records.sub_records``), cut into items of
+        about a quarter of a trace message, with their index keys."""
+        return sub_records(
+            calls, self.group, _REQUEST_PREFIX, sub_before, _ITEM_CHARS, _ITEM_KEY_CHARS
+        )

@@ -19,8 +19,11 @@ import struct
 import threading
 import time
 import zlib
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import accumulate
+from typing import NamedTuple
 
 from ariane.common import faults
 from ariane.common.clock import Clock
@@ -30,6 +33,9 @@ from ariane.common.message import HostPort
 from ariane.common.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
 from ariane.common.record import CRC_MASK
 from ariane.common.sysflag import (
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
     born_host_v6,
     enters_consume_queue,
     host_flags,
@@ -51,6 +57,8 @@ from ariane.store.format import (
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
+from ariane.store.prepared import PreparedOne
+from ariane.store.record_block import BlockProgress, PackedRecord, write_run
 from ariane.store.results import PutResult, PutStatus
 
 __all__ = ["FLUSH_LATENCY_BUCKETS_S", "CommitLog", "PreparedBatch", "PreparedOne"]
@@ -63,6 +71,10 @@ logger = logging.getLogger(__name__)
 #: Builds a DispatchRequest from a ready tuple in one C call (a NamedTuple's own
 #: constructor costs a Python-level call per record; hot path).
 _new_request = tuple.__new__
+_new_prepared = tuple.__new__
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+#: sysFlag without its host bits (= ``with_host_flags``, inline)
+_NOT_HOST_FLAGS = ~host_flags(True, True)
 # Fixed header up to and including BODYLENGTH, one struct per (born v6, store v6).
 _HEADERS = {
     (False, False): struct.Struct(">iiiiiqqiq4siq4siiqi"),
@@ -79,48 +91,20 @@ _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 
 
-class _Prepared:
-    """One batch record encoded as far as possible outside the lock."""
+class _Prepared(NamedTuple):
+    """One batch record encoded as far as possible outside the lock: the body, its CRC, the
+    user flag, the properties, the bytes after the body (topic and properties), the stored
+    size and the tagsCode (``None``: computed when written, the delivery time of a
+    ``SCHEDULE_TOPIC_XXXX`` record). A tuple built in one C call (hot path: one per message
+    of a batch)."""
 
-    __slots__ = ("body", "crc", "flag", "props", "props_bytes", "total")
-
-    def __init__(
-        self, body: bytes, flag: int, props: dict[str, str], props_bytes: bytes, total: int
-    ) -> None:
-        self.body = body
-        self.crc = zlib.crc32(body) & CRC_MASK
-        self.flag = flag
-        self.props = props
-        self.props_bytes = props_bytes
-        self.total = total
-
-
-class PreparedOne:
-    """One message validated and encoded outside the put lock (:meth:`CommitLog.prepare_one`):
-    the fixed-header struct, magic code, final sysFlag, stored size, body CRC, the bytes after
-    the body (topic and properties) and the tagsCode."""
-
-    __slots__ = ("crc", "header", "magic", "msg", "rest", "sys_flag", "tags_code", "total")
-
-    def __init__(
-        self,
-        msg: MessageInner,
-        header: struct.Struct,
-        magic: int,
-        sys_flag: int,
-        total: int,
-        crc: int,
-        rest: bytes,
-        tags_code: int,
-    ) -> None:
-        self.msg = msg
-        self.header = header
-        self.magic = magic
-        self.sys_flag = sys_flag
-        self.total = total
-        self.crc = crc
-        self.rest = rest
-        self.tags_code = tags_code
+    body: bytes
+    crc: int
+    flag: int
+    props: dict[str, str]
+    rest: bytes
+    total: int
+    tags_code: int | None
 
 
 class PreparedBatch:
@@ -274,23 +258,6 @@ class CommitLog:
                 self._tag_codes[tags] = code
         return code
 
-    def _request(
-        self,
-        topic: str,
-        queue_id: int,
-        phys: int,
-        size: int,
-        props: dict[str, str],
-        store_ts: int,
-        queue_offset: int,
-        sys_flag: int,
-    ) -> DispatchRequest:
-        """The dispatch request of a record just written."""
-        return DispatchRequest(
-            topic, queue_id, phys, size, self._tags_code(topic, props, store_ts), store_ts,
-            queue_offset, props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
-        )  # fmt: skip
-
     # -- put -----------------------------------------------------------------------------
     def _hosts(self, born: HostPort, store: HostPort) -> tuple[struct.Struct, int] | None:
         """(header struct, sysFlag host bits) for this pair of hosts, None if one is bad.
@@ -344,10 +311,13 @@ class CommitLog:
         tags_code = self._tag_codes.get(tags) if tags else 0
         if tags_code is None:
             tags_code = self._tags_code(topic, props, 0)
-        return PreparedOne(
-            msg, header, magic, with_host_flags(sys_flag, host_bits), total,
-            zlib.crc32(msg.body) & CRC_MASK,
-            topic_tail + props_len.to_bytes(2, "big") + props_bytes, tags_code,
+        return _new_prepared(
+            PreparedOne,
+            (
+                msg, header, magic, (sys_flag & _NOT_HOST_FLAGS) | host_bits, total,
+                zlib.crc32(msg.body) & CRC_MASK,
+                topic_tail + props_len.to_bytes(2, "big") + props_bytes, tags_code,
+            ),
         )  # fmt: skip
 
     def write_one(
@@ -359,7 +329,8 @@ class CommitLog:
         topic = msg.topic
         queue_id = msg.queue_id
         sys_flag = one.sys_flag
-        normal = enters_consume_queue(sys_flag)
+        tx = sys_flag & TRANSACTION_TYPE_MASK  # = enters_consume_queue(sys_flag), inline
+        normal = tx != TRANSACTION_PREPARED_TYPE and tx != TRANSACTION_ROLLBACK_TYPE
         key = (topic, queue_id)
         queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
         body = msg.body
@@ -415,7 +386,9 @@ class CommitLog:
             return one  # type: ignore[return-value]
         total = one.total
         with self.put_lock:
-            store_ts = self.next_store_timestamp()
+            now = self.clock.now_ms()  # = next_store_timestamp(), inline (hot path)
+            store_ts = now if now > self._last_store_ts else self._last_store_ts
+            self._last_store_ts = store_ts
             mf = self._current
             if mf is None or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
                 mf = self._file_for(total)
@@ -448,6 +421,43 @@ class CommitLog:
                 mf.wrote_position = pos + total
                 mf.store_timestamp = store_ts
 
+    def put_block(self, recs: Sequence[PackedRecord], progress: BlockProgress) -> None:
+        """Append records packed by :func:`~ariane.store.record_block.pack`, in order, under
+        one hold of the put lock with one store time: each run that fits the current file is
+        copied at once (:func:`~ariane.store.record_block.write_run`). ``progress`` says how
+        far it got (also when a new file cannot be created).
+
+        Raises:
+            OSError: a new CommitLog file could not be created.
+        """
+        ends = list(accumulate(len(r[0]) for r in recs))
+        n = len(recs)
+        with self.put_lock:
+            store_ts = self.next_store_timestamp()
+            progress.store_timestamp_ms = store_ts
+            i = 0
+            while i < n:
+                done = ends[i - 1] if i else 0
+                mf = self._current
+                room = -1 if mf is None else self.file_size - mf.wrote_position
+                j = bisect_right(ends, done + room - END_FILE_MIN_BLANK_LENGTH, i)
+                if mf is None or j == i:
+                    self._file_for(ends[i] - done)
+                    continue
+                pos = mf.wrote_position
+                phys = mf.file_from_offset + pos
+                size = write_run(recs[i:j], mf.mm, pos, phys, store_ts, self.topic_queue_table,
+                                 self.staged)  # fmt: skip
+                mf.wrote_position = pos + size
+                mf.store_timestamp = store_ts
+                self.put_times_total += j - i
+                self.put_size_total += size
+                if progress.first_offset < 0:
+                    progress.first_offset = phys
+                progress.end_offset = phys + size
+                progress.written += j - i
+                i = j
+
     def prepare_batch(self, batch: MessageBatchInner) -> PreparedBatch | PutResult:
         """Validate and encode a batch as far as possible without the put lock."""
         tail = self._topic_tail(batch.topic)
@@ -464,22 +474,38 @@ class CommitLog:
         if not enters_consume_queue(sys_flag):
             return _illegal("transactional messages cannot be sent in a batch")
         fixed = header.size + len(topic_tail) + 2
+        queue_id = batch.queue_id
+        reconsume, born_ts = batch.reconsume_times, batch.born_timestamp_ms
+        # the fields shared by every record once; each record's flag below
+        bad = _out_of_range(queue_id, 0, sys_flag, reconsume, born_ts, 0)
+        if bad is not None:
+            return bad
+        scheduled = batch.topic == SCHEDULE_TOPIC  # tagsCode = delivery time, when written
+        tag_codes = self._tag_codes
+        max_size = self._max_size
         preps: list[_Prepared] = []
         batch_total = 0
         for item in batch.messages:
-            bad = _out_of_range(
-                batch.queue_id, item.flag, sys_flag, batch.reconsume_times,
-                batch.born_timestamp_ms, 0,
-            )  # fmt: skip
-            if bad is not None:
-                return bad
-            props_bytes = self._props_bytes(item.properties, item.properties_string)
-            if isinstance(props_bytes, PutResult):
-                return props_bytes
-            total = fixed + len(item.body) + len(props_bytes)
-            if total > self._max_size:
+            flag = item.flag
+            if flag.__class__ is not int or not _I32_MIN <= flag <= _I32_MAX:
+                bad = _out_of_range(queue_id, flag, sys_flag, reconsume, born_ts, 0)
+                if bad is not None:
+                    return bad
+            props = item.properties
+            props_bytes = self._props_bytes(props, item.properties_string)
+            if props_bytes.__class__ is not bytes:
+                return props_bytes  # type: ignore[return-value]
+            body = item.body
+            total = fixed + len(body) + len(props_bytes)
+            if total > max_size:
                 return self._too_big("message", total)
-            preps.append(_Prepared(item.body, item.flag, item.properties, props_bytes, total))
+            tags = props.get(TAGS)
+            code = None if scheduled else tag_codes.get(tags) if tags else 0
+            if code is None and not scheduled:
+                code = self._tags_code(batch.topic, props, 0)
+            rest = topic_tail + len(props_bytes).to_bytes(2, "big") + props_bytes
+            crc = zlib.crc32(body) & CRC_MASK
+            preps.append(_new_prepared(_Prepared, (body, crc, flag, props, rest, total, code)))
             batch_total += total
         if batch_total > self._max_size:
             return self._too_big("batch", batch_total)
@@ -500,28 +526,61 @@ class CommitLog:
     ) -> None:
         """Under the put lock: write one record of a batch and queue it for dispatch (the
         caller assigns the queue offsets and updates ``topic_queue_table``)."""
+        self._write_batch(prepared, (prep,), mm, pos, phys, queue_offset, store_ts)
+
+    def _write_batch(
+        self,
+        prepared: PreparedBatch,
+        records: Sequence[_Prepared],
+        mm: bytearray | mmap.mmap,
+        pos: int,
+        phys: int,
+        queue_offset: int,
+        store_ts: int,
+    ) -> list[int]:
+        """Under the put lock: write ``records`` of ``prepared`` one after the other from
+        ``pos`` of ``mm`` (physical offset ``phys``, queue offsets from ``queue_offset``) and
+        queue them for dispatch; returns their physical offsets. One loop for a whole batch
+        (hot path: no Python call per message)."""
         batch = prepared.batch
+        topic, queue_id = batch.topic, batch.queue_id
         born, store = batch.born_host, batch.store_host
+        born_addr, born_port, store_addr, store_port = born.addr, born.port, store.addr, store.port
+        born_ts, reconsume = batch.born_timestamp_ms, batch.reconsume_times
         header = prepared.header
-        body = prep.body
-        header.pack_into(
-            mm, pos, prep.total, prepared.magic, prep.crc, batch.queue_id, prep.flag, queue_offset,
-            phys, prepared.sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
-            store.addr, store.port, batch.reconsume_times, 0, len(body),
-        )  # fmt: skip
-        p = pos + header.size
-        mm[p : p + len(body)] = body
-        p += len(body)
-        mm[p : pos + prep.total] = (
-            prepared.topic_tail + _I16.pack(len(prep.props_bytes)) + prep.props_bytes
-        )
-        request = self._request(
-            batch.topic, batch.queue_id, phys, prep.total, prep.props, store_ts, queue_offset,
-            prepared.sys_flag,
-        )  # fmt: skip
-        self.staged.append(request)
-        self.put_times_total += 1
-        self.put_size_total += prep.total
+        pack, fixed = header.pack_into, header.size
+        magic, sys_flag = prepared.magic, prepared.sys_flag
+        append = self.staged.append
+        offsets: list[int] = []
+        written = 0
+        for body, crc, flag, props, rest, total, code in records:
+            pack(
+                mm, pos, total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts,
+                born_addr, born_port, store_ts, store_addr, store_port, reconsume, 0, len(body),
+            )  # fmt: skip
+            p = pos + fixed
+            end = p + len(body)
+            mm[p:end] = body
+            mm[end : pos + total] = rest
+            if code is None:
+                code = self._tags_code(topic, props, store_ts)
+            append(
+                _new_request(
+                    DispatchRequest,
+                    (
+                        topic, queue_id, phys, total, code, store_ts, queue_offset,
+                        props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+                    ),
+                )
+            )  # fmt: skip
+            offsets.append(phys)
+            pos += total
+            phys += total
+            queue_offset += 1
+            written += total
+        self.put_times_total += len(offsets)
+        self.put_size_total += written
+        return offsets
 
     def put_messages(self, batch: MessageBatchInner) -> PutResult:
         """Append a batch contiguously under one lock hold (all or nothing).
@@ -533,22 +592,18 @@ class CommitLog:
         if isinstance(prepared, PutResult):
             return prepared
         key = (batch.topic, batch.queue_id)
-        offsets: list[int] = []
         with self.put_lock:
             store_ts = self.next_store_timestamp()
             mf = self._file_for(prepared.total)
             pos = mf.wrote_position
             first_phys = mf.file_from_offset + pos
-            first_qoff = queue_offset = self.topic_queue_table.get(key, 0)
-            for prep in prepared.records:
-                phys = mf.file_from_offset + pos
-                self.write_batch_record(prepared, prep, mf.mm, pos, phys, queue_offset, store_ts)
-                offsets.append(phys)
-                queue_offset += 1
-                pos += prep.total
-            mf.wrote_position = pos
+            first_qoff = self.topic_queue_table.get(key, 0)
+            offsets = self._write_batch(
+                prepared, prepared.records, mf.mm, pos, first_phys, first_qoff, store_ts
+            )
+            mf.wrote_position = pos + prepared.total
             mf.store_timestamp = store_ts
-            self.topic_queue_table[key] = queue_offset
+            self.topic_queue_table[key] = first_qoff + len(offsets)
         store = batch.store_host
         return PutResult(
             PutStatus.PUT_OK, first_phys, prepared.total, store_ts, first_qoff,

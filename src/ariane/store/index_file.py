@@ -281,11 +281,17 @@ def _flatten_keys(
             rows.append(i)
             keys.append(cast(str, uniq))
         if spaced:
-            for k in cast(str, spaced).split(" "):
-                if k:
-                    rows.append(i)
-                    keys.append(k)
+            split = cast(str, spaced).split(" ")
+            if "" in split:
+                split = [k for k in split if k]
+            rows += [i] * len(split)  # a trace message holds hundreds of keys
+            keys += split
     return rows, keys
+
+
+def _key_count(requests: Sequence[DispatchRequest]) -> int:
+    """How many KEYS the requests hold (at least; UNIQ_KEYs not counted)."""
+    return sum(k.count(" ") + 1 for k in (r[7] for r in requests) if k)  # r.keys
 
 
 def _index_file_name(now_ms: int) -> str:
@@ -401,10 +407,16 @@ class IndexService:
         self._last_writable()
 
     def build_index(self, requests: Sequence[DispatchRequest]) -> None:
-        """Index the keys of ``requests`` (skipping ones the index already covers)."""
-        if len(requests) >= VECTOR_MIN:
+        """Index the keys of ``requests`` (skipping ones the index already covers): key by
+        key for a few, in numpy for many requests or many keys (a trace message carries one
+        per traced message: ~400)."""
+        if len(requests) >= VECTOR_MIN or _key_count(requests) >= VECTOR_MIN:
             self.build_index_columns(tuple(zip(*requests, strict=True)))
             return
+        self.build_index_each(requests)
+
+    def build_index_each(self, requests: Sequence[DispatchRequest]) -> None:
+        """``build_index`` key by key (``put_key``): the reference of the numpy path."""
         end_phy = self._end_phy_offset()
         f: IndexFile | None = None  # opened only when a key is written: no empty files
         for topic, _q, phys, _size, _tags, ts, _qo, keys, uniq, sys_flag, _props in requests:

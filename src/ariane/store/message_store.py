@@ -47,6 +47,7 @@ from ariane.store.index_file import IndexService
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import load_store
 from ariane.store.reads import StoreReads
+from ariane.store.record_block import BlockProgress, PackedRecord
 from ariane.store.replica import ReplicaResult, ReplicaStatus, ReplicaWriter
 from ariane.store.results import GetResult, GetStatus, PutResult, PutStatus, QueryResult
 
@@ -57,6 +58,8 @@ logger = logging.getLogger(__name__)
 
 #: Prepared messages written per hold of the put lock (others may put in between).
 _PREPARED_CHUNK = 256
+#: Packed records written per hold of the put lock (about a microsecond each).
+_BLOCK_CHUNK = 2048
 
 
 class MessageStore(StoreReads):
@@ -514,6 +517,35 @@ class MessageStore(StoreReads):
         self.commit_log.put_prepared(chunk, written)
         return written[-1]
 
+    @property
+    def writes_blocks(self) -> bool:
+        """Whether :meth:`submit_block` writes here (this store's own CommitLog files, not a
+        replicated log whose entries wrap each record)."""
+        return type(self.commit_log) is CommitLog
+
+    def submit_block(
+        self, recs: Sequence[PackedRecord]
+    ) -> tuple[int, PutResult | None, Future[PutResult]]:
+        """Append packed records (:mod:`ariane.store.record_block`) in order, taking the put
+        lock once per ``_BLOCK_CHUNK`` of them; only when :attr:`writes_blocks`.
+
+        Returns how many were stored (the first ones), the refusal that stopped the rest
+        (not writeable, no new CommitLog file) or None, and a future that completes when the
+        flush policy covers the last one stored.
+        """
+        progress = BlockProgress()
+        for start in range(0, len(recs), _BLOCK_CHUNK):
+            chunk = recs[start : start + _BLOCK_CHUNK]
+            done = progress.written
+            result = self._append(partial(self._put_block, chunk, progress))
+            if progress.written - done < len(chunk):
+                return progress.written, result, self._wait_flush(_block_end(progress), True)
+        return progress.written, None, self._wait_flush(_block_end(progress), True)
+
+    def _put_block(self, chunk: Sequence[PackedRecord], progress: BlockProgress) -> PutResult:
+        self.commit_log.put_block(chunk, progress)
+        return _block_end(progress)
+
     def submit_messages(self, batch: MessageBatchInner) -> Future[PutResult]:
         """Append a batch atomically; like ``submit_message`` (one result for the batch)."""
         result = self._append(lambda: self.commit_log.put_messages(batch))
@@ -715,4 +747,14 @@ def _runtime(ms: int) -> str:
     s = ms // 1000
     return (
         f"[ {s // 86400} days, {s // 3600 % 24} hours, {s // 60 % 60} minutes, {s % 60} seconds ]"
+    )
+
+
+def _block_end(progress: BlockProgress) -> PutResult:
+    """A result ending where the block's last stored record ends (what the flush waits for;
+    no record when none was stored)."""
+    if progress.written == 0:
+        return PutResult(PutStatus.PUT_OK)
+    return PutResult(
+        PutStatus.PUT_OK, progress.end_offset - 1, 1, progress.store_timestamp_ms, msg_num=1
     )

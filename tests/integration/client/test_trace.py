@@ -27,7 +27,7 @@ from ariane.client import (
 from ariane.client.trace import MessageTrace
 from ariane.common.trace import TraceType
 from tests.integration.client.conftest import run, wait_for_route
-from tests.integration.client.consumer_support import create_topic, fast_config
+from tests.integration.client.consumer_support import create_topic, fast_config, send_all
 from tests.support.cluster import Cluster
 from tests.support.polling import await_for, await_until
 
@@ -187,6 +187,40 @@ def test_send_then_consume_gives_pub_sub_before_sub_after(tcluster: Cluster) -> 
     code, out, err = mqadmin(tcluster, "queryMsgByKey", "-t", "TraceOk", "-k", "never-sent")
     assert code == 0, err
     assert "has a trace" not in out
+
+
+def test_every_message_of_a_drained_backlog_has_its_trace(tcluster: Cluster) -> None:
+    """300 messages drained at once: their records share a few big trace messages (hundreds
+    of index keys each, indexed in bulk by the broker), and each message's trace is found."""
+
+    async def go() -> None:
+        addr = tcluster.namesrv_addr
+        await create_topic(tcluster, "TraceMany", queues=2)
+        ids = await send_all(tcluster, [Message("TraceMany", f"m{i}".encode()) for i in range(300)])
+        got: set[str] = set()
+
+        async def listener(msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+            got.update(m.msg_id for m in msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer = traced_consumer(tcluster, "cg_trace_many", "TraceMany", listener)
+        async with consumer, Admin(namesrv_addr=addr) as admin:
+            await await_until(lambda: got >= set(ids), what="every delivery")
+            tracer = consumer.tracer
+            assert tracer is not None
+            assert await tracer.dispatcher.flush(10_000)
+            stats = tracer.dispatcher.stats
+            assert (stats.sent_records, stats.discarded, stats.lost_records) == (600, 0, 0)
+            for msg_id in ids:
+                ready = {TraceType.SubBefore: 1, TraceType.SubAfter: 1}
+                trace = await trace_of(admin, msg_id, ready)
+                assert [(e.trace_type, e.msg_id) for e in trace.entries] == [
+                    (TraceType.SubBefore, msg_id),
+                    (TraceType.SubAfter, msg_id),
+                ]
+                assert {e.group for e in trace.entries} == {"cg_trace_many"}
+
+    run(go())
 
 
 def test_two_failures_then_success_and_a_transaction_checked_back(tcluster: Cluster) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ariane.common.msgid import decode_offset_msg_id
+from ariane.common.msgid import create_offset_msg_id, decode_offset_msg_id
 from ariane.common.record import decode_records
 from ariane.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
 from ariane.remoting.protocol import headers as h
@@ -101,7 +101,7 @@ def test_broker_permission_blocks_send_and_pull(tmp_path: Path) -> None:
 def test_batch_send_stores_consecutive_offsets(tmp_path: Path) -> None:
     async def main() -> None:
         b = await Broker(tmp_path).start()
-        r = await b.send_batch("B", [b"a", b"b", b"c"], queue_id=1)
+        r = r_batch = await b.send_batch("B", [b"a", b"b", b"c"], queue_id=1)
         assert r.code == ResponseCode.SUCCESS, r.remark
         assert r.ext_fields["queueOffset"] == "0"
         assert len(r.ext_fields["msgId"].split(",")) == 3
@@ -112,6 +112,11 @@ def test_batch_send_stores_consecutive_offsets(tmp_path: Path) -> None:
         assert [m.body for m in msgs] == [b"a", b"b", b"c"]
         assert [m.queue_offset for m in msgs] == [0, 1, 2]
         assert [m.properties["UNIQ_KEY"] for m in msgs] == ["U0", "U1", "U2"]
+        # the answer's msgId: each stored record's offsetMsgId, in order, comma-joined
+        host = b.c.store_host
+        assert r_batch.ext_fields["msgId"] == ",".join(
+            create_offset_msg_id(host.addr, host.port, m.commit_log_offset) for m in msgs
+        )
         header = h.SendMessageRequestHeaderV2(
             producer_group="PG", topic="B", default_topic="TBW102", default_topic_queue_nums=4,
             queue_id=0, sys_flag=0, born_timestamp=0, flag=0, batch=True,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import orjson
@@ -13,13 +14,15 @@ from click.testing import CliRunner
 from ariane.acl.validator import allows_fast
 from ariane.bench import _micro_cases as mc
 from ariane.bench._child import proc_cpu_seconds
+from ariane.bench._micro_broker import RequestCall
 from ariane.bench.micro import micro_bench, result_doc, select
 from ariane.bench.producer import _broker_cpu_fields
 from ariane.common import native, properties
 from ariane.common.batch import BatchEntry
 from ariane.common.message import MessageExt
 from ariane.remoting.protocol.codec import decode_frame
-from ariane.remoting.protocol.codes import RequestCode
+from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.remoting.protocol.command import RemotingCommand
 
 
 def _call(name: str) -> Any:
@@ -29,7 +32,7 @@ def _call(name: str) -> Any:
 
 def test_row_names_are_unique_and_twins_are_the_compiled_modules() -> None:
     names = [c.name for c in mc.CASES]
-    assert len(set(names)) == len(names) == 17
+    assert len(set(names)) == len(names) == 20
     assert [c.name for c in mc.CASES if c.twin] == [
         "properties.encode",
         "properties.decode",
@@ -38,10 +41,16 @@ def test_row_names_are_unique_and_twins_are_the_compiled_modules() -> None:
         "acl.sign",
         "acl.sign_encode",
         "acl.canonical",
+        "acl.verify",
         "acl.broker_check",
         "store.index_key_hash",
+        "broker.send_single",
+        "broker.send_batch64",
     ]
-    assert {c.name: c.per for c in mc.CASES if c.per != 1} == {"send_batch.decode": 64}
+    assert {c.name: c.per for c in mc.CASES if c.per != 1} == {
+        "send_batch.decode": 64,
+        "broker.send_batch64": 64,
+    }
 
 
 def test_codec_inputs() -> None:
@@ -81,6 +90,7 @@ def test_send_request_and_acl_inputs() -> None:
     assert b"BenchSingle" in canonical
     assert b"benchuser" in canonical
     assert len(_call("acl.hmac_sha1")) == 20
+    assert _call("acl.verify") is True
 
 
 def test_trace_and_rewriter_inputs() -> None:
@@ -97,6 +107,37 @@ def test_trace_and_rewriter_inputs() -> None:
     assert after[1:3] == (1, True)
     assert _call("broker.timer_check") is None  # a plain send goes on untouched
     assert _call("broker.send_rewriters") == [None, None]
+
+
+def _broker_row(name: str) -> tuple[list[RemotingCommand], Any]:
+    """Two calls of a broker row: the answers of the second one, and the broker's store."""
+    (case,) = [c for c in mc.CASES if c.name == name]
+    call = case.build()
+    assert isinstance(call, RequestCall)
+    try:
+        assert call.timer is time.thread_time
+        call()
+        call()
+        store = call.broker.controller.store
+        store.wait_dispatched()
+        return call.answers(), (store.get_max_offset_in_queue("BenchSingle", 1), call.broker.root)
+    finally:
+        call.close()
+
+
+def test_broker_rows_store_and_answer_each_request() -> None:
+    (single,), (stored, root) = _broker_row("broker.send_single")
+    assert not os.path.exists(root)  # close() removed the store
+    assert stored == 3  # the set-up request and two timed calls
+    assert (single.code, single.flag) == (ResponseCode.SUCCESS, 1)
+    ext = single.ext_fields
+    assert (ext["queueId"], ext["queueOffset"]) == ("1", "2")
+    assert ext["transactionId"] == mc.PRODUCER_PROPERTIES["UNIQ_KEY"]
+    (batch,), (stored, _) = _broker_row("broker.send_batch64")
+    assert stored == 3 * 64
+    assert batch.code == ResponseCode.SUCCESS
+    assert (batch.ext_fields["queueId"], batch.ext_fields["queueOffset"]) == ("1", "128")
+    assert len(batch.ext_fields["msgId"].split(",")) == 64
 
 
 def test_json_of_a_run() -> None:

@@ -99,3 +99,128 @@ def test_single_put_and_batch_of_one_agree(msg: MessageInner) -> None:
             batch.logics_offset,
             batch.store_timestamp_ms,
         )
+
+
+_ITEM_PROPS = _PROPS | st.sampled_from(
+    [{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "U1"}, {"TAGS": ""}, {"DELAY": "3"}, {}]
+)
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> MessageBatchInner:
+    items = draw(
+        st.lists(
+            st.builds(
+                BatchItem,
+                st.binary(max_size=48),
+                st.one_of(st.integers(-3, 3), _WIDE),
+                _ITEM_PROPS,
+                st.none(),
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    return MessageBatchInner(
+        draw(st.sampled_from(["T", "A" * 130, "SCHEDULE_TOPIC_XXXX", "a/b"])),
+        draw(st.one_of(st.integers(-1, 3), _WIDE)),
+        items,
+        draw(st.sampled_from([0, 0x1, 0x30]) | _WIDE),
+        draw(st.integers(-(1 << 64), 1 << 64)),
+        draw(_HOSTS),
+        draw(_HOSTS),
+        draw(st.integers(0, 3) | _WIDE),
+    )
+
+
+def _singles(batch: MessageBatchInner) -> list[MessageInner]:
+    b = batch
+    return [
+        MessageInner(
+            b.topic,
+            b.queue_id,
+            m.body,
+            m.flag,
+            m.properties,
+            b.sys_flag,
+            b.born_timestamp_ms,
+            b.born_host,
+            b.store_host,
+            b.reconsume_times,
+        )
+        for m in b.messages
+    ]
+
+
+def _log(root: str) -> CommitLog:
+    config = small_config(root, max_message_size=1024, max_properties_length=256)
+    return CommitLog(config, ManualClock(1_700_000_000_000))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches())
+def test_a_batch_writes_what_its_messages_put_one_by_one_write(batch: MessageBatchInner) -> None:
+    """Every record of a stored batch (bytes, dispatch request) is the record a single put of
+    that message writes; a refused batch is refused as its first refused message is (or for
+    its size), and stores nothing."""
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        batch_log, single_log = _log(a), _log(b)
+        try:
+            result = batch_log.put_messages(batch)
+            if batch.messages and batch.sys_flag & 0xC in (
+                TRANSACTION_PREPARED_TYPE,
+                TRANSACTION_ROLLBACK_TYPE,
+            ):  # half and rollback records exist only as single puts
+                assert result.status is PutStatus.MESSAGE_ILLEGAL
+                return
+            singles = [single_log.prepare_one(m) for m in _singles(batch)]
+            refused = [r for r in singles if isinstance(r, PutResult)]
+            if result.status is not PutStatus.PUT_OK:
+                assert not batch_log.pending
+                if refused:
+                    assert (result.status, result.remark) == (refused[0].status, refused[0].remark)
+                else:
+                    assert result.remark is not None
+                    assert result.remark.startswith("batch is ")
+                return
+            assert not refused
+            written = [single_log.put_message(m) for m in _singles(batch)]
+            assert result.msg_num == len(written)
+            assert result.offsets == tuple(w.wrote_offset for w in written)
+            assert result.logics_offset == written[0].logics_offset
+            assert list(batch_log.pending) == list(single_log.pending)
+            size = sum(w.wrote_bytes for w in written)
+            assert result.wrote_bytes == size
+            assert batch_log.get_message(0, size) == single_log.get_message(0, size)
+            assert batch_log.put_times_total == single_log.put_times_total == len(written)
+        finally:
+            batch_log.shutdown()
+            single_log.shutdown()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(messages(), min_size=1, max_size=4))
+def test_put_message_and_prepared_puts_agree(msgs: list[MessageInner]) -> None:
+    """``put_message`` (the send path) and ``prepare_one`` + ``put_prepared`` (timer
+    deliveries, DLedger's write) give the same results, record bytes and dispatch requests."""
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        direct, prepared = _log(a), _log(b)
+        try:
+            results = [direct.put_message(m) for m in msgs]
+            ones = [prepared.prepare_one(m) for m in msgs]
+            out: list[PutResult] = []
+            prepared.put_prepared([o for o in ones if not isinstance(o, PutResult)], out)
+            stored = iter(out)
+            for result, one in zip(results, ones, strict=True):
+                other = one if isinstance(one, PutResult) else next(stored)
+                assert vars_of(result) == vars_of(other)
+            assert list(direct.pending) == list(prepared.pending)
+            size = sum(r.wrote_bytes for r in results if r.status is PutStatus.PUT_OK)
+            assert direct.get_message(0, size) == prepared.get_message(0, size)
+        finally:
+            direct.shutdown()
+            prepared.shutdown()
+
+
+def vars_of(result: PutResult) -> tuple[object, ...]:
+    return tuple(getattr(result, name) for name in PutResult.__slots__)

@@ -147,3 +147,50 @@ def test_vector_dispatch_single_topic_many_queues(tmp_path: Path) -> None:
     small = _dispatch_into(str(tmp_path / "b"), [[r] for r in requests])
     assert big == small
     assert len([k for k in big if k.startswith("index")]) > 1  # rolled over index files
+
+
+def _index_files(root: str, batches: list[list[DispatchRequest]], each: bool) -> dict[str, bytes]:
+    clock = ManualClock(1_700_000_000_000)
+    index = IndexService(os.path.join(root, "index"), 16, 40, clock)
+    for batch in batches:
+        if each:
+            index.build_index_each(batch)
+        else:
+            index.build_index(batch)
+        clock.advance(1)
+    for f in index.files:
+        f.write_header()
+    files = {f"index{n}": bytes(f.mf.mm) for n, f in enumerate(index.files)}
+    index.shutdown()
+    return files
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.integers(0, 3 * VECTOR_MIN), min_size=1, max_size=4),
+    st.sampled_from([0, TRANSACTION_ROLLBACK_TYPE]),
+    st.booleans(),
+)
+def test_one_request_with_many_keys_indexes_as_key_by_key(
+    key_counts: list[int], tx: int, doubled_space: bool
+) -> None:
+    # a trace message carries one key per traced message: alone in its dispatch batch, it
+    # goes through the numpy path, which must write what put_key writes (files roll over)
+    sep = "  " if doubled_space else " "
+    requests, phys = [], 1000
+    for n, count in enumerate(key_counts):
+        keys = sep.join(f"7F00000100{n:02d}{i:020X}" for i in range(count)) or None
+        flag = tx if n == 0 else 0
+        ts = 1_700_000_000_000 + n
+        uniq = f"{phys:032X}"
+        request = DispatchRequest(
+            "RMQ_SYS_TRACE_TOPIC", 0, phys, 500, 0, ts, n, keys, uniq, flag, None
+        )
+        requests.append(request)
+        phys += 500
+    batches = [[r] for r in requests] + [requests]  # the repeat is skipped (already indexed)
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        fast = _index_files(a, batches, each=False)
+        assert fast == _index_files(b, batches, each=True)
+        if tx == 0 and sum(key_counts) >= 40:
+            assert len(fast) > 1  # 40 entries per file: rolled over

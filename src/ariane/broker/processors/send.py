@@ -470,6 +470,9 @@ class SendMessageProcessor:
         if not entries:
             return error(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
         cluster = self.broker.config.broker_cluster_name
+        cluster_text = f"{CLUSTER}\x01{cluster}\x02"
+        trace_text = self._stamp_trace({})  # once per batch: the same for every message
+        trace_values = self._trace_values
         items: list[BatchItem] = []
         ids: list[str | None] = []  # dedup ids of the items (when any has one)
         positions: dict[str, int] = {}  # dedup id -> its item's index in this batch
@@ -494,7 +497,7 @@ class SendMessageProcessor:
                 return error(
                     ResponseCode.MESSAGE_ILLEGAL, "transactional messages cannot be batched"
                 )
-            if delay_level_of(props) > 0:
+            if DELAY in props and delay_level_of(props) > 0:
                 return error(ResponseCode.MESSAGE_ILLEGAL, "delayed messages cannot be batched")
             extra = ""
             if UNIQ_KEY not in props:
@@ -502,9 +505,10 @@ class SendMessageProcessor:
                 extra = f"{UNIQ_KEY}\x01{uniq}\x02"
             if CLUSTER not in props:
                 props[CLUSTER] = cluster
-                extra += f"{CLUSTER}\x01{cluster}\x02"
+                extra += cluster_text
             if MSG_REGION not in props:
-                extra += self._stamp_trace(props)
+                props[MSG_REGION], props[TRACE_SWITCH] = trace_values
+                extra += trace_text
             if extra and text and text[-1] != "\x02":
                 text += "\x02"
             items.append(BatchItem(entry.body, entry.flag, props, text + extra))
@@ -657,8 +661,8 @@ class SendMessageProcessor:
             offsets = result.offsets
             if len(offsets) == 1:
                 msg_id = f"{prefix}{offsets[0]:016X}"
-            else:
-                msg_id = ",".join([f"{prefix}{off:016X}" for off in offsets])
+            else:  # one C-level map over the batch's offsets
+                msg_id = ",".join(map(f"{prefix}%016X".__mod__, offsets))
             # SendMessageResponseHeader's extFields, built directly (hot path)
             ext = {
                 "msgId": msg_id,

@@ -22,13 +22,15 @@ How it works. A message with a future delivery time was stored (by the broker's 
   boundary at or after the requested time, plus the loop's latency, never early.
 * **read ahead**: the slots due within the next 10 s are read before their boundary, a few
   thousand units per pass: their messages decoded, recall markers collected and the copies'
-  records prepared (``MessageStore.prepare_message``; ``TIMER_DEQUEUE_MS`` is then the
-  boundary). Units that reach such a slot later are read at the boundary, and recall markers
-  apply to prepared copies too. At the boundary only the writes remain: the copies go to the
-  CommitLog in unit order, a few hundred per hold of the put lock
-  (``MessageStore.submit_prepared``), so a burst of 100,000 timers due in one second is
-  written in about a second instead of being decoded and encoded one by one after it.
-  Nothing is written ahead: a stop before the boundary leaves nothing to undo.
+  records packed whole (:mod:`ariane.store.timer.copies`, :mod:`ariane.store.record_block`;
+  ``TIMER_DEQUEUE_MS`` is then the boundary). Units that reach such a slot later are read at the
+  boundary, and recall markers apply to read-ahead copies too. At the boundary only the writes
+  remain: the copies go to the CommitLog in unit order, thousands per hold of the put lock in
+  one copy each (``MessageStore.submit_block``), so a burst of 100,000 timers due in one second
+  is written in well under a second instead of being decoded and encoded one by one after it.
+  The copies held ahead are plain tuples of atomic values, which the garbage collector stops
+  tracking (100,000 tracked objects made every full collection cost hundreds of ms). Nothing is
+  written ahead: a stop before the boundary leaves nothing to undo.
 
 Files (byte layouts in :mod:`ariane.store.timer.format`): the wheel and the checkpoint are
 mapped and written in place; progress (read time, timer-queue offset) is written into the
@@ -57,11 +59,8 @@ from dataclasses import dataclass, field
 from ariane.common.clock import Clock
 from ariane.common.message import MessageExt
 from ariane.common.properties import (
-    REAL_QUEUE_ID,
     REAL_TOPIC,
     TIMER_DEL_UNIQKEY,
-    TIMER_DEQUEUE_MS,
-    TIMER_ENQUEUE_MS,
     TIMER_OUT_MS,
     TIMER_ROLL_TIMES,
     UNIQ_KEY,
@@ -69,13 +68,12 @@ from ariane.common.properties import (
 from ariane.common.record import decode_record, record_properties
 from ariane.common.topics import TIMER_TOPIC
 from ariane.errors import CorruptionError
-from ariane.store.commit_log import PreparedOne
 from ariane.store.config import StoreConfig
 from ariane.store.format import CQ_UNIT
 from ariane.store.inner import MessageInner
 from ariane.store.message_store import MessageStore
-from ariane.store.results import PutResult, PutStatus
 from ariane.store.service import ServiceThread
+from ariane.store.timer.copies import Copy, CopyWriter, TimerStats, delivery, roll_copy
 from ariane.store.timer.files import TimerCheckpointFile, TimerLog, TimerWheel
 from ariane.store.timer.format import (
     MAGIC_DEFAULT,
@@ -96,16 +94,6 @@ _BLANK_SIZE = 0x7FFFFFFF
 #: ``Long.MAX_VALUE``: ``TIMER_ENQUEUE_MS`` of a message that was due when it was enqueued.
 _NEVER_ENQUEUED = str(2**63 - 1)
 _ENQUEUE_BATCH = 1024
-#: Put outcomes worth retrying (the store may take the copy later).
-_RETRYABLE = frozenset(
-    {
-        PutStatus.SERVICE_NOT_AVAILABLE,
-        PutStatus.CREATE_MAPPED_FILE_FAILED,
-        PutStatus.OS_PAGECACHE_BUSY,
-        PutStatus.UNKNOWN_ERROR,
-    }
-)
-_RETRY_WAIT_S = 0.5
 #: Slots due within this time are read ahead of their boundary (see the module docs).
 _AHEAD_MS = 10_000
 #: Copies held ready at most (all slots); the rest are made at the boundary.
@@ -119,32 +107,6 @@ _RATE_WINDOW_S = 10
 
 
 @dataclass(slots=True)
-class TimerStats:
-    """Counters (since start)."""
-
-    enqueued: int = 0
-    delivered: int = 0
-    delivered_at_once: int = 0
-    rolled: int = 0
-    recalled: int = 0
-    dropped: int = 0
-    skipped_as_delivered: int = 0
-
-
-@dataclass(slots=True)
-class _Copy:
-    """A delivery ready to store: the message (its record prepared, or why it cannot be
-    stored), its unit's position (delivery order), whether it rolls back into the timer
-    topic, and the key a recall marker would name."""
-
-    pos: int
-    inner: MessageInner
-    prepared: PreparedOne | PutResult
-    roll: bool
-    recall: str
-
-
-@dataclass(slots=True)
 class _Ahead:
     """What was read of one slot before its boundary: units above ``top`` are new; units
     from ``resume`` down through ``prev_pos`` are still to read (-1: none)."""
@@ -152,7 +114,7 @@ class _Ahead:
     top: int
     resume: int
     size: int = 0
-    copies: list[_Copy] = field(default_factory=list)
+    copies: list[Copy] = field(default_factory=list)
     recalled: set[str] = field(default_factory=set)
 
 
@@ -198,6 +160,7 @@ class TimerMessageStore(ServiceThread):
         self._ahead_more = False
         self._lock = threading.RLock()
         self._loaded = False
+        self._writer = CopyWriter(store, self.stats, self._waiting, self._stopping)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -490,7 +453,7 @@ class TimerMessageStore(ServiceThread):
             self._forget(ahead)
             dequeue_ms = t + self.precision_ms
         self._take_units(ahead, t, last_pos, dequeue_ms, None)
-        return self._store_copies(ahead.copies, ahead.recalled, at_once=False)
+        return self._writer.write(ahead.copies, ahead.recalled, at_once=False)
 
     def read_ahead(self) -> int:
         """Read the slots due within ``_AHEAD_MS`` before their boundary: decode their
@@ -541,10 +504,11 @@ class TimerMessageStore(ServiceThread):
 
     def _copies(
         self, items: list[tuple[int, Unit | None, int, int, int]], dequeue_ms: int
-    ) -> list[_Copy]:
+    ) -> list[Copy]:
         """Read and decode ``items`` (unit position, unit, CommitLog offset, size, slot) and
-        prepare their copies (``TIMER_DEQUEUE_MS`` = ``dequeue_ms``)."""
-        copies: list[_Copy] = []
+        prepare their copies (``TIMER_DEQUEUE_MS`` = ``dequeue_ms``); those read from a slot
+        (with a unit) are packed whole for a block write."""
+        copies: list[Copy] = []
         for pos, unit, phys, size, slot in items:
             record = self.store.look_message_by_offset(phys, size)
             if record is None:
@@ -562,9 +526,9 @@ class TimerMessageStore(ServiceThread):
                 continue  # a recall marker whose target slot was read already
             enqueue_ms = _NEVER_ENQUEUED if unit is None else str(unit.enqueue_time_ms)
             if roll:
-                inner: MessageInner | None = _roll_copy(msg, enqueue_ms, dequeue_ms)
+                inner: MessageInner | None = roll_copy(msg, enqueue_ms, dequeue_ms)
             else:
-                inner = _delivery(msg, enqueue_ms, dequeue_ms)
+                inner = delivery(msg, enqueue_ms, dequeue_ms)
             if inner is None:
                 logger.error("timer: message at %d has no real topic, dropped", phys)
                 self.stats.dropped += 1
@@ -572,76 +536,16 @@ class TimerMessageStore(ServiceThread):
             if slot < self.verify_before_ms and self._already_stored(msg, inner, roll):
                 self.stats.skipped_as_delivered += 1
                 continue
-            prepared = self.store.prepare_message(inner)
-            copies.append(_Copy(pos, inner, prepared, roll, self._recall_of(msg)))
+            prepared = self._writer.prepare(inner, unit is not None)
+            copies.append((pos, inner.topic, prepared, roll, self._recall_of(msg)))
         return copies
 
     def _deliver_at_once(self, phys: int, size: int, slot: int) -> None:
         copies = self._copies([(-1, None, phys, size, slot)], self.clock.now_ms())
-        self._store_copies(copies, set(), at_once=True)
+        self._writer.write(copies, set(), at_once=True)
 
-    def _store_copies(self, copies: list[_Copy], recalled: set[str], *, at_once: bool) -> bool:
-        """Store ``copies`` in unit order (recalled ones skipped); False when stopped before
-        all were stored."""
-        ready: list[_Copy] = []
-        ones: list[PreparedOne] = []
-        for copy in sorted(copies, key=_by_pos) if len(copies) > 1 else copies:
-            if not copy.roll and copy.recall in recalled:
-                self.stats.recalled += 1
-                continue
-            if isinstance(copy.prepared, PutResult):
-                self._refused(copy.inner, copy.prepared)
-                continue
-            ready.append(copy)
-            ones.append(copy.prepared)
-        if not ready:
-            return True
-        results, durable = self.store.submit_prepared(ones)
-        for copy, result in zip(ready, results, strict=True):
-            if not result.stored and not self._stored(copy.inner, result):
-                return False
-            self._count(copy, at_once)
-        durable.result()  # the flush policy covers the slot (SYNC_FLUSH)
-        return True
-
-    def _count(self, copy: _Copy, at_once: bool) -> None:
-        inner = copy.inner
-        if copy.roll:
-            self.stats.rolled += 1
-        if inner.topic == TIMER_TOPIC:
-            return
-        left = self._waiting.get(inner.topic, 0) - 1
-        if left > 0:
-            self._waiting[inner.topic] = left
-        else:
-            self._waiting.pop(inner.topic, None)
-        if at_once:
-            self.stats.delivered_at_once += 1
-        else:
-            self.stats.delivered += 1
-
-    def _refused(self, inner: MessageInner, result: PutResult) -> None:
-        logger.error(
-            "timer: copy for %s refused (%s), dropped", inner.topic,
-            result.remark or result.status.value,
-        )  # fmt: skip
-        self.stats.dropped += 1
-
-    def _stored(self, inner: MessageInner, result: PutResult) -> bool:
-        """Retry a copy refused for a passing reason until stored (or stopping); one refused
-        for good is dropped. False when stopping."""
-        while not result.stored:
-            if result.status not in _RETRYABLE:
-                self._refused(inner, result)
-                return True
-            logger.warning(
-                "timer: copy for %s not stored (%s), retrying", inner.topic, result.status.value
-            )
-            if self.stopped and self._thread is not None:
-                return False
-            time.sleep(_RETRY_WAIT_S)
-            result = self.store.submit_message(inner).result()
-        return True
+    def _stopping(self) -> bool:
+        return self.stopped and self._thread is not None
 
     @staticmethod
     def _recall_of(msg: MessageExt) -> str:
@@ -762,41 +666,3 @@ class TimerMessageStore(ServiceThread):
                 "timerEnqueueTps": f"{enqueue_tps:.1f}",
                 "timerDequeueTps": f"{dequeue_tps:.1f}",
             }
-
-
-def _by_pos(copy: _Copy) -> int:
-    return copy.pos
-
-
-def _delivery(msg: MessageExt, enqueue_ms: str, now: int) -> MessageInner | None:
-    """``convertMessage``: the copy for the real topic and queue."""
-    props = dict(msg.properties)
-    topic = props.pop(REAL_TOPIC, None)
-    try:
-        queue_id = int(props.pop(REAL_QUEUE_ID, "0"))
-    except ValueError:
-        queue_id = 0
-    if not topic:
-        return None
-    props[TIMER_ENQUEUE_MS] = enqueue_ms
-    props[TIMER_DEQUEUE_MS] = str(now)
-    return MessageInner(
-        topic, max(0, queue_id), msg.body, msg.flag, props, msg.sys_flag,
-        msg.born_timestamp_ms, msg.born_host, msg.store_host, msg.reconsume_times,
-    )  # fmt: skip
-
-
-def _roll_copy(msg: MessageExt, enqueue_ms: str, now: int) -> MessageInner:
-    """A rolled message back into the timer queue (re-read and re-timed from there)."""
-    props = dict(msg.properties)
-    try:
-        rolls = int(props.get(TIMER_ROLL_TIMES, "0")) + 1
-    except ValueError:
-        rolls = 1
-    props[TIMER_ROLL_TIMES] = str(rolls)
-    props[TIMER_ENQUEUE_MS] = enqueue_ms
-    props[TIMER_DEQUEUE_MS] = str(now)
-    return MessageInner(
-        TIMER_TOPIC, 0, msg.body, msg.flag, props, msg.sys_flag, msg.born_timestamp_ms,
-        msg.born_host, msg.store_host, msg.reconsume_times,
-    )  # fmt: skip

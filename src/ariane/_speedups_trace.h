@@ -1,0 +1,359 @@
+/* The compiled twin of ariane.client._trace_records.sub_records_py (#included by _speedups.c).
+ *
+ *   sub_records(calls, group, request_prefix, sub_before, item_chars, item_key_chars)
+ *       -> list of (topic, records, count, index keys), or None
+ *
+ * How it works: the records of a round of listener calls are written as UTF-8 into one growing
+ * buffer, the characters counted as the pure twin counts them (len of each str piece, digits
+ * and separators one each), and every item is decoded into a str when it is closed. Anything
+ * unusual (a value that is not an exact str/int/tuple of the expected shape, an int outside
+ * 64 bits, a negative time, a str that has no UTF-8 form) answers None and the pure twin
+ * writes the round: its results and its errors stay the reference.
+ */
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} tr_buf;
+
+static int tr_grow(tr_buf *b, Py_ssize_t need) {
+    Py_ssize_t cap;
+    char *p;
+    if (b->len + need <= b->cap) {
+        return 0;
+    }
+    cap = b->cap ? b->cap : 65536;
+    while (cap < b->len + need) {
+        cap *= 2;
+    }
+    p = PyMem_Realloc(b->p, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int tr_put(tr_buf *b, const char *s, Py_ssize_t n) {
+    if (tr_grow(b, n) < 0) {
+        return -1;
+    }
+    memcpy(b->p + b->len, s, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* A str's UTF-8 form and its length in characters; -1 (error set) when it has no UTF-8 form. */
+typedef struct {
+    const char *u;
+    Py_ssize_t n, chars;
+} tr_text;
+
+static int tr_text_of(PyObject *s, tr_text *t) {
+    if (!PyUnicode_CheckExact(s)) {
+        PyErr_SetString(PyExc_TypeError, "not a str");
+        return -1;
+    }
+    t->u = PyUnicode_AsUTF8AndSize(s, &t->n);
+    if (t->u == NULL) {
+        return -1;
+    }
+    t->chars = PyUnicode_GET_LENGTH(s);
+    return 0;
+}
+
+/* An exact int that fits in a long long; -1 (error set) otherwise. */
+static int tr_ll(PyObject *x, long long *out) {
+    int overflow = 0;
+    if (!PyLong_CheckExact(x)) {
+        PyErr_SetString(PyExc_TypeError, "not an int");
+        return -1;
+    }
+    *out = PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (overflow || (*out == -1 && PyErr_Occurred())) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_OverflowError, "int beyond 64 bits");
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* One listener call, parsed. */
+typedef struct {
+    PyObject *topic, *entries;
+    tr_text region;
+    long long began_ms, now_ms, cost, outcome;
+    int ended, success;
+    char rid[40];
+    Py_ssize_t rid_n;
+} tr_call;
+
+static int tr_parse_call(PyObject *call, PyObject *prefix, tr_call *c) {
+    PyObject *before, *after, *number_obj;
+    long long began_ns, now_ns, count;
+    unsigned long long number;
+    tr_text pre;
+    if (!PyTuple_CheckExact(call) || PyTuple_GET_SIZE(call) != 2) {
+        goto shape;
+    }
+    before = PyTuple_GET_ITEM(call, 0);
+    after = PyTuple_GET_ITEM(call, 1);
+    if (!PyTuple_CheckExact(before) || PyTuple_GET_SIZE(before) != 5) {
+        goto shape;
+    }
+    if (tr_ll(PyTuple_GET_ITEM(before, 0), &began_ns) < 0 ||
+        tr_text_of(PyTuple_GET_ITEM(before, 1), &c->region) < 0) {
+        return -1;
+    }
+    number_obj = PyTuple_GET_ITEM(before, 2);
+    c->topic = PyTuple_GET_ITEM(before, 3);
+    c->entries = PyTuple_GET_ITEM(before, 4);
+    if (!PyLong_CheckExact(number_obj) || !PyUnicode_CheckExact(c->topic) ||
+        !PyTuple_CheckExact(c->entries) || began_ns < 0) {
+        goto shape;
+    }
+    number = PyLong_AsUnsignedLongLong(number_obj);
+    if (number == (unsigned long long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (tr_text_of(prefix, &pre) < 0 || pre.n > 16 || pre.n != pre.chars) {
+        goto shape;
+    }
+    memcpy(c->rid, pre.u, (size_t)pre.n);
+    for (int k = 15; k >= 0; k--, number >>= 4) {
+        c->rid[pre.n + k] = "0123456789ABCDEF"[number & 0xF];
+    }
+    c->rid_n = pre.n + 16;
+    c->began_ms = began_ns / 1000000;
+    c->ended = after != Py_None;
+    if (!c->ended) {
+        return 0;
+    }
+    if (!PyTuple_CheckExact(after) || PyTuple_GET_SIZE(after) != 4) {
+        goto shape;
+    }
+    if (tr_ll(PyTuple_GET_ITEM(after, 0), &now_ns) < 0 ||
+        tr_ll(PyTuple_GET_ITEM(after, 1), &count) < 0) {
+        return -1;
+    }
+    if (now_ns < 0) {
+        goto shape;
+    }
+    c->success = PyObject_IsTrue(PyTuple_GET_ITEM(after, 2));
+    if (c->success < 0) {
+        return -1;
+    }
+    {
+        /* int(outcome): a ConsumeReturnType (IntEnum) or an int */
+        PyObject *code = PyNumber_Long(PyTuple_GET_ITEM(after, 3));
+        int bad;
+        if (code == NULL) {
+            return -1;
+        }
+        bad = tr_ll(code, &c->outcome);
+        Py_DECREF(code);
+        if (bad < 0) {
+            return -1;
+        }
+    }
+    c->now_ms = now_ns / 1000000;
+    {
+        /* Python's floor division; a negative cost is written as 0 */
+        long long d = count > 0 ? count : 1, diff = c->now_ms - c->began_ms;
+        c->cost = diff < 0 ? 0 : diff / d;
+    }
+    return 0;
+shape:
+    PyErr_SetString(PyExc_TypeError, "unexpected call shape");
+    return -1;
+}
+
+/* The decimal digits of v into tmp (at least 21 bytes); their count. (snprintf costs more
+ * than the rest of a record.) */
+static int tr_digits(char *tmp, long long v) {
+    char rev[24];
+    int n = 0, k = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        rev[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0) {
+        tmp[k++] = '-';
+    }
+    while (n) {
+        tmp[k++] = rev[--n];
+    }
+    return k;
+}
+
+static int tr_num(tr_buf *b, long long v, Py_ssize_t *chars) {
+    char tmp[24];
+    int n = tr_digits(tmp, v);
+    *chars += n;
+    return tr_put(b, tmp, n);
+}
+
+static int tr_str(tr_buf *b, const tr_text *t, Py_ssize_t *chars) {
+    *chars += t->chars;
+    return tr_put(b, t->u, t->n);
+}
+
+#define TR_LIT(b, s, chars) (*(chars) += (Py_ssize_t)(sizeof(s) - 1), tr_put((b), (s), sizeof(s) - 1))
+
+/* The records of one message of call c. */
+static int tr_records(tr_buf *b, const tr_call *c, const tr_text *group, const tr_text *id,
+                      long long retries, const tr_text *keys, int sub_before, Py_ssize_t *chars,
+                      Py_ssize_t *records) {
+    if (sub_before) {
+        if (TR_LIT(b, "SubBefore\x01", chars) < 0 || tr_num(b, c->began_ms, chars) < 0 ||
+            TR_LIT(b, "\x01", chars) < 0 || tr_str(b, &c->region, chars) < 0 ||
+            TR_LIT(b, "\x01", chars) < 0 || tr_str(b, group, chars) < 0 ||
+            TR_LIT(b, "\x01", chars) < 0 || (*chars += c->rid_n, tr_put(b, c->rid, c->rid_n)) < 0 ||
+            TR_LIT(b, "\x01", chars) < 0 || tr_str(b, id, chars) < 0 ||
+            TR_LIT(b, "\x01", chars) < 0 || tr_num(b, retries, chars) < 0 ||
+            TR_LIT(b, "\x01", chars) < 0 || tr_str(b, keys, chars) < 0 ||
+            TR_LIT(b, "\x02", chars) < 0) {
+            return -1;
+        }
+        *records += 1;
+    }
+    if (c->ended) {
+        if (TR_LIT(b, "SubAfter\x01", chars) < 0 ||
+            (*chars += c->rid_n, tr_put(b, c->rid, c->rid_n)) < 0 ||
+            TR_LIT(b, "\x01", chars) < 0 || tr_str(b, id, chars) < 0 ||
+            TR_LIT(b, "\x01", chars) < 0 || tr_num(b, c->cost, chars) < 0 ||
+            (c->success ? TR_LIT(b, "\x01" "true\x01", chars) : TR_LIT(b, "\x01" "false\x01", chars)) < 0 ||
+            tr_str(b, keys, chars) < 0 || TR_LIT(b, "\x01", chars) < 0 ||
+            tr_num(b, c->outcome, chars) < 0 || TR_LIT(b, "\x01", chars) < 0 ||
+            tr_num(b, c->now_ms, chars) < 0 || TR_LIT(b, "\x01", chars) < 0 ||
+            tr_str(b, group, chars) < 0 || TR_LIT(b, "\x02", chars) < 0) {
+            return -1;
+        }
+        *records += 1;
+    }
+    return 0;
+}
+
+/* Close the item: append (topic, records, count, tuple(index)) to out and reset. */
+static int tr_close(PyObject *out, PyObject *topic, tr_buf *b, Py_ssize_t records,
+                    PyObject **index) {
+    PyObject *text, *keys, *item;
+    text = PyUnicode_DecodeUTF8(b->p, b->len, NULL);
+    if (text == NULL) {
+        return -1;
+    }
+    keys = PyList_AsTuple(*index);
+    if (keys == NULL) {
+        Py_DECREF(text);
+        return -1;
+    }
+    item = Py_BuildValue("(ONnN)", topic, text, records, keys);
+    if (item == NULL) {
+        return -1;
+    }
+    if (PyList_Append(out, item) < 0) {
+        Py_DECREF(item);
+        return -1;
+    }
+    Py_DECREF(item);
+    Py_SETREF(*index, PyList_New(0));
+    b->len = 0;
+    return *index == NULL ? -1 : 0;
+}
+
+static PyObject *sub_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *calls, *out = NULL, *index = NULL, *topic = NULL;
+    tr_buf b = {NULL, 0, 0};
+    tr_text group, nulltext = {"null", 4, 4};
+    long long item_chars, item_key_chars;
+    Py_ssize_t size = 0, key_size = 0, records = 0, i, j, ncalls;
+    int sub_before;
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "sub_records() takes 6 arguments");
+        return NULL;
+    }
+    calls = args[0];
+    if (!PyList_CheckExact(calls) || tr_text_of(args[1], &group) < 0 ||
+        !PyUnicode_CheckExact(args[2]) || tr_ll(args[4], &item_chars) < 0 ||
+        tr_ll(args[5], &item_key_chars) < 0) {
+        goto unusual;
+    }
+    sub_before = PyObject_IsTrue(args[3]);
+    if (sub_before < 0) {
+        goto unusual;
+    }
+    out = PyList_New(0);
+    index = PyList_New(0);
+    if (out == NULL || index == NULL) {
+        goto unusual;
+    }
+    ncalls = PyList_GET_SIZE(calls);
+    for (i = 0; i < ncalls; i++) {
+        tr_call c;
+        Py_ssize_t nentries;
+        if (tr_parse_call(PyList_GET_ITEM(calls, i), args[2], &c) < 0) {
+            goto unusual;
+        }
+        topic = c.topic; /* borrowed from calls, which the caller holds */
+        nentries = PyTuple_GET_SIZE(c.entries);
+        for (j = 0; j < nentries; j++) {
+            PyObject *entry = PyTuple_GET_ITEM(c.entries, j), *text;
+            tr_text id, keys;
+            long long retries;
+            if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3) {
+                PyErr_SetString(PyExc_TypeError, "unexpected entry");
+                goto unusual;
+            }
+            text = PyTuple_GET_ITEM(entry, 2);
+            if (tr_text_of(PyTuple_GET_ITEM(entry, 0), &id) < 0 ||
+                tr_ll(PyTuple_GET_ITEM(entry, 1), &retries) < 0) {
+                goto unusual;
+            }
+            if (text == Py_None) {
+                keys = nulltext;
+            } else if (tr_text_of(text, &keys) < 0) {
+                goto unusual;
+            } else if (keys.chars == 0) {
+                keys = nulltext;
+            }
+            if (tr_records(&b, &c, &group, &id, retries, &keys, sub_before, &size, &records) < 0 ||
+                PyList_Append(index, PyTuple_GET_ITEM(entry, 0)) < 0) {
+                goto unusual;
+            }
+            key_size += id.chars + 1;
+            if (text != Py_None && PyUnicode_GET_LENGTH(text) > 0) {
+                if (PyList_Append(index, text) < 0) {
+                    goto unusual;
+                }
+                key_size += PyUnicode_GET_LENGTH(text) + 1;
+            }
+        }
+        if (key_size >= item_key_chars || size >= item_chars) {
+            /* as the pure twin: closed even without records (keys only) */
+            if (tr_close(out, topic, &b, records, &index) < 0) {
+                goto unusual;
+            }
+            size = key_size = records = 0;
+        }
+    }
+    if (records > 0 && tr_close(out, topic, &b, records, &index) < 0) {
+        goto unusual;
+    }
+    PyMem_Free(b.p);
+    Py_DECREF(index);
+    return out;
+unusual:
+    PyMem_Free(b.p);
+    Py_XDECREF(index);
+    Py_XDECREF(out);
+    if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        return NULL;
+    }
+    PyErr_Clear();
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,127 @@
+"""The SubBefore and SubAfter records of many listener calls at once (the dispatcher worker's
+side of ``ConsumeTracer``; RocketMQ ``TraceDataEncoder.encoderFromContextBean`` for
+``SubBefore``/``SubAfter``).
+
+How it works: ``sub_records`` takes the listener calls of a round, each as the values its
+``before`` hook read and, once the call ended, what its ``after`` hook read, and writes the
+records byte for byte as ``ariane.common.trace.sub_before_record`` / ``sub_after_record``
+write them (the values come from stored messages' properties, which were split on the record
+separators, so they are not re-checked). Records are cut into items of about a quarter of a
+trace message (``item_chars`` characters or ``item_key_chars`` characters of index keys, checked
+after each call), each with its index keys (msgId, then KEYS when set, per message).
+
+``sub_records_py`` is the reference; ``sub_records`` is the compiled twin
+(``ariane._speedups.sub_records``, ``_speedups_trace.h``) when built, falling back to the
+reference for any input it does not handle (it answers ``None``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ariane.common import native
+from ariane.common.trace import JAVA_NULL, ConsumeReturnType
+
+__all__ = ["AfterData", "BeforeData", "Call", "sub_records", "sub_records_py"]
+
+#: ``(msgId, retry times, KEYS or None)`` per traced message of a call.
+Entries = tuple[tuple[str, int, str | None], ...]
+#: What ``before`` read: (start ns, region, request number, topic, entries).
+BeforeData = tuple[int, str, int, str, Entries]
+#: What ``after`` read: (end ns, messages, success, result code); the cost per message is
+#: (end - start) in ms divided by the messages.
+AfterData = tuple[int, int, bool, ConsumeReturnType]
+#: One listener call: its before data and its after data (None: still running).
+Call = tuple[BeforeData, AfterData | None]
+#: (traced topic, records, how many, index keys): ``_trace_dispatch.EncodedTrace``.
+Item = tuple[str, str, int, tuple[str, ...]]
+
+_HEX2 = [f"{i:02X}" for i in range(256)]
+
+
+def sub_records_py(
+    calls: list[Call],
+    group: str,
+    request_prefix: str,
+    sub_before: bool,
+    item_chars: int,
+    item_key_chars: int,
+) -> list[Item]:
+    """The records of ``calls`` (their SubBefore records unless ``sub_before`` is false,
+    their SubAfter records when the call ended); the request id of a call is
+    ``request_prefix`` + its number as 16 upper-case hex digits."""
+    out: list[Item] = []
+    texts: list[str] = []
+    index: list[str] = []
+    size = key_size = 0
+    topic = ""
+    # the parts shared by neighbouring calls (same millisecond, region, outcome) are
+    # formatted once: formatting numbers is most of a record's cost
+    head = tail = end = base = region_of = ""
+    block = head_ms = cost_of = end_ms = -1
+    ok_of: bool | None = None
+    code_of: ConsumeReturnType | None = None
+    for (began_ns, region, number, topic, entries), after in calls:
+        if number >> 8 != block:
+            block = number >> 8
+            base = f"{request_prefix}{block:014X}"
+        rid = base + _HEX2[number & 0xFF]
+        began = began_ns // 1_000_000
+        if sub_before and (began != head_ms or region != region_of):
+            head_ms, region_of = began, region
+            head = f"SubBefore\x01{began}\x01{region}\x01{group}\x01"
+        if after is not None:
+            now_ns, count, success, outcome = after
+            now = now_ns // 1_000_000
+            cost = (now - began) // (count if count > 0 else 1)
+            if cost < 0:
+                cost = 0
+            if cost != cost_of or success is not ok_of:
+                cost_of, ok_of = cost, success
+                tail = f"\x01{cost}\x01{'true' if success else 'false'}\x01"
+            if now != end_ms or outcome is not code_of:
+                end_ms, code_of = now, outcome
+                end = f"\x01{int(outcome)}\x01{now}\x01{group}\x02"
+        for msg_id, retries, text in entries:
+            keys = text or JAVA_NULL
+            if sub_before:
+                record = f"{head}{rid}\x01{msg_id}\x01{retries}\x01{keys}\x02"
+                texts.append(record)
+                size += len(record)
+            if after is not None:
+                record = f"SubAfter\x01{rid}\x01{msg_id}{tail}{keys}{end}"
+                texts.append(record)
+                size += len(record)
+            index.append(msg_id)
+            key_size += len(msg_id) + 1
+            if text:
+                index.append(text)
+                key_size += len(text) + 1
+        if key_size >= item_key_chars or size >= item_chars:
+            out.append((topic, "".join(texts), len(texts), tuple(index)))
+            texts, index, size, key_size = [], [], 0, 0
+    if texts:
+        out.append((topic, "".join(texts), len(texts), tuple(index)))
+    return out
+
+
+_compiled: Callable[..., list[Item] | None] | None = getattr(
+    native.speedups, "sub_records", None
+)  # absent: the pure build, or a stale compiled one
+
+
+def sub_records(
+    calls: list[Call],
+    group: str,
+    request_prefix: str,
+    sub_before: bool,
+    item_chars: int,
+    item_key_chars: int,
+) -> list[Item]:
+    """``sub_records_py``, compiled when built."""
+    if _compiled is not None:
+        out: Any = _compiled(calls, group, request_prefix, sub_before, item_chars, item_key_chars)
+        if out is not None:
+            return out  # type: ignore[no-any-return]
+    return sub_records_py(calls, group, request_prefix, sub_before, item_chars, item_key_chars)

@@ -1,0 +1,114 @@
+"""The compiled ``sub_records`` (``_speedups_trace.h``) against its pure twin
+``sub_records_py``: the same items (topic, records, count, index keys) for every round of
+listener calls, and the pure result for anything the compiled one does not handle."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sysconfig
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ariane.client import _trace_records
+from ariane.client._trace_records import Call, sub_records, sub_records_py
+from ariane.common import native
+from ariane.common.trace import ConsumeReturnType, sub_after_record, sub_before_record
+
+PREFIX = "0123456789ABCDEF"
+_text = st.text(
+    alphabet=st.sampled_from(["a", "Z", "7", " ", "é", "字", "\U0001f600"]), max_size=12
+)
+_ns = st.integers(0, 2**63 - 1) | st.integers(1_765_000_000_000_000_000, 1_765_000_000_900_000_000)
+_entry = st.tuples(_text, st.integers(-(2**63), 2**63 - 1), st.none() | _text)
+_before = st.tuples(
+    _ns, _text, st.integers(0, 2**64 - 1), st.sampled_from(["T1", "T2"]), st.tuples(*[_entry] * 2)
+)
+_after = st.none() | st.tuples(
+    _ns, st.integers(-2, 40), st.booleans(), st.sampled_from(list(ConsumeReturnType))
+)
+_calls = st.lists(st.tuples(_before, _after), max_size=12)
+
+
+def _compiled() -> Any:
+    fast = getattr(native.speedups, "sub_records", None)
+    if fast is None:
+        cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+        if native.PURE_REQUESTED or shutil.which(cc.split()[0]) is None:
+            pytest.skip(f"pure-Python build ({native.build_name()}): nothing compiled to compare")
+        pytest.fail("a C compiler is present but ariane._speedups.sub_records is not built")
+    return fast
+
+
+def test_the_compiled_twin_is_used_when_built() -> None:
+    fast = _compiled()
+    assert _trace_records._compiled is fast
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    calls=_calls,
+    sub_before=st.booleans(),
+    limits=st.tuples(st.integers(1, 600), st.integers(1, 200)) | st.just((29_500, 8_191)),
+)
+def test_sub_records_identical(
+    calls: list[Call], sub_before: bool, limits: tuple[int, int]
+) -> None:
+    fast = _compiled()
+    want = sub_records_py(calls, "cg%1", PREFIX, sub_before, *limits)
+    assert fast(calls, "cg%1", PREFIX, sub_before, *limits) == want
+    assert sub_records(calls, "cg%1", PREFIX, sub_before, *limits) == want
+
+
+def test_records_are_the_reference_encoders_bytes() -> None:
+    ok, failed = ConsumeReturnType.SUCCESS, ConsumeReturnType.FAILED
+    calls: list[Call] = [
+        ((1_765_000_000_123_999_999, "DefaultRegion", 0x1FF, "T", (("ID1", 0, None), ("ID2", 3, "k1 k2"))),
+         (1_765_000_000_130_000_000, 2, True, ok)),
+        ((1_765_000_000_200_000_000, "régïon", 7, "T", (("ID字", 1, ""),)), None),
+        ((1_765_000_000_300_000_000, "R", 8, "T", (("ID4", 0, "k4"),)),
+         (1_765_000_000_290_000_000, 1, False, failed)),
+    ]  # fmt: skip
+    rid = [f"{PREFIX}{n:016X}" for n in (0x1FF, 7, 8)]
+    expected = [
+        sub_before_record(1_765_000_000_123, "DefaultRegion", "g", rid[0], "ID1", 0, "null"),
+        sub_after_record(rid[0], "ID1", 3, True, "null", ok, 1_765_000_000_130, "g"),
+        sub_before_record(1_765_000_000_123, "DefaultRegion", "g", rid[0], "ID2", 3, "k1 k2"),
+        sub_after_record(rid[0], "ID2", 3, True, "k1 k2", ok, 1_765_000_000_130, "g"),
+        sub_before_record(1_765_000_000_200, "régïon", "g", rid[1], "ID字", 1, "null"),
+        sub_before_record(1_765_000_000_300, "R", "g", rid[2], "ID4", 0, "k4"),
+        sub_after_record(rid[2], "ID4", 0, False, "k4", failed, 1_765_000_000_290, "g"),
+    ]
+    keys = ("ID1", "ID2", "k1 k2", "ID字", "ID4", "k4")
+    for encode in (sub_records_py, sub_records):
+        assert encode(calls, "g", PREFIX, True, 10**6, 10**6) == [("T", "".join(expected), 7, keys)]
+        # cut after each call that passes a limit: here every call
+        items = encode(calls, "g", PREFIX, True, 1, 10**6)
+        assert [(i[1], i[2], i[3]) for i in items] == [
+            ("".join(expected[:4]), 4, keys[:3]),
+            (expected[4], 1, keys[3:4]),
+            ("".join(expected[5:]), 2, keys[4:]),
+        ]
+
+
+def test_unusual_input_falls_back_to_the_pure_twin() -> None:
+    fast = _compiled()
+    odd: list[list[Any]] = [
+        [((1, "R", -1, "T", (("I", 0, None),)), None)],  # a negative request number
+        [((1, "R", 2**64, "T", (("I", 0, None),)), None)],  # beyond 64 bits
+        [((-(10**9), "R", 1, "T", (("I", 0, None),)), None)],  # a negative time
+        [((1, None, 1, "T", (("I", 0, None),)), None)],  # not a str: f"{None}"
+        [((1, "R", 1, "T", (("I", True, None),)), (5, 1, 1, 2))],  # bool, int outcome
+        [((1, "R", 1, "T", (("I\ud800", 0, None),)), None)],  # no UTF-8 form
+        [([1, "R", 1, "T", (("I", 0, None),)], None)],  # a list, not a tuple
+    ]
+    for calls in odd:
+        assert fast(calls, "g", PREFIX, True, 100, 100) is None
+        want = sub_records_py(calls, "g", PREFIX, True, 100, 100)  # type: ignore[arg-type]
+        assert sub_records(calls, "g", PREFIX, True, 100, 100) == want  # type: ignore[arg-type]
+    assert fast([], "g", PREFIX, True, 1, 1) == [] == sub_records_py([], "g", PREFIX, True, 1, 1)
+    with pytest.raises(ValueError):  # the pure twin's error: not enough values to unpack
+        sub_records([((1, "R", 1, "T"), None)], "g", PREFIX, True, 1, 1)  # type: ignore[list-item]
