@@ -16,6 +16,8 @@
  *   acl_signature(ext, body, mac, skip) -> str   Base64(HmacSHA1) of that content then the
  *       body, computed by copying the keyed `mac` (a hashlib HMAC) and feeding it: the
  *       crypto stays hashlib's, only the calls around it are compiled
+ *   acl_hmac_key / acl_sign / acl_verify    the same signature on OpenSSL's SHA-1 with the key
+ *       schedule computed once (_speedups_acl.h; only when built with OpenSSL)
  *   sub_records(...) -> list | None         the SubBefore/SubAfter trace records of listener
  *       calls (_speedups_trace.h; twin of ariane.client._trace_records.sub_records_py)
  *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
@@ -651,6 +653,8 @@ static PyObject *acl_signature(PyObject *module, PyObject *const *args, Py_ssize
     return result;
 }
 
+#include "_speedups_acl.h" /* acl_hmac_key, acl_sign, acl_verify (with OpenSSL) */
+
 /* java_hash_units(s) -> (h, n): Java's String.hashCode of s as an unsigned 32-bit int (31 * h + unit
  * over the UTF-16 code units, wrapping) and the number of those units. A code point above U+FFFF
  * counts as its surrogate pair, as in Java. */
@@ -709,6 +713,7 @@ static PyMethodDef methods[] = {
      "The signed header content: values but Signature (and skip) in key order, UTF-8."},
     {"acl_signature", (PyCFunction)(void (*)(void))acl_signature, METH_FASTCALL,
      "Base64(HMAC) of acl_canonical(ext, skip) then body, from a copy of the keyed mac."},
+    ACL_OPENSSL_METHODS
     {"java_hash_units", (PyCFunction)java_hash_units, METH_O,
      "(Java String.hashCode as unsigned 32 bits, UTF-16 code units) of a str."},
     {"sub_records", (PyCFunction)(void (*)(void))sub_records, METH_FASTCALL,
