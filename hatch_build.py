@@ -23,6 +23,8 @@ except ImportError:  # imported by the tests, outside a build
     BuildHookInterface = object
 
 SOURCE = Path("src/ariane/_speedups.c")
+#: compile and link flags of the OpenSSL part (libcrypto, the library hashlib uses)
+OPENSSL_FLAGS = ["-DARIANE_OPENSSL", "-lcrypto"]
 
 
 def target_name() -> str:
@@ -47,7 +49,13 @@ def compile_speedups(root: Path, out_dir: Path) -> tuple[Path | None, str]:
         flags += ["-undefined", "dynamic_lookup"]
     cmd = [*cc, *flags, f"-I{include}", str(root / SOURCE), "-o", str(tmp)]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+        # with OpenSSL's SHA-1 for the ACL signatures (_speedups_acl.h) when its headers and
+        # library are there, else without: those three functions are then absent
+        done = subprocess.run(
+            [*cmd, *OPENSSL_FLAGS], capture_output=True, text=True, timeout=300, check=False
+        )
+        if done.returncode != 0:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     except OSError as exc:
         return None, f"the C compiler could not run: {exc}"
     if done.returncode != 0:

@@ -16,10 +16,15 @@
  *   acl_signature(ext, body, mac, skip) -> str   Base64(HmacSHA1) of that content then the
  *       body, computed by copying the keyed `mac` (a hashlib HMAC) and feeding it: the
  *       crypto stays hashlib's, only the calls around it are compiled
+ *   acl_hmac_key / acl_sign / acl_verify    the same signature on OpenSSL's SHA-1 with the key
+ *       schedule computed once (_speedups_acl.h; only when built with OpenSSL)
  *   sub_records(...) -> list | None         the SubBefore/SubAfter trace records of listener
  *       calls (_speedups_trace.h; twin of ariane.client._trace_records.sub_records_py)
  *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
  *       frame with a JSON header, or None (the pure codec then decides)
+ *
+ *   decode_columns(buf, start, end, tags, with_props, skip)   MessageDecoder.decodesBatch of a
+ *       PULL body straight into Arrow-layout column buffers (_speedups_columns.h)
  *
  * Built by hatch_build.py during `pip install` when a C compiler is present; nothing else in
  * the package needs it. Only the stable parts of the CPython C API are used.
@@ -651,6 +656,8 @@ static PyObject *acl_signature(PyObject *module, PyObject *const *args, Py_ssize
     return result;
 }
 
+#include "_speedups_acl.h" /* acl_hmac_key, acl_sign, acl_verify (with OpenSSL) */
+
 /* java_hash_units(s) -> (h, n): Java's String.hashCode of s as an unsigned 32-bit int (31 * h + unit
  * over the UTF-16 code units, wrapping) and the number of those units. A code point above U+FFFF
  * counts as its surrogate pair, as in Java. */
@@ -693,6 +700,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 
 #include "_speedups_trace.h"
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
+#include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -709,6 +717,7 @@ static PyMethodDef methods[] = {
      "The signed header content: values but Signature (and skip) in key order, UTF-8."},
     {"acl_signature", (PyCFunction)(void (*)(void))acl_signature, METH_FASTCALL,
      "Base64(HMAC) of acl_canonical(ext, skip) then body, from a copy of the keyed mac."},
+    ACL_OPENSSL_METHODS
     {"java_hash_units", (PyCFunction)java_hash_units, METH_O,
      "(Java String.hashCode as unsigned 32 bits, UTF-16 code units) of a str."},
     {"sub_records", (PyCFunction)(void (*)(void))sub_records, METH_FASTCALL,
@@ -716,6 +725,7 @@ static PyMethodDef methods[] = {
     {"sub_pairs", (PyCFunction)(void (*)(void))sub_pairs, METH_FASTCALL,
      "The records of open trace pairs, claimed here (_trace_records.sub_pairs_py), or None."},
     SPEEDUPS_FRAME_METHODS
+    COLUMNS_METHODS
     {NULL, NULL, 0, NULL},
 };
 

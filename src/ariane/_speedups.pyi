@@ -32,3 +32,12 @@ def sub_pairs(
     item_key_chars: int,
     /,
 ) -> list[tuple[str, str, int, tuple[str, ...]]] | None: ...
+def decode_columns(
+    buf: bytes | bytearray | memoryview | list[bytes],
+    start: int,
+    end: int,
+    tags: tuple[bytes, ...] | None,
+    with_props: bool,
+    skip: tuple[bytes, ...],
+    /,
+) -> tuple[Any, ...] | None: ...

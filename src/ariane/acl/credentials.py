@@ -13,11 +13,14 @@ The C++ client (``ClientRPCHook``) signs its declared header fields plus ``Acces
 it sends as JSON numbers arrive as their decimal strings, which is what it signed.
 
 Speed (issue 11's bar: a signed send costs at most 10 % of throughput): ``content_signature``
-is the one call both sides make per request. With the compiled build (``ariane._speedups``,
-issue 18) it runs as one C function that sorts the keys, joins the UTF-8 values and drives a
-copy of the keyed ``hmac`` object (the HMAC itself stays hashlib's OpenSSL one); the pure twins
-``canonical_text_py`` / ``content_signature_py`` are the reference, and the identity tests
-check that both give the same bytes. ``request_signer`` keys its HMAC once. Pure.
+(client) and ``verify_signature`` (broker) are the one call each side makes per request, with a
+key from ``signing_key`` computed once per secret. Built with OpenSSL (``ariane._speedups``,
+``_speedups_acl.h``), the key is the two SHA-1 states after the HMAC key blocks and one C call
+sorts the keys, feeds the UTF-8 values and the body to OpenSSL's SHA-1 from a copy of them,
+finishes the HMAC and base64 (and compares); without OpenSSL the compiled ``acl_signature``
+drives a copy of a keyed ``hmac`` object. The pure twins ``canonical_text_py`` /
+``content_signature_py`` / ``verify_signature_py`` over ``hmac_key`` are the reference, and
+the identity tests check that every build gives the same bytes. Pure.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import hmac
 from binascii import b2a_base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from ariane.common import native
 from ariane.remoting.protocol.command import RemotingCommand
@@ -35,6 +39,7 @@ __all__ = [
     "SECURITY_TOKEN",
     "SIGNATURE",
     "SessionCredentials",
+    "SigningKey",
     "canonical_content",
     "canonical_text",
     "canonical_text_py",
@@ -45,6 +50,9 @@ __all__ = [
     "sign",
     "sign_fields",
     "signature",
+    "signing_key",
+    "verify_signature",
+    "verify_signature_py",
 ]
 
 ACCESS_KEY = "AccessKey"
@@ -144,10 +152,53 @@ def content_signature_py(
     return signature(canonical_text_py(ext_fields, skip), body, key)
 
 
-#: ``content_signature(ext_fields, body, key, skip=None) -> str``: the compiled twin when built
-content_signature: Callable[..., str] = (
-    getattr(native.speedups, "acl_signature", None) or content_signature_py
-)
+def verify_signature_py(ext_fields: Mapping[str, str], body: bytes | None, key: hmac.HMAC) -> bool:
+    """Whether ``ext_fields["Signature"]`` is a non-empty ASCII text equal to
+    ``content_signature_py(ext_fields, body, key)`` (compared in constant time)."""
+    got = ext_fields.get(SIGNATURE)
+    if not isinstance(got, str) or not got or not got.isascii():
+        return False
+    return hmac.compare_digest(content_signature_py(ext_fields, body, key, None), got)
+
+
+#: An account's or a client's secret made ready for ``content_signature``: the compiled key
+#: schedule (opaque bytes, ``acl_hmac_key``) when built with OpenSSL, else a keyed ``hmac``.
+SigningKey: TypeAlias = "hmac.HMAC | bytes"
+
+_sp = native.speedups
+_compiled_key: Callable[[bytes], bytes] | None = getattr(_sp, "acl_hmac_key", None)
+
+
+def signing_key(secret_key: str | bytes) -> SigningKey:
+    """``secret_key`` made ready for ``content_signature`` / ``verify_signature`` (computed
+    once per secret: the HMAC key schedule)."""
+    if _compiled_key is None:
+        return hmac_key(secret_key)
+    key = secret_key.encode("utf-8") if isinstance(secret_key, str) else secret_key
+    return _compiled_key(key)
+
+
+def _verify_with(sign_: Callable[..., str]) -> Callable[..., bool]:
+    def verify(ext_fields: Mapping[str, str], body: bytes | None, key: SigningKey) -> bool:
+        got = ext_fields.get(SIGNATURE)
+        if not isinstance(got, str) or not got or not got.isascii():
+            return False
+        return hmac.compare_digest(sign_(ext_fields, body, key, None), got)
+
+    return verify
+
+
+#: ``content_signature(ext_fields, body, key, skip=None) -> str`` with a ``signing_key`` key:
+#: the OpenSSL twin (``acl_sign``), else the compiled hmac-object twin, else the pure one
+content_signature: Callable[..., str]
+#: ``verify_signature(ext_fields, body, key) -> bool`` with a ``signing_key`` key
+verify_signature: Callable[..., bool]
+if _compiled_key is not None:
+    content_signature = _sp.acl_sign  # type: ignore[union-attr]
+    verify_signature = _sp.acl_verify  # type: ignore[union-attr]
+else:
+    content_signature = getattr(_sp, "acl_signature", None) or content_signature_py
+    verify_signature = _verify_with(content_signature)
 
 
 def sign(content: bytes, secret_key: str | bytes) -> str:
@@ -167,12 +218,12 @@ def sign_fields(
     if key is None:
         if len(_KEYS) > 64:
             _KEYS.clear()
-        key = _KEYS[credentials.secret_key] = hmac_key(credentials.secret_key)
+        key = _KEYS[credentials.secret_key] = signing_key(credentials.secret_key)
     ext_fields[SIGNATURE] = content_signature(ext_fields, body, key, None)
 
 
-#: secret -> keyed HMAC, so a client computes the key schedule once per secret
-_KEYS: dict[str, hmac.HMAC] = {}
+#: secret -> signing key, so a client computes the key schedule once per secret
+_KEYS: dict[str, SigningKey] = {}
 
 
 def request_signer(credentials: SessionCredentials) -> Callable[[RemotingCommand], None]:
@@ -180,7 +231,7 @@ def request_signer(credentials: SessionCredentials) -> Callable[[RemotingCommand
     ``sign_fields`` does, with the key schedule computed once here)."""
     access_key = credentials.access_key
     token = credentials.security_token
-    key = hmac_key(credentials.secret_key)
+    key = signing_key(credentials.secret_key)
     content_sig = content_signature
 
     def signer(request: RemotingCommand) -> None:

@@ -8,18 +8,25 @@ RocketMQ's broker gives: SYSTEM_ERROR (1) and the remark
 exception name keep working. The request never reaches its processor; the connection stays
 open and every other request is served as usual.
 
+The hot requests (sends and pulls) take a fast path: whether the account may do this to this
+topic and group (``fast_grant``) is remembered per (code, account, topic, group) until the
+rules change, and only the signature is computed per request (``verify_signature``, one call).
+
 The server shell swaps ``rules`` when its files change (one attribute assignment, so a request
-sees the old or the new rules whole) and may narrow the checked codes (``codes``: the NameServer
-checks only its write requests). ``on_refused`` lets the shell log refusals. No I/O here.
+sees the old or the new rules whole, and the remembered grants go with the old ones) and may
+narrow the checked codes (``codes``: the NameServer checks only its write requests).
+``on_refused`` lets the shell log refusals. No I/O here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
+from ariane.acl.credentials import SigningKey, verify_signature
 from ariane.acl.plain import AclRules
 from ariane.acl.resources import parse_request
-from ariane.acl.validator import Decision, allows_fast, decide
+from ariane.acl.validator import Decision, FastKey, decide, fast_grant, fast_key
 from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand, make_response_for
@@ -36,6 +43,10 @@ __all__ = [
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
 
 RefusalListener = Callable[[Channel, RemotingCommand, Decision], None]
+
+#: most fast-path grants remembered per rules (one per account, code, topic and group seen)
+_MAX_GRANTS = 4096
+_UNKNOWN: Final = b"\0unknown"  # "no remembered grant" (compared by identity)
 
 
 def refusal_remark(reason: str) -> str:
@@ -62,10 +73,28 @@ class AclHook:
         codes: frozenset[int] | None = None,
         on_refused: RefusalListener | None = None,
     ) -> None:
-        self.rules = rules
+        self._rules = rules
         self.codes = codes
         self.on_refused = on_refused
         self.refused = 0
+        self._grants: dict[FastKey, SigningKey | None] = {}
+
+    @property
+    def rules(self) -> AclRules:
+        """The rules in force; assigning new ones forgets every remembered fast-path grant."""
+        return self._rules
+
+    @rules.setter
+    def rules(self, rules: AclRules) -> None:
+        self._grants = {}
+        self._rules = rules
+
+    def _grant(self, key: FastKey) -> SigningKey | None:
+        grants = self._grants
+        if len(grants) >= _MAX_GRANTS:  # many topics or forged fields: start over
+            grants = self._grants = {}
+        mac = grants[key] = fast_grant(self._rules, key)
+        return mac
 
     def check(self, remote_addr: str, request: RemotingCommand) -> Decision:
         """The decision for one request (no side effects)."""
@@ -74,10 +103,17 @@ class AclHook:
 
     def before_request(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         """Answer a refused request; let an allowed one through."""
-        if self.codes is not None and request.code not in self.codes:
+        code = request.code
+        if self.codes is not None and code not in self.codes:
             return None
-        if allows_fast(self.rules, request.code, request.ext_fields, request.body):
-            return None  # sends and pulls of signed accounts: no request record
+        ext = request.ext_fields
+        need = fast_key(code, ext)
+        if need is not None:  # sends and pulls of signed accounts: no request record
+            mac = self._grants.get(need, _UNKNOWN)
+            if mac is _UNKNOWN:
+                mac = self._grant(need)
+            if mac is not None and verify_signature(ext, request.body, mac):
+                return None
         decision = self.check(channel.remote_addr, request)
         if decision.allowed:
             return None

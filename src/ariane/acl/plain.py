@@ -22,7 +22,6 @@ Pure: text in, records and text out.
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +29,7 @@ from typing import Any
 import yaml
 
 from ariane.acl.address import IpRule, parse_ip_rule
-from ariane.acl.credentials import SessionCredentials, hmac_key
+from ariane.acl.credentials import SessionCredentials, SigningKey, signing_key
 from ariane.acl.permission import DENY, is_valid_perm_word, parse_perm
 from ariane.common.topics import RETRY_PREFIX
 from ariane.errors import AclError, RemoteProtocolError
@@ -135,7 +134,7 @@ class Account:
         default_group_perm: bits for unlisted groups.
         perms: resource -> bits; groups under ``%RETRY%<group>``.
         source: the file it came from.
-        mac: HMAC-SHA1 keyed with the secret (``copy()`` it per signature).
+        mac: the secret's HMAC-SHA1 key schedule (``signing_key``), for ``content_signature``.
     """
 
     config: PlainAccessConfig
@@ -144,7 +143,7 @@ class Account:
     default_group_perm: int
     perms: Mapping[str, int]
     source: str
-    mac: hmac.HMAC | None = None
+    mac: SigningKey | None = None
 
     @property
     def access_key(self) -> str:
@@ -331,7 +330,7 @@ def build_account(
         parse_perm(config.default_group_perm) if config.default_group_perm else DENY,
         perms,
         source,
-        hmac_key(config.secret_key),
+        signing_key(config.secret_key),
     )
 
 

@@ -25,10 +25,15 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from ariane.acl.address import parse_ip
-from ariane.acl.credentials import ACCESS_KEY, SIGNATURE, content_signature
+from ariane.acl.credentials import (
+    ACCESS_KEY,
+    SigningKey,
+    content_signature,
+    verify_signature,
+)
 from ariane.acl.permission import ADMIN_CODES, PUB, SUB, check_permission
 from ariane.acl.plain import Account, AclRules
 from ariane.acl.resources import UNIQUE_KEY_QUERY, AccessRequest
@@ -37,11 +42,14 @@ from ariane.remoting.protocol.codes import RequestCode
 
 __all__ = [
     "Decision",
+    "FastKey",
     "allows_fast",
     "check_access",
     "check_resources",
     "decide",
     "describe_resource",
+    "fast_grant",
+    "fast_key",
 ]
 
 
@@ -185,34 +193,43 @@ def check_access(
 _SEND_V2 = frozenset((int(RequestCode.SEND_MESSAGE_V2), int(RequestCode.SEND_BATCH_MESSAGE)))
 _PULL = int(RequestCode.PULL_MESSAGE)
 
+#: what a fast-path grant depends on besides the rules: (code, access key, topic, group)
+FastKey: TypeAlias = tuple[int, "str | None", "str | None", "str | None"]
 
-def allows_fast(rules: AclRules, code: int, ext: Mapping[str, str], body: bytes | None) -> bool:
-    """True when the hot requests (sends, pulls) of a signed account are certainly allowed,
-    without building the request record; False means "ask ``decide``" (which also says why).
-    Only for rules without global white rules and accounts without an IP rule, so the
-    answer is ``decide``'s."""
-    if rules.global_white:
-        return False
+
+def fast_key(code: int, ext: Mapping[str, str]) -> FastKey | None:
+    """The request fields ``fast_grant`` decides on, or None for a request without a fast
+    path (only sends and pulls have one)."""
     if code in _SEND_V2:
-        topic = ext.get("b")
-        needs: tuple[tuple[str | None, int], ...] = ((topic, PUB),)
-    elif code == _PULL:
-        group = ext.get("consumerGroup")
-        topic = ext.get("topic")
-        needs = ((topic, SUB), (RETRY_PREFIX + group if group else None, SUB))
-    else:
-        return False
+        return (code, ext.get(ACCESS_KEY), ext.get("b"), None)
+    if code == _PULL:
+        return (code, ext.get(ACCESS_KEY), ext.get("topic"), ext.get("consumerGroup"))
+    return None
+
+
+def fast_grant(rules: AclRules, key: FastKey) -> SigningKey | None:
+    """The signing key of the account when a send or pull with these fields is certainly
+    allowed once its signature verifies with that key; None means "ask ``decide``" (which
+    also says why). Only for rules without global white rules and accounts without an IP
+    rule, so the answer is ``decide``'s. Depends on ``rules`` and ``key`` only, so a caller
+    may keep it until the rules change."""
+    if rules.global_white:
+        return None
+    code, ak, topic, group = key
     if not topic or topic.startswith(RETRY_PREFIX) or topic == TRACE_TOPIC:
-        return False
-    ak = ext.get(ACCESS_KEY)
+        return None
     account = rules.accounts.get(ak) if ak else None
     if account is None or account.white_rule.kind != "blank" or account.mac is None:
-        return False
-    got = ext.get(SIGNATURE)
-    if not got or not hmac.compare_digest(content_signature(ext, body, account.mac, None), got):
-        return False
+        return None
     if account.admin and not account.perms:
-        return True
+        return account.mac
+    if code == _PULL:
+        needs: tuple[tuple[str | None, int], ...] = (
+            (topic, SUB),
+            (RETRY_PREFIX + group if group else None, SUB),
+        )
+    else:
+        needs = ((topic, PUB),)
     perms = account.perms
     for resource, needed in needs:
         if resource is None:
@@ -222,5 +239,16 @@ def allows_fast(rules: AclRules, code: int, ext: Mapping[str, str], body: bytes 
             is_group = resource.startswith(RETRY_PREFIX)
             owned = account.default_group_perm if is_group else account.default_topic_perm
         if not check_permission(needed, owned):
-            return False
-    return True
+            return None
+    return account.mac
+
+
+def allows_fast(rules: AclRules, code: int, ext: Mapping[str, str], body: bytes | None) -> bool:
+    """True when the hot requests (sends, pulls) of a signed account are certainly allowed,
+    without building the request record (``fast_grant`` and the signature); False means "ask
+    ``decide``"."""
+    key = fast_key(code, ext)
+    if key is None:
+        return False
+    mac = fast_grant(rules, key)
+    return mac is not None and verify_signature(ext, body, mac)

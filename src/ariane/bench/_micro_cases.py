@@ -17,7 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ariane.acl.credentials import SessionCredentials, canonical_text, hmac_key, request_signer
+from ariane.acl.credentials import (
+    SessionCredentials,
+    canonical_text,
+    hmac_key,
+    request_signer,
+    signing_key,
+    verify_signature,
+)
 from ariane.acl.hook import AclHook
 from ariane.acl.plain import AclRules, parse_document
 from ariane.bench._micro_broker import request_call
@@ -192,6 +199,13 @@ def _hmac() -> Callable[[], Any]:
     return call
 
 
+def _verify() -> Callable[[], Any]:
+    request = send_request()
+    _signer()(request)
+    ext, key = request.ext_fields, signing_key(SECRET_KEY)
+    return lambda: verify_signature(ext, BODY, key)
+
+
 def acl_hook() -> AclHook:
     """The broker's ACL check with one account allowed to publish to the bench topic."""
     return AclHook(AclRules.merge([parse_document(ACL_RULES_TEXT, "plain_acl.yml")]))
@@ -350,7 +364,14 @@ CASES: tuple[Case, ...] = (
     Case("acl.sign", f"{_SEND}: request_signer", True, 1, _sign_request),
     Case("acl.sign_encode", f"{_SEND}: request_signer + encode", True, 1, _sign_and_encode),
     Case("acl.canonical", f"{_SEND}: sorted, joined header values", True, 1, _canonical),
-    Case("acl.hmac_sha1", "keyed HMAC-SHA1: copy, update(header + 1 KiB), digest", False, 1, _hmac),
+    Case(
+        "acl.hmac_sha1",
+        "hashlib's keyed HMAC-SHA1 (the pure twins'): copy, update(header + 1 KiB), digest",
+        False,
+        1,
+        _hmac,
+    ),
+    Case("acl.verify", f"{_SEND}: verify_signature (canonical + HMAC + compare)", True, 1, _verify),
     Case(
         "acl.broker_check",
         f"{_SEND}: AclHook.before_request (signature + topic PUB)",

@@ -25,6 +25,7 @@ default is 2000 ms, 6 s of silence) and ``-o`` any other property of every broke
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import random
@@ -240,6 +241,14 @@ class _Acks:
 
     times: list[tuple[float, float]] = field(default_factory=list)
     failed: int = 0
+    #: failed sends by exception class (and the last attempt's cause)
+    failures: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def fail(self, exc: BaseException) -> None:
+        self.failed += 1
+        cause = exc.__cause__
+        kind = type(exc).__name__
+        self.failures[f"{kind} ({type(cause).__name__})" if cause is not None else kind] += 1
 
     def resumed_after(self, t0: float) -> float | None:
         done = [end for start, end in self.times if start > t0]
@@ -258,8 +267,8 @@ async def _failovers(
             start = time.monotonic()
             try:
                 await producer.send(Message(_TOPICS[_GROUP], b"x" * 128))
-            except ArianeError:
-                acks.failed += 1
+            except ArianeError as exc:
+                acks.fail(exc)
                 continue
             acks.times.append((start, time.monotonic()))
 
@@ -294,7 +303,8 @@ async def _failovers(
                 "max": round(max(xs), 3)}  # fmt: skip
 
     return {"kills": kills, "senders": senders, "acked": len(acks.times),
-            "failed_sends": acks.failed, "election_s": spread(elections),
+            "failed_sends": acks.failed, "failed_by_kind": dict(acks.failures.most_common()),
+            "election_s": spread(elections),
             "resume_s": spread(resumes), "elections": [round(x, 3) for x in elections],
             "resumes": [round(x, 3) for x in resumes]}  # fmt: skip
 
@@ -388,5 +398,7 @@ def dledger_bench(
                  f"min/median/max {e['min']}/{e['median']}/{e['max']} s; sends resumed "
                  f"{s['min']}/{s['median']}/{s['max']} s; {fo['acked']} acked, "
                  f"{fo['failed_sends']} sends failed")  # fmt: skip
+            for kind, count in fo["failed_by_kind"].items():
+                echo(f"  failed: {count} x {kind}")
     if as_json:
         click.echo(json.dumps(results, default=str))

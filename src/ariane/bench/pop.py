@@ -18,7 +18,10 @@ names a running one. Same run, same broker, one connection each:
    precision step (the slot rounding) when the wheel keeps up; ``beyond slot`` subtracts that
    rounding (store time - the slot boundary the timer was due at): the wheel's own delay;
 6. **burst** (``--burst N``): N timers all due at the same second (sent first), then the same
-   lateness figures and how long delivering them all took.
+   lateness figures and how long delivering them all took. The due second is
+   ``--burst-lead-ms`` after the sends are expected to end, expected from half the timer
+   phase's send rate (else the preload's): usually later, so the sends are over before the wheel
+   reads the slot ahead; ``sent_before_due_ms`` says how long before the due time they ended.
 
 ``--json`` ends with one JSON object. Compare ratios within one run: the machine is shared.
 """
@@ -257,9 +260,11 @@ async def _bench(addr: str, opts: dict[str, Any]) -> dict[str, Any]:
         if opts["burst"]:
             burst_topic = f"BenchBurst{stamp}"
             await _pipelined(channel, _sends(burst_topic, b"w", _QUEUES), 1)
-            # due 2 s after the last send is expected to be made, all in one second
-            est = opts["burst"] / max(1.0, results.get("send_msgs_per_s", 10_000) * 0.6)
-            due = int((time.time() + est + 2) * 1000) // 1000 * 1000 + 500
+            # due a lead after the last send is expected (at half the measured rate)
+            rate = results.get("timer_send_rate") or results.get("send_msgs_per_s") or 10_000
+            est = opts["burst"] / max(1000.0, rate * 0.5)
+            lead = opts["burst_lead_ms"] / 1000
+            due = int((time.time() + est + lead) * 1000) // 1000 * 1000 + 500
             seconds = await _send_timers(
                 channel, burst_topic, lambda now: due, opts["burst"], 0, 256
             )
@@ -288,6 +293,10 @@ async def _bench(addr: str, opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--timer-delay-ms", default=3000, show_default=True, help="Each timer's delay.")
 @click.option("--burst", default=0, show_default=True, help="Timers all due in one second.")
 @click.option(
+    "--burst-lead-ms", default=2000, show_default=True,
+    help="The burst is due this long after its sends are expected to end.",
+)  # fmt: skip
+@click.option(
     "--timer-precision-ms", "precision", default=1000, show_default=True,
     help="timerPrecisionMs of the broker started here (say what yours is with --broker).",
 )  # fmt: skip
@@ -303,6 +312,7 @@ def pop_bench(
     timer_rate: float,
     timer_delay_ms: int,
     burst: int,
+    burst_lead_ms: int,
     precision: int,
     overrides: tuple[str, ...],
     as_json: bool,
@@ -311,7 +321,7 @@ def pop_bench(
     opts = {
         "messages": messages, "size": size, "concurrency": concurrency, "batch_ack": batch_ack,
         "timers": timers, "timer_rate": timer_rate, "timer_delay_ms": timer_delay_ms,
-        "burst": burst, "precision": precision,
+        "burst": burst, "burst_lead_ms": burst_lead_ms, "precision": precision,
     }  # fmt: skip
     conf = (f"timerPrecisionMs={precision}", *overrides)
     with broker_child(addr, "ariane-bench-pop-", conf) as target:

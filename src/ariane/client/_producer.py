@@ -12,8 +12,9 @@ with ``send_latency_fault_enable`` the brokers that were slow or failed recently
   budget; transport errors and the retriable response codes (``retry_response_codes``)
   move to another broker (a lost connection, or a refusal saying the broker is no longer
   the master, also fetches the route again at once, rate-limited, so the next attempt finds
-  a new master; a route left without a master is looked at again after a short wait); with ``retry_another_broker_when_not_store_ok`` so do stored-but-
-  not-OK statuses. A custom queue, selector or sharding key gets exactly one attempt.
+  a new master; a route left without a master is looked at again after a short wait, also
+  when the send starts that way, until the budget is spent); with
+  ``retry_another_broker_when_not_store_ok`` so do stored-but-not-OK statuses. A custom queue, selector or sharding key gets exactly one attempt.
 * ``send_async``: returns a future at once; no task is created when the route is cached and
   the connection is open (the response callback finishes the future). Transport failures and
   timeouts are retried ``retry_times_async`` times on another broker; broker error answers
@@ -488,7 +489,16 @@ class Producer:
 
     async def _send_with_retries(self, prepared: PreparedSend, timeout_ms: int) -> SendResult:
         started = self.now_ms()
-        info = await self.find_publish_info(prepared.topic)
+        try:
+            info = await self.find_publish_info(prepared.topic)
+        except TopicNotWritableError:
+            # a route whose master is gone for a moment: wait for one below, within the
+            # budget, rather than fail at once (callers retrying at once would ask the
+            # NameServer as fast as they can while the group elects)
+            waiting = self._publish.get(prepared.topic)
+            if waiting is None or not waiting.awaiting_master:
+                raise
+            info = waiting
         attempts = 1 + self.retry_times
         last_broker: str | None = None
         last_error: BaseException | None = None
@@ -501,7 +511,7 @@ class Producer:
             if not info.ok:
                 waits += 1
                 if (
-                    not made
+                    (not made and not info.awaiting_master)
                     or waits > _NO_MASTER_WAITS
                     or not await self._wait_for_route(prepared.topic, started, timeout_ms)
                 ):
@@ -544,6 +554,8 @@ class Producer:
         if result is not None:
             return result
         if made == 0 and not timed_out:
+            if info.awaiting_master:
+                raise TopicNotWritableError(prepared.topic, info.route)
             raise NoRouteError(prepared.topic)
         detail = "send timed out" if timed_out else f"send {made} times, still failed"
         raise SendError(

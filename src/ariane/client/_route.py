@@ -54,6 +54,18 @@ class TopicPublishInfo:
         """Whether there is at least one queue to send to."""
         return bool(self.message_queues)
 
+    @property
+    def awaiting_master(self) -> bool:
+        """No queue to send to only because the brokers with writable queues have no master
+        at the moment (a DLedger group electing, a master restarting): worth a short wait."""
+        route = self.route
+        if self.message_queues or route is None or self.order_topic:
+            return False
+        masters = _master_brokers(route)
+        return any(
+            qd.perm & PERM_WRITE and qd.broker_name not in masters for qd in route.queue_datas
+        )
+
     def next_index(self) -> int:
         """``sendWhichQueue.getAndIncrement()``: a non-negative index, wrapping like Java's."""
         value = self.counter

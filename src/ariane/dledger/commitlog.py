@@ -202,7 +202,6 @@ class DLedgerCommitLog(CommitLog):
                 self.files.seal(mf, at, index, term, one.total)
                 mf.store_timestamp = store_ts
                 future = self._wait_for(index, index, result, wait)
-                self.replica.run()
         except OSError as exc:
             logger.exception("DLedger append failed")
             return _now(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))
@@ -250,7 +249,6 @@ class DLedgerCommitLog(CommitLog):
                     len(records), store.addr, store.port, tuple(offsets),
                 )  # fmt: skip
                 future = self._wait_for(first, first + len(records) - 1, result, wait)
-                self.replica.run()
         except OSError as exc:
             logger.exception("DLedger batch append failed")
             return _now(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))

@@ -297,6 +297,41 @@ class DLedgerFiles:
             return None
         return mf.read(pos - mf.file_from_offset, size)
 
+    def entries(self, first: int, last: int) -> list[bytes] | None:
+        """The whole entries ``first .. last`` (a push): one read when they lie in one data
+        file, else entry by entry. None when one is not held."""
+        head, tail = self.unit(first), self.unit(last)
+        if head is None or tail is None:
+            return None
+        start, stop = head[1], tail[1] + tail[2]
+        mf = self.data.find_mapped_file_by_offset(start)
+        if (
+            mf is None
+            or stop - start > self.data_file_size
+            or stop > mf.file_from_offset + (self.data_file_size)
+        ):
+            return self._entries_one_by_one(first, last)
+        data = mf.read(start - mf.file_from_offset, stop - start)
+        if data is None:
+            return None
+        out: list[bytes] = []
+        for index in range(first, last + 1):
+            unit = head if index == first else self.unit(index)
+            if unit is None:
+                return None
+            at = unit[1] - start
+            out.append(data[at : at + unit[2]])
+        return out
+
+    def _entries_one_by_one(self, first: int, last: int) -> list[bytes] | None:
+        out: list[bytes] = []
+        for index in range(first, last + 1):
+            data = self.entry(index)
+            if data is None:
+                return None
+            out.append(data)
+        return out
+
     def term_runs(self) -> list[tuple[int, int]]:
         """Term runs of entries ``begin .. end`` (from the index, vectorized)."""
         runs: list[tuple[int, int]] = []

@@ -245,7 +245,12 @@ class Replica:
 
     def propose(self, count: int) -> tuple[Code, int, int]:
         """Under the lock (held by the caller): make room for ``count`` entries the caller
-        writes itself. Returns (code, first index, term)."""
+        writes itself. Returns (code, first index, term).
+
+        The effects this leaves in the core (the entries, to count as persisted) are carried
+        out by the next call that runs the core or takes the outbox, once for a whole burst of
+        puts rather than once per put: until then the leader's own copy is not counted towards
+        the quorum, so nothing commits early."""
         node = self._core()
         code, first = node.propose((WRITTEN,) * count, self.now_ms())
         return code, first, node.term
@@ -258,9 +263,21 @@ class Replica:
                 return self.now_ms() + 1000
             return node.next_deadline_ms()
 
+    def settle(self) -> None:
+        """Under the lock: carry out effects a put left in the core (see :meth:`propose`)."""
+        node = self.node
+        if node is not None and node.out and self.failed is None:
+            self.run()
+
     def take_outbox(self) -> list[Message]:
-        """The messages to send, in order."""
+        """The messages to send, in order (effects left by puts are carried out first; their
+        completions wait for the next :meth:`complete`).
+
+        Raises:
+            OSError, StoreError: storage failed carrying out an effect (the replica stops).
+        """
         with self.lock:
+            self.settle()
             out, self.outbox = self.outbox, []
             return out
 
@@ -341,12 +358,9 @@ class Replica:
         """An APPEND push leaves the core without payloads: read the entries."""
         if not isinstance(msg, PushRequest) or msg.kind is not PushType.APPEND or msg.payloads:
             return msg
-        payloads = []
-        for index in range(msg.index, msg.last_index + 1):
-            data = self.files.entry(index)
-            if data is None:
-                raise StoreError(f"entry {index} to push is not in the files")
-            payloads.append(data)
+        payloads = self.files.entries(msg.index, msg.last_index)
+        if payloads is None:
+            raise StoreError(f"entries {msg.index}..{msg.last_index} to push are not in the files")
         return dataclasses.replace(msg, payloads=tuple(payloads))
 
     # -- durability ------------------------------------------------------------------------------

@@ -338,7 +338,13 @@ class RaftTransport:
         if self._stopped:
             return
         undeliverable: list[Message] = []
-        for msg in self.replica.take_outbox():
+        try:
+            outbox = self.replica.take_outbox()
+            self.replica.complete()
+        except Exception as exc:  # storage failure: the replica stopped
+            self._die(f"replica failed: {exc}")
+            return
+        for msg in outbox:
             link = self.links.get(msg.remote_id)
             transport = link.transport if link is not None and link.ready else None
             if transport is None or transport.is_closing():

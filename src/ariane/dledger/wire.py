@@ -69,6 +69,30 @@ _U16 = struct.Struct(">H")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _NONE = 0xFFFF
+#: length and kind of a frame
+_HEAD = struct.Struct(">ib")
+#: a PushRequest after its leader: kind, index, check term, commit index, seq, wipe, count
+_PUSH_FIXED = struct.Struct(">bqqqqbi")
+#: a PushResponse after its term: seq, kind, code, index, begin, end, conflict index and term
+_RESP_FIXED = struct.Struct(">qbiqqqqq")
+#: encoded (length-prefixed) and decoded strings: a group and its node ids, met on every frame
+_ENCODED: dict[str, bytes] = {}
+_DECODED: dict[bytes, str] = {}
+_CACHE_MAX = 256
+
+
+def _string(text: str) -> bytes:
+    """``text`` as a frame string (uint16 length + UTF-8), cached for the few names in use."""
+    raw = _ENCODED.get(text)
+    if raw is not None:
+        return raw
+    data = text.encode()
+    if len(data) >= _NONE:
+        raise ValueError(f"string of {len(data)} bytes is too long for a frame")
+    raw = _U16.pack(len(data)) + data
+    if len(_ENCODED) < _CACHE_MAX:
+        _ENCODED[text] = raw
+    return raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +136,7 @@ class _Writer:
         self.parts: list[bytes] = [b"", _I8.pack(kind)]
 
     def s(self, text: str | None) -> None:
-        if text is None:
-            self.parts.append(_U16.pack(_NONE))
-            return
-        raw = text.encode()
-        if len(raw) >= _NONE:
-            raise ValueError(f"string of {len(raw)} bytes is too long for a frame")
-        self.parts.append(_U16.pack(len(raw)) + raw)
+        self.parts.append(_U16.pack(_NONE) if text is None else _string(text))
 
     def q(self, *values: int) -> None:
         self.parts.append(struct.pack(f">{len(values)}q", *values))
@@ -158,10 +176,17 @@ class _Reader:
         if n == _NONE:
             raise RemoteProtocolError("missing string")
         at = self._take(n)
+        raw = bytes(self.buf[at : at + n])
+        text = _DECODED.get(raw)
+        if text is not None:
+            return text
         try:
-            return bytes(self.buf[at : at + n]).decode()
+            text = raw.decode()
         except UnicodeDecodeError:
             raise RemoteProtocolError("string is not UTF-8") from None
+        if len(_DECODED) < _CACHE_MAX:
+            _DECODED[raw] = text
+        return text
 
     def q(self) -> int:
         return int(_I64.unpack_from(self.buf, self._take(8))[0])
@@ -183,6 +208,16 @@ def encode_frame(frame: Frame) -> bytes:
     Raises:
         ValueError: a string field is too long to encode.
     """
+    if isinstance(frame, PushRequest):
+        return _encode_push(frame)
+    if isinstance(frame, PushResponse):
+        head = (_string(frame.group), _string(frame.local_id), _string(frame.remote_id))
+        fixed = _RESP_FIXED.pack(
+            frame.seq, int(frame.kind), int(frame.code), frame.index, frame.begin_index,
+            frame.end_index, frame.conflict_index, frame.conflict_term,
+        )  # fmt: skip
+        body = b"".join((*head, _I64.pack(frame.term), fixed))
+        return _HEAD.pack(len(body) + 1, 7) + body
     w = _Writer(_KINDS[type(frame)])
     if isinstance(frame, Hello):
         w.i(frame.version)
@@ -210,19 +245,6 @@ def encode_frame(frame: Frame) -> bytes:
     elif isinstance(frame, HeartBeatResponse | TransferResponse):
         w.q(frame.seq)
         w.i(int(frame.code))
-    elif isinstance(frame, PushRequest):
-        _encode_push(w, frame)
-    elif isinstance(frame, PushResponse):
-        w.q(frame.seq)
-        w.b(int(frame.kind))
-        w.i(int(frame.code))
-        w.q(
-            frame.index,
-            frame.begin_index,
-            frame.end_index,
-            frame.conflict_index,
-            frame.conflict_term,
-        )
     else:
         w.s(frame.leader_id)
         w.s(frame.transfer_id)
@@ -231,28 +253,37 @@ def encode_frame(frame: Frame) -> bytes:
     return w.done()
 
 
-def _encode_push(w: _Writer, frame: PushRequest) -> None:
-    w.s(frame.leader_id)
-    w.b(int(frame.kind))
-    w.q(frame.index, frame.check_term, frame.commit_index, frame.seq)
-    w.b(1 if frame.wipe else 0)
-    terms = frame.terms
-    w.i(len(terms))
-    if terms:
-        w.q(*terms)
-    payloads = frame.payloads
-    if len(payloads) not in (0, len(terms)):
+def _encode_push(frame: PushRequest) -> bytes:
+    terms, payloads = frame.terms, frame.payloads
+    count = len(terms)
+    if len(payloads) not in (0, count):
         raise ValueError("a push carries one payload per term")
-    w.i(len(payloads))
+    parts = [
+        b"", _string(frame.group), _string(frame.local_id), _string(frame.remote_id),
+        _I64.pack(frame.term), _string(frame.leader_id),
+        _PUSH_FIXED.pack(
+            int(frame.kind), frame.index, frame.check_term, frame.commit_index, frame.seq,
+            1 if frame.wipe else 0, count,
+        ),
+    ]  # fmt: skip
+    if count:
+        parts.append(struct.pack(f">{count}q", *terms))
+    pack = _I32.pack
+    parts.append(pack(len(payloads)))
     for payload in payloads:
         if payload is None:
-            w.i(-1)
-        elif isinstance(payload, bytes | bytearray | memoryview):
+            parts.append(pack(-1))
+        elif isinstance(payload, bytes):
+            parts.append(pack(len(payload)))
+            parts.append(payload)
+        elif isinstance(payload, bytearray | memoryview):
             data = bytes(payload)
-            w.i(len(data))
-            w.raw(data)
+            parts.append(pack(len(data)))
+            parts.append(data)
         else:
             raise ValueError(f"cannot encode a payload of type {type(payload).__name__}")
+    parts[0] = _HEAD.pack(sum(map(len, parts)) + 1, 6)
+    return b"".join(parts)
 
 
 def decode_frame(data: bytes | bytearray | memoryview) -> tuple[Frame, int] | None:
@@ -305,21 +336,18 @@ def _decode_body(r: _Reader, kind: int) -> Frame:
     if kind == 6:
         return _decode_push(r, group, local, remote, term)
     if kind == 7:
-        seq = r.q()
-        push_kind = _push_type(r.b())
-        code = _code(r.i())
+        seq, push_kind, code, *rest = _RESP_FIXED.unpack_from(r.buf, r._take(_RESP_FIXED.size))
         return PushResponse(
-            group, local, remote, term, seq, push_kind, code, r.q(), r.q(), r.q(), r.q(), r.q()
+            group, local, remote, term, seq, _push_type(push_kind), _code(code), *rest
         )
     return TransferRequest(group, local, remote, term, r.s(), r.s(), r.s(), r.q(), r.q())
 
 
 def _decode_push(r: _Reader, group: str, local: str, remote: str, term: int) -> PushRequest:
     leader = r.s()
-    kind = _push_type(r.b())
-    index, check_term, commit, seq = r.q(), r.q(), r.q(), r.q()
-    wipe = r.b() != 0
-    count = r.i()
+    kind, index, check_term, commit, seq, wipe, count = _PUSH_FIXED.unpack_from(
+        r.buf, r._take(_PUSH_FIXED.size)
+    )
     if count < 0 or count * 8 > r.end - r.pos:
         raise RemoteProtocolError(f"bad term count {count}")
     terms = struct.unpack_from(f">{count}q", r.buf, r._take(8 * count)) if count else ()
@@ -327,12 +355,24 @@ def _decode_push(r: _Reader, group: str, local: str, remote: str, term: int) -> 
     if n not in (0, count):
         raise RemoteProtocolError(f"{n} payloads for {count} terms")
     payloads: list[object] = []
+    buf, pos, end = r.buf, r.pos, r.end
+    unpack = _I32.unpack_from
     for _ in range(n):
-        size = r.i()
-        payloads.append(None if size == -1 else r.raw(size))
+        if pos + 4 > end:
+            raise RemoteProtocolError("frame ends inside a field")
+        (size,) = unpack(buf, pos)
+        pos += 4
+        if size == -1:
+            payloads.append(None)
+            continue
+        if size < 0 or pos + size > end:
+            raise RemoteProtocolError("frame ends inside a field")
+        payloads.append(bytes(buf[pos : pos + size]))
+        pos += size
+    r.pos = pos
     return PushRequest(
-        group, local, remote, term, leader, kind, index, check_term, commit, seq,
-        tuple(terms), tuple(payloads), wipe,
+        group, local, remote, term, leader, _push_type(kind), index, check_term, commit, seq,
+        tuple(terms), tuple(payloads), wipe != 0,
     )  # fmt: skip
 
 

@@ -31,6 +31,9 @@ class RaftConfig:
         max_push_time_out_ms: a push not answered by then is sent again.
         max_pending_size: entries in flight to one follower (the push window).
         max_push_batch: entries in one APPEND push.
+        max_pushes_in_flight: APPEND pushes unanswered by one follower before the next
+            waits (new entries then gather into one push: under load, fewer and fuller
+            frames; DLedger bounds only the entries, ``max_pending_size``).
         compare_time_out_ms: a COMPARE or TRUNCATE not answered by then is sent again.
         commit_push_interval_ms: an idle follower hears the commit index this often.
         follower_gap_time_out_ms: a follower holding out-of-order pushes with a gap this old
@@ -57,6 +60,7 @@ class RaftConfig:
     max_push_time_out_ms: int = 1000
     max_pending_size: int = 1000
     max_push_batch: int = 64
+    max_pushes_in_flight: int = 2
     compare_time_out_ms: int = 3000
     commit_push_interval_ms: int = 1000
     follower_gap_time_out_ms: int = 1000
@@ -78,6 +82,7 @@ class RaftConfig:
             "vote_wait_ms": self.vote_wait_ms,
             "max_pending_size": self.max_pending_size,
             "max_push_batch": self.max_push_batch,
+            "max_pushes_in_flight": self.max_pushes_in_flight,
             "max_push_time_out_ms": self.max_push_time_out_ms,
         }
         for name, value in positive.items():

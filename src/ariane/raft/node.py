@@ -132,7 +132,7 @@ class RaftNode(Elector, Replicator):
         if self.role is Role.LEADER:
             self.expire_proposals(now_ms)
             self.check_transfer(now_ms)
-            self.drive(now_ms)
+            self.drive(now_ms, commits=True)
         elif self.role is Role.FOLLOWER:
             self.check_gaps(now_ms)
         self.check_take_leadership(now_ms)
@@ -158,10 +158,9 @@ class RaftNode(Elector, Replicator):
         Returns:
             (SUCCESS, index of the first entry) or (why not, -1).
         """
-        code, first = self.propose_entries(payloads, now_ms)
-        if code is Code.SUCCESS and self.update_commit(now_ms):
-            self.drive(now_ms)
-        return code, first
+        # no quorum check here: new entries are persisted nowhere yet, so they cannot move
+        # the commit index (what else could was checked when its marks last moved)
+        return self.propose_entries(payloads, now_ms)
 
     def send_failed(self, msg: Message, now_ms: int) -> None:
         """The shell could not deliver ``msg`` (the peer is unreachable)."""
@@ -230,7 +229,11 @@ class RaftNode(Elector, Replicator):
                 if sent is not None:
                     soonest = min(soonest, sent[1] + cfg.max_push_time_out_ms)
                 soonest = min(soonest, oldest + cfg.compare_time_out_ms)
-                if p.write_index <= end and p.inflight < cfg.max_pending_size:
+                if (
+                    p.write_index <= end
+                    and p.inflight < cfg.max_pending_size
+                    and len(p.pending) < cfg.max_pushes_in_flight
+                ):
                     return 0
             elif p.write_index <= end or p.commit_sent < self.log.committed:
                 return 0

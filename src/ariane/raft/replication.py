@@ -10,10 +10,13 @@ How it works. On the leader, one dispatcher per follower walks the book's states
   cut entries a late push brought that are already committed); no overlap at all (the follower is behind the leader's first retained entry, or nothing
   matches) to a TRUNCATE that wipes the follower and restarts it at the leader's begin.
 * TRUNCATE cuts the follower's log after the matching entry, then APPEND.
-* APPEND pipelines pushes of up to ``max_push_batch`` entries, ``max_pending_size`` entries
-  in flight; the push that starts right after the follower's watermark is sent again after
-  ``max_push_time_out_ms``; INCONSISTENT_STATE goes back to COMPARE. An idle follower gets a
-  COMMIT push when the commit index moves and every ``commit_push_interval_ms``.
+* APPEND pipelines pushes of up to ``max_push_batch`` entries, at most ``max_pending_size``
+  entries in ``max_pushes_in_flight`` pushes in flight (entries proposed meanwhile go out
+  together with the next answer); the push that starts right after the follower's watermark is sent again after
+  ``max_push_time_out_ms``; INCONSISTENT_STATE goes back to COMPARE. Every push carries the
+  commit index; an idle follower gets a COMMIT push on the next tick after the commit index
+  moved (not from the answer that moved it: under load the next APPEND, sent first, carries
+  it, which halves the frames) and every ``commit_push_interval_ms``.
 
 The quorum check takes the largest index stored on a quorum (the leader counts what it has
 persisted) and commits it when that entry is of the leader's term (Raft's rule; DLedger adds
@@ -109,12 +112,13 @@ class Replicator(NodeBase):
             self._drive_peer(progress, now_ms)
 
     # -- leader: dispatchers ----------------------------------------------------------------
-    def drive(self, now_ms: int) -> None:
-        """Run every dispatcher once (send what is due)."""
+    def drive(self, now_ms: int, *, commits: bool = False) -> None:
+        """Run every dispatcher once (send what is due; COMMIT pushes only with
+        ``commits``, which the tick passes)."""
         if self.role is not Role.LEADER:
             return
         for progress in self.progress.values():
-            self._drive_peer(progress, now_ms)
+            self._drive_peer(progress, now_ms, commits=commits)
 
     def _push(
         self,
@@ -134,7 +138,7 @@ class Replicator(NodeBase):
         self.send(msg)
         return seq
 
-    def _drive_peer(self, p: PeerProgress, now_ms: int) -> None:
+    def _drive_peer(self, p: PeerProgress, now_ms: int, *, commits: bool = False) -> None:
         cfg = self.config
         if p.state is not PushType.APPEND:
             if p.ctl_seq is None or now_ms - p.ctl_sent_ms >= cfg.compare_time_out_ms:
@@ -151,12 +155,16 @@ class Replicator(NodeBase):
                 self.to_compare(p)
                 self._send_control(p, now_ms)
                 return
-        while p.write_index <= log.end and p.inflight < cfg.max_pending_size:
+        while (
+            p.write_index <= log.end
+            and p.inflight < cfg.max_pending_size
+            and len(p.pending) < cfg.max_pushes_in_flight
+        ):
             last = min(log.end, p.write_index + cfg.max_push_batch - 1)
             self._send_append(p, p.write_index, last, now_ms)
             p.inflight += last - p.write_index + 1
             p.write_index = last + 1
-        if p.write_index > log.end and not p.pending:
+        if commits and p.write_index > log.end and not p.pending:
             stale = now_ms - p.last_commit_push_ms >= cfg.commit_push_interval_ms
             if p.commit_sent < log.committed or stale:
                 self._push(p.peer, PushType.COMMIT, -1, -1)

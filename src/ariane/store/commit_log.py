@@ -57,6 +57,7 @@ from ariane.store.format import (
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
+from ariane.store.prepared import PreparedOne
 from ariane.store.record_block import BlockProgress, PackedRecord, write_run
 from ariane.store.results import PutResult, PutStatus
 
@@ -104,21 +105,6 @@ class _Prepared(NamedTuple):
     rest: bytes
     total: int
     tags_code: int | None
-
-
-class PreparedOne(NamedTuple):
-    """One message validated and encoded outside the put lock (:meth:`CommitLog.prepare_one`):
-    the fixed-header struct, magic code, final sysFlag, stored size, body CRC, the bytes after
-    the body (topic and properties) and the tagsCode. A tuple built in one C call (hot path)."""
-
-    msg: MessageInner
-    header: struct.Struct
-    magic: int
-    sys_flag: int
-    total: int
-    crc: int
-    rest: bytes
-    tags_code: int
 
 
 class PreparedBatch:
@@ -540,36 +526,61 @@ class CommitLog:
     ) -> None:
         """Under the put lock: write one record of a batch and queue it for dispatch (the
         caller assigns the queue offsets and updates ``topic_queue_table``)."""
+        self._write_batch(prepared, (prep,), mm, pos, phys, queue_offset, store_ts)
+
+    def _write_batch(
+        self,
+        prepared: PreparedBatch,
+        records: Sequence[_Prepared],
+        mm: bytearray | mmap.mmap,
+        pos: int,
+        phys: int,
+        queue_offset: int,
+        store_ts: int,
+    ) -> list[int]:
+        """Under the put lock: write ``records`` of ``prepared`` one after the other from
+        ``pos`` of ``mm`` (physical offset ``phys``, queue offsets from ``queue_offset``) and
+        queue them for dispatch; returns their physical offsets. One loop for a whole batch
+        (hot path: no Python call per message)."""
         batch = prepared.batch
+        topic, queue_id = batch.topic, batch.queue_id
         born, store = batch.born_host, batch.store_host
+        born_addr, born_port, store_addr, store_port = born.addr, born.port, store.addr, store.port
+        born_ts, reconsume = batch.born_timestamp_ms, batch.reconsume_times
         header = prepared.header
-        body = prep.body
-        total = prep.total
-        sys_flag = prepared.sys_flag
-        header.pack_into(
-            mm, pos, total, prepared.magic, prep.crc, batch.queue_id, prep.flag, queue_offset,
-            phys, sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
-            store.addr, store.port, batch.reconsume_times, 0, len(body),
-        )  # fmt: skip
-        p = pos + header.size
-        end = p + len(body)
-        mm[p:end] = body
-        mm[end : pos + total] = prep.rest
-        props = prep.props
-        tags_code = prep.tags_code
-        if tags_code is None:
-            tags_code = self._tags_code(batch.topic, props, store_ts)
-        self.staged.append(
-            _new_request(
-                DispatchRequest,
-                (
-                    batch.topic, batch.queue_id, phys, total, tags_code, store_ts, queue_offset,
-                    props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
-                ),
-            )
-        )  # fmt: skip
-        self.put_times_total += 1
-        self.put_size_total += total
+        pack, fixed = header.pack_into, header.size
+        magic, sys_flag = prepared.magic, prepared.sys_flag
+        append = self.staged.append
+        offsets: list[int] = []
+        written = 0
+        for body, crc, flag, props, rest, total, code in records:
+            pack(
+                mm, pos, total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts,
+                born_addr, born_port, store_ts, store_addr, store_port, reconsume, 0, len(body),
+            )  # fmt: skip
+            p = pos + fixed
+            end = p + len(body)
+            mm[p:end] = body
+            mm[end : pos + total] = rest
+            if code is None:
+                code = self._tags_code(topic, props, store_ts)
+            append(
+                _new_request(
+                    DispatchRequest,
+                    (
+                        topic, queue_id, phys, total, code, store_ts, queue_offset,
+                        props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+                    ),
+                )
+            )  # fmt: skip
+            offsets.append(phys)
+            pos += total
+            phys += total
+            queue_offset += 1
+            written += total
+        self.put_times_total += len(offsets)
+        self.put_size_total += written
+        return offsets
 
     def put_messages(self, batch: MessageBatchInner) -> PutResult:
         """Append a batch contiguously under one lock hold (all or nothing).
@@ -581,22 +592,18 @@ class CommitLog:
         if isinstance(prepared, PutResult):
             return prepared
         key = (batch.topic, batch.queue_id)
-        offsets: list[int] = []
         with self.put_lock:
             store_ts = self.next_store_timestamp()
             mf = self._file_for(prepared.total)
             pos = mf.wrote_position
             first_phys = mf.file_from_offset + pos
-            first_qoff = queue_offset = self.topic_queue_table.get(key, 0)
-            for prep in prepared.records:
-                phys = mf.file_from_offset + pos
-                self.write_batch_record(prepared, prep, mf.mm, pos, phys, queue_offset, store_ts)
-                offsets.append(phys)
-                queue_offset += 1
-                pos += prep.total
-            mf.wrote_position = pos
+            first_qoff = self.topic_queue_table.get(key, 0)
+            offsets = self._write_batch(
+                prepared, prepared.records, mf.mm, pos, first_phys, first_qoff, store_ts
+            )
+            mf.wrote_position = pos + prepared.total
             mf.store_timestamp = store_ts
-            self.topic_queue_table[key] = queue_offset
+            self.topic_queue_table[key] = first_qoff + len(offsets)
         store = batch.store_host
         return PutResult(
             PutStatus.PUT_OK, first_phys, prepared.total, store_ts, first_qoff,

@@ -20,8 +20,9 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from itertools import compress
 from typing import Any, Protocol
 
 import numpy as np
@@ -249,20 +250,26 @@ class ReputService(ServiceThread):
                     self.reput_from_offset = limit
 
     def _notify(self, batch: list[DispatchRequest]) -> None:
+        """One listener call per (topic, queue id, tagsCode) group, in order of first
+        appearance, with the group's last request (grouped by C-level zips and a Counter: a
+        per-request loop cost as much as the dispatch itself)."""
         listener = self.listener
         assert listener is not None
-        groups: dict[tuple[str, int, int], tuple[DispatchRequest, int]] = {}
-        for req in batch:
-            if not enters_consume_queue(req.sys_flag):
-                continue
-            key = (req.topic, req.queue_id, req.tags_code)
-            prev = groups.get(key)
-            groups[key] = (req, 1 if prev is None else prev[1] + 1)
-        for (topic, queue_id, tags), (req, count) in groups.items():
+        columns = tuple(zip(*batch, strict=True))
+        keys = list(zip(columns[0], columns[1], columns[4], strict=True))
+        requests: Sequence[DispatchRequest] = batch
+        outside = [f for f in set(columns[9]) if not enters_consume_queue(f)]
+        if outside:
+            kept = [f not in outside for f in columns[9]]
+            keys = list(compress(keys, kept))
+            requests = list(compress(batch, kept))
+        counts = Counter(keys)
+        for key, req in dict(zip(keys, requests, strict=True)).items():
+            topic, queue_id, tags = key
             try:
                 listener(
                     topic, queue_id, req.consume_queue_offset + 1, tags, req.store_timestamp_ms,
-                    req.properties if count == 1 else None,
+                    req.properties if counts[key] == 1 else None,
                 )  # fmt: skip
             except Exception:
                 logger.exception("arriving listener failed")

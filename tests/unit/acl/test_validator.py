@@ -440,3 +440,68 @@ def test_the_fast_path_takes_signed_sends_and_pulls() -> None:
     assert not allows_fast(RULES, send.code, send.ext_fields, send.body)  # global white rules
     denied = signed(RequestCode.SEND_MESSAGE_V2, {"b": "Audit", "a": "P"}, b"m", PRODUCER)
     assert not allows_fast(rules, denied.code, denied.ext_fields, denied.body)
+
+
+def test_the_hook_remembers_grants_until_the_rules_change() -> None:
+    no_white = RULES_TEXT.replace("['10.99.*']", "[]")
+    hook = AclHook(AclRules.merge([parse_document(no_white, "p.yml")]))
+    send = signed(RequestCode.SEND_MESSAGE_V2, {"b": "Orders", "a": "P"}, b"m", PRODUCER)
+    assert hook.before_request(_Chan(), send) is None  # type: ignore[arg-type]
+    assert hook.before_request(_Chan(), send) is None  # type: ignore[arg-type]  # remembered
+    # a remembered grant still checks every request's signature
+    forged = signed(RequestCode.SEND_MESSAGE_V2, {"b": "Orders", "a": "P"}, b"m", PRODUCER)
+    forged.body = b"changed"
+    refused = hook.before_request(_Chan(), forged)  # type: ignore[arg-type]
+    assert refused is not None
+    assert refused.remark == (
+        "org.apache.rocketmq.acl.common.AclException: "
+        "Check signature failed for accessKey=producer1"
+    )
+    # new rules (a reload): Orders is no longer granted, and the hook forgets its grant
+    hook.rules = AclRules.merge([parse_document(no_white.replace("Orders=PUB", "Orders=SUB"), "p")])
+    refused = hook.before_request(_Chan(), send)  # type: ignore[arg-type]
+    assert refused is not None
+    assert refused.remark == (
+        "org.apache.rocketmq.acl.common.AclException: "
+        "No permission for topic:Orders (accessKey=producer1)"
+    )
+    # and back: granted again
+    hook.rules = AclRules.merge([parse_document(no_white, "p.yml")])
+    assert hook.before_request(_Chan(), send) is None  # type: ignore[arg-type]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([RequestCode.SEND_MESSAGE_V2, RequestCode.PULL_MESSAGE]),
+            st.sampled_from(["Orders", "Audit", "Other", "%RETRY%G1", "RMQ_SYS_TRACE_TOPIC"]),
+            st.sampled_from(["G1", "Blocked", ""]),
+            st.sampled_from([PRODUCER, CONSUMER, ADMIN, None]),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_the_hook_answers_what_decide_answers(
+    requests: list[tuple[int, str, str, SessionCredentials | None, bool]], white: bool
+) -> None:
+    text = RULES_TEXT if white else RULES_TEXT.replace("['10.99.*']", "[]")
+    rules = AclRules.merge([parse_document(text, "p.yml")])
+    hook = AclHook(rules)
+    for code, topic, group, creds, tamper in requests:  # repeated: remembered grants
+        ext = {"b": topic, "a": "P"} if code != RequestCode.PULL_MESSAGE else {"topic": topic}
+        if code == RequestCode.PULL_MESSAGE and group:
+            ext["consumerGroup"] = group
+        cmd = signed(code, ext, b"body", creds)
+        if tamper:
+            cmd.body = b"other"
+        decided = decide(rules, parse_request(code, cmd.ext_fields, cmd.body, "127.0.0.1:1234"))
+        answer = hook.before_request(_Chan(), cmd)  # type: ignore[arg-type]
+        if decided.allowed:
+            assert answer is None
+        else:
+            assert answer is not None
+            assert answer.remark == f"org.apache.rocketmq.acl.common.AclException: {decided.reason}"

@@ -5,11 +5,18 @@ from __future__ import annotations
 import pytest
 
 from ariane.client._producer import Producer
+from ariane.client._route import TopicPublishInfo, publish_info_from_route
 from ariane.client.config import ClientConfig
-from ariane.client.errors import ClientStateError, MessageIllegalError, SendError
+from ariane.client.errors import (
+    ClientStateError,
+    MessageIllegalError,
+    SendError,
+    TopicNotWritableError,
+)
 from ariane.client.message import Message, MessageQueue, SendStatus
 from ariane.common.clock import ManualClock
 from ariane.errors import ConnectError, InvalidArgumentError, RequestTimeoutError
+from ariane.remoting.protocol.route import BrokerData, QueueData, TopicRouteData
 from tests.unit.client.fakes import FakeApi, bind_loop, install, run
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"
@@ -254,3 +261,48 @@ def test_a_route_left_without_a_master_is_waited_for_within_the_budget(clock: Ma
     producer._instance.refresh_route_after_failure = refresh  # type: ignore[union-attr, method-assign]
     result = run(lambda: producer.send(Message("T", b"x")))
     assert result.message_queue.broker_name == "c"
+
+
+def _masterless(perm: int = 6, masters: dict[int, str] | None = None) -> TopicPublishInfo:
+    """Publish info of a topic on broker "a" whose route lists no master for it (a DLedger
+    group electing), or a master with the queue data's ``perm``."""
+    route = TopicRouteData(
+        queue_datas=[QueueData("a", read_queue_nums=2, write_queue_nums=2, perm=perm)],
+        broker_datas=[BrokerData("C", "a", masters or {1: "127.0.0.1:1011"})],
+    )
+    return publish_info_from_route("T", route)
+
+
+def test_a_send_starting_without_a_master_waits_for_one_within_the_budget(
+    clock: ManualClock,
+) -> None:
+    producer, api = _producer_with(clock)
+    waiting = _masterless()
+    assert waiting.awaiting_master
+    producer._publish["T"] = waiting
+    looks: list[str] = []
+
+    async def refresh(topic: str) -> bool:  # the second look finds the new master
+        looks.append(topic)
+        if len(looks) == 2:
+            producer._publish["T"] = TopicPublishInfo(
+                "T", [MessageQueue("T", "a", 0)], have_route=True
+            )
+        return True
+
+    producer._instance.refresh_route_after_failure = refresh  # type: ignore[union-attr, method-assign]
+    result = run(lambda: producer.send(Message("T", b"x")))
+    assert result.status is SendStatus.SEND_OK
+    assert looks == ["T", "T"]
+    assert [c.addr for c in api.calls] == [A]
+
+
+def test_a_topic_not_writable_by_permission_fails_at_once(clock: ManualClock) -> None:
+    producer, api = _producer_with(clock)
+    read_only = _masterless(perm=4, masters={0: A})
+    assert not read_only.awaiting_master
+    producer._publish["T"] = read_only
+    with pytest.raises(TopicNotWritableError):
+        run(lambda: producer.send(Message("T", b"x")))
+    assert producer._instance.failure_refreshes == []  # type: ignore[union-attr]
+    assert api.calls == []

@@ -32,7 +32,7 @@ def _call(name: str) -> Any:
 
 def test_row_names_are_unique_and_twins_are_the_compiled_modules() -> None:
     names = [c.name for c in mc.CASES]
-    assert len(set(names)) == len(names) == 19
+    assert len(set(names)) == len(names) == 20
     assert [c.name for c in mc.CASES if c.twin] == [
         "properties.encode",
         "properties.decode",
@@ -41,6 +41,7 @@ def test_row_names_are_unique_and_twins_are_the_compiled_modules() -> None:
         "acl.sign",
         "acl.sign_encode",
         "acl.canonical",
+        "acl.verify",
         "acl.broker_check",
         "store.index_key_hash",
         "broker.send_single",
@@ -89,6 +90,7 @@ def test_send_request_and_acl_inputs() -> None:
     assert b"BenchSingle" in canonical
     assert b"benchuser" in canonical
     assert len(_call("acl.hmac_sha1")) == 20
+    assert _call("acl.verify") is True
 
 
 def test_trace_and_rewriter_inputs() -> None:

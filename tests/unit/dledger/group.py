@@ -110,6 +110,22 @@ class Group:
             for store in list(self.stores.values()):
                 store.commit_log.replica.tick()
             self.pump()
+            self._due()
+
+    def _due(self) -> None:
+        """Tick the nodes whose next deadline has come again, as the transport's timer does
+        (a leader sends a COMMIT push on the tick after the commit index moved)."""
+        for _ in range(8):
+            due = [
+                store.commit_log.replica
+                for node, store in self.stores.items()
+                if node not in self.cut and store.commit_log.replica.next_deadline_ms() <= self.now
+            ]
+            if not due:
+                return
+            for replica in due:
+                replica.tick()
+            self.pump()
 
     def role(self, node: str) -> Role:
         status = self.stores[node].commit_log.replica.status()

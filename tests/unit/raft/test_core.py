@@ -398,6 +398,10 @@ def test_propose_replicates_and_commits() -> None:
     assert (code, first) == (Code.SUCCESS, 0)
     router.run("n0")
     router.tick()
+    # the answers commit on the leader; the followers learn it from the COMMIT push the next
+    # tick sends (or from the next APPEND, which would go first)
+    assert router.committed == {"n0": 1, "n1": -1, "n2": -1}
+    router.tick()
     assert router.committed == {"n0": 1, "n1": 1, "n2": 1}
     assert router.logs["n1"] == [(0, "a"), (0, "b")] == router.logs["n0"]
 
