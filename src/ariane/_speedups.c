@@ -18,8 +18,8 @@
  *       crypto stays hashlib's, only the calls around it are compiled
  *   acl_hmac_key / acl_sign / acl_verify    the same signature on OpenSSL's SHA-1 with the key
  *       schedule computed once (_speedups_acl.h; only when built with OpenSSL)
- *   sub_records(...) -> list | None         the SubBefore/SubAfter trace records of listener
- *       calls (_speedups_trace.h; twin of ariane.client._trace_records.sub_records_py)
+ *   sub_records(...) / sub_pairs(...)      the SubBefore/SubAfter trace records of listener
+ *       calls (_speedups_trace.h; twins of ariane.client._trace_records.sub_*_py), or None
  *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
  *       frame with a JSON header, or None (the pure codec then decides)
  *
