@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import mmap
-import os
 import struct
 import threading
 import time
@@ -23,7 +22,6 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import accumulate
-from typing import NamedTuple
 
 from ariane.common import faults
 from ariane.common.clock import Clock
@@ -43,6 +41,7 @@ from ariane.common.sysflag import (
     with_host_flags,
 )
 from ariane.common.topics import SCHEDULE_TOPIC
+from ariane.store.commit_log_files import delete_expired_files, set_aside
 from ariane.store.config import StoreConfig
 from ariane.store.disk import OS_DISK, Disk
 from ariane.store.format import (
@@ -57,6 +56,7 @@ from ariane.store.format import (
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
+from ariane.store.prepared import PreparedBatch, PreparedOne, PreparedRecord
 from ariane.store.record_block import BlockProgress, PackedRecord, write_run
 from ariane.store.results import PutResult, PutStatus
 
@@ -88,61 +88,6 @@ _RANGES = struct.Struct("<iiiiqq")
 _PUT_OK = PutStatus.PUT_OK  # an Enum member's class-attribute lookup is slow (hot path)
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
-
-
-class _Prepared(NamedTuple):
-    """One batch record encoded as far as possible outside the lock: the body, its CRC, the
-    user flag, the properties, the bytes after the body (topic and properties), the stored
-    size and the tagsCode (``None``: computed when written, the delivery time of a
-    ``SCHEDULE_TOPIC_XXXX`` record). A tuple built in one C call (hot path: one per message
-    of a batch)."""
-
-    body: bytes
-    crc: int
-    flag: int
-    props: dict[str, str]
-    rest: bytes
-    total: int
-    tags_code: int | None
-
-
-class PreparedOne(NamedTuple):
-    """One message validated and encoded outside the put lock (:meth:`CommitLog.prepare_one`):
-    the fixed-header struct, magic code, final sysFlag, stored size, body CRC, the bytes after
-    the body (topic and properties) and the tagsCode. A tuple built in one C call (hot path)."""
-
-    msg: MessageInner
-    header: struct.Struct
-    magic: int
-    sys_flag: int
-    total: int
-    crc: int
-    rest: bytes
-    tags_code: int
-
-
-class PreparedBatch:
-    """A batch validated and encoded outside the put lock (:meth:`CommitLog.prepare_batch`)."""
-
-    __slots__ = ("batch", "header", "magic", "records", "sys_flag", "topic_tail", "total")
-
-    def __init__(
-        self,
-        batch: MessageBatchInner,
-        header: struct.Struct,
-        magic: int,
-        topic_tail: bytes,
-        sys_flag: int,
-        records: list[_Prepared],
-        total: int,
-    ) -> None:
-        self.batch = batch
-        self.header = header
-        self.magic = magic
-        self.topic_tail = topic_tail
-        self.sys_flag = sys_flag
-        self.records = records
-        self.total = total
 
 
 def _illegal(remark: str) -> PutResult:
@@ -497,7 +442,7 @@ class CommitLog:
         scheduled = batch.topic == SCHEDULE_TOPIC  # tagsCode = delivery time, when written
         tag_codes = self._tag_codes
         max_size = self._max_size
-        preps: list[_Prepared] = []
+        preps: list[PreparedRecord] = []
         batch_total = 0
         for item in batch.messages:
             flag = item.flag
@@ -519,7 +464,7 @@ class CommitLog:
                 code = self._tags_code(batch.topic, props, 0)
             rest = topic_tail + len(props_bytes).to_bytes(2, "big") + props_bytes
             crc = zlib.crc32(body) & CRC_MASK
-            preps.append(_new_prepared(_Prepared, (body, crc, flag, props, rest, total, code)))
+            preps.append(_new_prepared(PreparedRecord, (body, crc, flag, props, rest, total, code)))
             batch_total += total
         if batch_total > self._max_size:
             return self._too_big("batch", batch_total)
@@ -531,7 +476,7 @@ class CommitLog:
     def write_batch_record(
         self,
         prepared: PreparedBatch,
-        prep: _Prepared,
+        prep: PreparedRecord,
         mm: bytearray | mmap.mmap,
         pos: int,
         phys: int,
@@ -540,36 +485,61 @@ class CommitLog:
     ) -> None:
         """Under the put lock: write one record of a batch and queue it for dispatch (the
         caller assigns the queue offsets and updates ``topic_queue_table``)."""
+        self._write_batch(prepared, (prep,), mm, pos, phys, queue_offset, store_ts)
+
+    def _write_batch(
+        self,
+        prepared: PreparedBatch,
+        records: Sequence[PreparedRecord],
+        mm: bytearray | mmap.mmap,
+        pos: int,
+        phys: int,
+        queue_offset: int,
+        store_ts: int,
+    ) -> list[int]:
+        """Under the put lock: write ``records`` of ``prepared`` one after the other from
+        ``pos`` of ``mm`` (physical offset ``phys``, queue offsets from ``queue_offset``) and
+        queue them for dispatch; returns their physical offsets. One loop for a whole batch
+        (hot path: no Python call per message)."""
         batch = prepared.batch
+        topic, queue_id = batch.topic, batch.queue_id
         born, store = batch.born_host, batch.store_host
+        born_addr, born_port, store_addr, store_port = born.addr, born.port, store.addr, store.port
+        born_ts, reconsume = batch.born_timestamp_ms, batch.reconsume_times
         header = prepared.header
-        body = prep.body
-        total = prep.total
-        sys_flag = prepared.sys_flag
-        header.pack_into(
-            mm, pos, total, prepared.magic, prep.crc, batch.queue_id, prep.flag, queue_offset,
-            phys, sys_flag, batch.born_timestamp_ms, born.addr, born.port, store_ts,
-            store.addr, store.port, batch.reconsume_times, 0, len(body),
-        )  # fmt: skip
-        p = pos + header.size
-        end = p + len(body)
-        mm[p:end] = body
-        mm[end : pos + total] = prep.rest
-        props = prep.props
-        tags_code = prep.tags_code
-        if tags_code is None:
-            tags_code = self._tags_code(batch.topic, props, store_ts)
-        self.staged.append(
-            _new_request(
-                DispatchRequest,
-                (
-                    batch.topic, batch.queue_id, phys, total, tags_code, store_ts, queue_offset,
-                    props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
-                ),
-            )
-        )  # fmt: skip
-        self.put_times_total += 1
-        self.put_size_total += total
+        pack, fixed = header.pack_into, header.size
+        magic, sys_flag = prepared.magic, prepared.sys_flag
+        append = self.staged.append
+        offsets: list[int] = []
+        written = 0
+        for body, crc, flag, props, rest, total, code in records:
+            pack(
+                mm, pos, total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts,
+                born_addr, born_port, store_ts, store_addr, store_port, reconsume, 0, len(body),
+            )  # fmt: skip
+            p = pos + fixed
+            end = p + len(body)
+            mm[p:end] = body
+            mm[end : pos + total] = rest
+            if code is None:
+                code = self._tags_code(topic, props, store_ts)
+            append(
+                _new_request(
+                    DispatchRequest,
+                    (
+                        topic, queue_id, phys, total, code, store_ts, queue_offset,
+                        props.get(KEYS), props.get(UNIQ_KEY), sys_flag, props,
+                    ),
+                )
+            )  # fmt: skip
+            offsets.append(phys)
+            pos += total
+            phys += total
+            queue_offset += 1
+            written += total
+        self.put_times_total += len(offsets)
+        self.put_size_total += written
+        return offsets
 
     def put_messages(self, batch: MessageBatchInner) -> PutResult:
         """Append a batch contiguously under one lock hold (all or nothing).
@@ -581,22 +551,18 @@ class CommitLog:
         if isinstance(prepared, PutResult):
             return prepared
         key = (batch.topic, batch.queue_id)
-        offsets: list[int] = []
         with self.put_lock:
             store_ts = self.next_store_timestamp()
             mf = self._file_for(prepared.total)
             pos = mf.wrote_position
             first_phys = mf.file_from_offset + pos
-            first_qoff = queue_offset = self.topic_queue_table.get(key, 0)
-            for prep in prepared.records:
-                phys = mf.file_from_offset + pos
-                self.write_batch_record(prepared, prep, mf.mm, pos, phys, queue_offset, store_ts)
-                offsets.append(phys)
-                queue_offset += 1
-                pos += prep.total
-            mf.wrote_position = pos
+            first_qoff = self.topic_queue_table.get(key, 0)
+            offsets = self._write_batch(
+                prepared, prepared.records, mf.mm, pos, first_phys, first_qoff, store_ts
+            )
+            mf.wrote_position = pos + prepared.total
             mf.store_timestamp = store_ts
-            self.topic_queue_table[key] = queue_offset
+            self.topic_queue_table[key] = first_qoff + len(offsets)
         store = batch.store_host
         return PutResult(
             PutStatus.PUT_OK, first_phys, prepared.total, store_ts, first_qoff,
@@ -713,51 +679,9 @@ class CommitLog:
         self.queue.shutdown()
 
     def delete_expired_files(self, now_ms: int, reserved_ms: int, force: bool, limit: int) -> int:
-        """Delete files from the oldest on, never the last one, stopping at the first that
-        is not older than ``reserved_ms`` (unless ``force``); at most ``limit``. Returns how
-        many were deleted."""
-        doomed: list[MappedFile] = []
-        forced = 0
-        for mf in self.queue.files[:-1]:
-            expired = now_ms >= mf.last_modified_ms() + reserved_ms
-            if not (expired or force):
-                break
-            mf.shutdown_mark(now_ms)
-            if not mf.destroy(sync_dir=False):
-                break
-            doomed.append(mf)
-            forced += not expired
-            if len(doomed) >= limit:
-                break
-        if doomed:
-            self.disk.sync_dir(self.queue.store_path)
-            self.queue.remove_files(doomed)
-            if len(doomed) > forced:
-                logger.info("deleted %d expired CommitLog file(s)", len(doomed) - forced)
-            if forced:
-                logger.warning(
-                    "forced cleanup: deleted %d CommitLog file(s) before they expired "
-                    "(disk space is short)",
-                    forced,
-                )
-        return len(doomed)
+        """Delete expired files from the oldest on (see ``commit_log_files``); how many."""
+        return delete_expired_files(self.queue, self.disk, now_ms, reserved_ms, force, limit)
 
     def set_aside(self, mf: MappedFile) -> None:
-        """Rename a file cut off by recovery to ``<name>.tr<N>`` instead of deleting it
-        (an all-zero file, e.g. pre-allocated and never written, is simply deleted)."""
-        if mf.nonzero_end(0) == 0:
-            mf.destroy()
-            return
-        mf.close()
-        target = free_tr_name(self.disk, mf.path)
-        self.disk.replace(mf.path, target)
-        self.disk.sync_dir(os.path.dirname(mf.path) or ".")
-        logger.warning("recovery set aside %s as %s", mf.path, target)
-
-
-def free_tr_name(disk: Disk, path: str) -> str:
-    """``<path>.tr<N>`` for the first N not taken (where cut bytes are kept)."""
-    n = 0
-    while disk.exists(f"{path}.tr{n}"):
-        n += 1
-    return f"{path}.tr{n}"
+        """Keep a file cut off by recovery as ``<name>.tr<N>`` (see ``commit_log_files``)."""
+        set_aside(self.disk, mf)

@@ -22,7 +22,6 @@ import mmap
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,9 +29,7 @@ from ariane.common.properties import KEYS, UNIQ_KEY
 from ariane.common.sysflag import born_host_v6, enters_consume_queue
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.store.format import DispatchRequest
-
-if TYPE_CHECKING:  # commit_log imports this module
-    from ariane.store.commit_log import PreparedOne
+from ariane.store.prepared import PreparedOne
 
 __all__ = ["BlockProgress", "PackedRecord", "pack", "write_run"]
 

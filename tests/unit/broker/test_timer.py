@@ -11,6 +11,8 @@ from ariane.common.message import MessageExt
 from ariane.common.record import decode_records
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
+from ariane.store.results import PutResult, PutStatus
+from ariane.store.timer import copies as timer_copies
 from ariane.store.timer import service as timer_service
 from tests.unit.broker.harness import Broker, run
 
@@ -402,6 +404,41 @@ def test_runtime_info_reports_the_wheel_backlog_and_rates(tmp_path: Path) -> Non
             "timerEnqueueTps": "0.1",
             "timerDequeueTps": "0.1",
         }
+        await b.stop()
+
+    run(main())
+
+
+def test_a_block_refused_for_a_passing_reason_is_retried_until_stored(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The store takes the first 3 copies of a slot's block, then refuses (not writeable):
+    the rest is written again after the wait, each timer delivered once, in unit order."""
+    monkeypatch.setattr(timer_copies, "_RETRY_WAIT_S", 0)
+
+    async def main() -> None:
+        b = await start(tmp_path)
+        for i in range(10):
+            await b.send("T", b"%d" % i, props={"TIMER_DELIVER_MS": str(T0 + 2_000)})
+        store = b.c.store
+        real = store.submit_block
+        calls: list[int] = []
+
+        def flaky(recs: Any) -> Any:
+            calls.append(len(recs))
+            if len(calls) == 1:
+                stored, _, durable = real(recs[:3])
+                return stored, PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="busy"), durable
+            return real(recs)
+
+        monkeypatch.setattr(store, "submit_block", flaky)
+        b.clock.advance(3_000)
+        assert deliver(b) == 10
+        assert calls == [10, 7]
+        got = messages(b)
+        assert [m.body for m in got] == [b"%d" % i for i in range(10)]
+        assert len({m.msg_id for m in got}) == 10
+        assert deliver(b) == 0
         await b.stop()
 
     run(main())

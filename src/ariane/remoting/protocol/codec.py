@@ -14,8 +14,9 @@ A frame whose length is below 4 or above ``max_frame_bytes`` (16 MiB, counted wi
 field as Netty does), an unknown serialisation type or an undecodable header raises
 ``FrameDecodeError`` (a ``RemoteProtocolError``); commands decoded before the bad frame travel
 on the exception so a server can still answer them before closing. In the compiled build the
-plain case of a JSON frame is decoded by ``_speedups.decode_json_frame`` (issue 18); anything
-else it hands back to the pure decoder here, which stays the reference and owns every error.
+plain case of a JSON frame is decoded by ``_speedups.decode_json_frame`` and a JSON-header
+command encoded by ``_speedups.encode_json_parts`` (issue 18); anything else they hand back to
+the pure decoder and encoder here, which stay the reference and own every error.
 
 Reader leniency (peers differ): JSON ``extFields`` values may be numbers or booleans (C++ 1.2.4)
 and become strings; an unknown language name becomes ``OTHER``; missing header keys take
@@ -111,6 +112,10 @@ def encode_parts(
     Raises:
         LocalProtocolError: as ``encode``.
     """
+    if _FAST_ENCODE is not None:
+        parts = _FAST_ENCODE(cmd, max_frame_bytes)
+        if parts is not None:
+            return parts
     ext = cmd.ext_fields
     for value in ext.values():
         if value.__class__ is not str:
@@ -264,20 +269,31 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     return _decode_frame_at(data, 0, len(data))
 
 
-def _fast_frame() -> Callable[[bytes, int, int], RemotingCommand | None] | None:
-    """The compiled decoder of plain JSON frames (``_speedups_frame.h``), or None: the pure
-    build, or a compiled module built before it existed."""
+_Decode = Callable[[bytes, int, int], RemotingCommand | None]
+_Encode = Callable[[RemotingCommand, int], tuple[bytes, bytes | None] | None]
+
+
+def _fast_frame() -> tuple[_Decode, _Encode] | None:
+    """The compiled decoder of plain JSON frames and encoder of JSON-header commands
+    (``_speedups_frame.h``), or None: the pure build, or a module built before them."""
     fast = native.speedups
     decode = getattr(fast, "decode_json_frame", None)
-    if fast is None or decode is None:
+    encode = getattr(fast, "encode_json_parts", None)
+    if fast is None or decode is None or encode is None:
         return None
-    fast.configure_frame(RemotingCommand, orjson.loads, _LANGUAGE_BY_NAME, _JSON)
-    return cast(Callable[[bytes, int, int], RemotingCommand | None], decode)
+    fast.configure_frame(
+        RemotingCommand, orjson.loads, orjson.dumps, _LANGUAGE_BY_NAME, _LANGUAGE_NAME, _JSON
+    )
+    return cast(_Decode, decode), cast(_Encode, encode)
 
 
+_FAST = _fast_frame()
 #: ``decode_json_frame(source, start, end)``: the plain case of ``_decode_frame_at`` compiled
 #: (a command, or None and this module's pure decoder decides); None in the pure build
-_FAST_FRAME = _fast_frame()
+_FAST_FRAME = None if _FAST is None else _FAST[0]
+#: ``encode_json_parts(cmd, max_frame_bytes)``: ``encode_parts`` of a JSON-header command
+#: compiled (the parts, or None and the pure encoder decides); None in the pure build
+_FAST_ENCODE = None if _FAST is None else _FAST[1]
 
 
 def _decode_frame_at(source: bytes, start: int, end: int) -> RemotingCommand:
