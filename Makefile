@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed
 # The install compiles src/ariane/_speedups.c when a C compiler is present (hatch_build.py);
 # without one the pure-Python twins run. The last line says which build this venv has.
 $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speedups_frame.h \
-		src/ariane/_speedups_trace.h src/ariane/_speedups_acl.h
+		src/ariane/_speedups_trace.h src/ariane/_speedups_acl.h \
+		src/ariane/_speedups_columns.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,dashboard]'
@@ -27,14 +28,15 @@ typecheck: $(STAMP)
 
 # the suite on the build this venv has, then the tests of the modules with a compiled twin
 # (properties, batch and record codecs, the store's put paths, the ACL signature and its OpenSSL HMAC, the Java
-# string hash, the JSON frame decoder, the consume trace records) again on the pure-Python twins (ARIANE_PURE=1);
-# test_native_identity compares both builds' output.
+# string hash, the JSON frame decoder, the consume trace records, the record-to-columns decoder of Spark reads)
+# again on the pure-Python twins (ARIANE_PURE=1); test_native_identity compares both builds' output.
 PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.py \
 	tests/unit/common/test_record.py tests/unit/store/test_put_paths.py \
 	tests/unit/common/test_native_identity.py tests/unit/acl/test_credentials.py \
 	tests/unit/acl/test_signing_key.py tests/unit/common/test_hashing.py \
 	tests/unit/remoting/test_frame_native.py \
-	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py
+	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py \
+	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py
 
 test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=20

@@ -18,10 +18,13 @@
  *       crypto stays hashlib's, only the calls around it are compiled
  *   acl_hmac_key / acl_sign / acl_verify    the same signature on OpenSSL's SHA-1 with the key
  *       schedule computed once (_speedups_acl.h; only when built with OpenSSL)
- *   sub_records(...) -> list | None         the SubBefore/SubAfter trace records of listener
- *       calls (_speedups_trace.h; twin of ariane.client._trace_records.sub_records_py)
+ *   sub_records(...) / sub_pairs(...)      the SubBefore/SubAfter trace records of listener
+ *       calls (_speedups_trace.h; twins of ariane.client._trace_records.sub_*_py), or None
  *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
  *       frame with a JSON header, or None (the pure codec then decides)
+ *
+ *   decode_columns(buf, start, end, tags, with_props, skip)   MessageDecoder.decodesBatch of a
+ *       PULL body straight into Arrow-layout column buffers (_speedups_columns.h)
  *
  * Built by hatch_build.py during `pip install` when a C compiler is present; nothing else in
  * the package needs it. Only the stable parts of the CPython C API are used.
@@ -697,6 +700,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 
 #include "_speedups_trace.h"
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
+#include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -718,7 +722,10 @@ static PyMethodDef methods[] = {
      "(Java String.hashCode as unsigned 32 bits, UTF-16 code units) of a str."},
     {"sub_records", (PyCFunction)(void (*)(void))sub_records, METH_FASTCALL,
      "SubBefore/SubAfter records of listener calls (_trace_records.sub_records_py), or None."},
+    {"sub_pairs", (PyCFunction)(void (*)(void))sub_pairs, METH_FASTCALL,
+     "The records of open trace pairs, claimed here (_trace_records.sub_pairs_py), or None."},
     SPEEDUPS_FRAME_METHODS
+    COLUMNS_METHODS
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,3 +23,21 @@ def configure_frame(
     cmd_cls: Any, loads: Any, languages: Mapping[str, Any], json: Any, /
 ) -> None: ...
 def decode_json_frame(source: bytes, start: int, end: int, /) -> Any: ...
+def sub_pairs(
+    pairs: list[Any],
+    group: str,
+    request_prefix: str,
+    taken: object,
+    item_chars: int,
+    item_key_chars: int,
+    /,
+) -> list[tuple[str, str, int, tuple[str, ...]]] | None: ...
+def decode_columns(
+    buf: bytes | bytearray | memoryview | list[bytes],
+    start: int,
+    end: int,
+    tags: tuple[bytes, ...] | None,
+    with_props: bool,
+    skip: tuple[bytes, ...],
+    /,
+) -> tuple[Any, ...] | None: ...

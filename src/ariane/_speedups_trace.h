@@ -1,7 +1,10 @@
-/* The compiled twin of ariane.client._trace_records.sub_records_py (#included by _speedups.c).
+/* The compiled twins of ariane.client._trace_records.sub_records_py and sub_pairs_py (#included
+ * by _speedups.c).
  *
  *   sub_records(calls, group, request_prefix, sub_before, item_chars, item_key_chars)
  *       -> list of (topic, records, count, index keys), or None
+ *   sub_pairs(pairs, group, request_prefix, taken, item_chars, item_key_chars)
+ *       -> the same for open pairs, claimed here (twin of sub_pairs_py)
  *
  * How it works: the records of a round of listener calls are written as UTF-8 into one growing
  * buffer, the characters counted as the pure twin counts them (len of each str piece, digits
@@ -83,7 +86,7 @@ static int tr_ll(PyObject *x, long long *out) {
 
 /* One listener call, parsed. */
 typedef struct {
-    PyObject *topic, *entries;
+    PyObject *topic, *entries, *one; /* entries: a tuple of entries; or one: a flat OneData */
     tr_text region;
     long long began_ms, now_ms, cost, outcome;
     int ended, success;
@@ -91,17 +94,14 @@ typedef struct {
     Py_ssize_t rid_n;
 } tr_call;
 
-static int tr_parse_call(PyObject *call, PyObject *prefix, tr_call *c) {
-    PyObject *before, *after, *number_obj;
+/* A call from its before data (a 5-tuple BeforeData or a 7-tuple OneData) and after data. */
+static int tr_parse_call(PyObject *before, PyObject *after, PyObject *prefix, tr_call *c) {
+    PyObject *number_obj;
     long long began_ns, now_ns, count;
     unsigned long long number;
     tr_text pre;
-    if (!PyTuple_CheckExact(call) || PyTuple_GET_SIZE(call) != 2) {
-        goto shape;
-    }
-    before = PyTuple_GET_ITEM(call, 0);
-    after = PyTuple_GET_ITEM(call, 1);
-    if (!PyTuple_CheckExact(before) || PyTuple_GET_SIZE(before) != 5) {
+    if (!PyTuple_CheckExact(before) ||
+        (PyTuple_GET_SIZE(before) != 5 && PyTuple_GET_SIZE(before) != 7)) {
         goto shape;
     }
     if (tr_ll(PyTuple_GET_ITEM(before, 0), &began_ns) < 0 ||
@@ -110,9 +110,17 @@ static int tr_parse_call(PyObject *call, PyObject *prefix, tr_call *c) {
     }
     number_obj = PyTuple_GET_ITEM(before, 2);
     c->topic = PyTuple_GET_ITEM(before, 3);
-    c->entries = PyTuple_GET_ITEM(before, 4);
-    if (!PyLong_CheckExact(number_obj) || !PyUnicode_CheckExact(c->topic) ||
-        !PyTuple_CheckExact(c->entries) || began_ns < 0) {
+    if (PyTuple_GET_SIZE(before) == 7) {
+        c->entries = NULL;
+        c->one = before;
+    } else {
+        c->entries = PyTuple_GET_ITEM(before, 4);
+        c->one = NULL;
+        if (!PyTuple_CheckExact(c->entries)) {
+            goto shape;
+        }
+    }
+    if (!PyLong_CheckExact(number_obj) || !PyUnicode_CheckExact(c->topic) || began_ns < 0) {
         goto shape;
     }
     number = PyLong_AsUnsignedLongLong(number_obj);
@@ -265,26 +273,19 @@ static int tr_close(PyObject *out, PyObject *topic, tr_buf *b, Py_ssize_t record
     return *index == NULL ? -1 : 0;
 }
 
-static PyObject *sub_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *calls, *out = NULL, *index = NULL, *topic = NULL;
+/* The records of calls (pairs == 0: a list of (before, after) tuples) or of open pairs
+ * (pairs == 1: a list of [owner, before, ...] lists, each claimed by appending taken). */
+static PyObject *tr_run(PyObject *calls, int pairs, PyObject *taken, PyObject *group_obj,
+                        PyObject *prefix, int sub_before, PyObject *chars_obj,
+                        PyObject *key_chars_obj) {
+    PyObject *out = NULL, *index = NULL, *topic = NULL;
     tr_buf b = {NULL, 0, 0};
     tr_text group, nulltext = {"null", 4, 4};
     long long item_chars, item_key_chars;
     Py_ssize_t size = 0, key_size = 0, records = 0, i, j, ncalls;
-    int sub_before;
-    (void)self;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "sub_records() takes 6 arguments");
-        return NULL;
-    }
-    calls = args[0];
-    if (!PyList_CheckExact(calls) || tr_text_of(args[1], &group) < 0 ||
-        !PyUnicode_CheckExact(args[2]) || tr_ll(args[4], &item_chars) < 0 ||
-        tr_ll(args[5], &item_key_chars) < 0) {
-        goto unusual;
-    }
-    sub_before = PyObject_IsTrue(args[3]);
-    if (sub_before < 0) {
+    if (!PyList_CheckExact(calls) || tr_text_of(group_obj, &group) < 0 ||
+        !PyUnicode_CheckExact(prefix) || tr_ll(chars_obj, &item_chars) < 0 ||
+        tr_ll(key_chars_obj, &item_key_chars) < 0) {
         goto unusual;
     }
     out = PyList_New(0);
@@ -296,22 +297,52 @@ static PyObject *sub_records(PyObject *self, PyObject *const *args, Py_ssize_t n
     for (i = 0; i < ncalls; i++) {
         tr_call c;
         Py_ssize_t nentries;
-        if (tr_parse_call(PyList_GET_ITEM(calls, i), args[2], &c) < 0) {
+        PyObject *call = PyList_GET_ITEM(calls, i), *before, *after;
+        if (pairs) {
+            /* claim: the first object appended after [owner, before] is the after data,
+             * unless it is taken (the worker came first) */
+            if (!PyList_CheckExact(call) || PyList_GET_SIZE(call) < 2 ||
+                PyList_Append(call, taken) < 0) {
+                PyErr_SetString(PyExc_TypeError, "unexpected pair");
+                goto unusual;
+            }
+            before = PyList_GET_ITEM(call, 1);
+            after = PyList_GET_ITEM(call, 2);
+            if (after == taken) {
+                after = Py_None;
+            }
+        } else {
+            if (!PyTuple_CheckExact(call) || PyTuple_GET_SIZE(call) != 2) {
+                PyErr_SetString(PyExc_TypeError, "unexpected call");
+                goto unusual;
+            }
+            before = PyTuple_GET_ITEM(call, 0);
+            after = PyTuple_GET_ITEM(call, 1);
+        }
+        if (tr_parse_call(before, after, prefix, &c) < 0) {
             goto unusual;
         }
         topic = c.topic; /* borrowed from calls, which the caller holds */
-        nentries = PyTuple_GET_SIZE(c.entries);
+        nentries = c.one != NULL ? 1 : PyTuple_GET_SIZE(c.entries);
         for (j = 0; j < nentries; j++) {
-            PyObject *entry = PyTuple_GET_ITEM(c.entries, j), *text;
+            PyObject *id_obj, *retries_obj, *text;
             tr_text id, keys;
             long long retries;
-            if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3) {
-                PyErr_SetString(PyExc_TypeError, "unexpected entry");
-                goto unusual;
+            if (c.one != NULL) {
+                id_obj = PyTuple_GET_ITEM(c.one, 4);
+                retries_obj = PyTuple_GET_ITEM(c.one, 5);
+                text = PyTuple_GET_ITEM(c.one, 6);
+            } else {
+                PyObject *entry = PyTuple_GET_ITEM(c.entries, j);
+                if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3) {
+                    PyErr_SetString(PyExc_TypeError, "unexpected entry");
+                    goto unusual;
+                }
+                id_obj = PyTuple_GET_ITEM(entry, 0);
+                retries_obj = PyTuple_GET_ITEM(entry, 1);
+                text = PyTuple_GET_ITEM(entry, 2);
             }
-            text = PyTuple_GET_ITEM(entry, 2);
-            if (tr_text_of(PyTuple_GET_ITEM(entry, 0), &id) < 0 ||
-                tr_ll(PyTuple_GET_ITEM(entry, 1), &retries) < 0) {
+            if (tr_text_of(id_obj, &id) < 0 || tr_ll(retries_obj, &retries) < 0) {
                 goto unusual;
             }
             if (text == Py_None) {
@@ -322,7 +353,7 @@ static PyObject *sub_records(PyObject *self, PyObject *const *args, Py_ssize_t n
                 keys = nulltext;
             }
             if (tr_records(&b, &c, &group, &id, retries, &keys, sub_before, &size, &records) < 0 ||
-                PyList_Append(index, PyTuple_GET_ITEM(entry, 0)) < 0) {
+                PyList_Append(index, id_obj) < 0) {
                 goto unusual;
             }
             key_size += id.chars + 1;
@@ -356,4 +387,29 @@ unusual:
     }
     PyErr_Clear();
     Py_RETURN_NONE;
+}
+
+static PyObject *sub_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int sub_before;
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "sub_records() takes 6 arguments");
+        return NULL;
+    }
+    sub_before = PyObject_IsTrue(args[3]);
+    if (sub_before < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return tr_run(args[0], 0, NULL, args[1], args[2], sub_before, args[4], args[5]);
+}
+
+/* sub_pairs(pairs, group, request_prefix, taken, item_chars, item_key_chars) */
+static PyObject *sub_pairs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "sub_pairs() takes 6 arguments");
+        return NULL;
+    }
+    return tr_run(args[0], 1, args[3], args[1], args[2], 1, args[4], args[5]);
 }

@@ -17,6 +17,8 @@ BENCHMARKS: dict[str, str] = {
     "producer": "ariane.bench.producer:producer_bench",
     "consumer": "ariane.bench.consumer:consumer_bench",
     "spark": "ariane.bench.spark:spark_bench",
+    # the Spark source's record-to-Arrow decode, no Spark or broker (issue 19)
+    "spark-decode": "ariane.bench.spark_decode:spark_decode_bench",
     "grpc": "ariane.bench.grpc:grpc_bench",
     # POP receive+ack next to pulls, timer accuracy (issue 16)
     "pop": "ariane.bench.pop:pop_bench",

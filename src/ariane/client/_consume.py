@@ -56,6 +56,8 @@ __all__ = ["ConcurrentConsumeService", "OrderlyConsumeService", "is_coroutine_li
 logger = logging.getLogger(__name__)
 
 _SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+#: (an enum member read through its class costs ~0.15 us in CPython 3.11: once per delivery with trace)
+_TRACE_SUCCESS = ConsumeReturnType.SUCCESS
 
 
 class ConsumeHost(Protocol):
@@ -135,7 +137,7 @@ class _ServiceBase:
         if tracer is None:
             return
         if status is _SUCCESS and seconds * 1000 < self.consumer.consume_timeout_ms:
-            tracer.after(before, count, True, ConsumeReturnType.SUCCESS)  # the usual case
+            tracer.after(before, count, True, _TRACE_SUCCESS)  # the usual case
             return
         success, outcome = consume_outcome(
             status, raised, int(seconds * 1000), self.consumer.consume_timeout_ms

@@ -57,6 +57,7 @@ from ariane.common.trace import (
 from ariane.errors import InvalidArgumentError
 
 __all__ = [
+    "TAKEN",
     "AsyncTraceDispatcher",
     "EncodedTrace",
     "OpenTrace",
@@ -182,6 +183,8 @@ EncodedTrace = tuple[str, str, int, tuple[str, ...]]
 #: pairs of a round into ``EncodedTrace`` items.
 OpenTrace = list[Any]
 _TAKEN = object()
+#: what ``claim`` appends (for owners that claim pairs themselves, in bulk)
+TAKEN = _TAKEN
 
 
 class PairEncoder(Protocol):

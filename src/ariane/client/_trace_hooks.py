@@ -36,8 +36,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ariane.client._send import PreparedSend
-from ariane.client._trace_dispatch import AsyncTraceDispatcher, EncodedTrace, OpenTrace, claim
-from ariane.client._trace_records import Call, sub_records
+from ariane.client._trace_dispatch import TAKEN, AsyncTraceDispatcher, EncodedTrace, OpenTrace
+from ariane.client._trace_records import Call, call_data, sub_pairs, sub_records
 from ariane.client.consumer_types import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ariane.client.message import SendResult, SendStatus
 from ariane.common import properties as props
@@ -325,9 +325,18 @@ class ConsumeTracer(_Tracer):
             topic = msg.topic
             if p.get(TRACE_SWITCH) == "false" or topic.startswith(self.trace_topic):
                 return None
-            entry = (p.get(UNIQ_KEY) or msg.offset_msg_id, msg.reconsume_times, p.get(KEYS))
-            region = p.get(MSG_REGION) or DEFAULT_REGION_ID
-            pair = [self, (self.now_ns(), region, next(_request_counter), topic, (entry,))]
+            pair = [
+                self,
+                (
+                    self.now_ns(),
+                    p.get(MSG_REGION) or DEFAULT_REGION_ID,
+                    next(_request_counter),
+                    topic,
+                    p.get(UNIQ_KEY) or msg.offset_msg_id,
+                    msg.reconsume_times,
+                    p.get(KEYS),
+                ),
+            ]  # flat (OneData): two containers per delivery for the garbage collector
             self.dispatcher.append_open(pair)
             return pair
         except Exception:
@@ -367,14 +376,14 @@ class ConsumeTracer(_Tracer):
         try:
             done = (self.now_ns(), count, success, outcome)
             if not self.dispatcher.attach(before, done):
-                (item,) = self._encode([(before[1], done)], sub_before=False)
+                (item,) = self._encode([(call_data(before[1]), done)], sub_before=False)
                 self.dispatcher.append_encoded(item)
         except Exception:
             logger.warning("recording a SubAfter trace failed", exc_info=True)
 
     def encode_pairs(self, pairs: list[OpenTrace]) -> list[EncodedTrace]:
         """The worker's side: claim ``pairs`` and write their records (``PairEncoder``)."""
-        return self._encode([(pair[1], claim(pair)) for pair in pairs])
+        return sub_pairs(pairs, self.group, _REQUEST_PREFIX, TAKEN, _ITEM_CHARS, _ITEM_KEY_CHARS)
 
     def _encode(self, calls: list[Call], *, sub_before: bool = True) -> list[EncodedTrace]:
         """The records of listener calls (``_trace_records.sub_records``), cut into items of

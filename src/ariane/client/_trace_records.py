@@ -10,9 +10,11 @@ separators, so they are not re-checked). Records are cut into items of about a q
 trace message (``item_chars`` characters or ``item_key_chars`` characters of index keys, checked
 after each call), each with its index keys (msgId, then KEYS when set, per message).
 
-``sub_records_py`` is the reference; ``sub_records`` is the compiled twin
-(``ariane._speedups.sub_records``, ``_speedups_trace.h``) when built, falling back to the
-reference for any input it does not handle (it answers ``None``).
+``sub_pairs`` does the same for the open pairs the dispatcher's worker takes (claiming
+them), so the worker builds no call tuples. ``sub_records_py`` and ``sub_pairs_py`` are the
+references; ``sub_records`` and ``sub_pairs`` are the compiled twins (``ariane._speedups``,
+``_speedups_trace.h``) when built, falling back to the reference for any input they do not
+handle (they answer ``None``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ from typing import Any
 from ariane.common import native
 from ariane.common.trace import JAVA_NULL, ConsumeReturnType
 
-__all__ = ["AfterData", "BeforeData", "Call", "sub_records", "sub_records_py"]
+__all__ = [
+    "AfterData",
+    "BeforeData",
+    "Call",
+    "OneData",
+    "call_data",
+    "sub_pairs",
+    "sub_pairs_py",
+    "sub_records",
+    "sub_records_py",
+]
 
 #: ``(msgId, retry times, KEYS or None)`` per traced message of a call.
 Entries = tuple[tuple[str, int, str | None], ...]
@@ -32,6 +44,10 @@ BeforeData = tuple[int, str, int, str, Entries]
 #: What ``after`` read: (end ns, messages, success, result code); the cost per message is
 #: (end - start) in ms divided by the messages.
 AfterData = tuple[int, int, bool, ConsumeReturnType]
+#: The before data of a call with one traced message, flat (fewer objects per delivery: the
+#: garbage collector runs per allocated container): (start ns, region, request number, topic,
+#: msgId, retry times, KEYS or None).
+OneData = tuple[int, str, int, str, str, int, str | None]
 #: One listener call: its before data and its after data (None: still running).
 Call = tuple[BeforeData, AfterData | None]
 #: (traced topic, records, how many, index keys): ``_trace_dispatch.EncodedTrace``.
@@ -106,9 +122,40 @@ def sub_records_py(
     return out
 
 
+def call_data(data: BeforeData | OneData) -> BeforeData:
+    """``data`` as ``BeforeData`` (a ``OneData`` has one entry)."""
+    if len(data) == 7:
+        began_ns, region, number, topic, msg_id, retries, keys = data
+        return (began_ns, region, number, topic, ((msg_id, retries, keys),))
+    return data
+
+
+def sub_pairs_py(
+    pairs: list[list[Any]],
+    group: str,
+    request_prefix: str,
+    taken: object,
+    item_chars: int,
+    item_key_chars: int,
+) -> list[Item]:
+    """The records of open pairs (``_trace_dispatch.OpenTrace``: ``[owner, BeforeData or
+    OneData]`` then what ``attach`` appended), SubBefore and, when the call ended, SubAfter:
+    each pair is claimed (``taken`` appended: its after data is what was appended first,
+    unless that is ``taken``), then written as ``sub_records_py`` writes calls."""
+    calls: list[Call] = []
+    for pair in pairs:
+        pair.append(taken)
+        after = pair[2]
+        calls.append((call_data(pair[1]), None if after is taken else after))
+    return sub_records_py(calls, group, request_prefix, True, item_chars, item_key_chars)
+
+
 _compiled: Callable[..., list[Item] | None] | None = getattr(
     native.speedups, "sub_records", None
 )  # absent: the pure build, or a stale compiled one
+_compiled_pairs: Callable[..., list[Item] | None] | None = getattr(
+    native.speedups, "sub_pairs", None
+)
 
 
 def sub_records(
@@ -125,3 +172,20 @@ def sub_records(
         if out is not None:
             return out  # type: ignore[no-any-return]
     return sub_records_py(calls, group, request_prefix, sub_before, item_chars, item_key_chars)
+
+
+def sub_pairs(
+    pairs: list[list[Any]],
+    group: str,
+    request_prefix: str,
+    taken: object,
+    item_chars: int,
+    item_key_chars: int,
+) -> list[Item]:
+    """``sub_pairs_py``, compiled when built (a pair claimed twice keeps its first claim, so
+    the reference may redo a round the compiled twin gave up on)."""
+    if _compiled_pairs is not None:
+        out: Any = _compiled_pairs(pairs, group, request_prefix, taken, item_chars, item_key_chars)
+        if out is not None:
+            return out  # type: ignore[no-any-return]
+    return sub_pairs_py(pairs, group, request_prefix, taken, item_chars, item_key_chars)

@@ -17,6 +17,10 @@ and builds one ``pyarrow.RecordBatch`` of the source's schema without a Python o
 * hosts are formatted once per distinct (address, port); the offsetMsgId (store host and
   physical offset in upper-case hex) is built with a lookup table.
 
+When the compiled twin is built, ``ariane.common.record_columns.decode_columns`` does all of the
+above in one C call that returns Arrow-layout buffers (``columns_to_batch`` wraps them); the
+numpy path stays for the pure-Python build.
+
 Anything this path does not reproduce exactly (IPv6 hosts, compressed bodies, the V2 magic,
 a property name twice in one record, bytes that are not UTF-8, malformed records) makes the
 whole batch go through the plain path instead (``ariane.common.record.decode_records`` and
@@ -35,11 +39,13 @@ import pyarrow.compute as pc
 from ariane.common import properties as props
 from ariane.common.message import HostPort
 from ariane.common.record import MESSAGE_MAGIC_CODE_V1, decode_records
+from ariane.common.record_columns import COMPILED, RecordColumns, decode_columns
 from ariane.common.sysflag import COMPRESSED_FLAG, host_flags
+from ariane.errors import CorruptionError
 from ariane.spark._arrow import ARROW_SCHEMA, messages_to_batch
 from ariane.spark.options import PropertiesMode
 
-__all__ = ["decode_plain", "records_to_batch", "try_records_to_batch"]
+__all__ = ["columns_to_batch", "decode_plain", "records_to_batch", "try_records_to_batch"]
 
 _I32 = struct.Struct(">i")
 _HEAD = 88  # TOTALSIZE .. BODYLENGTH with IPv4 hosts
@@ -48,6 +54,8 @@ _REJECT_FLAGS = COMPRESSED_FLAG | host_flags(True, True)
 _TS = pa.timestamp("us", tz="UTC")
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 _SYSTEM = pa.array(sorted(props.SYSTEM_KEYS), pa.string())
+_SYSTEM_NAMES = tuple(sorted(k.encode() for k in props.SYSTEM_KEYS))
+_MAP = ARROW_SCHEMA.field("properties").type
 #: timestamps whose microseconds do not fit an int64 (the plain path raises on them)
 _MAX_MS = (2**63 - 1) // 1000
 
@@ -73,22 +81,23 @@ def decode_plain(
 
 
 def records_to_batch(
-    buf: bytes,
+    buf: bytes | list[bytes],
     broker: str,
     mode: PropertiesMode,
     start: int,
     end: int,
     tags: frozenset[str] | None = None,
 ) -> pa.RecordBatch:
-    """One record batch (``ARROW_SCHEMA``) of the records of ``buf`` whose queue offset lies in
-    ``[start, end)`` and, when ``tags`` is given, whose TAGS is one of them.
+    """One record batch (``ARROW_SCHEMA``) of the records of ``buf`` (raw pull bodies: one, or
+    a list, decoded as their join) whose queue offset lies in ``[start, end)`` and, when
+    ``tags`` is given, whose TAGS is one of them.
 
     Raises:
         CorruptionError: a record does not decode (from the plain path).
     """
     batch = try_records_to_batch(buf, broker, mode, start, end, tags)
     if batch is None:
-        return decode_plain(buf, broker, mode, start, end, tags)
+        return decode_plain(join_bodies(buf), broker, mode, start, end, tags)
     return batch
 
 
@@ -172,8 +181,75 @@ def _validate_utf8(array: pa.Array) -> bool:
     return True
 
 
+def _strings(kind: pa.DataType, n: int, cols: tuple[bytes, ...]) -> pa.Array:
+    """A string/binary array from (offsets, data) or (validity, offsets, data) buffers."""
+    if len(cols) == 2:
+        return pa.Array.from_buffers(kind, n, [None, *map(pa.py_buffer, cols)])
+    return pa.Array.from_buffers(kind, n, list(map(pa.py_buffer, cols)), null_count=-1)
+
+
+def _broker_column(broker: str, n: int) -> pa.Array:
+    raw = broker.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(raw))
+    return _strings(pa.string(), n, (offsets.tobytes(), raw * n))
+
+
+def columns_to_batch(cols: RecordColumns, broker: str, mode: PropertiesMode) -> pa.RecordBatch:
+    """One record batch (``ARROW_SCHEMA``) over the buffers of ``decode_columns``."""
+    n = cols.rows
+
+    def fixed(kind: pa.DataType, raw: bytes) -> pa.Array:
+        return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(raw)])
+
+    if cols.properties is None or mode is PropertiesMode.NONE:
+        prop_col = pa.nulls(n, _MAP)
+    else:
+        entries, *texts = cols.properties
+        count = np.frombuffer(entries, dtype=np.int32)[-1]
+        names = _strings(pa.string(), count, (texts[0], texts[1]))
+        values = _strings(pa.string(), count, (texts[2], texts[3]))
+        pairs = pa.StructArray.from_arrays(
+            [names, values], fields=[_MAP.key_field, _MAP.item_field]
+        )
+        prop_col = pa.Array.from_buffers(_MAP, n, [None, pa.py_buffer(entries)], children=[pairs])
+    columns = [
+        _strings(pa.string(), n, cols.topic),
+        _broker_column(broker, n),
+        fixed(pa.int32(), cols.queue_id),
+        fixed(pa.int64(), cols.queue_offset),
+        _strings(pa.string(), n, cols.msg_id),
+        _strings(pa.string(), n, cols.keys),
+        _strings(pa.string(), n, cols.tags),
+        _strings(pa.binary(), n, cols.body),
+        prop_col,
+        fixed(_TS, cols.born_us),
+        fixed(_TS, cols.store_us),
+        _strings(pa.string(), n, cols.born_host),
+        _strings(pa.string(), n, cols.store_host),
+        fixed(pa.int32(), cols.reconsume_times),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+
+
+def _compiled_to_batch(
+    buf: bytes | list[bytes],
+    broker: str,
+    mode: PropertiesMode,
+    start: int,
+    end: int,
+    tags: frozenset[str] | None,
+) -> pa.RecordBatch | None:
+    wanted = None if tags is None else [t.encode() for t in tags]
+    skip = _SYSTEM_NAMES if mode is PropertiesMode.USER else ()
+    try:
+        cols = decode_columns(buf, start, end, wanted, mode is not PropertiesMode.NONE, skip)
+    except CorruptionError:
+        return None  # the plain path raises its own error for it
+    return None if cols is None else columns_to_batch(cols, broker, mode)
+
+
 def try_records_to_batch(
-    buf: bytes,
+    buf: bytes | list[bytes],
     broker: str,
     mode: PropertiesMode,
     start: int,
@@ -181,6 +257,19 @@ def try_records_to_batch(
     tags: frozenset[str] | None = None,
 ) -> pa.RecordBatch | None:
     """The fast path of ``records_to_batch``; ``None`` when the batch needs the plain path."""
+    if COMPILED:
+        return _compiled_to_batch(buf, broker, mode, start, end, tags)
+    return _numpy_to_batch(join_bodies(buf), broker, mode, start, end, tags)
+
+
+def _numpy_to_batch(
+    buf: bytes,
+    broker: str,
+    mode: PropertiesMode,
+    start: int,
+    end: int,
+    tags: frozenset[str] | None,
+) -> pa.RecordBatch | None:
     if len(buf) >= 2**31 - 1:
         return None
     starts = _record_starts(buf)
@@ -299,6 +388,8 @@ def _entries(
     return tag_col, key_col, uniq_col, prop_col.cast(ARROW_SCHEMA.field("properties").type)
 
 
-def join_bodies(bodies: Sequence[bytes]) -> bytes:
-    """Raw pull bodies as one buffer (one copy)."""
+def join_bodies(bodies: bytes | Sequence[bytes]) -> bytes:
+    """Raw pull bodies as one buffer (one copy; a single body as it is)."""
+    if isinstance(bodies, bytes):
+        return bodies
     return bodies[0] if len(bodies) == 1 else b"".join(bodies)

@@ -57,7 +57,7 @@ from ariane.spark._arrow import (
     check_sink_schema,
 )
 from ariane.spark._cluster import ClusterOffsets, QueueReader
-from ariane.spark._columns import join_bodies, records_to_batch
+from ariane.spark._columns import records_to_batch
 from ariane.spark._sender import RowSender
 from ariane.spark._trace import TRACE_ARROW_SCHEMA, TRACE_SCHEMA_DDL, trace_messages_to_batch
 from ariane.spark.ids import MessageIdSequence
@@ -168,16 +168,12 @@ def read_range(opts: SourceOptions, rng: QueueRange) -> Iterator[pa.RecordBatch]
         size += len(body)
         if size < BATCH_BYTES:
             continue
-        batch = records_to_batch(
-            join_bodies(bodies), rng.broker, opts.properties, rng.start, rng.end, tags
-        )
+        batch = records_to_batch(bodies, rng.broker, opts.properties, rng.start, rng.end, tags)
         bodies, size = [], 0
         if batch.num_rows:
             yield batch
     if bodies:
-        batch = records_to_batch(
-            join_bodies(bodies), rng.broker, opts.properties, rng.start, rng.end, tags
-        )
+        batch = records_to_batch(bodies, rng.broker, opts.properties, rng.start, rng.end, tags)
         if batch.num_rows:
             yield batch
 

@@ -14,7 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ariane.client import _trace_records
-from ariane.client._trace_records import Call, sub_records, sub_records_py
+from ariane.client._trace_records import (
+    Call,
+    call_data,
+    sub_pairs,
+    sub_pairs_py,
+    sub_records,
+    sub_records_py,
+)
 from ariane.common import native
 from ariane.common.trace import ConsumeReturnType, sub_after_record, sub_before_record
 
@@ -112,3 +119,79 @@ def test_unusual_input_falls_back_to_the_pure_twin() -> None:
     assert fast([], "g", PREFIX, True, 1, 1) == [] == sub_records_py([], "g", PREFIX, True, 1, 1)
     with pytest.raises(ValueError):  # the pure twin's error: not enough values to unpack
         sub_records([((1, "R", 1, "T"), None)], "g", PREFIX, True, 1, 1)  # type: ignore[list-item]
+
+
+_one = st.tuples(
+    _ns,
+    _text,
+    st.integers(0, 2**64 - 1),
+    st.sampled_from(["T1", "T2"]),
+    _text,
+    st.integers(0, 16),
+    st.none() | _text,
+)
+#: a pair as the worker may find it: open, ended, already claimed, or claimed then ended
+_pair = st.tuples(_before | _one, _after, st.sampled_from(["open", "ended", "taken", "late"]))
+
+
+def _pairs(drawn: list[tuple[Any, Any, str]], taken: object) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for data, after, state in drawn:
+        pair: list[Any] = ["owner", data]
+        done = after if after is not None else (data[0], 1, True, ConsumeReturnType.SUCCESS)
+        if state == "ended":
+            pair.append(done)
+        elif state in ("taken", "late"):
+            pair.append(taken)
+            if state == "late":
+                pair.append(done)
+        out.append(pair)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    drawn=st.lists(_pair, max_size=12),
+    limits=st.tuples(st.integers(1, 600), st.integers(1, 200)) | st.just((29_500, 8_191)),
+)
+def test_sub_pairs_identical(drawn: list[tuple[Any, Any, str]], limits: tuple[int, int]) -> None:
+    _compiled()  # skips or fails when not built
+    fast = native.speedups.sub_pairs  # type: ignore[union-attr]
+    taken = object()
+    slow_pairs, fast_pairs, mixed_pairs = (_pairs(drawn, taken) for _ in range(3))
+    want = sub_pairs_py(slow_pairs, "cg", PREFIX, taken, *limits)
+    assert fast(fast_pairs, "cg", PREFIX, taken, *limits) == want
+    assert sub_pairs(mixed_pairs, "cg", PREFIX, taken, *limits) == want
+    assert fast_pairs == slow_pairs == mixed_pairs  # claimed alike
+    # a second claim changes nothing: the reference may redo a round the compiled one gave up
+    assert sub_pairs_py(fast_pairs, "cg", PREFIX, taken, *limits) == want
+    # the before data, as sub_records takes it
+    for data, _, _ in drawn:
+        full = call_data(data)
+        assert full == (data if len(data) == 5 else (*data[:4], (data[4:],)))
+
+
+def test_sub_pairs_unusual_input_falls_back() -> None:
+    _compiled()
+    fast = native.speedups.sub_pairs  # type: ignore[union-attr]
+    taken = object()
+    done = (5, 1, True, ConsumeReturnType.SUCCESS)
+    odd: list[list[Any]] = [
+        [["owner", (1, "R", 1, "T", "I", True, None)]],  # a bool retry count: f"{True}"
+        [["owner", (1, "R", 1, "T", "I", 0, None), done], ("not", "a list")],
+    ]
+    ok = [["owner", (1, "R", 1, "T", "I", 0, None)], ["owner", (1, "R", 2, "T", "J", 0, "k"), done]]
+    assert fast(_copy(ok), "g", PREFIX, taken, 100, 100) == sub_pairs_py(
+        _copy(ok), "g", PREFIX, taken, 100, 100
+    )
+    assert fast(_copy(odd[0]), "g", PREFIX, taken, 100, 100) is None
+    want = sub_pairs_py(_copy(odd[0]), "g", PREFIX, taken, 100, 100)
+    assert sub_pairs(_copy(odd[0]), "g", PREFIX, taken, 100, 100) == want
+    assert "\x01True\x01" in want[0][1]
+    assert fast(_copy(odd[1]), "g", PREFIX, taken, 100, 100) is None
+    with pytest.raises(AttributeError):  # the reference's error: a tuple has no append
+        sub_pairs(_copy(odd[1]), "g", PREFIX, taken, 100, 100)
+
+
+def _copy(pairs: list[list[Any]]) -> list[list[Any]]:
+    return [list(p) if isinstance(p, list) else p for p in pairs]

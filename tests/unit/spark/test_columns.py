@@ -10,17 +10,24 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ariane.common import properties as props
+from ariane.common import record_columns
 from ariane.common.message import HostPort, MessageExt
 from ariane.common.record import encode_record
+from ariane.common.record_columns import decode_columns_py
 from ariane.common.sysflag import COMPRESSED_FLAG
 from ariane.errors import CorruptionError
+from ariane.spark import _columns
 from ariane.spark._arrow import ARROW_SCHEMA
-from ariane.spark._columns import decode_plain, records_to_batch, try_records_to_batch
+from ariane.spark._columns import (
+    columns_to_batch,
+    decode_plain,
+    records_to_batch,
+    try_records_to_batch,
+)
 from ariane.spark.options import PropertiesMode
 
 V4 = HostPort.parse("10.1.2.3:5555")
@@ -66,13 +73,28 @@ def both(
     end: int = 2**62,
     tags: frozenset[str] | None = None,
     *,
-    fast: bool = True,
+    fast: bool | None = True,
+    bulk: bool = True,
 ) -> list[dict[str, Any]]:
-    """Rows of both paths, asserting they are identical; ``fast``: the fast path must take
-    the batch (else it must hand it to the plain path)."""
+    """Rows of every path, asserting they are identical; ``fast``: the numpy path must take
+    the batch (``None``: either way), ``bulk``: ``decode_columns`` must (else they hand it
+    to the plain path)."""
     plain = decode_plain(buf, "broker-a", mode, start, end, tags)
-    quick = try_records_to_batch(buf, "broker-a", mode, start, end, tags)
-    assert (quick is not None) is fast
+    quick = _columns._numpy_to_batch(buf, "broker-a", mode, start, end, tags)
+    assert fast is None or (quick is not None) is fast
+    assert quick is None or (quick.equals(plain) and quick.to_pylist() == plain.to_pylist())
+    wanted = None if tags is None else {t.encode() for t in tags}
+    skip = _columns._SYSTEM_NAMES if mode is PropertiesMode.USER else ()
+    cols = decode_columns_py(buf, start, end, wanted, mode is not PropertiesMode.NONE, skip)
+    assert (cols is not None) is bulk
+    if cols is not None:
+        twin = columns_to_batch(cols, "broker-a", mode)
+        twin.validate(full=True)
+        assert twin.equals(plain)
+        assert twin.to_pylist() == plain.to_pylist()
+    compiled = record_columns.COMPILED
+    direct = try_records_to_batch(buf, "broker-a", mode, start, end, tags)
+    assert (direct is not None) is (bulk if compiled else quick is not None)
     got = records_to_batch(buf, "broker-a", mode, start, end, tags)
     assert got.schema == ARROW_SCHEMA
     assert got.equals(plain)
@@ -126,18 +148,21 @@ def test_empty_buffer() -> None:
 
 
 @pytest.mark.parametrize(
-    "odd",
+    ("odd", "bulk"),
     [
-        record(0, properties={"Dup\x01first\x02Dup": "second"}),  # a name twice in a record
-        record(0, born=V6),
-        record(0, store=V6),
-        record(0, topic="L" * 200),  # long topic: the V2 magic
-        record(0, zlib.compress(b"inflated"), sys_flag=COMPRESSED_FLAG),
+        (record(0, properties={"Dup\x01first\x02Dup": "second"}), True),  # a name twice
+        (record(0, born=V6), False),
+        (record(0, store=V6), False),
+        (record(0, topic="L" * 200), True),  # long topic: the V2 magic
+        (record(0, zlib.compress(b"inflated"), sys_flag=COMPRESSED_FLAG), False),
     ],
     ids=["duplicate-name", "born-ipv6", "store-ipv6", "magic-v2", "compressed"],
 )
-def test_records_the_fast_path_leaves_to_the_plain_one(odd: bytes) -> None:
-    rows = both(record(7) + odd + record(8), fast=False)
+@pytest.mark.parametrize("mode", list(PropertiesMode))
+def test_records_the_fast_path_leaves_to_the_plain_one(
+    odd: bytes, bulk: bool, mode: PropertiesMode
+) -> None:
+    rows = both(record(7) + odd + record(8), mode, fast=False, bulk=bulk)
     assert len(rows) == 3
 
 
@@ -155,6 +180,9 @@ def test_broken_records_raise_as_the_plain_path_does(broken: bytes) -> None:
     with pytest.raises(CorruptionError):
         decode_plain(broken, "b", PropertiesMode.USER, 0, 10, None)
     assert try_records_to_batch(broken, "b", PropertiesMode.USER, 0, 10) is None
+    assert _columns._numpy_to_batch(broken, "b", PropertiesMode.USER, 0, 10, None) is None
+    with pytest.raises(CorruptionError):
+        decode_columns_py(broken, 0, 10, None, True, ())
     with pytest.raises(CorruptionError):
         records_to_batch(broken, "b", PropertiesMode.USER, 0, 10)
 
@@ -183,8 +211,19 @@ def test_any_records_decode_the_same(
     buf = b"".join(
         record(i, body, p, queue_id=q, topic=t) for i, (body, p, q, t) in enumerate(specs)
     )
-    plain = decode_plain(buf, "b", mode, start, end, None)
-    got = records_to_batch(buf, "b", mode, start, end)
+    got = both(buf, mode, start, end, fast=None)
+    assert len(got) == len([s for i, s in enumerate(specs) if start <= i < end])
+
+
+def test_a_list_of_pull_bodies_reads_as_their_join() -> None:
+    parts = [record(i, b"x" * i, {props.TAGS: "a"}) for i in range(6)]
+    bodies = [parts[0] + parts[1], b"".join(parts[2:5]), parts[5]]
+    plain = decode_plain(b"".join(bodies), "b", PropertiesMode.ALL, 1, 6, None)
+    got = records_to_batch(bodies, "b", PropertiesMode.ALL, 1, 6)
     assert got.equals(plain)
-    assert got.to_pylist() == plain.to_pylist()
-    assert isinstance(got, pa.RecordBatch)
+    assert got.num_rows == 5
+    # a record cut across two bodies: the plain path decodes the join
+    cut = [parts[0] + parts[1][:40], parts[1][40:]]
+    assert records_to_batch(cut, "b", PropertiesMode.ALL, 0, 6).equals(
+        decode_plain(b"".join(cut), "b", PropertiesMode.ALL, 0, 6, None)
+    )
