@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import mmap
-import os
 import struct
 import threading
 import time
@@ -23,7 +22,6 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import accumulate
-from typing import NamedTuple
 
 from ariane.common import faults
 from ariane.common.clock import Clock
@@ -43,6 +41,7 @@ from ariane.common.sysflag import (
     with_host_flags,
 )
 from ariane.common.topics import SCHEDULE_TOPIC
+from ariane.store.commit_log_files import delete_expired_files, set_aside
 from ariane.store.config import StoreConfig
 from ariane.store.disk import OS_DISK, Disk
 from ariane.store.format import (
@@ -57,7 +56,7 @@ from ariane.store.format import (
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
-from ariane.store.prepared import PreparedOne
+from ariane.store.prepared import PreparedBatch, PreparedOne, PreparedRecord
 from ariane.store.record_block import BlockProgress, PackedRecord, write_run
 from ariane.store.results import PutResult, PutStatus
 
@@ -89,46 +88,6 @@ _RANGES = struct.Struct("<iiiiqq")
 _PUT_OK = PutStatus.PUT_OK  # an Enum member's class-attribute lookup is slow (hot path)
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
-
-
-class _Prepared(NamedTuple):
-    """One batch record encoded as far as possible outside the lock: the body, its CRC, the
-    user flag, the properties, the bytes after the body (topic and properties), the stored
-    size and the tagsCode (``None``: computed when written, the delivery time of a
-    ``SCHEDULE_TOPIC_XXXX`` record). A tuple built in one C call (hot path: one per message
-    of a batch)."""
-
-    body: bytes
-    crc: int
-    flag: int
-    props: dict[str, str]
-    rest: bytes
-    total: int
-    tags_code: int | None
-
-
-class PreparedBatch:
-    """A batch validated and encoded outside the put lock (:meth:`CommitLog.prepare_batch`)."""
-
-    __slots__ = ("batch", "header", "magic", "records", "sys_flag", "topic_tail", "total")
-
-    def __init__(
-        self,
-        batch: MessageBatchInner,
-        header: struct.Struct,
-        magic: int,
-        topic_tail: bytes,
-        sys_flag: int,
-        records: list[_Prepared],
-        total: int,
-    ) -> None:
-        self.batch = batch
-        self.header = header
-        self.magic = magic
-        self.topic_tail = topic_tail
-        self.sys_flag = sys_flag
-        self.records = records
-        self.total = total
 
 
 def _illegal(remark: str) -> PutResult:
@@ -483,7 +442,7 @@ class CommitLog:
         scheduled = batch.topic == SCHEDULE_TOPIC  # tagsCode = delivery time, when written
         tag_codes = self._tag_codes
         max_size = self._max_size
-        preps: list[_Prepared] = []
+        preps: list[PreparedRecord] = []
         batch_total = 0
         for item in batch.messages:
             flag = item.flag
@@ -505,7 +464,7 @@ class CommitLog:
                 code = self._tags_code(batch.topic, props, 0)
             rest = topic_tail + len(props_bytes).to_bytes(2, "big") + props_bytes
             crc = zlib.crc32(body) & CRC_MASK
-            preps.append(_new_prepared(_Prepared, (body, crc, flag, props, rest, total, code)))
+            preps.append(_new_prepared(PreparedRecord, (body, crc, flag, props, rest, total, code)))
             batch_total += total
         if batch_total > self._max_size:
             return self._too_big("batch", batch_total)
@@ -517,7 +476,7 @@ class CommitLog:
     def write_batch_record(
         self,
         prepared: PreparedBatch,
-        prep: _Prepared,
+        prep: PreparedRecord,
         mm: bytearray | mmap.mmap,
         pos: int,
         phys: int,
@@ -531,7 +490,7 @@ class CommitLog:
     def _write_batch(
         self,
         prepared: PreparedBatch,
-        records: Sequence[_Prepared],
+        records: Sequence[PreparedRecord],
         mm: bytearray | mmap.mmap,
         pos: int,
         phys: int,
@@ -720,51 +679,9 @@ class CommitLog:
         self.queue.shutdown()
 
     def delete_expired_files(self, now_ms: int, reserved_ms: int, force: bool, limit: int) -> int:
-        """Delete files from the oldest on, never the last one, stopping at the first that
-        is not older than ``reserved_ms`` (unless ``force``); at most ``limit``. Returns how
-        many were deleted."""
-        doomed: list[MappedFile] = []
-        forced = 0
-        for mf in self.queue.files[:-1]:
-            expired = now_ms >= mf.last_modified_ms() + reserved_ms
-            if not (expired or force):
-                break
-            mf.shutdown_mark(now_ms)
-            if not mf.destroy(sync_dir=False):
-                break
-            doomed.append(mf)
-            forced += not expired
-            if len(doomed) >= limit:
-                break
-        if doomed:
-            self.disk.sync_dir(self.queue.store_path)
-            self.queue.remove_files(doomed)
-            if len(doomed) > forced:
-                logger.info("deleted %d expired CommitLog file(s)", len(doomed) - forced)
-            if forced:
-                logger.warning(
-                    "forced cleanup: deleted %d CommitLog file(s) before they expired "
-                    "(disk space is short)",
-                    forced,
-                )
-        return len(doomed)
+        """Delete expired files from the oldest on (see ``commit_log_files``); how many."""
+        return delete_expired_files(self.queue, self.disk, now_ms, reserved_ms, force, limit)
 
     def set_aside(self, mf: MappedFile) -> None:
-        """Rename a file cut off by recovery to ``<name>.tr<N>`` instead of deleting it
-        (an all-zero file, e.g. pre-allocated and never written, is simply deleted)."""
-        if mf.nonzero_end(0) == 0:
-            mf.destroy()
-            return
-        mf.close()
-        target = free_tr_name(self.disk, mf.path)
-        self.disk.replace(mf.path, target)
-        self.disk.sync_dir(os.path.dirname(mf.path) or ".")
-        logger.warning("recovery set aside %s as %s", mf.path, target)
-
-
-def free_tr_name(disk: Disk, path: str) -> str:
-    """``<path>.tr<N>`` for the first N not taken (where cut bytes are kept)."""
-    n = 0
-    while disk.exists(f"{path}.tr{n}"):
-        n += 1
-    return f"{path}.tr{n}"
+        """Keep a file cut off by recovery as ``<name>.tr<N>`` (see ``commit_log_files``)."""
+        set_aside(self.disk, mf)

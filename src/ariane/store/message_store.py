@@ -16,7 +16,6 @@ a single writer lock.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +25,7 @@ from types import TracebackType
 
 from ariane.common.clock import Clock, SystemClock
 from ariane.common.properties import WAIT_STORE_MSG_OK
-from ariane.errors import StoreClosedError, StoreDamagedError, StoreError
+from ariane.errors import StoreDamagedError, StoreError
 from ariane.store.allocate import AllocateMappedFileService
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.cleanup import CleanService, DiskUsage, disk_usage_ratio
@@ -46,6 +45,7 @@ from ariane.store.flush import (
 from ariane.store.index_file import IndexService
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import load_store
+from ariane.store.maintenance import StoreMaintenance
 from ariane.store.reads import StoreReads
 from ariane.store.record_block import BlockProgress, PackedRecord
 from ariane.store.replica import ReplicaResult, ReplicaStatus, ReplicaWriter
@@ -62,7 +62,7 @@ _PREPARED_CHUNK = 256
 _BLOCK_CHUNK = 2048
 
 
-class MessageStore(StoreReads):
+class MessageStore(StoreReads, StoreMaintenance):
     """The message store.
 
     Args:
@@ -668,58 +668,6 @@ class MessageStore(StoreReads):
             self.checkpoint.physic_msg_timestamp = self.commit_log.queue.store_timestamp
         if self.flush_consume_queue is not None:
             self.flush_consume_queue.do_flush(thorough=True)
-
-    def delete_topics(self, topics: set[str] | list[str]) -> int:
-        """Delete the ConsumeQueues of ``topics`` (the CommitLog keeps the records until they
-        expire; records not yet dispatched are dropped from dispatch). Returns the number of
-        queues deleted."""
-        deleted = 0
-        doomed = set(topics)
-        with self.dispatcher.lock, self._cq_lock, self.commit_log.put_lock:
-            self.commit_log.drop_pending_topics(doomed)
-            for topic in doomed:
-                queues = self.consume_queue_table.pop(topic, None)
-                self.dispatcher.forget(topic)
-                for key in [k for k in self.commit_log.topic_queue_table if k[0] == topic]:
-                    del self.commit_log.topic_queue_table[key]
-                if not queues:
-                    continue
-                for cq in queues.values():
-                    cq.destroy()
-                    deleted += 1
-                try:
-                    self.disk.rmdir(os.path.join(self.config.consume_queue_dir, topic))
-                    self.disk.sync_dir(self.config.consume_queue_dir)
-                except OSError:
-                    pass
-        return deleted
-
-    def clean_expired_consume_queue(self) -> int:
-        """Destroy ConsumeQueues whose last entry points below the CommitLog minimum."""
-        min_offset = self.commit_log.min_offset
-        removed = 0
-        with self._cq_lock:
-            for topic, queues in list(self.consume_queue_table.items()):
-                for qid, cq in list(queues.items()):
-                    if 0 <= cq.max_physic_offset < min_offset:
-                        cq.destroy()
-                        del queues[qid]
-                        self.dispatcher.forget(topic)
-                        removed += 1
-                if not queues:
-                    del self.consume_queue_table[topic]
-        return removed
-
-    def execute_delete_files_manually(self) -> None:
-        """Make the next 20 cleanup passes delete expired files regardless of hour and space."""
-        if self.cleaner is not None:
-            self.cleaner.request_manual_delete()
-
-    def clean_files_once(self) -> tuple[int, int]:
-        """Run one cleanup pass now (CommitLog files, ConsumeQueue/index files deleted)."""
-        if self.cleaner is None:
-            raise StoreClosedError("store not started")
-        return self.cleaner.clean_once()
 
     # -- reads (see StoreReads) ----------------------------------------------------------
     def get_message(

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from ariane.common import faults
 from ariane.store.checkpoint import StoreCheckpoint
-from ariane.store.commit_log import CommitLog, free_tr_name
+from ariane.store.commit_log import CommitLog
+from ariane.store.commit_log_files import free_tr_name
 from ariane.store.format import (
     MESSAGE_MAGIC_CODE_V1,
     MESSAGE_MAGIC_CODE_V2,
