@@ -102,8 +102,9 @@ def test_trace_and_rewriter_inputs() -> None:
     before = _call("trace.consume_hooks")
     assert before is not None
     _tracer, data, after = before  # the open pair, completed by the listener call's end
-    assert data[3] == mc.TOPIC
-    assert data[4] == ((mc.PRODUCER_PROPERTIES["UNIQ_KEY"], 0, "order-20261206-0001"),)
+    # one message per listener call: (time, region, request id, topic, msgId, reconsume
+    # times, keys) flat
+    assert data[3:] == (mc.TOPIC, mc.PRODUCER_PROPERTIES["UNIQ_KEY"], 0, "order-20261206-0001")
     assert after[1:3] == (1, True)
     assert _call("broker.timer_check") is None  # a plain send goes on untouched
     assert _call("broker.send_rewriters") == [None, None]
