@@ -88,6 +88,7 @@ def test_busy_port_exits_1(tmp_path: Path) -> None:
         result = run_cli("broker", "--store-dir", str(tmp_path / "s"), "-p", str(port))
     assert result.returncode == 1
     assert "cannot listen" in result.stderr
+    assert str(port) in result.stderr  # names the port it could not take
 
 
 def test_broker_without_name_server_still_serves(tmp_path: Path) -> None:

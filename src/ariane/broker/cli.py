@@ -115,7 +115,7 @@ async def _serve(loaded: LoadedConfig) -> int:
         return 1
     except OSError as exc:
         click.echo(
-            f"ariane broker: cannot open a listening socket: {exc} (the ports come from "
+            f"ariane broker: cannot listen: {exc} (the ports come from "
             "listenPort, haListenPort, dLegerPeers/dLegerListenPort and grpcServerPort; "
             "free the port or pick another)",
             err=True,
