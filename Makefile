@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # without one the pure-Python twins run. The last line says which build this venv has.
 $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speedups_frame.h \
 		src/ariane/_speedups_trace.h src/ariane/_speedups_acl.h \
-		src/ariane/_speedups_columns.h
+		src/ariane/_speedups_columns.h src/ariane/_speedups_dispatch.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,dashboard]'
@@ -36,7 +36,8 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/acl/test_signing_key.py tests/unit/common/test_hashing.py \
 	tests/unit/remoting/test_frame_native.py \
 	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py \
-	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py
+	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py \
+	tests/unit/store/test_record_dispatch.py
 
 test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=20

@@ -701,6 +701,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_trace.h"
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
 #include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
+#include "_speedups_dispatch.h" /* dispatch_record: a record's DispatchRequest (DLedger followers) */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -726,6 +727,7 @@ static PyMethodDef methods[] = {
      "The records of open trace pairs, claimed here (_trace_records.sub_pairs_py), or None."},
     SPEEDUPS_FRAME_METHODS
     COLUMNS_METHODS
+    DISPATCH_METHODS
     {NULL, NULL, 0, NULL},
 };
 

@@ -34,7 +34,7 @@ from ariane.dledger.replica import Replica
 from ariane.raft import Code, RaftConfig, Role
 from ariane.store.commit_log import CommitLog, PreparedOne
 from ariane.store.config import StoreConfig
-from ariane.store.format import Decoded, DispatchRequest, check_record
+from ariane.store.format import DispatchRequest, record_dispatch
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
@@ -296,16 +296,12 @@ class DLedgerCommitLog(CommitLog):
         if mf is None:  # pragma: no cover - it was just written
             return
         at = pos - mf.file_from_offset + ENTRY_HEADER_SIZE
-        res = check_record(
-            mf.mm, at, at + head.body_size, check_crc=False, want_dispatch=True,
-            levels_ms=self._levels_ms,
-        )  # fmt: skip
-        if not isinstance(res, Decoded) or res.dispatch is None:
+        request = record_dispatch(mf.mm, at, at + head.body_size, self._levels_ms)
+        if type(request) is not DispatchRequest:
             logger.error(
-                "entry %d at %d does not hold a CommitLog record: %s", head.index, pos, res
+                "entry %d at %d does not hold a CommitLog record: %s", head.index, pos, request
             )
             return
-        request = res.dispatch
         if request.commit_log_offset != pos + ENTRY_HEADER_SIZE:
             logger.error(
                 "entry %d at %d holds a record for offset %d", head.index, pos,
@@ -393,14 +389,13 @@ class DLedgerCommitLog(CommitLog):
             if mf is None:
                 continue
             at = pos - mf.file_from_offset + ENTRY_HEADER_SIZE
-            res = check_record(
-                mf.mm, at, at + unit[2] - ENTRY_HEADER_SIZE, check_crc=False, want_dispatch=True,
-                levels_ms=self._levels_ms,
-            )  # fmt: skip
-            if isinstance(res, Decoded) and res.dispatch is not None:
-                yield res.dispatch
+            request = record_dispatch(mf.mm, at, at + unit[2] - ENTRY_HEADER_SIZE, self._levels_ms)
+            if type(request) is DispatchRequest:
+                yield request
             else:
-                logger.error("entry %d at %d does not hold a CommitLog record: %s", index, pos, res)
+                logger.error(
+                    "entry %d at %d does not hold a CommitLog record: %s", index, pos, request
+                )
 
     # -- maintenance ------------------------------------------------------------------------------
     def flush(self, least_pages: int) -> bool:

@@ -82,9 +82,10 @@ CRC_MASK: Final = 0x7FFFFFFF
 _VALID_MAGIC = (MAGIC_NORMAL, MAGIC_NOOP)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EntryHeader:
-    """The 48 bytes before an entry's body."""
+    """The 48 bytes before an entry's body (not frozen: a follower makes one per entry it
+    copies, and a frozen dataclass takes four times as long to build; treat it as read-only)."""
 
     magic: int
     size: int

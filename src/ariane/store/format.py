@@ -96,9 +96,11 @@ from __future__ import annotations
 import mmap
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
+from ariane.common import native
 from ariane.common.hashing import tags_code as _tags_code
 from ariane.common.properties import DELAY, KEYS, TAGS, UNIQ_KEY, decode_properties
 from ariane.common.record import (
@@ -344,6 +346,46 @@ def _check_message(
         props.get(UNIQ_KEY), sys_flag, props,
     )  # fmt: skip
     return Decoded(total, request)
+
+
+def record_dispatch_py(
+    buf: ReadableBuffer, pos: int, limit: int, levels_ms: tuple[int, ...] = ()
+) -> DispatchRequest | EndOfSegment | Corrupt:
+    """The dispatch request of the record at ``pos``: ``check_record(check_crc=False,
+    want_dispatch=True)`` without the ``Decoded`` around it (what a DLedger follower asks of
+    every record it copies). The reference of the compiled ``dispatch_record``."""
+    res = check_record(buf, pos, limit, check_crc=False, want_dispatch=True, levels_ms=levels_ms)
+    if type(res) is Decoded:
+        assert res.dispatch is not None
+        return res.dispatch
+    return res  # type: ignore[return-value]
+
+
+def _with_compiled(
+    fast: Callable[[ReadableBuffer, int, int], DispatchRequest | None],
+) -> Callable[..., DispatchRequest | EndOfSegment | Corrupt]:
+    def record_dispatch_compiled(
+        buf: ReadableBuffer, pos: int, limit: int, levels_ms: tuple[int, ...] = ()
+    ) -> DispatchRequest | EndOfSegment | Corrupt:
+        request = fast(buf, pos, limit)
+        if request is None:  # not well-formed, IPv6 hosts, a delayed message: the reference
+            return record_dispatch_py(buf, pos, limit, levels_ms)
+        return request
+
+    return record_dispatch_compiled
+
+
+def _record_dispatch() -> Callable[..., DispatchRequest | EndOfSegment | Corrupt]:
+    fast = native.speedups
+    if fast is None or not hasattr(fast, "dispatch_record"):  # pure, or a stale build
+        return record_dispatch_py
+    fast.configure_dispatch(DispatchRequest, _tags_code, SCHEDULE_TOPIC.encode())
+    return _with_compiled(fast.dispatch_record)
+
+
+#: :func:`record_dispatch_py`, with the compiled ``ariane._speedups.dispatch_record`` deciding
+#: the well-formed records when built
+record_dispatch = _record_dispatch()
 
 
 def record_route(buf: ReadableBuffer, pos: int) -> tuple[str, int, int, int]:
