@@ -8,11 +8,14 @@ import os
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ariane.cli import main
 from ariane.common.record import decode_record
 from ariane.dledger.files import DLedgerFiles
+from ariane.dledger.format import encode_entry
+from ariane.errors import CorruptionError
 from ariane.store import GetStatus, MessageStore, PutStatus
 from tests.unit.dledger.group import Group, message, store_config
 
@@ -185,3 +188,23 @@ def test_upgrade_from_a_master_slave_store(tmp_path: Path) -> None:
     files.load()
     assert files.begin.pos == end_of_old
     files.shutdown()
+
+
+def test_follower_refuses_a_damaged_entry(tmp_path: Path) -> None:
+    """Where a corrupt copy is caught: the entry's body CRC (over the whole CommitLog record)
+    is checked before anything is written; the record's own decoding comes after, for
+    dispatch."""
+    files = DLedgerFiles(str(tmp_path / "dledger-n1"), 64 * 1024, 32 * 64)
+    files.load()
+    try:
+        entry = encode_entry(0, 1, 0, b"a CommitLog record would be here")
+        damaged = bytearray(entry)
+        damaged[-1] ^= 0x01
+        with pytest.raises(CorruptionError, match="entry 0 from the leader does not check"):
+            files.append_copy(bytes(damaged))
+        assert files.end == -1
+        head, pos = files.append_copy(entry)
+        assert (head.index, head.term, pos, files.end) == (0, 1, 0, 0)
+        assert files.entries(0, 0) == [entry]
+    finally:
+        files.shutdown()
