@@ -97,26 +97,6 @@ static int acl_key_less(PyObject *a, PyObject *b) {
     return PyObject_RichCompareBool(a, b, Py_LT);
 }
 
-/* The first 8 bytes of an ASCII key, big-endian, zero-padded: when two keys' heads differ,
- * the heads compare as the keys do (the first difference is in them: two characters, or the
- * end of the shorter key against a character that is not NUL). ACL_NO_HEAD for a key that is
- * not ASCII (compared by acl_key_less always; no ASCII head is all ones). */
-#define ACL_NO_HEAD UINT64_MAX
-static uint64_t acl_key_head(PyObject *key) {
-    const Py_UCS1 *d;
-    Py_ssize_t len, i;
-    uint64_t head = 0;
-    if (!PyUnicode_IS_ASCII(key)) {
-        return ACL_NO_HEAD;
-    }
-    d = PyUnicode_1BYTE_DATA(key);
-    len = PyUnicode_GET_LENGTH(key);
-    for (i = 0; i < 8; i++) {
-        head = (head << 8) | (i < len ? d[i] : 0);
-    }
-    return head;
-}
-
 /* Two exact str are equal: the same length, kind and code units (str are stored in their
  * narrowest kind, so equal texts have the same kind). */
 static inline int acl_str_eq(PyObject *a, PyObject *b) {
@@ -139,7 +119,6 @@ static int acl_left_out(PyObject *key, PyObject *skip) {
  * twin's join: at the position in the joined sequence). */
 static Py_ssize_t acl_values(PyObject *ext, PyObject *skip, PyObject **values, Py_ssize_t cap) {
     PyObject *keys[ACL_FAST_FIELDS], *vals[ACL_FAST_FIELDS], *k, *v, *list = NULL;
-    uint64_t heads[ACL_FAST_FIELDS], head;
     Py_ssize_t n = 0, m = 0, i, j, pos = 0;
     int fast = PyDict_CheckExact(ext) && PyDict_GET_SIZE(ext) <= ACL_FAST_FIELDS &&
                PyDict_GET_SIZE(ext) <= cap && (skip == Py_None || PyUnicode_CheckExact(skip));
@@ -149,14 +128,8 @@ static Py_ssize_t acl_values(PyObject *ext, PyObject *skip, PyObject **values, P
                 fast = 0;
                 break;
             }
-            head = acl_key_head(k);
             for (j = n; j > 0; j--) { /* insertion: a client's fields come nearly sorted */
-                int less;
-                if (head != heads[j - 1] && head != ACL_NO_HEAD && heads[j - 1] != ACL_NO_HEAD) {
-                    less = head < heads[j - 1];
-                } else {
-                    less = acl_key_less(k, keys[j - 1]);
-                }
+                int less = acl_key_less(k, keys[j - 1]);
                 if (less < 0) {
                     return -1;
                 }
@@ -165,11 +138,9 @@ static Py_ssize_t acl_values(PyObject *ext, PyObject *skip, PyObject **values, P
                 }
                 keys[j] = keys[j - 1];
                 vals[j] = vals[j - 1];
-                heads[j] = heads[j - 1];
             }
             keys[j] = k;
             vals[j] = v;
-            heads[j] = head;
             n++;
         }
     }

@@ -173,8 +173,8 @@ def test_openssl_signature_takes_any_mapping_and_size(
     assert verify(MappingProxyType(signed), b"body", key)
 
 
-# keys that share their first 8 bytes or differ only after a NUL or at the end (the compiled
-# sort compares 8-byte heads first), mixed with non-ASCII ones; values around the 512 bytes
+# keys that share a long prefix, or differ only after a NUL or at the end (the compiled sort
+# compares first characters, then the bytes), mixed with non-ASCII ones; values around the 512 bytes
 # the compiled twin gathers per SHA-1 update, ASCII or not
 _close_keys = st.text(alphabet="aAb\0é", min_size=0, max_size=11).map(
     lambda t: ("prefix12" + t) if len(t) % 2 else t
@@ -206,7 +206,7 @@ def test_openssl_sort_and_gather_match_the_pure_twin(
 
 
 def test_openssl_sort_orders_close_keys_as_python() -> None:
-    """Heads equal over 8 bytes, a NUL against the end of a key, ASCII against not."""
+    """Long shared prefixes, a NUL against the end of a key, ASCII against not."""
     make_key, sign_, _ = _openssl()
     keys = ["a", "a\0", "a\0b", "prefix12", "prefix123", "prefix12\0", "prefix1", "é", "aé", "A"]
     ext = {k: f"<{i}>" for i, k in enumerate(keys)}
