@@ -23,6 +23,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import accumulate
+from operator import itemgetter
 
 from ariane.common import faults
 from ariane.common.clock import Clock
@@ -118,6 +119,9 @@ def _encode_props(props: dict[str, str]) -> str:
         return "\x02".join(map("\x01".join, props.items())) + "\x02"
     except TypeError:
         return encode_properties(props)
+
+
+_record_bytes = itemgetter(0)
 
 
 class CommitLog:
@@ -394,7 +398,7 @@ class CommitLog:
         Raises:
             OSError: a new CommitLog file could not be created.
         """
-        ends = list(accumulate(len(r[0]) for r in recs))
+        ends = list(accumulate(map(len, map(_record_bytes, recs))))
         n = len(recs)
         with self.put_lock:
             store_ts = self.next_store_timestamp()
