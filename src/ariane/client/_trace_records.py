@@ -15,14 +15,22 @@ them), so the worker builds no call tuples. ``sub_records_py`` and ``sub_pairs_p
 references; ``sub_records`` and ``sub_pairs`` are the compiled twins (``ariane._speedups``,
 ``_speedups_trace.h``) when built, falling back to the reference for any input they do not
 handle (they answer ``None``).
+
+``sub_before`` is the hook side (``ConsumeTracer.before`` of a one-message call: the open pair
+of its SubBefore); it is the compiled function itself when built (no Python frame per
+delivery), else ``sub_before_py``; both answer ``NotImplemented`` for what the caller's general
+path handles.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from types import NotImplementedType
 from typing import Any
 
 from ariane.common import native
+from ariane.common.message import MessageExt
+from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
 from ariane.common.trace import JAVA_NULL, ConsumeReturnType
 
 __all__ = [
@@ -31,6 +39,8 @@ __all__ = [
     "Call",
     "OneData",
     "call_data",
+    "sub_before",
+    "sub_before_py",
     "sub_pairs",
     "sub_pairs_py",
     "sub_records",
@@ -189,3 +199,45 @@ def sub_pairs(
         if out is not None:
             return out  # type: ignore[no-any-return]
     return sub_pairs_py(pairs, group, request_prefix, taken, item_chars, item_key_chars)
+
+
+def sub_before_py(
+    owner: object,
+    msgs: Sequence[MessageExt],
+    trace_topic: str,
+    now_ns: Callable[[], int],
+    counter: Iterator[int],
+    default_region: str,
+) -> list[Any] | NotImplementedType | None:
+    """The open pair ``[owner, OneData]`` of a listener call of one message (its time from
+    ``now_ns()``, its request number from ``counter``); ``None`` when that message is not
+    traced (the storing broker's ``TRACE_ON=false``, or a topic starting with
+    ``trace_topic``); ``NotImplemented`` when ``msgs`` is not one message (the caller's
+    general path)."""
+    if len(msgs) != 1:
+        return NotImplemented  # type: ignore[no-any-return]  # typeshed: a subclass of Any
+    msg = msgs[0]
+    p = msg.properties
+    topic = msg.topic
+    if p.get(TRACE_SWITCH) == "false" or topic.startswith(trace_topic):
+        return None
+    return [
+        owner,
+        (
+            now_ns(),
+            p.get(MSG_REGION) or default_region,
+            next(counter),
+            topic,
+            p.get(UNIQ_KEY) or msg.offset_msg_id,
+            msg.reconsume_times,
+            p.get(KEYS),
+        ),
+    ]  # flat (OneData): two containers per delivery for the garbage collector
+
+
+#: ``sub_before_py``, or its compiled twin (which also answers ``NotImplemented`` for values
+#: that are not exact ``str``/``dict``, before calling ``now_ns`` or ``counter``)
+sub_before: Callable[
+    [object, Sequence[MessageExt], str, Callable[[], int], Iterator[int], str],
+    list[Any] | NotImplementedType | None,
+] = getattr(native.speedups, "sub_before", None) or sub_before_py
