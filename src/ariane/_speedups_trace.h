@@ -97,7 +97,10 @@ typedef struct {
     Py_ssize_t rid_n;
 } tr_call;
 
-/* A call from its before data (a 5-tuple BeforeData or a 7-tuple OneData) and after data. */
+static int tr_parse_after(PyObject *after, long long *now_ns, long long *count, tr_call *c);
+
+/* A call from its before data (a 5-tuple BeforeData or a 7-tuple OneData) and after data
+ * (None: still running; a 4-tuple AfterData; or its end time alone, an exact int). */
 static int tr_parse_call(PyObject *before, PyObject *after, PyObject *prefix, tr_call *c) {
     PyObject *number_obj;
     long long began_ns, now_ns, count;
@@ -143,15 +146,41 @@ static int tr_parse_call(PyObject *before, PyObject *after, PyObject *prefix, tr
     if (!c->ended) {
         return 0;
     }
-    if (!PyTuple_CheckExact(after) || PyTuple_GET_SIZE(after) != 4) {
-        goto shape;
-    }
-    if (tr_ll(PyTuple_GET_ITEM(after, 0), &now_ns) < 0 ||
-        tr_ll(PyTuple_GET_ITEM(after, 1), &count) < 0) {
+    if (PyLong_CheckExact(after)) {
+        /* the usual end as its time alone: one message, success, SUCCESS (code 0) */
+        if (tr_ll(after, &now_ns) < 0) {
+            return -1;
+        }
+        count = 1;
+        c->success = 1;
+        c->outcome = 0;
+    } else if (tr_parse_after(after, &now_ns, &count, c) < 0) {
         return -1;
     }
     if (now_ns < 0) {
         goto shape;
+    }
+    c->now_ms = now_ns / 1000000;
+    {
+        /* Python's floor division; a negative cost is written as 0 */
+        long long d = count > 0 ? count : 1, diff = c->now_ms - c->began_ms;
+        c->cost = diff < 0 ? 0 : diff / d;
+    }
+    return 0;
+shape:
+    PyErr_SetString(PyExc_TypeError, "unexpected call shape");
+    return -1;
+}
+
+/* After data as a 4-tuple (end ns, messages, success, result code). */
+static int tr_parse_after(PyObject *after, long long *now_ns, long long *count, tr_call *c) {
+    if (!PyTuple_CheckExact(after) || PyTuple_GET_SIZE(after) != 4) {
+        PyErr_SetString(PyExc_TypeError, "unexpected call shape");
+        return -1;
+    }
+    if (tr_ll(PyTuple_GET_ITEM(after, 0), now_ns) < 0 ||
+        tr_ll(PyTuple_GET_ITEM(after, 1), count) < 0) {
+        return -1;
     }
     c->success = PyObject_IsTrue(PyTuple_GET_ITEM(after, 2));
     if (c->success < 0) {
@@ -170,16 +199,7 @@ static int tr_parse_call(PyObject *before, PyObject *after, PyObject *prefix, tr
             return -1;
         }
     }
-    c->now_ms = now_ns / 1000000;
-    {
-        /* Python's floor division; a negative cost is written as 0 */
-        long long d = count > 0 ? count : 1, diff = c->now_ms - c->began_ms;
-        c->cost = diff < 0 ? 0 : diff / d;
-    }
     return 0;
-shape:
-    PyErr_SetString(PyExc_TypeError, "unexpected call shape");
-    return -1;
 }
 
 /* The decimal digits of v into tmp (at least 21 bytes); their count. (snprintf costs more

@@ -37,7 +37,14 @@ from typing import Any
 
 from ariane.client._send import PreparedSend
 from ariane.client._trace_dispatch import TAKEN, AsyncTraceDispatcher, EncodedTrace, OpenTrace
-from ariane.client._trace_records import Call, call_data, sub_before, sub_pairs, sub_records
+from ariane.client._trace_records import (
+    AfterData,
+    Call,
+    call_data,
+    sub_before,
+    sub_pairs,
+    sub_records,
+)
 from ariane.client.consumer_types import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ariane.client.message import SendResult, SendStatus
 from ariane.common import properties as props
@@ -77,6 +84,9 @@ logger = logging.getLogger(__name__)
 #: keys the fourth item never fitted (3 items, ~360 deliveries per trace message; now ~420).
 _ITEM_CHARS = MAX_TRACE_MESSAGE_CHARS // 4
 _ITEM_KEY_CHARS = MAX_TRACE_KEY_CHARS // 8
+
+
+_SUCCESS = ConsumeReturnType.SUCCESS
 
 
 def _b(value: bool) -> str:
@@ -364,7 +374,12 @@ class ConsumeTracer(_Tracer):
     ) -> None:
         """Record the end of the listener call ``before`` started (``count`` messages)."""
         try:
-            done = (self.now_ns(), count, success, outcome)
+            now = self.now_ns()
+            done: AfterData = (
+                now
+                if count == 1 and success and outcome is _SUCCESS
+                else (now, count, success, outcome)
+            )  # the usual end as its time alone (``AfterData``)
             before.append(done)  # the dispatcher's ``attach``, inlined (one call per delivery)
             if before[2] is done:
                 self.dispatcher.stats.appended += 1

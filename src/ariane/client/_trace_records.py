@@ -52,8 +52,10 @@ Entries = tuple[tuple[str, int, str | None], ...]
 #: What ``before`` read: (start ns, region, request number, topic, entries).
 BeforeData = tuple[int, str, int, str, Entries]
 #: What ``after`` read: (end ns, messages, success, result code); the cost per message is
-#: (end - start) in ms divided by the messages.
-AfterData = tuple[int, int, bool, ConsumeReturnType]
+#: (end - start) in ms divided by the messages. The usual end (one message, success,
+#: ``SUCCESS``) is its end ns alone, an ``int``: one object fewer per delivery for the
+#: garbage collector.
+AfterData = tuple[int, int, bool, ConsumeReturnType] | int
 #: The before data of a call with one traced message, flat (fewer objects per delivery: the
 #: garbage collector runs per allocated container): (start ns, region, request number, topic,
 #: msgId, retry times, KEYS or None).
@@ -64,6 +66,7 @@ Call = tuple[BeforeData, AfterData | None]
 Item = tuple[str, str, int, tuple[str, ...]]
 
 _HEX2 = [f"{i:02X}" for i in range(256)]
+_SUCCESS = ConsumeReturnType.SUCCESS
 
 
 def sub_records_py(
@@ -98,7 +101,10 @@ def sub_records_py(
             head_ms, region_of = began, region
             head = f"SubBefore\x01{began}\x01{region}\x01{group}\x01"
         if after is not None:
-            now_ns, count, success, outcome = after
+            if isinstance(after, int):
+                now_ns, count, success, outcome = after, 1, True, _SUCCESS
+            else:
+                now_ns, count, success, outcome = after
             now = now_ns // 1_000_000
             cost = (now - began) // (count if count > 0 else 1)
             if cost < 0:

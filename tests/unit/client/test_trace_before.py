@@ -148,3 +148,33 @@ def test_sub_before_identical(
     fast = _compiled()
     msgs = [_message(topic, properties, retries)] * count
     assert _run(fast, msgs) == _run(sub_before_py, msgs)
+
+
+def test_after_keeps_the_usual_end_as_its_time_alone() -> None:
+    from typing import cast
+
+    from ariane.client._trace_dispatch import AsyncTraceDispatcher, TraceSettings
+    from ariane.client._trace_hooks import ConsumeTracer
+    from ariane.client.config import ClientConfig
+    from ariane.common.clock import ManualClock
+    from ariane.common.trace import ConsumeReturnType
+
+    dispatcher = AsyncTraceDispatcher(
+        trace_topic=None,
+        host_config=ClientConfig(namesrv_addr="127.0.0.1:9876"),
+        host_group="g",
+        kind="CONSUME",
+        sender_factory=cast(Any, None),
+        settings=TraceSettings(),
+    )
+    tracer = ConsumeTracer(dispatcher, "g", ManualClock(1_765_000_000_123))
+    ok, failed = ConsumeReturnType.SUCCESS, ConsumeReturnType.FAILED
+    usual = tracer.before([_message("T", {UNIQ_KEY: "I1"})])
+    odd = tracer.before([_message("T", {UNIQ_KEY: "I2"})])
+    assert usual is not None
+    assert odd is not None
+    tracer.after(usual, 1, True, ok)
+    tracer.after(odd, 1, False, failed)
+    assert usual[2] == 1_765_000_000_123_000_000  # an int: one object fewer per delivery
+    assert odd[2] == (1_765_000_000_123_000_000, 1, False, failed)
+    assert dispatcher.stats.appended == 4
