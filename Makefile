@@ -37,6 +37,7 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/common/test_hashing.py \
 	tests/unit/remoting/test_frame_native.py \
 	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py \
+	tests/unit/client/test_trace_before.py \
 	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py
 
 test: lint typecheck chromium fuse
