@@ -33,9 +33,11 @@ typecheck: $(STAMP)
 PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.py \
 	tests/unit/common/test_record.py tests/unit/store/test_put_paths.py \
 	tests/unit/common/test_native_identity.py tests/unit/acl/test_credentials.py \
-	tests/unit/acl/test_signing_key.py tests/unit/common/test_hashing.py \
+	tests/unit/acl/test_signing_key.py tests/unit/acl/test_fast_check.py \
+	tests/unit/common/test_hashing.py \
 	tests/unit/remoting/test_frame_native.py \
 	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py \
+	tests/unit/client/test_trace_before.py \
 	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py
 
 test: lint typecheck chromium fuse

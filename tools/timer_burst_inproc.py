@@ -2,7 +2,11 @@
 boundary pass, on a real store in a temporary directory with a manual clock (no broker, no
 sockets, no consumer). Prints wall and CPU seconds per phase and the garbage collector's share.
 
-    PYTHONPATH=src .venv/bin/python tools/timer_burst_inproc.py [N]
+    PYTHONPATH=src .venv/bin/python tools/timer_burst_inproc.py [N] [--freeze] [--gen0 T]
+
+``--freeze``: the collector settled after start-up as the broker does
+(``ariane.common.gc_policy.settle_after_start``); ``--gen0 T``: young collections every T
+allocations (with ``--freeze``).
 
 Shows where the broker's time goes when the burst falls due; ``ariane bench pop --burst``
 measures the lateness end to end.
@@ -19,6 +23,7 @@ from typing import Any
 
 from ariane.broker.timer import TimerHook
 from ariane.common.clock import ManualClock
+from ariane.common.gc_policy import settle_after_start
 from ariane.common.message import HostPort
 from ariane.store.config import StoreConfig
 from ariane.store.inner import MessageInner
@@ -47,7 +52,7 @@ def _gc_line() -> str:
     return line
 
 
-def main(n: int) -> None:
+def main(n: int, freeze: bool, gen0: int) -> None:
     tmp = tempfile.mkdtemp(prefix="timer-burst-")
     clock = ManualClock(T0)
     cfg = StoreConfig(store_path_root_dir=tmp, timer_precision_ms=1000)
@@ -57,6 +62,8 @@ def main(n: int) -> None:
     wheel = TimerMessageStore(store, cfg, clock)
     wheel.load()
     hook = TimerHook(lambda: cfg, clock)
+    if freeze:
+        print(f"frozen after start-up: {settle_after_start(gen0)} objects, {gc.get_threshold()}")
     due = T0 + 20_500
     try:
         for i in range(n):
@@ -97,4 +104,9 @@ def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
+    args = sys.argv[1:]
+    main(
+        int(args[0]) if args and args[0].isdigit() else 100_000,
+        "--freeze" in args,
+        int(args[args.index("--gen0") + 1]) if "--gen0" in args else 0,
+    )

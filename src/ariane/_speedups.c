@@ -18,8 +18,8 @@
  *       crypto stays hashlib's, only the calls around it are compiled
  *   acl_hmac_key / acl_sign / acl_verify    the same signature on OpenSSL's SHA-1 with the key
  *       schedule computed once (_speedups_acl.h; only when built with OpenSSL)
- *   sub_records(...) / sub_pairs(...)      the SubBefore/SubAfter trace records of listener
- *       calls (_speedups_trace.h; twins of ariane.client._trace_records.sub_*_py), or None
+ *   sub_records / sub_pairs / sub_before   the SubBefore/SubAfter trace records of listener
+ *       calls, a call's open pair (_speedups_trace.h; twins of _trace_records.sub_*_py)
  *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
  *       frame with a JSON header, or None (the pure codec then decides)
  *
@@ -724,6 +724,7 @@ static PyMethodDef methods[] = {
      "SubBefore/SubAfter records of listener calls (_trace_records.sub_records_py), or None."},
     {"sub_pairs", (PyCFunction)(void (*)(void))sub_pairs, METH_FASTCALL,
      "The records of open trace pairs, claimed here (_trace_records.sub_pairs_py), or None."},
+    SPEEDUPS_TRACE_HOOK_METHODS
     SPEEDUPS_FRAME_METHODS
     COLUMNS_METHODS
     {NULL, NULL, 0, NULL},

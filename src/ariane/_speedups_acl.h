@@ -16,10 +16,13 @@
  *       UnicodeEncodeError for one that is not UTF-8)
  *   acl_verify(ext, body, key) -> bool       ext["Signature"] is a non-empty ASCII str equal
  *       to acl_sign(ext, body, key, None) (compared in constant time)
+ *   acl_sign_request(key, access_key, token, request) -> None   the client's whole signer
+ *   acl_fast_check(grants, code, ext, body) -> bool | None      the broker hook's fast path
  *
  * The pure twins are ariane.acl.credentials.hmac_key / content_signature_py /
- * verify_signature_py (hashlib's hmac); tests/unit/acl/test_signing_key.py checks that both
- * give the same bytes. Compiled only when hatch_build.py finds OpenSSL's headers and library
+ * verify_signature_py / sign_request_py and ariane.acl.validator.fast_check_py (hashlib's
+ * hmac); tests/unit/acl/test_signing_key.py and test_fast_check.py check that both give the
+ * same bytes and answers. Compiled only when hatch_build.py finds OpenSSL's headers and library
  * (ARIANE_OPENSSL): without them these three functions are absent and the hmac-object path
  * (acl_signature) runs.
  *
@@ -83,7 +86,12 @@ static PyObject *acl_get(PyObject *ext, PyObject *key) {
 static int acl_key_less(PyObject *a, PyObject *b) {
     if (PyUnicode_IS_ASCII(a) && PyUnicode_IS_ASCII(b)) {
         Py_ssize_t la = PyUnicode_GET_LENGTH(a), lb = PyUnicode_GET_LENGTH(b);
-        int c = memcmp(PyUnicode_1BYTE_DATA(a), PyUnicode_1BYTE_DATA(b), (size_t)(la < lb ? la : lb));
+        const Py_UCS1 *da = PyUnicode_1BYTE_DATA(a), *db = PyUnicode_1BYTE_DATA(b);
+        int c;
+        if (la > 0 && lb > 0 && da[0] != db[0]) { /* most header keys differ at once */
+            return da[0] < db[0];
+        }
+        c = memcmp(da, db, (size_t)(la < lb ? la : lb));
         return c < 0 || (c == 0 && la < lb);
     }
     return PyObject_RichCompareBool(a, b, Py_LT);
@@ -91,7 +99,7 @@ static int acl_key_less(PyObject *a, PyObject *b) {
 
 /* Two exact str are equal: the same length, kind and code units (str are stored in their
  * narrowest kind, so equal texts have the same kind). */
-static int acl_str_eq(PyObject *a, PyObject *b) {
+static inline int acl_str_eq(PyObject *a, PyObject *b) {
     Py_ssize_t len = PyUnicode_GET_LENGTH(a);
     int kind = PyUnicode_KIND(a);
     return a == b || (len == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
@@ -188,12 +196,26 @@ fail:
     return -1;
 }
 
+/* Bytes of header values hashed in one SHA1_Update (a send's header is about 200). */
+#define ACL_GATHER 512
+
+/* The UTF-8 of a str whose encoding was checked (acl_hmac): a compact ASCII str's own bytes,
+ * else PyUnicode_AsUTF8AndSize's cached copy. */
+static const char *acl_utf8(PyObject *value, Py_ssize_t *size) {
+    if (PyUnicode_IS_COMPACT_ASCII(value)) {
+        *size = PyUnicode_GET_LENGTH(value);
+        return (const char *)PyUnicode_DATA(value);
+    }
+    return PyUnicode_AsUTF8AndSize(value, size);
+}
+
 /* Feed the values of ext but Signature (and skip) in key order, then the body, into the inner
  * state; write the HMAC into mac. Errors as the pure twin's canonical_text then body. */
 static int acl_hmac(PyObject *ext, PyObject *body, PyObject *key, PyObject *skip,
                     unsigned char mac[SHA_DIGEST_LENGTH]) {
     PyObject *stack[ACL_FAST_FIELDS], **values = stack;
-    Py_ssize_t n, m = 0, i, size;
+    Py_ssize_t n, m = 0, i, size, used = 0;
+    char gather[ACL_GATHER];
     SHA_CTX ctx;
     Py_buffer view;
     const char *data;
@@ -219,7 +241,8 @@ static int acl_hmac(PyObject *ext, PyObject *body, PyObject *key, PyObject *skip
         goto done;
     }
     for (i = 0; i < m; i++) { /* every encoding, before anything is hashed */
-        if (PyUnicode_AsUTF8AndSize(values[i], &size) == NULL) {
+        if (!PyUnicode_IS_COMPACT_ASCII(values[i]) &&
+            PyUnicode_AsUTF8AndSize(values[i], &size) == NULL) {
             goto done;
         }
     }
@@ -231,9 +254,21 @@ static int acl_hmac(PyObject *ext, PyObject *body, PyObject *key, PyObject *skip
         goto done;
     }
     memcpy(&ctx, PyBytes_AS_STRING(key), sizeof(SHA_CTX));
-    for (i = 0; i < m; i++) {
-        data = PyUnicode_AsUTF8AndSize(values[i], &size);
-        SHA1_Update(&ctx, data, (size_t)size);
+    for (i = 0; i < m; i++) { /* short values gathered: one SHA1_Update per ACL_GATHER bytes */
+        data = acl_utf8(values[i], &size);
+        if (used + size > ACL_GATHER) {
+            SHA1_Update(&ctx, gather, (size_t)used);
+            used = 0;
+        }
+        if (size > ACL_GATHER) {
+            SHA1_Update(&ctx, data, (size_t)size);
+        } else {
+            memcpy(gather + used, data, (size_t)size);
+            used += size;
+        }
+    }
+    if (used > 0) {
+        SHA1_Update(&ctx, gather, (size_t)used);
     }
     if (has_body) {
         SHA1_Update(&ctx, view.buf, (size_t)view.len);
@@ -327,13 +362,138 @@ static PyObject *acl_verify(PyObject *module, PyObject *const *args, Py_ssize_t 
     return PyBool_FromLong(diff == 0);
 }
 
+/* Interned names of the request calls below, made on first use. */
+static PyObject *ACL_EXT_FIELDS, *ACL_BODY, *ACL_ACCESS_KEY, *ACL_TOKEN, *ACL_TOPIC, *ACL_GROUP,
+    *ACL_B;
+
+static int acl_names(void) {
+    if (ACL_B != NULL) {
+        return 0;
+    }
+    ACL_EXT_FIELDS = PyUnicode_InternFromString("ext_fields");
+    ACL_BODY = PyUnicode_InternFromString("body");
+    ACL_ACCESS_KEY = PyUnicode_InternFromString("AccessKey");
+    ACL_TOKEN = PyUnicode_InternFromString("SecurityToken");
+    ACL_TOPIC = PyUnicode_InternFromString("topic");
+    ACL_GROUP = PyUnicode_InternFromString("consumerGroup");
+    if (!ACL_EXT_FIELDS || !ACL_BODY || !ACL_ACCESS_KEY || !ACL_TOKEN || !ACL_TOPIC || !ACL_GROUP) {
+        return -1;
+    }
+    ACL_B = PyUnicode_InternFromString("b");
+    return ACL_B == NULL ? -1 : 0;
+}
+
+/* acl_sign_request(key, access_key, token, request) -> None: the client's signer
+ * (credentials.sign_request_py): AccessKey (and SecurityToken unless token is None) into
+ * request.ext_fields, then Signature over every field and request.body. */
+static PyObject *acl_sign_request(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *ext, *body, *sig;
+    unsigned char mac[SHA_DIGEST_LENGTH];
+    char text[28];
+    int rc = -1;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "acl_sign_request(key, access_key, token, request)");
+        return NULL;
+    }
+    if (acl_names() < 0 || (ext = PyObject_GetAttr(args[3], ACL_EXT_FIELDS)) == NULL) {
+        return NULL;
+    }
+    body = PyObject_GetAttr(args[3], ACL_BODY);
+    if (body != NULL && PyObject_SetItem(ext, ACL_ACCESS_KEY, args[1]) == 0 &&
+        (args[2] == Py_None || PyObject_SetItem(ext, ACL_TOKEN, args[2]) == 0) &&
+        acl_hmac(ext, body, args[0], Py_None, mac) == 0) {
+        acl_b64(mac, text);
+        sig = PyUnicode_DecodeASCII(text, 28, NULL);
+        if (sig != NULL) {
+            rc = PyObject_SetItem(ext, SIGNATURE_KEY, sig);
+            Py_DECREF(sig);
+        }
+    }
+    Py_XDECREF(body);
+    Py_DECREF(ext);
+    if (rc < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ext.get(key) for the fast check: a new reference, None when absent (NULL on error). */
+static PyObject *acl_get_or_none(PyObject *ext, PyObject *key) {
+    PyObject *value = acl_get(ext, key);
+    if (value == NULL && !PyErr_Occurred()) {
+        Py_RETURN_NONE;
+    }
+    return value;
+}
+
+/* acl_fast_check(grants, code, ext, body) -> bool | None: the broker hook's fast path
+ * (validator.fast_check_py): for a send (310, 320) or a pull (11), the grant remembered in
+ * grants under fast_key(code, ext): None when none is, False when it is None (ask decide) or
+ * the signature does not verify with it, True when it does. False for every other code. */
+static PyObject *acl_fast_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *code, *ext, *need, *mac, *res, *call[3];
+    long c;
+    if (nargs != 4 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "acl_fast_check(grants: dict, code, ext, body)");
+        return NULL;
+    }
+    code = args[1];
+    ext = args[2];
+    c = PyLong_AsLong(code);
+    if (c == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (c != 310 && c != 320 && c != 11) {
+        Py_RETURN_FALSE;
+    }
+    if (acl_names() < 0 || (need = PyTuple_New(4)) == NULL) {
+        return NULL;
+    }
+    Py_INCREF(code);
+    PyTuple_SET_ITEM(need, 0, code);
+    PyTuple_SET_ITEM(need, 1, acl_get_or_none(ext, ACL_ACCESS_KEY));
+    PyTuple_SET_ITEM(need, 2, acl_get_or_none(ext, c == 11 ? ACL_TOPIC : ACL_B));
+    if (c == 11) {
+        PyTuple_SET_ITEM(need, 3, acl_get_or_none(ext, ACL_GROUP));
+    } else {
+        Py_INCREF(Py_None);
+        PyTuple_SET_ITEM(need, 3, Py_None);
+    }
+    if (!PyTuple_GET_ITEM(need, 1) || !PyTuple_GET_ITEM(need, 2) || !PyTuple_GET_ITEM(need, 3)) {
+        Py_DECREF(need);
+        return NULL;
+    }
+    mac = PyDict_GetItemWithError(args[0], need); /* borrowed */
+    Py_DECREF(need);
+    if (mac == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    if (mac == Py_None) {
+        Py_RETURN_FALSE;
+    }
+    Py_INCREF(mac); /* held while acl_verify may run Python code (a mapping's methods) */
+    call[0] = ext;
+    call[1] = args[3];
+    call[2] = mac;
+    res = acl_verify(module, call, 3);
+    Py_DECREF(mac);
+    return res;
+}
+
 #define ACL_OPENSSL_METHODS                                                                       \
     {"acl_hmac_key", (PyCFunction)acl_hmac_key, METH_O,                                           \
      "The HMAC-SHA1 key schedule of a secret (opaque bytes for acl_sign / acl_verify)."},         \
         {"acl_sign", (PyCFunction)(void (*)(void))acl_sign, METH_FASTCALL,                        \
          "Base64(HmacSHA1) of acl_canonical(ext, skip) then body, with an acl_hmac_key key."},    \
         {"acl_verify", (PyCFunction)(void (*)(void))acl_verify, METH_FASTCALL,                    \
-         "Whether ext['Signature'] is acl_sign(ext, body, key, None)."},
+         "Whether ext['Signature'] is acl_sign(ext, body, key, None)."},                         \
+        {"acl_sign_request", (PyCFunction)(void (*)(void))acl_sign_request, METH_FASTCALL,        \
+         "Sign a request in place: AccessKey (SecurityToken) then Signature."},                   \
+        {"acl_fast_check", (PyCFunction)(void (*)(void))acl_fast_check, METH_FASTCALL,            \
+         "The ACL hook's fast path: True, False, or None when no grant is remembered."},
 #else
 #define ACL_OPENSSL_METHODS
 #endif

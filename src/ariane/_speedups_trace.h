@@ -1,10 +1,13 @@
-/* The compiled twins of ariane.client._trace_records.sub_records_py and sub_pairs_py (#included
- * by _speedups.c).
+/* The compiled twins of ariane.client._trace_records.sub_records_py, sub_pairs_py and
+ * sub_before_py (#included by _speedups.c).
  *
  *   sub_records(calls, group, request_prefix, sub_before, item_chars, item_key_chars)
  *       -> list of (topic, records, count, index keys), or None
  *   sub_pairs(pairs, group, request_prefix, taken, item_chars, item_key_chars)
  *       -> the same for open pairs, claimed here (twin of sub_pairs_py)
+ *   sub_before(owner, msgs, trace_topic, now_ns, counter, default_region)
+ *       -> the open pair of a one-message listener call (ConsumeTracer.before), None, or
+ *          NotImplemented (see below)
  *
  * How it works: the records of a round of listener calls are written as UTF-8 into one growing
  * buffer, the characters counted as the pure twin counts them (len of each str piece, digits
@@ -94,7 +97,10 @@ typedef struct {
     Py_ssize_t rid_n;
 } tr_call;
 
-/* A call from its before data (a 5-tuple BeforeData or a 7-tuple OneData) and after data. */
+static int tr_parse_after(PyObject *after, long long *now_ns, long long *count, tr_call *c);
+
+/* A call from its before data (a 5-tuple BeforeData or a 7-tuple OneData) and after data
+ * (None: still running; a 4-tuple AfterData; or its end time alone, an exact int). */
 static int tr_parse_call(PyObject *before, PyObject *after, PyObject *prefix, tr_call *c) {
     PyObject *number_obj;
     long long began_ns, now_ns, count;
@@ -140,15 +146,41 @@ static int tr_parse_call(PyObject *before, PyObject *after, PyObject *prefix, tr
     if (!c->ended) {
         return 0;
     }
-    if (!PyTuple_CheckExact(after) || PyTuple_GET_SIZE(after) != 4) {
-        goto shape;
-    }
-    if (tr_ll(PyTuple_GET_ITEM(after, 0), &now_ns) < 0 ||
-        tr_ll(PyTuple_GET_ITEM(after, 1), &count) < 0) {
+    if (PyLong_CheckExact(after)) {
+        /* the usual end as its time alone: one message, success, SUCCESS (code 0) */
+        if (tr_ll(after, &now_ns) < 0) {
+            return -1;
+        }
+        count = 1;
+        c->success = 1;
+        c->outcome = 0;
+    } else if (tr_parse_after(after, &now_ns, &count, c) < 0) {
         return -1;
     }
     if (now_ns < 0) {
         goto shape;
+    }
+    c->now_ms = now_ns / 1000000;
+    {
+        /* Python's floor division; a negative cost is written as 0 */
+        long long d = count > 0 ? count : 1, diff = c->now_ms - c->began_ms;
+        c->cost = diff < 0 ? 0 : diff / d;
+    }
+    return 0;
+shape:
+    PyErr_SetString(PyExc_TypeError, "unexpected call shape");
+    return -1;
+}
+
+/* After data as a 4-tuple (end ns, messages, success, result code). */
+static int tr_parse_after(PyObject *after, long long *now_ns, long long *count, tr_call *c) {
+    if (!PyTuple_CheckExact(after) || PyTuple_GET_SIZE(after) != 4) {
+        PyErr_SetString(PyExc_TypeError, "unexpected call shape");
+        return -1;
+    }
+    if (tr_ll(PyTuple_GET_ITEM(after, 0), now_ns) < 0 ||
+        tr_ll(PyTuple_GET_ITEM(after, 1), count) < 0) {
+        return -1;
     }
     c->success = PyObject_IsTrue(PyTuple_GET_ITEM(after, 2));
     if (c->success < 0) {
@@ -167,16 +199,7 @@ static int tr_parse_call(PyObject *before, PyObject *after, PyObject *prefix, tr
             return -1;
         }
     }
-    c->now_ms = now_ns / 1000000;
-    {
-        /* Python's floor division; a negative cost is written as 0 */
-        long long d = count > 0 ? count : 1, diff = c->now_ms - c->began_ms;
-        c->cost = diff < 0 ? 0 : diff / d;
-    }
     return 0;
-shape:
-    PyErr_SetString(PyExc_TypeError, "unexpected call shape");
-    return -1;
 }
 
 /* The decimal digits of v into tmp (at least 21 bytes); their count. (snprintf costs more
@@ -413,3 +436,156 @@ static PyObject *sub_pairs(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     return tr_run(args[0], 1, args[3], args[1], args[2], 1, args[4], args[5]);
 }
+
+/* sub_before(owner, msgs, trace_topic, now_ns, counter, default_region): the open pair of a
+ * listener call's SubBefore (twin of ariane.client._trace_records.sub_before_py):
+ * [owner, (now_ns(), region, next(counter), topic, msgId, retry times, KEYS or None)] for one
+ * traced message; None when the message is not traced (TRACE_ON=false, or a trace topic);
+ * NotImplemented for anything else (not a list of one message, values that are not exact
+ * str/dict), decided before now_ns or counter are called, so the caller can take its general
+ * path. What the calls raise propagates. */
+static PyObject *TB_PROPERTIES, *TB_TOPIC, *TB_OFFSET_ID, *TB_RETRIES, *TB_SWITCH, *TB_REGION,
+    *TB_UNIQ, *TB_KEYS;
+
+static int tb_init(void) {
+    if (TB_KEYS != NULL) {
+        return 0;
+    }
+    TB_PROPERTIES = PyUnicode_InternFromString("properties");
+    TB_TOPIC = PyUnicode_InternFromString("topic");
+    TB_OFFSET_ID = PyUnicode_InternFromString("offset_msg_id");
+    TB_RETRIES = PyUnicode_InternFromString("reconsume_times");
+    TB_SWITCH = PyUnicode_InternFromString("TRACE_ON");
+    TB_REGION = PyUnicode_InternFromString("MSG_REGION");
+    TB_UNIQ = PyUnicode_InternFromString("UNIQ_KEY");
+    if (TB_PROPERTIES == NULL || TB_TOPIC == NULL || TB_OFFSET_ID == NULL || TB_RETRIES == NULL ||
+        TB_SWITCH == NULL || TB_REGION == NULL || TB_UNIQ == NULL) {
+        return -1;
+    }
+    TB_KEYS = PyUnicode_InternFromString("KEYS");
+    return TB_KEYS == NULL ? -1 : 0;
+}
+
+/* props[key] as a new reference, NULL when absent; -1 (no error) when not an exact str. */
+static int tb_get(PyObject *props, PyObject *key, PyObject **out) {
+    PyObject *v = PyDict_GetItemWithError(props, key);
+    *out = NULL;
+    if (v == NULL) {
+        return PyErr_Occurred() ? -2 : 0;
+    }
+    if (!PyUnicode_CheckExact(v)) {
+        return -1;
+    }
+    Py_INCREF(v);
+    *out = v;
+    return 0;
+}
+
+/* The values of the one message, read before any call; 1: NotImplemented, 0: go on, -2: error. */
+typedef struct {
+    PyObject *props, *topic, *sw, *region, *uniq, *keys;
+} tb_read;
+
+static void tb_clear(tb_read *r) {
+    Py_CLEAR(r->props);
+    Py_CLEAR(r->topic);
+    Py_CLEAR(r->sw);
+    Py_CLEAR(r->region);
+    Py_CLEAR(r->uniq);
+    Py_CLEAR(r->keys);
+}
+
+static int tb_read_msg(PyObject *msg, tb_read *r) {
+    int rc;
+    r->props = PyObject_GetAttr(msg, TB_PROPERTIES);
+    if (r->props == NULL) {
+        return -2;
+    }
+    r->topic = PyObject_GetAttr(msg, TB_TOPIC);
+    if (r->topic == NULL) {
+        return -2;
+    }
+    if (!PyDict_CheckExact(r->props) || !PyUnicode_CheckExact(r->topic)) {
+        return 1;
+    }
+    if ((rc = tb_get(r->props, TB_SWITCH, &r->sw)) < 0 ||
+        (rc = tb_get(r->props, TB_REGION, &r->region)) < 0 ||
+        (rc = tb_get(r->props, TB_UNIQ, &r->uniq)) < 0 ||
+        (rc = tb_get(r->props, TB_KEYS, &r->keys)) < 0) {
+        return rc == -1 ? 1 : -2;
+    }
+    return 0;
+}
+
+static PyObject *tb_pair(PyObject *const *args, PyObject *msg, tb_read *r) {
+    PyObject *ns, *number, *uniq = NULL, *retries = NULL, *data = NULL, *pair = NULL;
+    PyObject *region = r->region != NULL && PyUnicode_GET_LENGTH(r->region) ? r->region : args[5];
+    ns = PyObject_CallNoArgs(args[3]);
+    if (ns == NULL) {
+        return NULL;
+    }
+    number = PyIter_Next(args[4]);
+    if (number == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetNone(PyExc_StopIteration);
+        }
+        goto done;
+    }
+    if (r->uniq != NULL && PyUnicode_GET_LENGTH(r->uniq)) {
+        uniq = Py_NewRef(r->uniq);
+    } else if ((uniq = PyObject_GetAttr(msg, TB_OFFSET_ID)) == NULL) {
+        goto done;
+    }
+    if ((retries = PyObject_GetAttr(msg, TB_RETRIES)) == NULL) {
+        goto done;
+    }
+    data = PyTuple_Pack(7, ns, region, number, r->topic, uniq, retries,
+                        r->keys != NULL ? r->keys : Py_None);
+    if (data != NULL && (pair = PyList_New(2)) != NULL) {
+        PyList_SET_ITEM(pair, 0, Py_NewRef(args[0]));
+        PyList_SET_ITEM(pair, 1, Py_NewRef(data));
+    }
+done:
+    Py_DECREF(ns);
+    Py_XDECREF(number);
+    Py_XDECREF(uniq);
+    Py_XDECREF(retries);
+    Py_XDECREF(data);
+    return pair;
+}
+
+static PyObject *sub_before(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    tb_read r = {NULL, NULL, NULL, NULL, NULL, NULL};
+    PyObject *msgs, *out = NULL;
+    int rc;
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "sub_before() takes 6 arguments");
+        return NULL;
+    }
+    if (tb_init() < 0) {
+        return NULL;
+    }
+    msgs = args[1];
+    if (!PyList_CheckExact(msgs) || PyList_GET_SIZE(msgs) != 1 || !PyUnicode_CheckExact(args[2]) ||
+        !PyUnicode_CheckExact(args[5])) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    rc = tb_read_msg(PyList_GET_ITEM(msgs, 0), &r);
+    if (rc == 1) {
+        out = Py_NewRef(Py_NotImplemented);
+    } else if (rc == 0) {
+        if ((r.sw != NULL && PyUnicode_CompareWithASCIIString(r.sw, "false") == 0) ||
+            PyUnicode_Tailmatch(r.topic, args[2], 0, PY_SSIZE_T_MAX, -1) == 1) {
+            out = Py_NewRef(Py_None);
+        } else {
+            out = tb_pair(args, PyList_GET_ITEM(msgs, 0), &r);
+        }
+    }
+    tb_clear(&r);
+    return out;
+}
+
+#define SPEEDUPS_TRACE_HOOK_METHODS                                                              \
+    {"sub_before", (PyCFunction)(void (*)(void))sub_before, METH_FASTCALL,                       \
+     "The open pair of a listener call's SubBefore (_trace_records.sub_before_py)."},

@@ -24,8 +24,8 @@ speak remoting, such as a gRPC front end that verified its own signature. Pure.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
-from typing import NamedTuple, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import Final, NamedTuple, TypeAlias
 
 from ariane.acl.address import parse_ip
 from ariane.acl.credentials import (
@@ -37,6 +37,7 @@ from ariane.acl.credentials import (
 from ariane.acl.permission import ADMIN_CODES, PUB, SUB, check_permission
 from ariane.acl.plain import Account, AclRules
 from ariane.acl.resources import UNIQUE_KEY_QUERY, AccessRequest
+from ariane.common import native
 from ariane.common.topics import RETRY_PREFIX, TRACE_TOPIC
 from ariane.remoting.protocol.codes import RequestCode
 
@@ -48,6 +49,8 @@ __all__ = [
     "check_resources",
     "decide",
     "describe_resource",
+    "fast_check",
+    "fast_check_py",
     "fast_grant",
     "fast_key",
 ]
@@ -205,6 +208,34 @@ def fast_key(code: int, ext: Mapping[str, str]) -> FastKey | None:
     if code == _PULL:
         return (code, ext.get(ACCESS_KEY), ext.get("topic"), ext.get("consumerGroup"))
     return None
+
+
+_MISSING: Final = object()
+
+
+def fast_check_py(
+    grants: dict[FastKey, SigningKey | None],
+    code: int,
+    ext: Mapping[str, str],
+    body: bytes | None,
+) -> bool | None:
+    """The broker hook's fast path over its remembered grants (``fast_key`` -> what
+    ``fast_grant`` answered): None when no grant is remembered for this request, False when
+    there is no fast path (other codes, a None grant: ask ``decide``) or the signature does
+    not verify, True when it does. The pure twin of the compiled ``acl_fast_check``."""
+    need = fast_key(code, ext)
+    if need is None:
+        return False
+    mac = grants.get(need, _MISSING)
+    if mac is _MISSING:
+        return None
+    return mac is not None and verify_signature(ext, body, mac)
+
+
+#: ``fast_check(grants, code, ext, body)``: the compiled twin when built with OpenSSL
+fast_check: Callable[
+    [dict[FastKey, SigningKey | None], int, Mapping[str, str], bytes | None], bool | None
+] = getattr(native.speedups, "acl_fast_check", None) or fast_check_py
 
 
 def fast_grant(rules: AclRules, key: FastKey) -> SigningKey | None:

@@ -13,6 +13,7 @@ gracefully (unregister, finish requests, flush, remove the abort file) with exit
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -23,6 +24,7 @@ import click
 
 from ariane.broker.config import LoadedConfig, load_properties
 from ariane.broker.runtime_config import safe_overrides
+from ariane.common.gc_policy import settle_after_start
 from ariane.common.javaprops import parse_properties
 from ariane.common.process import (
     configure_logging,
@@ -142,6 +144,9 @@ async def _serve(loaded: LoadedConfig) -> int:
     ha = controller.replication.ha_server_addr(controller.broker_addr)
     if loaded.broker.enable_dleger_commit_log:
         suffix += f" raft={ha} dledger={loaded.broker.dleger_self_id}"
+    frozen = settle_after_start(loaded.broker.gc_young_threshold)
+    logger.info("garbage collector: %d objects frozen after start-up, thresholds %s", frozen,
+                gc.get_threshold())  # fmt: skip
     click.echo(f"ready broker={controller.broker_addr} ha={ha}{suffix}")
     sys.stdout.flush()
     await stop.wait()

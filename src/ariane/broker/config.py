@@ -106,6 +106,10 @@ class BrokerConfig:
             traffic this long are forgotten (< 0 never, 0..10 mean 30; Ariane's default 1500,
             past the day window; RocketMQ's -1).
         max_stats_keys: ``maxStatsKeys`` (Ariane's): most keys per stats item.
+        gc_young_threshold: ``gcYoungThreshold`` (Ariane's): the garbage collector's young
+            generation runs every this many allocations (default 10,000; 0: CPython's 700);
+            what is alive once the broker started is frozen out of every collection either way
+            (:mod:`ariane.common.gc_policy`; measured in ``docs/benchmarks.md``).
         flush_delay_offset_interval_ms: ``flushDelayOffsetInterval``: how often delay
             progress is written to ``delayOffset.json`` (also at shutdown).
         transaction_timeout_ms: ``transactionTimeOut``: half messages younger than this are
@@ -218,6 +222,7 @@ class BrokerConfig:
     metrics_cardinality_limit: int = _prop("metricsOtelCardinalityLimit", 10_000)
     max_stats_idle_time_minutes: int = _prop("maxStatsIdleTimeInMinutes", 1500)
     max_stats_keys: int = _prop("maxStatsKeys", 20_000)
+    gc_young_threshold: int = _prop("gcYoungThreshold", 10_000)
     flush_delay_offset_interval_ms: int = _prop("flushDelayOffsetInterval", 10_000)
     transaction_timeout_ms: int = _prop("transactionTimeOut", 6000)
     transaction_check_interval_ms: int = _prop("transactionCheckInterval", 30_000)
@@ -416,6 +421,7 @@ def _check(c: BrokerConfig) -> None:
         ),
         ("metricsOtelCardinalityLimit", c.metrics_cardinality_limit >= 1, "must be >= 1"),
         ("maxStatsKeys", c.max_stats_keys >= 1, "must be >= 1"),
+        ("gcYoungThreshold", 0 <= c.gc_young_threshold <= 1_000_000, "must be 0..1000000"),
         ("aclWatchIntervalMs", 10 <= c.acl_watch_interval_ms <= 60_000, "must be 10..60000"),
         ("serverMaxConnections", c.server_max_connections >= 1, "must be >= 1"),
         (

@@ -51,6 +51,7 @@ from ariane.broker.processors.pop import PopMessageProcessor
 from ariane.broker.processors.pull import PullMessageProcessor
 from ariane.broker.processors.query import QueryMessageProcessor
 from ariane.broker.processors.send import SendMessageProcessor
+from ariane.broker.processors.send_back import SendBackProcessor
 from ariane.broker.processors.stats import StatsProcessor
 from ariane.broker.processors.timer import TimerProcessor
 from ariane.broker.rebalance_lock import RebalanceLockManager
@@ -414,6 +415,7 @@ class BrokerController:
         self.send_processor.interceptors.append(MessageTypeInterceptor(self))
         for processor in (
             self.send_processor,
+            SendBackProcessor(self, self.send_processor.rewriters),
             self.pull_processor,
             ClientManageProcessor(self),
             ConsumerManageProcessor(self),

@@ -35,6 +35,7 @@ from typing import Any
 
 from ariane.acl.credentials import SessionCredentials
 from ariane.client._api import parse_send_response
+from ariane.client._async_send import TRANSPORT_ERRORS, AsyncSend
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
 from ariane.client._route import TopicPublishInfo
@@ -67,13 +68,11 @@ from ariane.common.topics import AUTO_CREATE_TOPIC, RETRY_PREFIX, validate_group
 from ariane.errors import (
     ArianeError,
     BrokerResponseError,
-    ConnectionError_,
     InvalidArgumentError,
     RequestTimeoutError,
 )
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
-from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
@@ -98,8 +97,6 @@ DEFAULT_RETRY_RESPONSE_CODES = frozenset(
         ResponseCode.NOT_IN_CURRENT_UNIT,
     }
 )
-#: Exceptions of an attempt that count as transport trouble (retried, broker isolated).
-_TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
 #: Answers after which the route is fetched again at once: the broker is no longer the master
 #: (a slave's refusal, a DLedger leader that lost its term).
 _ROUTE_STALE_CODES = frozenset({ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR})
@@ -538,7 +535,7 @@ class Producer:
                 if exc.code in _ROUTE_STALE_CODES:  # e.g. a slave refused: a new master?
                     await self.instance.refresh_route_after_failure(prepared.topic)
                 continue
-            except _TRANSPORT_ERRORS as exc:
+            except TRANSPORT_ERRORS as exc:
                 self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
                 last_error = exc
                 logger.info("send to %s failed (%s), retrying", mq, exc)
@@ -696,7 +693,7 @@ class Producer:
             return loop.create_task(sending)
         info = self._publish.get(prepared.topic)
         future: asyncio.Future[SendResult] = loop.create_future()
-        send = _AsyncSend(self, prepared, future, self.now_ms() + timeout, self.retry_times_async)
+        send = AsyncSend(self, prepared, future, self.now_ms() + timeout, self.retry_times_async)
         if tracer is not None:
             send.trace = (source, tracer.now_ms(), body_length)
         if info is not None and info.ok:
@@ -735,7 +732,7 @@ class Producer:
             )
         except ArianeError as exc:
             self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
-            if isinstance(exc, _TRANSPORT_ERRORS):
+            if isinstance(exc, TRANSPORT_ERRORS):
                 self.instance.refresh_route_soon(mq.topic)
             raise
         self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, False)
@@ -764,125 +761,3 @@ def trace_dispatcher(
         kind=kind,
         sender_factory=trace_sender,
     )
-
-
-class _AsyncSend:
-    """One ``send_async``: attempts chained by response callbacks, no task in the fast path."""
-
-    __slots__ = (
-        "begin_ms",
-        "deadline_ms",
-        "future",
-        "mq",
-        "prepared",
-        "producer",
-        "retries",
-        "trace",
-    )
-
-    def __init__(
-        self,
-        producer: Producer,
-        prepared: PreparedSend,
-        future: asyncio.Future[SendResult],
-        deadline_ms: int,
-        retries: int,
-    ) -> None:
-        self.producer = producer
-        self.prepared = prepared
-        self.future = future
-        self.deadline_ms = deadline_ms
-        self.retries = retries
-        self.mq: MessageQueue | None = None
-        self.begin_ms = 0
-        #: (source, start wall ms, body length) when the producer traces sends
-        self.trace: tuple[Message | list[Message], int, int] | None = None
-
-    async def attempt_after_route(self) -> None:
-        try:
-            info = await self.producer.find_publish_info(self.prepared.topic)
-        except asyncio.CancelledError:
-            self.future.cancel()  # the client instance is closing
-            raise
-        except Exception as exc:
-            if not self.future.done():
-                self.future.set_exception(exc)
-            return
-        self.attempt(info, None)
-
-    def attempt(self, info: TopicPublishInfo, last_broker: str | None) -> None:
-        producer = self.producer
-        future = self.future
-        if future.done():
-            return
-        left = self.deadline_ms - self.producer.now_ms()
-        if left <= 0:
-            future.set_exception(RequestTimeoutError("send_async ran out of its timeout"))
-            return
-        try:
-            mq = producer.fault.select_one_message_queue(info, last_broker)
-            self.mq = mq
-            instance = producer.instance
-            addr = instance.find_broker_addr_in_publish(mq.broker_name)
-            if addr is None:
-                raise BrokerNotFoundError(mq.broker_name)
-            request = build_request(self.prepared, mq, producer._header_base)
-            self.begin_ms = self.producer.now_ms()
-            instance.api.invoke_callback(addr, request, left, self.on_response)
-        except _TRANSPORT_ERRORS as exc:
-            self._failed(exc)
-        except Exception as exc:
-            future.set_exception(exc)
-
-    def on_response(self, response: RemotingCommand | None, exc: BaseException | None) -> None:
-        future = self.future
-        mq = self.mq
-        assert mq is not None
-        if future.done():
-            return
-        if response is None:
-            if isinstance(exc, _TRANSPORT_ERRORS):
-                self._failed(exc)
-            elif isinstance(exc, asyncio.CancelledError):
-                future.cancel()
-            else:
-                future.set_exception(exc or RuntimeError("no response and no error"))
-            return
-        producer = self.producer
-        try:
-            result = parse_send_response(response, mq, self.prepared.msg_id)
-        except Exception as error:
-            producer.fault.update_fault_item(
-                mq.broker_name, producer.now_ms() - self.begin_ms, True
-            )
-            future.set_exception(error)
-            return
-        if producer.fault.enabled:
-            producer.fault.update_fault_item(
-                mq.broker_name, producer.now_ms() - self.begin_ms, False
-            )
-        if self.trace is not None and producer._tracer is not None:
-            source, begin, length = self.trace
-            store = producer._store_host(mq.broker_name)
-            producer._tracer.pub(source, result, begin, store, length)
-        future.set_result(result)
-
-    def _failed(self, exc: BaseException) -> None:
-        producer = self.producer
-        last = self.mq.broker_name if self.mq is not None else None
-        if last is not None:
-            producer.fault.update_fault_item(last, producer.now_ms() - self.begin_ms, True)
-        producer.instance.refresh_route_soon(self.prepared.topic)
-        info = producer._publish.get(self.prepared.topic)
-        if (
-            self.retries > 0
-            and info is not None
-            and info.ok
-            and producer.now_ms() < self.deadline_ms
-        ):
-            self.retries -= 1
-            logger.info("async send to %s failed (%s), retrying", self.mq, exc)
-            self.attempt(info, last)
-            return
-        if not self.future.done():
-            self.future.set_exception(exc)

@@ -339,24 +339,13 @@ class AsyncTraceDispatcher:
         keys = tuple(transfer.keys)
         return self.append_encoded((ctx.beans[0].topic, transfer.data, len(ctx.beans), keys))
 
-    def append_encoded(self, trace: EncodedTrace) -> bool:
-        """Queue encoded records for sending; ``False`` (and counted) when they were
-        dropped. Never blocks or raises; callable from any thread."""
-        return self._enqueue(trace)
-
-    def append_open(self, pair: OpenTrace) -> bool:
-        """Queue an open pair (``[owner, data]``, see ``OpenTrace``) as ``append_encoded``
-        queues records; a dropped pair is claimed at once, so ``attach`` answers ``False``.
-        Never blocks or raises; any thread."""
-        if self._enqueue(pair):
-            return True
-        pair.append(_TAKEN)  # the caller gets the pair only after this: nothing races it
-        return False
-
     def _enqueue(self, item: EncodedTrace | OpenTrace) -> bool:
+        """``append_encoded`` and ``append_open`` (one function: one call per hook)."""
         queue = self._queue
         if self._closed or len(queue) >= self.settings.queue_size:
             self.stats.discarded += 1
+            if item.__class__ is list:  # an open pair is claimed at once: ``attach`` fails
+                item.append(_TAKEN)
             self._log_sometimes("trace queue full or dispatcher closed: context dropped")
             return False
         queue.append(item)
@@ -368,6 +357,14 @@ class AsyncTraceDispatcher:
             self._lingering = False  # enough for a round: stop lingering now
             self._notify()
         return True
+
+    #: Queue encoded records for sending; ``False`` (and counted) when they were dropped.
+    #: Never blocks or raises; callable from any thread.
+    append_encoded = _enqueue
+    #: Queue an open pair (``[owner, data]``, see ``OpenTrace``) as ``append_encoded`` queues
+    #: records; a dropped pair is claimed at once (the caller gets it only after this: nothing
+    #: races it), so ``attach`` answers ``False``. Never blocks or raises; any thread.
+    append_open = _enqueue
 
     def attach(self, pair: OpenTrace, after: Any) -> bool:
         """Complete a queued pair with ``after`` (counted as a context); ``False`` when the

@@ -37,7 +37,14 @@ from typing import Any
 
 from ariane.client._send import PreparedSend
 from ariane.client._trace_dispatch import TAKEN, AsyncTraceDispatcher, EncodedTrace, OpenTrace
-from ariane.client._trace_records import Call, call_data, sub_pairs, sub_records
+from ariane.client._trace_records import (
+    AfterData,
+    Call,
+    call_data,
+    sub_before,
+    sub_pairs,
+    sub_records,
+)
 from ariane.client.consumer_types import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ariane.client.message import SendResult, SendStatus
 from ariane.common import properties as props
@@ -71,10 +78,15 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-#: ``encode_pairs`` of both tracers closes an item at a quarter of a trace message's limits, so ``pack``
-#: fills each trace message with a few of them.
+#: ``encode_pairs`` of both tracers closes an item at a quarter of a trace message's characters
+#: or an eighth of its keys, so ``pack`` fills each trace message with a few of them: a
+#: traced message adds ~33 characters of keys and ~250 of records, and with quarters of the
+#: keys the fourth item never fitted (3 items, ~360 deliveries per trace message; now ~420).
 _ITEM_CHARS = MAX_TRACE_MESSAGE_CHARS // 4
-_ITEM_KEY_CHARS = MAX_TRACE_KEY_CHARS // 4
+_ITEM_KEY_CHARS = MAX_TRACE_KEY_CHARS // 8
+
+
+_SUCCESS = ConsumeReturnType.SUCCESS
 
 
 def _b(value: bool) -> str:
@@ -183,7 +195,7 @@ class SendTracer(_Tracer):
     def encode_pairs(self, pairs: list[OpenTrace]) -> list[EncodedTrace]:
         """The worker's side: the Pub records of ``pairs`` (``PairEncoder``), written as
         ``pub_record`` writes them, the parts neighbouring sends share formatted once, cut
-        into items of about a quarter of a trace message."""
+        into items of about a quarter of a trace message (``_ITEM_CHARS``)."""
         group = self.group
         out: list[EncodedTrace] = []
         texts: list[str] = []
@@ -318,26 +330,14 @@ class ConsumeTracer(_Tracer):
         """Record that ``msgs`` go to the listener now; what to pass to ``after`` (``None``
         when nothing was recorded)."""
         try:
-            if len(msgs) != 1:
+            # the usual case (consume_message_batch_max_size = 1), compiled when built
+            pair = sub_before(
+                self, msgs, self.trace_topic, self.now_ns, _request_counter, DEFAULT_REGION_ID
+            )
+            if pair is NotImplemented:
                 return self._before_many(msgs)
-            msg = msgs[0]  # the usual case (consume_message_batch_max_size = 1)
-            p = msg.properties
-            topic = msg.topic
-            if p.get(TRACE_SWITCH) == "false" or topic.startswith(self.trace_topic):
-                return None
-            pair = [
-                self,
-                (
-                    self.now_ns(),
-                    p.get(MSG_REGION) or DEFAULT_REGION_ID,
-                    next(_request_counter),
-                    topic,
-                    p.get(UNIQ_KEY) or msg.offset_msg_id,
-                    msg.reconsume_times,
-                    p.get(KEYS),
-                ),
-            ]  # flat (OneData): two containers per delivery for the garbage collector
-            self.dispatcher.append_open(pair)
+            if pair is not None:
+                self.dispatcher.append_open(pair)
             return pair
         except Exception:
             logger.warning("recording a SubBefore trace failed", exc_info=True)
@@ -374,8 +374,16 @@ class ConsumeTracer(_Tracer):
     ) -> None:
         """Record the end of the listener call ``before`` started (``count`` messages)."""
         try:
-            done = (self.now_ns(), count, success, outcome)
-            if not self.dispatcher.attach(before, done):
+            now = self.now_ns()
+            done: AfterData = (
+                now
+                if count == 1 and success and outcome is _SUCCESS
+                else (now, count, success, outcome)
+            )  # the usual end as its time alone (``AfterData``)
+            before.append(done)  # the dispatcher's ``attach``, inlined (one call per delivery)
+            if before[2] is done:
+                self.dispatcher.stats.appended += 1
+            else:  # the worker took the pair first, or it was dropped
                 (item,) = self._encode([(call_data(before[1]), done)], sub_before=False)
                 self.dispatcher.append_encoded(item)
         except Exception:

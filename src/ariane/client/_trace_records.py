@@ -15,14 +15,22 @@ them), so the worker builds no call tuples. ``sub_records_py`` and ``sub_pairs_p
 references; ``sub_records`` and ``sub_pairs`` are the compiled twins (``ariane._speedups``,
 ``_speedups_trace.h``) when built, falling back to the reference for any input they do not
 handle (they answer ``None``).
+
+``sub_before`` is the hook side (``ConsumeTracer.before`` of a one-message call: the open pair
+of its SubBefore); it is the compiled function itself when built (no Python frame per
+delivery), else ``sub_before_py``; both answer ``NotImplemented`` for what the caller's general
+path handles.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from types import NotImplementedType
 from typing import Any
 
 from ariane.common import native
+from ariane.common.message import MessageExt
+from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
 from ariane.common.trace import JAVA_NULL, ConsumeReturnType
 
 __all__ = [
@@ -31,6 +39,8 @@ __all__ = [
     "Call",
     "OneData",
     "call_data",
+    "sub_before",
+    "sub_before_py",
     "sub_pairs",
     "sub_pairs_py",
     "sub_records",
@@ -42,8 +52,10 @@ Entries = tuple[tuple[str, int, str | None], ...]
 #: What ``before`` read: (start ns, region, request number, topic, entries).
 BeforeData = tuple[int, str, int, str, Entries]
 #: What ``after`` read: (end ns, messages, success, result code); the cost per message is
-#: (end - start) in ms divided by the messages.
-AfterData = tuple[int, int, bool, ConsumeReturnType]
+#: (end - start) in ms divided by the messages. The usual end (one message, success,
+#: ``SUCCESS``) is its end ns alone, an ``int``: one object fewer per delivery for the
+#: garbage collector.
+AfterData = tuple[int, int, bool, ConsumeReturnType] | int
 #: The before data of a call with one traced message, flat (fewer objects per delivery: the
 #: garbage collector runs per allocated container): (start ns, region, request number, topic,
 #: msgId, retry times, KEYS or None).
@@ -54,6 +66,7 @@ Call = tuple[BeforeData, AfterData | None]
 Item = tuple[str, str, int, tuple[str, ...]]
 
 _HEX2 = [f"{i:02X}" for i in range(256)]
+_SUCCESS = ConsumeReturnType.SUCCESS
 
 
 def sub_records_py(
@@ -88,7 +101,10 @@ def sub_records_py(
             head_ms, region_of = began, region
             head = f"SubBefore\x01{began}\x01{region}\x01{group}\x01"
         if after is not None:
-            now_ns, count, success, outcome = after
+            if isinstance(after, int):
+                now_ns, count, success, outcome = after, 1, True, _SUCCESS
+            else:
+                now_ns, count, success, outcome = after
             now = now_ns // 1_000_000
             cost = (now - began) // (count if count > 0 else 1)
             if cost < 0:
@@ -189,3 +205,45 @@ def sub_pairs(
         if out is not None:
             return out  # type: ignore[no-any-return]
     return sub_pairs_py(pairs, group, request_prefix, taken, item_chars, item_key_chars)
+
+
+def sub_before_py(
+    owner: object,
+    msgs: Sequence[MessageExt],
+    trace_topic: str,
+    now_ns: Callable[[], int],
+    counter: Iterator[int],
+    default_region: str,
+) -> list[Any] | NotImplementedType | None:
+    """The open pair ``[owner, OneData]`` of a listener call of one message (its time from
+    ``now_ns()``, its request number from ``counter``); ``None`` when that message is not
+    traced (the storing broker's ``TRACE_ON=false``, or a topic starting with
+    ``trace_topic``); ``NotImplemented`` when ``msgs`` is not one message (the caller's
+    general path)."""
+    if len(msgs) != 1:
+        return NotImplemented  # type: ignore[no-any-return]  # typeshed: a subclass of Any
+    msg = msgs[0]
+    p = msg.properties
+    topic = msg.topic
+    if p.get(TRACE_SWITCH) == "false" or topic.startswith(trace_topic):
+        return None
+    return [
+        owner,
+        (
+            now_ns(),
+            p.get(MSG_REGION) or default_region,
+            next(counter),
+            topic,
+            p.get(UNIQ_KEY) or msg.offset_msg_id,
+            msg.reconsume_times,
+            p.get(KEYS),
+        ),
+    ]  # flat (OneData): two containers per delivery for the garbage collector
+
+
+#: ``sub_before_py``, or its compiled twin (which also answers ``NotImplemented`` for values
+#: that are not exact ``str``/``dict``, before calling ``now_ns`` or ``counter``)
+sub_before: Callable[
+    [object, Sequence[MessageExt], str, Callable[[], int], Iterator[int], str],
+    list[Any] | NotImplementedType | None,
+] = getattr(native.speedups, "sub_before", None) or sub_before_py

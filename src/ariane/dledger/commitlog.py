@@ -34,6 +34,7 @@ from ariane.dledger.replica import Replica
 from ariane.raft import Code, RaftConfig, Role
 from ariane.store.commit_log import CommitLog, PreparedOne
 from ariane.store.config import StoreConfig
+from ariane.store.dispatch_block import Pending, drop_topics
 from ariane.store.format import Decoded, DispatchRequest, check_record
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.mapped_file import MappedFile
@@ -118,7 +119,7 @@ class DLedgerCommitLog(CommitLog):
         self.committed_index = -1
         self.committed_pos = first_pos
         #: dispatch requests of entries not committed yet (they move to ``pending`` on commit)
-        self.staged: deque[DispatchRequest] = deque()
+        self.staged: deque[Pending] = deque()
         #: wakes the reput thread when records became committed (set by the store)
         self.wake_dispatch: Callable[[], None] | None = None
         self.role_listener: RoleListener | None = None
@@ -359,11 +360,7 @@ class DLedgerCommitLog(CommitLog):
 
     def drop_pending_topics(self, topics: set[str]) -> None:
         super().drop_pending_topics(topics)
-        staged = self.staged
-        if any(r.topic in topics for r in staged):
-            kept = [r for r in staged if r.topic not in topics]
-            staged.clear()
-            staged.extend(kept)
+        drop_topics(self.staged, topics)
 
     # -- walking the log ---------------------------------------------------------------------------
     def index_at(self, pos: int) -> int:

@@ -108,7 +108,9 @@ class RemotingHook(Protocol):
     On a server, ``before_request`` may return a response (or raise ``RequestError``) to answer
     the request without processing it. On a client, it runs before each request is sent and
     may add ``ext_fields`` (signatures); a returned response is used as the answer instead of
-    sending. ``after_response`` sees every response (``None`` for one-way requests).
+    sending. ``after_response`` sees every response (``None`` for one-way requests). A hook
+    whose ``after_response`` does nothing may say so with a class attribute
+    ``observes_responses = False``: a server's dispatcher then does not call it per response.
     """
 
     def before_request(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
@@ -129,6 +131,7 @@ class Dispatcher:
         self._processors: dict[int, ProcessFunction] = {}
         self._default: ProcessFunction | None = None
         self.hooks: list[RemotingHook] = []
+        self._response_hooks: list[RemotingHook] = []  # hooks but observes_responses = False
         self._tasks: set[asyncio.Future[RemotingCommand | None]] = set()
 
     def register_processor(self, code: int, processor: RequestProcessor | ProcessFunction) -> None:
@@ -142,6 +145,8 @@ class Dispatcher:
     def register_hook(self, hook: RemotingHook) -> None:
         """Add a hook; hooks run in registration order."""
         self.hooks.append(hook)
+        if getattr(hook, "observes_responses", True) is not False:
+            self._response_hooks.append(hook)
 
     @property
     def tasks(self) -> set[asyncio.Future[RemotingCommand | None]]:
@@ -211,7 +216,7 @@ class Dispatcher:
         response.opaque = request.opaque
         response.flag |= FLAG_RESPONSE
         response.serialize_type = request.serialize_type
-        for hook in self.hooks:
+        for hook in self._response_hooks:
             try:
                 hook.after_response(ctx.channel, request, response)
             except Exception:

@@ -5,7 +5,8 @@ single put lock it stamps the store time (kept monotonic), assigns the queue off
 ``topic_queue_table``, writes the record into the last mapped file with one ``pack_into`` for
 the fixed header plus two slice copies, and advances the write position. A record that does
 not fit (with 8 bytes to spare) makes the writer fill the file with a BLANK record and move to
-a new file. The writer then appends a ready-made :data:`DispatchRequest` to ``pending``, in
+a new file. The writer then appends a ready-made :data:`DispatchRequest` to ``pending`` (a
+run written by ``put_block``: one :class:`~ariane.store.dispatch_block.DispatchBlock`), in
 physical order, so the reput thread builds ConsumeQueue/index entries without re-parsing the
 log; recovery parses the log instead (:mod:`ariane.store.recovery`).
 """
@@ -22,6 +23,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import accumulate
+from operator import itemgetter
 
 from ariane.common import faults
 from ariane.common.clock import Clock
@@ -45,6 +47,7 @@ from ariane.store.batch_bulk import prepare_records, write_records
 from ariane.store.commit_log_files import delete_expired_files, set_aside
 from ariane.store.config import StoreConfig
 from ariane.store.disk import OS_DISK, Disk
+from ariane.store.dispatch_block import Pending, drop_topics
 from ariane.store.format import (
     BLANK_MAGIC_CODE,
     END_FILE_MIN_BLANK_LENGTH,
@@ -119,6 +122,9 @@ def _encode_props(props: dict[str, str]) -> str:
         return encode_properties(props)
 
 
+_record_bytes = itemgetter(0)
+
+
 class CommitLog:
     """The CommitLog files plus the put path.
 
@@ -138,7 +144,10 @@ class CommitLog:
         #: next queue offset per (topic, queue_id), rebuilt from the ConsumeQueues at load.
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         #: dispatch requests in physical order, consumed by the reput thread.
-        self.pending: deque[DispatchRequest] = deque()
+        self.pending: deque[Pending] = deque()
+        #: blocks (``DispatchBlock``) ever queued (counted before each is queued): while 0,
+        #: the reput thread knows ``pending`` holds single requests only
+        self.blocks_queued = 0
         #: where the writer queues the dispatch requests of new records: ``pending`` itself
         #: here; a log whose records become visible later (DLedger) stages them apart
         self.staged = self.pending
@@ -390,7 +399,7 @@ class CommitLog:
         Raises:
             OSError: a new CommitLog file could not be created.
         """
-        ends = list(accumulate(len(r[0]) for r in recs))
+        ends = list(accumulate(map(len, map(_record_bytes, recs))))
         n = len(recs)
         with self.put_lock:
             store_ts = self.next_store_timestamp()
@@ -406,6 +415,7 @@ class CommitLog:
                     continue
                 pos = mf.wrote_position
                 phys = mf.file_from_offset + pos
+                self.blocks_queued += 1  # before the block is queued (see ReputService)
                 size = write_run(recs[i:j], mf.mm, pos, phys, store_ts, self.topic_queue_table,
                                  self.staged)  # fmt: skip
                 mf.wrote_position = pos + size
@@ -587,11 +597,7 @@ class CommitLog:
 
     def drop_pending_topics(self, topics: set[str]) -> None:
         """Under the put lock: forget records of deleted ``topics`` not dispatched yet."""
-        pending = self.pending
-        if any(r.topic in topics for r in pending):
-            kept = [r for r in pending if r.topic not in topics]
-            pending.clear()
-            pending.extend(kept)
+        drop_topics(self.pending, topics)
 
     def _file_for(self, total: int) -> MappedFile:
         """The file to write ``total`` bytes into, writing a BLANK record when needed."""

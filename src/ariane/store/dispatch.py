@@ -1,7 +1,9 @@
 """The reput loop: CommitLog -> ConsumeQueue and IndexFile (RocketMQ ``ReputMessageService``).
 
 How it works: the writer leaves one :data:`~ariane.store.format.DispatchRequest` per record in
-``CommitLog.pending`` (in physical order). This thread takes them in batches, but only those
+``CommitLog.pending`` (in physical order), or one
+:class:`~ariane.store.dispatch_block.DispatchBlock` (the requests as columns) per run of records
+written at once. This thread takes them in batches (a block is a batch), but only those
 whose record lies entirely below the *visibility limit*: the write position under
 ASYNC_FLUSH, the flushed position under SYNC_FLUSH (so a reader never sees a message that is
 not on disk). Each batch goes to the ConsumeQueues (not PREPARED/ROLLBACK records), then to
@@ -22,8 +24,8 @@ import logging
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from itertools import compress
-from typing import Any, Protocol
+from itertools import compress, islice
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -35,6 +37,7 @@ from ariane.common.sysflag import (
 )
 from ariane.store.commit_log import CommitLog
 from ariane.store.consume_queue import ConsumeQueue
+from ariane.store.dispatch_block import DispatchBlock, Pending
 from ariane.store.format import DispatchRequest
 from ariane.store.index_file import IndexService
 from ariane.store.service import ServiceThread
@@ -101,6 +104,15 @@ class Dispatcher:
                 self.index.build_index_columns(columns)
         self.last_store_timestamp = batch[-1].store_timestamp_ms
 
+    def dispatch_columns(self, columns: tuple[tuple[Any, ...], ...]) -> None:
+        """``dispatch`` for a batch given as its columns (a :class:`DispatchBlock`'s)."""
+        if not columns or not columns[0]:
+            return
+        self._dispatch_columns(columns)
+        if self.index is not None:
+            self.index.build_index_columns(columns)
+        self.last_store_timestamp = columns[5][-1]
+
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         key = (topic, queue_id)
         cq = self._cqs.get(key)
@@ -152,14 +164,23 @@ class Dispatcher:
                 cq.put_units(phys[run], sizes[run], tags[run], offsets[run])
 
 
-def _visible(pending: deque[DispatchRequest], count: int, limit: int) -> int:
-    """How many of the first ``count`` requests end at or below ``limit`` (they are in
-    physical order, so a prefix)."""
+def _visible(pending: deque[Pending], count: int, limit: int) -> int:
+    """How many of the first ``count`` requests (single ones) end at or below ``limit`` (they
+    are in physical order, so a prefix)."""
     if not count:
         return 0
     if pending[count - 1].end_offset <= limit:
         return count
     return bisect.bisect_right(range(count), limit, key=lambda i: pending[i].end_offset)
+
+
+def _singles(pending: deque[Pending], count: int, blocks: int) -> int:
+    """How many of the first ``count`` entries are single requests (no block before them);
+    ``blocks``: ``CommitLog.blocks_queued`` read after ``count`` (0: no block anywhere)."""
+    if not blocks:
+        return count
+    types = list(map(type, islice(pending, count)))
+    return types.index(DispatchBlock) if DispatchBlock in types else count
 
 
 class ReputService(ServiceThread):
@@ -206,13 +227,16 @@ class ReputService(ServiceThread):
         done = 0
         while self.commit_log.pending:
             with self.dispatcher.lock:
-                pending = self.commit_log.pending
-                count = _visible(pending, min(len(pending), _BATCH), self.visibility_limit())
-                if not count:
+                taken = self._take(self.commit_log.pending, self.visibility_limit())
+                if taken is None:
                     break
-                popleft = pending.popleft
-                batch = [popleft() for _ in range(count)]
-                error = self._dispatch(batch)
+                singles: list[DispatchRequest] | None = None
+                columns: tuple[tuple[Any, ...], ...] | None = None
+                if isinstance(taken, DispatchBlock):
+                    columns, end = taken.columns(), taken.end_offset
+                else:
+                    singles, end = taken, taken[-1].end_offset
+                error = self._dispatch(taken, columns)
             if error is not None:
                 if not self._failing:
                     logger.error("dispatch failed; writes are refused until it works: %s", error)
@@ -222,21 +246,59 @@ class ReputService(ServiceThread):
             if self._failing:
                 self._failing = False
                 self.on_error(None)
-            self.reput_from_offset = batch[-1].end_offset
-            done += len(batch)
+            self.reput_from_offset = end
+            done += len(taken)
             if self.listener is not None:
-                self._notify(batch)
+                if singles is not None:
+                    columns = tuple(zip(*singles, strict=True))
+                assert columns is not None
+                self._notify_columns(columns)
         if not self.commit_log.pending and self.commit_log.max_offset > self.reput_from_offset:
             self._catch_up_blank()
         return done
 
-    def _dispatch(self, batch: list[DispatchRequest]) -> str | None:
-        """Dispatch ``batch``; on failure put it back and return the error text."""
+    def _take(
+        self, pending: deque[Pending], limit: int
+    ) -> list[DispatchRequest] | DispatchBlock | None:
+        """The next batch to dispatch, taken off ``pending``: the visible part of the block at
+        its head, or its first visible single requests (at most ``_BATCH``, up to a block);
+        None when nothing is visible."""
+        head = pending[0]
+        if type(head) is DispatchBlock:
+            count = head.visible(limit)
+            if not count:
+                return None
+            if count == len(head):
+                pending.popleft()
+                return head
+            taken, pending[0] = head.split(count)
+            return taken
+        count = min(len(pending), _BATCH)
+        count = _visible(pending, _singles(pending, count, self.commit_log.blocks_queued), limit)
+        if not count:
+            return None
+        popleft = pending.popleft
+        return cast("list[DispatchRequest]", [popleft() for _ in range(count)])
+
+    def _dispatch(
+        self,
+        batch: list[DispatchRequest] | DispatchBlock,
+        columns: tuple[tuple[Any, ...], ...] | None,
+    ) -> str | None:
+        """Dispatch ``batch`` (a block: its ``columns``); on failure put it back and return the
+        error text."""
         try:
-            self.dispatcher.dispatch(batch)
+            if isinstance(batch, DispatchBlock):
+                self.dispatcher.dispatch_columns(batch.columns() if columns is None else columns)
+            else:
+                self.dispatcher.dispatch(batch)
         except Exception as exc:
             logger.exception("dispatch of %d records failed", len(batch))
-            self.commit_log.pending.extendleft(reversed(batch))
+            pending = self.commit_log.pending
+            if isinstance(batch, DispatchBlock):
+                pending.appendleft(batch)
+            else:
+                pending.extendleft(reversed(batch))
             return str(exc) or type(exc).__name__
         return None
 
@@ -249,27 +311,32 @@ class ReputService(ServiceThread):
                 if limit > self.reput_from_offset:
                     self.reput_from_offset = limit
 
-    def _notify(self, batch: list[DispatchRequest]) -> None:
+    def _notify(self, batch: Sequence[DispatchRequest]) -> None:
+        """:meth:`_notify_columns` for single requests."""
+        self._notify_columns(tuple(zip(*batch, strict=True)))
+
+    def _notify_columns(self, columns: tuple[tuple[Any, ...], ...]) -> None:
         """One listener call per (topic, queue id, tagsCode) group, in order of first
         appearance, with the group's last request (grouped by C-level zips and a Counter: a
-        per-request loop cost as much as the dispatch itself)."""
+        per-request loop cost as much as the dispatch itself); ``columns``: the batch's."""
         listener = self.listener
         assert listener is not None
-        columns = tuple(zip(*batch, strict=True))
-        keys = list(zip(columns[0], columns[1], columns[4], strict=True))
-        requests: Sequence[DispatchRequest] = batch
-        outside = [f for f in set(columns[9]) if not enters_consume_queue(f)]
+        topics, queue_ids, _phys, _size, tags_col, ts_col, offsets, _k, _u, flags, props = columns
+        keys = list(zip(topics, queue_ids, tags_col, strict=True))
+        rows: Sequence[int] = range(len(keys))
+        outside = [f for f in set(flags) if not enters_consume_queue(f)]
         if outside:
-            kept = [f not in outside for f in columns[9]]
+            kept = [f not in outside for f in flags]
             keys = list(compress(keys, kept))
-            requests = list(compress(batch, kept))
-        counts = Counter(keys)
-        for key, req in dict(zip(keys, requests, strict=True)).items():
+            rows = list(compress(rows, kept))
+        # the properties go with a group of one; none to give when no request has them
+        counts = None if props.count(None) == len(props) else Counter(keys)
+        for key, i in dict(zip(keys, rows, strict=True)).items():
             topic, queue_id, tags = key
             try:
                 listener(
-                    topic, queue_id, req.consume_queue_offset + 1, tags, req.store_timestamp_ms,
-                    req.properties if counts[key] == 1 else None,
+                    topic, queue_id, offsets[i] + 1, tags, ts_col[i],
+                    props[i] if counts is not None and counts[key] == 1 else None,
                 )  # fmt: skip
             except Exception:
                 logger.exception("arriving listener failed")

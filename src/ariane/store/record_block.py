@@ -6,13 +6,15 @@ PHYSICALOFFSET and STORETIMESTAMP (the BODYCRC, sizes, hosts and sysFlag are fin
 (:meth:`CommitLog.put_block`, under the put lock) :func:`write_run` takes a run of such records
 that fits the current file: one join and one copy into the mapped file, the three fields filled
 for the whole run with a few numpy operations (one store time for the run), the queue offsets
-taken from ``topic_queue_table`` in order and one dispatch request per record queued, exactly
+taken from ``topic_queue_table`` in order (ranked per queue in numpy) and the run's dispatch
+requests queued as one :class:`~ariane.store.dispatch_block.DispatchBlock` (columns): exactly
 the record bytes and requests :meth:`CommitLog.write_one` makes one by one, but for the
 requests' properties: None (allowed: the arriving listener then checks the records), so that
-neither the packed records nor the requests hold a dict and the garbage collector untracks
-them at its first pass (a full collection over 100,000 tracked copies costs hundreds of ms). The put pays about
-a microsecond per record instead of several, so a slot of 100,000 timers is written in a
-fraction of a second. Records whose dispatch needs the store time (``SCHEDULE_TOPIC``, whose
+neither the packed records nor the requests hold a dict; the packed records are untracked by
+the garbage collector at its first pass, and the put makes a few lists per run instead of a
+tracked tuple per record (a full collection over 100,000 tracked objects costs hundreds of ms).
+The put pays about a microsecond per record instead of several, so a slot of 100,000 timers is
+written in a fraction of a second. Records whose dispatch needs the store time (``SCHEDULE_TOPIC``, whose
 tagsCode is the delivery time) are not packed: :func:`pack` returns None for them.
 """
 
@@ -24,11 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from ariane.common.properties import KEYS, UNIQ_KEY
 from ariane.common.sysflag import born_host_v6, enters_consume_queue
 from ariane.common.topics import SCHEDULE_TOPIC
-from ariane.store.format import DispatchRequest
+from ariane.store.dispatch_block import DispatchBlock, Pending
 from ariane.store.prepared import PreparedOne
 
 __all__ = ["BlockProgress", "PackedRecord", "pack", "write_run"]
@@ -38,7 +41,6 @@ _OFFSETS_AT = 20
 _BORN_TS_END = 48  # BORNTIMESTAMP ends here; the born host (8 or 20 bytes) follows
 _R16 = np.arange(16)
 _R8 = np.arange(8)
-_new_request = tuple.__new__
 
 
 #: One record packed whole and what its dispatch request needs: (record, where its
@@ -90,49 +92,69 @@ def write_run(
     phys: int,
     store_ts: int,
     table: dict[tuple[str, int], int],
-    staged: deque[DispatchRequest],
+    staged: deque[Pending],
 ) -> int:
     """Write ``recs`` (all fitting) at ``pos`` of ``mm``, the first at physical offset
     ``phys``, with store time ``store_ts``; take their queue offsets from ``table`` and append
-    their dispatch requests to ``staged``. Returns the bytes written."""
+    their dispatch requests to ``staged`` as one :class:`DispatchBlock`. Returns the bytes
+    written."""
     n = len(recs)
-    buf = bytearray().join([r[0] for r in recs])
-    sizes = np.fromiter((len(r[0]) for r in recs), dtype=np.int64, count=n)
+    records, ts_in, topics, queue_ids, enters, tags, keys, uniq, flags = zip(*recs, strict=True)
+    buf = bytearray().join(records)
+    sizes = np.fromiter(map(len, records), dtype=np.int64, count=n)
     starts = np.zeros(n, dtype=np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
-    queue_offsets = _queue_offsets(recs, table)
+    queue_offsets = _queue_offsets(topics, queue_ids, enters, table)
     fields = np.empty((n, 2), dtype=">i8")
     fields[:, 0] = queue_offsets
     fields[:, 1] = starts + phys
     view = np.frombuffer(buf, dtype=np.uint8)
     view[(starts + _OFFSETS_AT)[:, None] + _R16] = fields.view(np.uint8).reshape(n, 16)
-    ts_at = np.fromiter((r[1] for r in recs), dtype=np.int64, count=n) + starts
+    ts_at = np.array(ts_in, dtype=np.int64) + starts
     view[ts_at[:, None] + _R8] = np.frombuffer(store_ts.to_bytes(8, "big"), dtype=np.uint8)
     del view  # the buffer is exported while a view lives
     size = len(buf)
     mm[pos : pos + size] = buf
-    append = staged.append
-    at = (starts + phys).tolist()
-    for (_, _, topic, qid, _, tags, keys, uniq, flag), p, total, qo in zip(
-        recs, at, sizes.tolist(), queue_offsets, strict=True
-    ):
-        append(
-            _new_request(
-                DispatchRequest, (topic, qid, p, total, tags, store_ts, qo, keys, uniq, flag, None)
-            )
+    staged.append(
+        DispatchBlock(
+            list(topics), list(queue_ids), (starts + phys).tolist(), sizes.tolist(), list(tags),
+            store_ts, queue_offsets.tolist(), list(keys), list(uniq), list(flags),
         )
+    )  # fmt: skip
     return size
 
 
-def _queue_offsets(recs: Sequence[PackedRecord], table: dict[tuple[str, int], int]) -> list[int]:
-    out: list[int] = []
+def _queue_offsets(
+    topics: tuple[str, ...],
+    queue_ids: tuple[int, ...],
+    enters: tuple[bool, ...],
+    table: dict[tuple[str, int], int],
+) -> npt.NDArray[np.int64]:
+    """Each record's queue offset (0 for one outside the queues), in order, taken from
+    ``table`` (advanced): the rank of the record within its (topic, queue) in numpy."""
+    n = len(topics)
+    if topics.count(topics[0]) == n:
+        ids, group = np.unique(np.array(queue_ids, dtype=np.int64), return_inverse=True)
+        queues = [(topics[0], q) for q in ids.tolist()]
+    else:
+        seen: dict[tuple[str, int], int] = {}
+        group = np.fromiter(
+            (seen.setdefault(k, len(seen)) for k in zip(topics, queue_ids, strict=True)),
+            dtype=np.int64,
+            count=n,
+        )
+        queues = list(seen)
+    rows = np.flatnonzero(np.fromiter(enters, dtype=bool, count=n))
+    group = group.reshape(-1)[rows]
+    counts = np.bincount(group, minlength=len(queues))
+    first = np.cumsum(counts) - counts  # where each queue's rows start once sorted by queue
+    rank = np.empty(len(rows), dtype=np.int64)
+    rank[np.argsort(group, kind="stable")] = np.arange(len(rows)) - np.repeat(first, counts)
     get = table.get
-    for r in recs:
-        if not r[4]:
-            out.append(0)
-            continue
-        key = (r[2], r[3])
-        offset = get(key, 0)
-        table[key] = offset + 1
-        out.append(offset)
+    base = np.array([get(q, 0) for q in queues], dtype=np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    out[rows] = base[group] + rank
+    for queue, start, count in zip(queues, base.tolist(), counts.tolist(), strict=True):
+        if count:
+            table[queue] = start + count
     return out

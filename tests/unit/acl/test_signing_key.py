@@ -171,3 +171,44 @@ def test_openssl_signature_takes_any_mapping_and_size(
     signed = {**ext, "Signature": _rocketmq(ext, b"body", b"secret", "Signature")}
     assert verify(signed, b"body", key)
     assert verify(MappingProxyType(signed), b"body", key)
+
+
+# keys that share a long prefix, or differ only after a NUL or at the end (the compiled sort
+# compares first characters, then the bytes), mixed with non-ASCII ones; values around the 512 bytes
+# the compiled twin gathers per SHA-1 update, ASCII or not
+_close_keys = st.text(alphabet="aAb\0é", min_size=0, max_size=11).map(
+    lambda t: ("prefix12" + t) if len(t) % 2 else t
+)
+_long_values = st.one_of(
+    _text,
+    st.integers(0, 1100).map(lambda n: "v" * n),
+    st.integers(0, 600).map(lambda n: "é" * n),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.one_of(_close_keys, _keys), _long_values, max_size=20),
+    _bodies,
+    st.one_of(st.none(), _close_keys, _keys),
+)
+def test_openssl_sort_and_gather_match_the_pure_twin(
+    ext: dict[str, str], body: bytes | None, skip: str | None
+) -> None:
+    make_key, sign_, verify = _openssl()
+    key, pure_key = make_key(b"secret"), hmac_key(b"secret")
+    expected = content_signature_py(ext, body, pure_key, skip)
+    assert sign_(ext, body, key, skip) == expected
+    assert sign_(dict(reversed(list(ext.items()))), body, key, skip) == expected
+    assert expected == _rocketmq(ext, body, b"secret", skip)
+    signed = {**ext, "Signature": content_signature_py(ext, body, pure_key, None)}
+    assert verify(signed, body, key) is verify_signature_py(signed, body, pure_key) is True
+
+
+def test_openssl_sort_orders_close_keys_as_python() -> None:
+    """Long shared prefixes, a NUL against the end of a key, ASCII against not."""
+    make_key, sign_, _ = _openssl()
+    keys = ["a", "a\0", "a\0b", "prefix12", "prefix123", "prefix12\0", "prefix1", "é", "aé", "A"]
+    ext = {k: f"<{i}>" for i, k in enumerate(keys)}
+    for order in (ext, dict(reversed(list(ext.items())))):
+        assert sign_(order, None, make_key(b"s"), None) == _rocketmq(ext, None, b"s", None)

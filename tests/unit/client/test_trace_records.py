@@ -34,8 +34,10 @@ _entry = st.tuples(_text, st.integers(-(2**63), 2**63 - 1), st.none() | _text)
 _before = st.tuples(
     _ns, _text, st.integers(0, 2**64 - 1), st.sampled_from(["T1", "T2"]), st.tuples(*[_entry] * 2)
 )
-_after = st.none() | st.tuples(
-    _ns, st.integers(-2, 40), st.booleans(), st.sampled_from(list(ConsumeReturnType))
+_after = (
+    st.none()
+    | _ns  # the usual end as its time alone
+    | st.tuples(_ns, st.integers(-2, 40), st.booleans(), st.sampled_from(list(ConsumeReturnType)))
 )
 _calls = st.lists(st.tuples(_before, _after), max_size=12)
 
@@ -99,6 +101,21 @@ def test_records_are_the_reference_encoders_bytes() -> None:
             (expected[4], 1, keys[3:4]),
             ("".join(expected[5:]), 2, keys[4:]),
         ]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_an_end_time_alone_is_the_usual_end(compiled: bool) -> None:
+    fn = _compiled() if compiled else sub_records_py
+    before = (1_765_000_000_123_999_999, "R", 7, "T", (("ID1", 2, "k"),))
+    end = 1_765_000_000_130_000_000
+    usual = (end, 1, True, ConsumeReturnType.SUCCESS)
+    for sub_before in (True, False):
+        want = sub_records_py([(before, usual)], "g", PREFIX, sub_before, 100, 100)
+        assert fn([(before, end)], "g", PREFIX, sub_before, 100, 100) == want
+    assert want[0][1] == sub_after_record(
+        request_id=PREFIX + "0000000000000007", msg_id="ID1", cost_ms=7, success=True,
+        keys="k", context_code=0, timestamp_ms=1_765_000_000_130, group="g",
+    )  # fmt: skip
 
 
 def test_unusual_input_falls_back_to_the_pure_twin() -> None:

@@ -16,48 +16,15 @@ from hypothesis import strategies as st
 
 from ariane.common import native, record_columns
 from ariane.common import properties as props
-from ariane.common.message import HostPort, MessageExt
-from ariane.common.record import decode_records, encode_record
+from ariane.common.message import HostPort
+from ariane.common.record import decode_records
 from ariane.common.record_columns import RecordColumns, decode_columns, decode_columns_py
 from ariane.common.sysflag import COMPRESSED_FLAG
 from ariane.errors import CorruptionError
+from tests.support.records import STORE, V4, record
 
 SKIP = tuple(sorted(k.encode() for k in props.SYSTEM_KEYS))
-V4 = HostPort.parse("10.1.2.3:5555")
-STORE = HostPort.parse("127.0.0.1:10911")
 V6 = HostPort.parse("[2001:db8::7]:10911")
-
-
-def record(
-    offset: int,
-    body: bytes = b"b",
-    properties: dict[str, str] | None = None,
-    *,
-    topic: str = "T",
-    born: HostPort = V4,
-    store: HostPort = STORE,
-    sys_flag: int = 0,
-    queue_id: int = 0,
-    reconsume: int = 0,
-    born_ms: int | None = None,
-    v2: bool | None = None,
-) -> bytes:
-    msg = MessageExt(
-        topic,
-        body,
-        0,
-        dict(properties or {}),
-        queue_id=queue_id,
-        queue_offset=offset,
-        sys_flag=sys_flag,
-        born_timestamp_ms=1_764_000_000_000 + offset if born_ms is None else born_ms,
-        born_host=born,
-        store_timestamp_ms=1_764_000_000_123 + offset,
-        store_host=store,
-        reconsume_times=reconsume,
-        commit_log_offset=4096 * offset + 17,
-    )
-    return encode_record(msg, v2=v2)
 
 
 def _strings(cols: tuple[bytes, ...]) -> list[bytes | None]:

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from ariane.common import properties as props
 from ariane.common import record_columns
-from ariane.common.message import HostPort, MessageExt
-from ariane.common.record import encode_record
+from ariane.common.message import HostPort
 from ariane.common.record_columns import decode_columns_py
 from ariane.common.sysflag import COMPRESSED_FLAG
 from ariane.errors import CorruptionError
@@ -29,41 +28,9 @@ from ariane.spark._columns import (
     try_records_to_batch,
 )
 from ariane.spark.options import PropertiesMode
+from tests.support.records import STORE, V4, record
 
-V4 = HostPort.parse("10.1.2.3:5555")
-STORE = HostPort.parse("127.0.0.1:10911")
 V6 = HostPort.parse("[::1]:10911")
-
-
-def record(
-    offset: int,
-    body: bytes = b"b",
-    properties: dict[str, str] | None = None,
-    *,
-    topic: str = "T",
-    queue_id: int = 0,
-    born: HostPort = V4,
-    store: HostPort = STORE,
-    sys_flag: int = 0,
-    reconsume: int = 0,
-) -> bytes:
-    return encode_record(
-        MessageExt(
-            topic,
-            body,
-            0,
-            dict(properties or {}),
-            queue_id=queue_id,
-            queue_offset=offset,
-            sys_flag=sys_flag,
-            born_timestamp_ms=1_764_000_000_000 + offset,
-            born_host=born,
-            store_timestamp_ms=1_764_000_000_123 + offset,
-            store_host=store,
-            reconsume_times=reconsume,
-            commit_log_offset=4096 * offset + 17,
-        )
-    )
 
 
 def both(

@@ -17,6 +17,8 @@ from ariane.common.record import decode_records
 from ariane.common.sysflag import TRANSACTION_PREPARED_TYPE
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.store.commit_log import CommitLog, PreparedOne
+from ariane.store.dispatch_block import DispatchBlock
+from ariane.store.format import DispatchRequest
 from ariane.store.inner import MessageInner
 from ariane.store.record_block import BlockProgress, pack
 from ariane.store.results import PutResult, PutStatus
@@ -77,10 +79,15 @@ def test_block_writes_what_put_prepared_writes(batch: list[MessageInner], before
             assert progress.end_offset == out[-1].wrote_offset + out[-1].wrote_bytes
             assert progress.store_timestamp_ms == out[-1].store_timestamp_ms
             assert _written(block) == _written(one_by_one)
-            # the same requests, but for the properties (None: see record_block)
+            # the same requests, but for the properties (None: see record_block), the block's
+            # as one DispatchBlock per run (one per file the batch spans)
             expected = list(one_by_one.pending)
             expected[before:] = [r._replace(properties=None) for r in expected[before:]]
-            assert list(block.pending) == expected
+            got = list(block.pending)
+            assert all(type(r) is DispatchRequest for r in got[:before])
+            assert all(type(r) is DispatchBlock for r in got[before:])
+            assert block.blocks_queued == len(got) - before
+            assert got[:before] + [q for r in got[before:] for q in r.requests()] == expected
             assert block.topic_queue_table == one_by_one.topic_queue_table
             assert block.put_times_total == one_by_one.put_times_total
             assert block.put_size_total == one_by_one.put_size_total

@@ -1,5 +1,6 @@
-"""Sending: SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK
-(RocketMQ ``SendMessageProcessor`` / ``AbstractSendMessageProcessor``).
+"""Sending: SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE (RocketMQ
+``SendMessageProcessor`` / ``AbstractSendMessageProcessor``; CONSUMER_SEND_MSG_BACK is in
+``send_back`` and shares this module's rewriters).
 
 How it works, per send: parse the header (V1 or the short-key V2, one type afterwards); check
 the broker may be written, the topic name, that it is not a system topic closed to senders;
@@ -33,16 +34,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
 from itertools import repeat
 from operator import sub
 from typing import TYPE_CHECKING, Protocol
 
-from ariane.broker.processors import error
+from ariane.broker.processors import error, finish_on_loop
 from ariane.broker.processors.batch_bulk import bulk_items
-from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor, max_reconsume_times, route_retry
+from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor
 from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
 from ariane.common.batch import BatchEntry, decode_batch
 from ariane.common.message import HostPort
@@ -52,15 +52,12 @@ from ariane.common.properties import (
     DEDUP,
     DELAY,
     MSG_REGION,
-    ORIGIN_MESSAGE_ID,
-    RETRY_TOPIC,
     TRACE_SWITCH,
     TRANSACTION_PREPARED,
     UNIQ_KEY,
     WAIT_STORE_MSG_OK,
     decode_properties,
 )
-from ariane.common.record import decode_record
 from ariane.common.sysflag import (
     MULTI_TAGS_FLAG,
     PERM_READ,
@@ -239,7 +236,6 @@ class SendMessageProcessor:
         server.register_processor(RequestCode.SEND_MESSAGE, self.send_v1)
         server.register_processor(RequestCode.SEND_MESSAGE_V2, self.send_v2)
         server.register_processor(RequestCode.SEND_BATCH_MESSAGE, self.send_v2)
-        server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.consumer_send_msg_back)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -663,7 +659,7 @@ class SendMessageProcessor:
             if response is not None:
                 ctx.send_response(response)
 
-        future.add_done_callback(partial(_on_loop, loop, finish))
+        future.add_done_callback(partial(finish_on_loop, loop, finish))
         return None
 
     def _answer_replicated(
@@ -729,107 +725,6 @@ class SendMessageProcessor:
         else:
             remark = result.remark or result.status.value
         return error(code, remark)
-
-    # -- CONSUMER_SEND_MSG_BACK ----------------------------------------------------------------
-
-    def consumer_send_msg_back(
-        self, ctx: RequestContext, request: RemotingCommand
-    ) -> RemotingCommand | None:
-        """CONSUMER_SEND_MSG_BACK (36): re-store a message the consumer failed to process in
-        ``%RETRY%<group>`` with delay level ``delayLevel`` (0: 3 + its reconsume count) or,
-        past the maximum reconsume count (``maxReconsumeTimes`` from clients of version
-        V3_4_9 and later, else the group's ``retryMaxTimes``) or with ``delayLevel`` < 0, in
-        the write-only ``%DLQ%<group>``. The rewriters then send the retry message through the
-        delay levels.
-        """
-        header = h.ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
-        broker = self.broker
-        group = header.group
-        cfg = broker.groups.find(group)
-        if cfg is None:
-            return error(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
-            )
-        if not broker.config.broker_permission & PERM_WRITE:
-            return error(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.broker_addr}] sending message is forbidden",
-            )
-        if cfg.retry_queue_nums <= 0:
-            return RemotingCommand.response(ResponseCode.SUCCESS)
-        record = self.store.look_message_by_offset(header.offset)
-        if record is None:
-            return error(
-                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
-            )
-        try:
-            msg, _ = decode_record(record)
-        except CorruptionError as exc:
-            return error(ResponseCode.SYSTEM_ERROR, f"stored message does not decode: {exc}")
-        max_times = max_reconsume_times(cfg, request.version, header.max_reconsume_times)
-        props = dict(msg.properties)
-        props.setdefault(RETRY_TOPIC, msg.topic)
-        props.setdefault(ORIGIN_MESSAGE_ID, header.origin_msg_id or msg.msg_id)
-        delay = header.delay_level
-        route = route_retry(
-            broker, cfg, group, dead=msg.reconsume_times >= max_times or delay < 0,
-            reconsume_times=msg.reconsume_times, delay_level=delay,
-        )  # fmt: skip
-        if route.delay_level is None:
-            props.pop(DELAY, None)
-        else:
-            props[DELAY] = str(route.delay_level)
-        if not route.config.perm & PERM_WRITE:
-            return error(
-                ResponseCode.NO_PERMISSION,
-                f"the topic[{route.topic}] sending message is forbidden",
-            )
-        inner = MessageInner(
-            route.topic, route.queue_id, msg.body, msg.flag, props, msg.sys_flag, msg.born_timestamp_ms,
-            msg.born_host, self._store_host, msg.reconsume_times + 1,
-        )  # fmt: skip
-        for rewriter in self.rewriters:
-            refused = rewriter.rewrite(inner)
-            if refused is not None:
-                return refused
-        future = self.store.submit_message(inner)
-        if future.done():
-            result = future.result()
-            self._after_put(result, False)  # wake the transfer to slaves, no waiting
-            return self._send_back_response(result)
-        loop = self._loop
-        assert loop is not None
-
-        def finish(f: Future[PutResult]) -> None:
-            ctx.send_response(self._send_back_response(f.result()))
-
-        future.add_done_callback(partial(_on_loop, loop, finish))
-        return None
-
-    def _send_back_response(self, result: PutResult) -> RemotingCommand:
-        if result.msg_num > 0:
-            return RemotingCommand.response(ResponseCode.SUCCESS)
-        return error(ResponseCode.SYSTEM_ERROR, result.remark or result.status.value)
-
-
-def _on_loop(
-    loop: asyncio.AbstractEventLoop,
-    finish: Callable[[Future[PutResult]], None],
-    future: Future[PutResult],
-) -> None:
-    """Run ``finish(future)`` on the event loop (store threads complete the futures; a DLedger
-    leader completes them on the loop itself, where no wake-up of the loop is needed)."""
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    try:
-        if running is loop:
-            loop.call_soon(finish, future)
-        else:
-            loop.call_soon_threadsafe(finish, future)
-    except RuntimeError:  # the loop is closed: the broker is gone, nobody to answer
-        logger.debug("put completed after the event loop closed")
 
 
 def _is_half_message(inner: MessageInner) -> bool:

@@ -1,0 +1,175 @@
+"""``send_async`` without a task (part of ``DefaultMQProducerImpl.sendDefaultImpl``'s async
+branch in RocketMQ).
+
+How it works: an ``AsyncSend`` holds one asynchronous send: its prepared request parts, the
+caller's future and the deadline. ``attempt`` picks a queue with the producer's fault strategy
+and hands the request to the connection with ``on_response`` as its callback, so a send whose
+route is cached creates no task at all. A transport failure or timeout asks for the route again
+and re-attempts on another broker while retries and time are left; a broker's refusal fails
+the future at once (RocketMQ 4.7+). With trace on, the answer also records the Pub trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol
+
+from ariane.client._api import parse_send_response
+from ariane.client._fault import MQFaultStrategy
+from ariane.client._instance import ClientInstance
+from ariane.client._route import TopicPublishInfo
+from ariane.client._send import PreparedSend, build_request
+from ariane.client._trace_hooks import SendTracer
+from ariane.client.errors import BrokerNotFoundError
+from ariane.client.message import MessageQueue, SendResult
+from ariane.common.message import Message
+from ariane.errors import ConnectionError_, RequestTimeoutError
+from ariane.remoting.protocol.command import RemotingCommand
+
+__all__ = ["TRANSPORT_ERRORS", "AsyncSend", "AsyncSendOwner"]
+
+logger = logging.getLogger(__name__)
+
+#: failures after which a send moves to another broker (and asks for the route again)
+TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
+
+
+class AsyncSendOwner(Protocol):
+    """What an asynchronous send reads of its producer (``Producer`` is the one owner)."""
+
+    fault: MQFaultStrategy
+    _header_base: dict[str, str]
+    _publish: dict[str, TopicPublishInfo]
+    _tracer: SendTracer | None
+
+    @property
+    def instance(self) -> ClientInstance: ...
+
+    def now_ms(self) -> int: ...
+
+    def _store_host(self, broker_name: str) -> str: ...
+
+    async def find_publish_info(self, topic: str) -> TopicPublishInfo: ...
+
+
+class AsyncSend:
+    """One ``send_async``: attempts chained by response callbacks, no task in the fast path."""
+
+    __slots__ = (
+        "begin_ms",
+        "deadline_ms",
+        "future",
+        "mq",
+        "prepared",
+        "producer",
+        "retries",
+        "trace",
+    )
+
+    def __init__(
+        self,
+        producer: AsyncSendOwner,
+        prepared: PreparedSend,
+        future: asyncio.Future[SendResult],
+        deadline_ms: int,
+        retries: int,
+    ) -> None:
+        self.producer = producer
+        self.prepared = prepared
+        self.future = future
+        self.deadline_ms = deadline_ms
+        self.retries = retries
+        self.mq: MessageQueue | None = None
+        self.begin_ms = 0
+        #: (source, start wall ms, body length) when the producer traces sends
+        self.trace: tuple[Message | list[Message], int, int] | None = None
+
+    async def attempt_after_route(self) -> None:
+        try:
+            info = await self.producer.find_publish_info(self.prepared.topic)
+        except asyncio.CancelledError:
+            self.future.cancel()  # the client instance is closing
+            raise
+        except Exception as exc:
+            if not self.future.done():
+                self.future.set_exception(exc)
+            return
+        self.attempt(info, None)
+
+    def attempt(self, info: TopicPublishInfo, last_broker: str | None) -> None:
+        producer = self.producer
+        future = self.future
+        if future.done():
+            return
+        left = self.deadline_ms - self.producer.now_ms()
+        if left <= 0:
+            future.set_exception(RequestTimeoutError("send_async ran out of its timeout"))
+            return
+        try:
+            mq = producer.fault.select_one_message_queue(info, last_broker)
+            self.mq = mq
+            instance = producer.instance
+            addr = instance.find_broker_addr_in_publish(mq.broker_name)
+            if addr is None:
+                raise BrokerNotFoundError(mq.broker_name)
+            request = build_request(self.prepared, mq, producer._header_base)
+            self.begin_ms = self.producer.now_ms()
+            instance.api.invoke_callback(addr, request, left, self.on_response)
+        except TRANSPORT_ERRORS as exc:
+            self._failed(exc)
+        except Exception as exc:
+            future.set_exception(exc)
+
+    def on_response(self, response: RemotingCommand | None, exc: BaseException | None) -> None:
+        future = self.future
+        mq = self.mq
+        assert mq is not None
+        if future.done():
+            return
+        if response is None:
+            if isinstance(exc, TRANSPORT_ERRORS):
+                self._failed(exc)
+            elif isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(exc or RuntimeError("no response and no error"))
+            return
+        producer = self.producer
+        try:
+            result = parse_send_response(response, mq, self.prepared.msg_id)
+        except Exception as error:
+            producer.fault.update_fault_item(
+                mq.broker_name, producer.now_ms() - self.begin_ms, True
+            )
+            future.set_exception(error)
+            return
+        if producer.fault.enabled:
+            producer.fault.update_fault_item(
+                mq.broker_name, producer.now_ms() - self.begin_ms, False
+            )
+        if self.trace is not None and producer._tracer is not None:
+            source, begin, length = self.trace
+            store = producer._store_host(mq.broker_name)
+            producer._tracer.pub(source, result, begin, store, length)
+        future.set_result(result)
+
+    def _failed(self, exc: BaseException) -> None:
+        producer = self.producer
+        last = self.mq.broker_name if self.mq is not None else None
+        if last is not None:
+            producer.fault.update_fault_item(last, producer.now_ms() - self.begin_ms, True)
+        producer.instance.refresh_route_soon(self.prepared.topic)
+        info = producer._publish.get(self.prepared.topic)
+        if (
+            self.retries > 0
+            and info is not None
+            and info.ok
+            and producer.now_ms() < self.deadline_ms
+        ):
+            self.retries -= 1
+            logger.info("async send to %s failed (%s), retrying", self.mq, exc)
+            self.attempt(info, last)
+            return
+        if not self.future.done():
+            self.future.set_exception(exc)

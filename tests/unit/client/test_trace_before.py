@@ -1,0 +1,180 @@
+"""The compiled ``sub_before`` (``_speedups_trace.h``) against its pure twin ``sub_before_py``:
+the same open pair for every one-message listener call, the same ``None`` for untraced
+messages, the clock and the request counter called the same way; ``NotImplemented`` (nothing
+called) for what ``ConsumeTracer.before`` takes its general path for."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import sysconfig
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ariane.client import _trace_records
+from ariane.client._trace_records import sub_before_py
+from ariane.common import native
+from ariane.common.message import HostPort, MessageExt
+from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
+
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+REGION = "DefaultRegion"
+OFFSET_ID = "7F00000100002A9F0000000000100000"  # the offset msgId of _message's store host/offset
+_text = st.text(alphabet=st.sampled_from(["a", "Z", "7", " ", "é", "字", "\U0001f600"]), max_size=8)
+
+
+def _compiled() -> Any:
+    fast = getattr(native.speedups, "sub_before", None)
+    if fast is None:
+        cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+        if native.PURE_REQUESTED or shutil.which(cc.split()[0]) is None:
+            pytest.skip(f"pure-Python build ({native.build_name()}): nothing compiled to compare")
+        pytest.fail("a C compiler is present but ariane._speedups.sub_before is not built")
+    return fast
+
+
+def _message(topic: str, properties: dict[str, Any], retries: int = 0) -> MessageExt:
+    return MessageExt(
+        topic,
+        b"body",
+        properties=properties,
+        reconsume_times=retries,
+        store_host=HostPort(b"\x7f\x00\x00\x01", 10911),
+        commit_log_offset=1 << 20,
+    )
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> int:
+        self.calls += 1
+        return 1_765_000_000_123_456_789 + self.calls
+
+
+def _run(fn: Any, msgs: Any) -> tuple[Any, int, int]:
+    """``fn``'s answer, the clock's calls and the counter's next value."""
+    owner, clock, counter = object(), _Clock(), itertools.count(41)
+    out = fn(owner, msgs, TRACE_TOPIC, clock, counter, REGION)
+    if isinstance(out, list):
+        assert out[0] is owner
+        out = [None, out[1]]
+    return out, clock.calls, next(counter)
+
+
+def test_the_compiled_twin_is_used_when_built() -> None:
+    assert _trace_records.sub_before is _compiled()
+
+
+def test_the_pair_of_one_traced_message() -> None:
+    msg = _message("T", {UNIQ_KEY: "ID1", MSG_REGION: "R1", KEYS: "k1 k2"}, retries=3)
+    for fn in (sub_before_py, _trace_records.sub_before):
+        pair, calls, counter = _run(fn, [msg])
+        assert pair == [None, (1_765_000_000_123_456_790, "R1", 41, "T", "ID1", 3, "k1 k2")]
+        assert (calls, counter) == (1, 42)
+
+
+def test_defaults_without_region_uniq_key_or_keys() -> None:
+    msg = _message("T", {MSG_REGION: ""})
+    for fn in (sub_before_py, _trace_records.sub_before):
+        pair, _, _ = _run(fn, [msg])
+        assert pair[1][1:] == (REGION, 41, "T", OFFSET_ID, 0, None)
+
+
+@pytest.mark.parametrize(
+    ("topic", "properties"),
+    [("T", {TRACE_SWITCH: "false"}), (TRACE_TOPIC, {}), (TRACE_TOPIC + "_X", {UNIQ_KEY: "I"})],
+)
+def test_untraced_messages_give_none_and_call_nothing(
+    topic: str, properties: dict[str, str]
+) -> None:
+    for fn in (sub_before_py, _trace_records.sub_before):
+        assert _run(fn, [_message(topic, properties)]) == (None, 0, 41)
+
+
+def test_not_one_message_is_left_to_the_caller() -> None:
+    msg = _message("T", {UNIQ_KEY: "I"})
+    for fn in (sub_before_py, _trace_records.sub_before):
+        assert _run(fn, []) == (NotImplemented, 0, 41)
+        assert _run(fn, [msg, msg]) == (NotImplemented, 0, 41)
+
+
+def test_unusual_values_are_left_to_the_caller_by_the_compiled_twin() -> None:
+    fast = _compiled()
+    for msgs in (
+        (_message("T", {UNIQ_KEY: "I"}),),  # a tuple, not a list
+        [_message("T", {UNIQ_KEY: 7})],  # a property that is not a str
+        [_message("T", {TRACE_SWITCH: None})],
+    ):
+        assert _run(fast, msgs) == (NotImplemented, 0, 41)
+
+
+def test_what_the_clock_raises_propagates() -> None:
+    def broken() -> int:
+        raise RuntimeError("clock")
+
+    for fn in (sub_before_py, _trace_records.sub_before):
+        with pytest.raises(RuntimeError, match="clock"):
+            fn(object(), [_message("T", {})], TRACE_TOPIC, broken, itertools.count(), REGION)
+
+
+_properties = st.fixed_dictionaries(
+    {},
+    optional={
+        TRACE_SWITCH: st.sampled_from(["false", "true", ""]),
+        MSG_REGION: _text,
+        UNIQ_KEY: _text,
+        KEYS: _text,
+        "OTHER": _text,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    topic=st.sampled_from(["T", "字", TRACE_TOPIC, "RMQ_SYS", ""]) | _text,
+    properties=_properties,
+    retries=st.integers(0, 2**40),
+    count=st.integers(0, 2),
+)
+def test_sub_before_identical(
+    topic: str, properties: dict[str, str], retries: int, count: int
+) -> None:
+    fast = _compiled()
+    msgs = [_message(topic, properties, retries)] * count
+    assert _run(fast, msgs) == _run(sub_before_py, msgs)
+
+
+def test_after_keeps_the_usual_end_as_its_time_alone() -> None:
+    from typing import cast
+
+    from ariane.client._trace_dispatch import AsyncTraceDispatcher, TraceSettings
+    from ariane.client._trace_hooks import ConsumeTracer
+    from ariane.client.config import ClientConfig
+    from ariane.common.clock import ManualClock
+    from ariane.common.trace import ConsumeReturnType
+
+    dispatcher = AsyncTraceDispatcher(
+        trace_topic=None,
+        host_config=ClientConfig(namesrv_addr="127.0.0.1:9876"),
+        host_group="g",
+        kind="CONSUME",
+        sender_factory=cast(Any, None),
+        settings=TraceSettings(),
+    )
+    tracer = ConsumeTracer(dispatcher, "g", ManualClock(1_765_000_000_123))
+    ok, failed = ConsumeReturnType.SUCCESS, ConsumeReturnType.FAILED
+    usual = tracer.before([_message("T", {UNIQ_KEY: "I1"})])
+    odd = tracer.before([_message("T", {UNIQ_KEY: "I2"})])
+    assert usual is not None
+    assert odd is not None
+    tracer.after(usual, 1, True, ok)
+    tracer.after(odd, 1, False, failed)
+    assert usual[2] == 1_765_000_000_123_000_000  # an int: one object fewer per delivery
+    assert odd[2] == (1_765_000_000_123_000_000, 1, False, failed)
+    assert dispatcher.stats.appended == 4
