@@ -16,7 +16,7 @@ an old master/slave CommitLog (a store upgraded to DLedger) are not scanned.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ariane.dledger.format import ENTRY_HEADER_SIZE
@@ -49,6 +49,12 @@ class MasterWindow(DedupWindow):
         if not self.is_master():
             return None
         return super().seen(topic, dedup_id, now_ms)
+
+    def any_seen(self, topic: str, dedup_ids: Sequence[str], now_ms: int) -> bool:
+        """As :meth:`seen`: nothing is found off the master."""
+        if not self.is_master():
+            return False
+        return super().any_seen(topic, dedup_ids, now_ms)
 
 
 #: entries decoded per hold of the log's lock while refilling (about 50 ms of work)

@@ -27,7 +27,10 @@ import concurrent.futures
 import os
 import struct
 import threading
+from bisect import bisect_left
 from collections import deque
+from itertools import accumulate, repeat
+from operator import add
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,7 +55,8 @@ _ENTRY_HEAD = struct.Struct(">iiiii")
 _PROPS_LEN = struct.Struct(">h")
 #: columns that make a row need the row-by-row path when they hold a value
 _SLOW_COLUMNS = ("properties", "delayLevel", "shardingKey")
-_BODY_TYPES = (pa.binary(), pa.large_binary(), pa.string(), pa.large_string())
+_TEXT_TYPES = (pa.string(), pa.large_string())
+_BODY_TYPES = (pa.binary(), pa.large_binary(), *_TEXT_TYPES)
 _producers: dict[tuple[int, str, str, SessionCredentials | None], SyncProducer] = {}
 _producers_lock = threading.Lock()
 
@@ -172,45 +176,75 @@ class RowSender:
         if topics is None:
             return False
         bodies = body_col.to_pylist()
+        if body_col.type in _TEXT_TYPES:
+            bodies = list(map(str.encode, bodies))
         tags = batch.column("tags").to_pylist() if "tags" in names else None
         keys = keys_column(batch.column("keys")) if "keys" in names else None
-        entries: list[tuple[str, bytes, str, int]] = []
         first = ids.row
-        # the idempotence property after UNIQ_KEY, as message() sets it
-        dedup = f"{props.DEDUP}\x01%s\x02" if self.opts.idempotent else ""
-        for i in range(n):
-            body = bodies[i]
-            if isinstance(body, str):
-                body = body.encode()
-            # properties in the order Message + sink set them: TAGS, KEYS, UNIQ_KEY, DEDUP
-            text = ""
-            if tags is not None and tags[i]:
-                text = f"{props.TAGS}\x01{tags[i]}\x02"
-            if keys is not None and keys[i]:
-                text += f"{props.KEYS}\x01{keys[i]}\x02"
-            msg_id = ids.id_of(first + i)
-            raw = f"{text}{props.UNIQ_KEY}\x01{msg_id}\x02{dedup and dedup % msg_id}".encode()
-            if len(raw) > 0x7FFF:
-                return False
-            entry = b"".join(
-                (
-                    _ENTRY_HEAD.pack(22 + len(body) + len(raw), 0, 0, 0, len(body)),
-                    body,
-                    _PROPS_LEN.pack(len(raw)),
-                    raw,
-                )
-            )
-            entries.append((topics[i], entry, msg_id, len(body)))
+        msg_ids = list(map(ids.id_of, range(first, first + n)))
+        raws = self._raw_properties(msg_ids, tags, keys)
+        raw_lens = list(map(len, raws))
+        if max(raw_lens) > 0x7FFF:
+            return False
+        body_lens = list(map(len, bodies))
+        # every entry in C-level maps: head, body, properties length, properties
+        totals = map(add, map(add, body_lens, raw_lens), repeat(22))
+        heads = map(_ENTRY_HEAD.pack, totals, repeat(0), repeat(0), repeat(0), body_lens)
+        entries = list(
+            map(b"".join, zip(heads, bodies, map(_PROPS_LEN.pack, raw_lens), raws, strict=True))
+        )
         ids.row = first + n
-        for topic, entry, msg_id, body_len in entries:
-            buffered, msg_ids, size = self._encoded.get(topic, ([], [], 0))
-            buffered.append(entry)
-            msg_ids.append(msg_id)
-            size += body_len + 64  # counted as add() counts a row
-            self._encoded[topic] = (buffered, msg_ids, size)
-            if len(msg_ids) >= self.opts.batch_rows or size >= _BATCH_BYTES:
-                self._flush_encoded(topic)
+        if len(set(topics)) == 1:
+            self._buffer_run(topics[0], entries, msg_ids, body_lens)
+            return True
+        for i, topic in enumerate(topics):
+            self._buffer_run(topic, entries[i : i + 1], msg_ids[i : i + 1], body_lens[i : i + 1])
         return True
+
+    def _raw_properties(
+        self, msg_ids: list[str], tags: list[str | None] | None, keys: list[str | None] | None
+    ) -> list[bytes]:
+        """Each row's encoded properties, in the order ``Message`` and :meth:`message` set
+        them: TAGS, KEYS, UNIQ_KEY, and the id again as the idempotence property."""
+        uniq = f"{props.UNIQ_KEY}\x01"
+        if self.opts.idempotent:
+            dedup = f"\x02{props.DEDUP}\x01"
+            texts = [f"{uniq}{m}{dedup}{m}\x02" for m in msg_ids]
+        else:
+            texts = [f"{uniq}{m}\x02" for m in msg_ids]
+        if tags is not None or keys is not None:
+            none: list[str | None] = [None] * len(msg_ids)
+            heads = [
+                (f"{props.TAGS}\x01{t}\x02" if t else "")
+                + (f"{props.KEYS}\x01{k}\x02" if k else "")
+                for t, k in zip(tags or none, keys or none, strict=True)
+            ]
+            texts = list(map(add, heads, texts))
+        return list(map(str.encode, texts))
+
+    def _buffer_run(
+        self, topic: str, entries: list[bytes], msg_ids: list[str], body_lens: list[int]
+    ) -> None:
+        """Buffer encoded rows of ``topic``, sending a batch each time it reaches
+        ``batchRows`` rows or 1 MiB (a row counts its body + 64 bytes), as row by row."""
+        limit = self.opts.batch_rows
+        reach = list(accumulate(map(add, body_lens, repeat(64))))  # bytes of rows [0, k]
+        i, n = 0, len(entries)
+        while i < n:
+            buffered, buffered_ids, size = self._encoded.get(topic, ([], [], 0))
+            j = min(n, i + limit - len(buffered_ids))
+            before = reach[i - 1] if i else 0
+            # the first row whose addition reaches 1 MiB ends this run
+            k = bisect_left(reach, _BATCH_BYTES - size + before, i, j)
+            if k < j:
+                j = k + 1
+            buffered += entries[i:j]
+            buffered_ids += msg_ids[i:j]
+            size += reach[j - 1] - before
+            self._encoded[topic] = (buffered, buffered_ids, size)
+            if len(buffered_ids) >= limit or size >= _BATCH_BYTES:
+                self._flush_encoded(topic)
+            i = j
 
     def _topics(self, batch: pa.RecordBatch, n: int) -> list[str] | None:
         """Every row's topic (its column, else the option), each one checked; ``None`` when

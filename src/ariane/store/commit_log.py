@@ -43,6 +43,7 @@ from ariane.common.sysflag import (
     with_host_flags,
 )
 from ariane.common.topics import SCHEDULE_TOPIC
+from ariane.store.batch_bulk import prepare_records, write_records
 from ariane.store.commit_log_files import delete_expired_files, set_aside
 from ariane.store.config import StoreConfig
 from ariane.store.disk import OS_DISK, Disk
@@ -452,6 +453,14 @@ class CommitLog:
         scheduled = batch.topic == SCHEDULE_TOPIC  # tagsCode = delivery time, when written
         tag_codes = self._tag_codes
         max_size = self._max_size
+        bulk = None if scheduled else prepare_records(
+            batch.messages, fixed, topic_tail, tag_codes, self._max_props
+        )  # fmt: skip
+        if bulk is not None and max(bulk[1]) <= max_size and sum(bulk[1]) <= max_size:
+            return PreparedBatch(
+                batch, header, magic, topic_tail, with_host_flags(sys_flag, host_bits), bulk[0],
+                sum(bulk[1]),
+            )  # fmt: skip
         preps: list[PreparedRecord] = []
         batch_total = 0
         for item in batch.messages:
@@ -510,7 +519,14 @@ class CommitLog:
         """Under the put lock: write ``records`` of ``prepared`` one after the other from
         ``pos`` of ``mm`` (physical offset ``phys``, queue offsets from ``queue_offset``) and
         queue them for dispatch; returns their physical offsets. One loop for a whole batch
-        (hot path: no Python call per message)."""
+        (hot path: no Python call per message; in bulk when it can, ``batch_bulk``)."""
+        bulk = write_records(prepared, records, mm, pos, phys, queue_offset, store_ts)
+        if bulk is not None:
+            starts, requests, written = bulk
+            self.staged.extend(requests)
+            self.put_times_total += len(starts)
+            self.put_size_total += written
+            return starts
         batch = prepared.batch
         topic, queue_id = batch.topic, batch.queue_id
         born, store = batch.born_host, batch.store_host

@@ -29,6 +29,8 @@ any send.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple
 
 from ariane.common.properties import DEDUP, REAL_TOPIC, TRANSACTION_PREPARED
@@ -122,6 +124,38 @@ class DedupWindow:
         entries[key] = tuple.__new__(tuple, entry)
         while len(entries) > self.max_entries:
             entries.popitem(last=False)
+
+    def any_seen(self, topic: str, dedup_ids: Sequence[str], now_ms: int) -> bool:
+        """Whether some id of ``dedup_ids`` (for ``topic``) is within the window, counting
+        nothing (a batch's check in one C-level pass; the caller then asks :meth:`seen` per
+        id when one is)."""
+        self.expire(now_ms)
+        entries = self._entries
+        if not entries:
+            return False
+        return any(map(entries.__contains__, zip(repeat(topic), dedup_ids)))
+
+    def remember_many(
+        self,
+        topic: str,
+        dedup_ids: Sequence[str],
+        stored: Iterable[tuple[int, int, int, int, int]],
+    ) -> None:
+        """:meth:`remember` for each id of ``dedup_ids`` and the fields of its ``DedupEntry``
+        in ``stored`` (plain tuples), in one C-level update when every id is new and
+        distinct."""
+        if self.max_entries <= 0:
+            return
+        entries = self._entries
+        keys = list(zip(repeat(topic), dedup_ids))
+        if len(set(keys)) != len(keys) or any(map(entries.__contains__, keys)):
+            for (_, dedup_id), fields in zip(keys, stored, strict=True):
+                self.remember(topic, dedup_id, DedupEntry._make(fields))
+            return
+        entries.update(zip(keys, stored, strict=True))
+        popitem = entries.popitem
+        for _ in range(len(entries) - self.max_entries):
+            popitem(last=False)
 
     def expire(self, now_ms: int) -> None:
         """Forget ids stored more than ``max_age_ms`` before ``now_ms``."""

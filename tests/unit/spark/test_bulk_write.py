@@ -148,3 +148,24 @@ def test_rows_the_bulk_path_hands_over(odd: dict[str, pa.Array]) -> None:
     assert ids.row == 0
     assert sender.finish() == 0
     assert inner.sent == []
+
+
+def test_chunks_end_at_a_mebibyte_as_row_by_row() -> None:
+    """A batch is sent once its rows count 1 MiB (body + 64 bytes each) or ``batchRows``,
+    across input batches: the chunk sizes of the row-by-row rule."""
+    sizes = [300_000, 400_000, 200_000, 150_000, 10, 500_000, 600_000, 90_000, 1_048_000, 5]
+    sender, inner = _sender(batch_rows=4)
+    ids = MessageIdSequence("n", 0, 0)
+    for part in (sizes[:3], sizes[3:8], sizes[8:]):
+        assert sender.add_batch(pa.record_batch({"body": [b"b" * s for s in part]}), ids)
+    assert sender.finish() == len(sizes)
+    expected: list[int] = []
+    rows = size = 0
+    for s in sizes:  # the row-by-row rule
+        rows, size = rows + 1, size + s + 64
+        if rows >= 4 or size >= 1024 * 1024:
+            expected.append(rows)
+            rows = size = 0
+    expected += [rows] if rows else []
+    assert [len(m) for _, _, m in inner.sent] == expected == [4, 3, 2, 1]
+    assert [m for _, _, ms in inner.sent for m in ms] == [ids.id_of(i) for i in range(len(sizes))]

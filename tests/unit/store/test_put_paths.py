@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ariane.common.clock import ManualClock
 from ariane.common.message import HostPort
+from ariane.common.properties import encode_properties
 from ariane.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ariane.store.commit_log import CommitLog
 from ariane.store.inner import BatchItem, MessageBatchInner, MessageInner
@@ -107,20 +108,17 @@ _ITEM_PROPS = _PROPS | st.sampled_from(
 
 
 @st.composite
+def batch_items(draw: st.DrawFn) -> BatchItem:
+    """A batch message, with its encoded properties text (as the broker's send path hands
+    them over, the bulk path of ``ariane.store.batch_bulk``) or without."""
+    props = draw(_ITEM_PROPS)
+    text = encode_properties(props) if draw(st.booleans()) else None
+    return BatchItem(draw(st.binary(max_size=48)), draw(st.integers(-3, 3) | _WIDE), props, text)
+
+
+@st.composite
 def batches(draw: st.DrawFn) -> MessageBatchInner:
-    items = draw(
-        st.lists(
-            st.builds(
-                BatchItem,
-                st.binary(max_size=48),
-                st.one_of(st.integers(-3, 3), _WIDE),
-                _ITEM_PROPS,
-                st.none(),
-            ),
-            min_size=1,
-            max_size=6,
-        )
-    )
+    items = draw(st.lists(batch_items(), min_size=1, max_size=6))
     return MessageBatchInner(
         draw(st.sampled_from(["T", "A" * 130, "SCHEDULE_TOPIC_XXXX", "a/b"])),
         draw(st.one_of(st.integers(-1, 3), _WIDE)),

@@ -36,12 +36,15 @@ import logging
 import random
 from concurrent.futures import Future
 from functools import partial
+from itertools import repeat
+from operator import sub
 from typing import TYPE_CHECKING, Protocol
 
 from ariane.broker.processors import error, finish_on_loop
+from ariane.broker.processors.batch_bulk import bulk_items
 from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor
 from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
-from ariane.common.batch import decode_batch
+from ariane.common.batch import BatchEntry, decode_batch
 from ariane.common.message import HostPort
 from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id
 from ariane.common.properties import (
@@ -344,6 +347,13 @@ class SendMessageProcessor:
             return
         offsets = result.offsets or (result.wrote_offset,)
         end = result.wrote_offset + result.wrote_bytes
+        if None not in ids:  # every message has an id: one update
+            n = len(ids)
+            sizes = map(sub, (*offsets[1:n], end), offsets)
+            qoffs = range(result.logics_offset, result.logics_offset + n)
+            ts = repeat(result.store_timestamp_ms)
+            window.remember_many(topic, ids, zip(repeat(queue_id), qoffs, offsets, sizes, ts))  # type: ignore[arg-type]
+            return
         for i, dedup_id in enumerate(ids):
             if dedup_id is None:
                 continue
@@ -469,6 +479,9 @@ class SendMessageProcessor:
         cluster_text = f"{CLUSTER}\x01{cluster}\x02"
         trace_text = self._stamp_trace({})  # once per batch: the same for every message
         trace_values = self._trace_values
+        bulk = self._bulk_batch(topic, entries, cluster, cluster_text + trace_text)
+        if bulk is not None:
+            return self._put_batch(ctx, topic, queue_id, sys_flag, header, born, *bulk)
         items: list[BatchItem] = []
         ids: list[str | None] = []  # dedup ids of the items (when any has one)
         positions: dict[str, int] = {}  # dedup id -> its item's index in this batch
@@ -510,6 +523,40 @@ class SendMessageProcessor:
             items.append(BatchItem(entry.body, entry.flag, props, text + extra))
         if not items:  # every message was stored before
             return self._answer_duplicate(ctx, topic, tuple(e for _, e in dropped), None)
+        return self._put_batch(ctx, topic, queue_id, sys_flag, header, born, items, ids, dropped)
+
+    def _bulk_batch(
+        self, topic: str, entries: list[BatchEntry], cluster: str, stamp_text: str
+    ) -> tuple[list[BatchItem], list[str | None], list[tuple[int, DedupEntry]]] | None:
+        """The items of a batch of the common shape, stamped in bulk (``batch_bulk``), with
+        their dedup ids (empty: none to remember); ``None``: the per-message loop decides
+        (another shape, an id empty, repeated or already in the window)."""
+        region, trace = self._trace_values
+        bulk = bulk_items(entries, {CLUSTER: cluster, MSG_REGION: region, TRACE_SWITCH: trace},
+                          stamp_text)  # fmt: skip
+        if bulk is None:
+            return None
+        items, ids = bulk
+        if ids.count(None) == len(ids) or self._dedup is None or not dedup_topic(topic):
+            return items, [], []
+        if None in ids or "" in ids or len(set(ids)) != len(ids):
+            return None
+        if self._dedup.any_seen(topic, ids, self._clock.now_ms()):  # type: ignore[arg-type]
+            return None
+        return items, ids, []
+
+    def _put_batch(
+        self,
+        ctx: RequestContext,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        header: h.SendMessageRequestHeader,
+        born: HostPort,
+        items: list[BatchItem],
+        ids: list[str | None],
+        dropped: list[tuple[int, DedupEntry]],
+    ) -> RemotingCommand | None:
         batch = MessageBatchInner(
             topic, queue_id, items, sys_flag, header.born_timestamp, born, self._store_host,
             header.reconsume_times or 0,

@@ -1,0 +1,83 @@
+"""Spark sink writes only, with the CPU of each process per row (issue 19 item 3): a
+``local[2]`` application caches ROWS rows of 1 KiB (8 partitions), then writes them ROUNDS
+times into a fresh 8-queue topic with ``df.write.format("ariane")``, printing rows/s and the
+CPU µs per row of the Spark JVM, its Python workers (those alive at both ends of a round:
+workers that exit take their CPU with them) and the broker process BROKER_PID (from
+``/proc/<pid>/stat``). Round 0 includes the Python workers' start-up; later rounds show the
+steady cost.
+
+    PYTHONPATH=src .venv/bin/python tools/spark_write_cpu.py NAMESRV ROWS BROKER_PID [ROUNDS]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from pyspark.sql import functions as F
+
+from ariane.client import SyncAdmin
+from ariane.spark.session import spark_session
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _processes() -> dict[str, list[int]]:
+    out = subprocess.run(["ps", "-eo", "pid,ppid,comm,args"], capture_output=True, text=True)
+    found: dict[str, list[int]] = {"jvm": [], "py": []}
+    for line in out.stdout.splitlines()[1:]:
+        parts = line.split(None, 3)
+        pid, ppid, comm, args = int(parts[0]), int(parts[1]), parts[2], " ".join(parts[3:])
+        if comm == "java" and ppid == os.getpid():
+            found["jvm"].append(pid)
+        elif "pyspark" in args and ("daemon" in args or "worker" in args):
+            found["py"].append(pid)
+    return found
+
+
+def _snapshot(broker_pid: int) -> dict[str, float]:
+    cpu = {name: sum(map(_cpu, pids)) for name, pids in _processes().items()}
+    return {**cpu, "broker": _cpu(broker_pid)}
+
+
+def main(namesrv: str, rows: int, broker_pid: int, rounds: int) -> None:
+    topic = f"SparkWriteCpu{int(time.time())}"
+    with SyncAdmin(namesrv_addr=namesrv) as admin:
+        admin.create_topic(topic, read_queue_nums=8, write_queue_nums=8)
+    time.sleep(1)
+    spark = spark_session("local[2]", "spark-write-cpu", {"spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    body = F.expr("cast(rpad(cast(id as string), 1024, 'x') as binary)").alias("body")
+    source = spark.range(rows, numPartitions=8).select(body).cache()
+    source.count()
+    for r in range(rounds):
+        before = _snapshot(broker_pid)
+        started = time.perf_counter()
+        source.write.format("ariane").option("nameserver", namesrv).option("topic", topic).mode(
+            "append"
+        ).save()
+        elapsed = time.perf_counter() - started
+        after = _snapshot(broker_pid)
+        per_row = " ".join(f"{k}={(after[k] - before[k]) / rows * 1e6:.1f}" for k in after)
+        with open("/proc/loadavg") as f:
+            load = f.read().split()[:3]
+        print(
+            f"round {r}: {rows / elapsed:,.0f} rows/s {elapsed:.1f}s cpu us/row {per_row} load {load}"
+        )
+    spark.stop()
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    main(args[0], int(args[1]), int(args[2]), int(args[3]) if len(args) > 3 else 3)
