@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from itertools import repeat
+from operator import sub
 from typing import TYPE_CHECKING, NamedTuple
 
 from ariane.common.properties import DEDUP, REAL_TOPIC, TRANSACTION_PREPARED
@@ -38,6 +39,7 @@ from ariane.common.topics import DLQ_PREFIX, RETRY_PREFIX
 from ariane.store.config import DEFAULT_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_SIZE
 from ariane.store.disk import FileMap
 from ariane.store.format import Decoded, DispatchRequest, EndOfSegment, check_record
+from ariane.store.results import PutResult
 
 if TYPE_CHECKING:
     from ariane.store.commit_log import CommitLog
@@ -156,6 +158,34 @@ class DedupWindow:
         popitem = entries.popitem
         for _ in range(len(entries) - self.max_entries):
             popitem(last=False)
+
+    def remember_put(
+        self,
+        topic: str,
+        dedup_ids: Sequence[str | None],
+        queue_id: int,
+        result: PutResult,
+    ) -> None:
+        """Remember the messages of one put (a single or a batch stored in ``queue_id``), id
+        ``i`` for the put's message ``i``; ``None``: that message has no id. Nothing when the
+        put did not store exactly those messages."""
+        if self.max_entries <= 0 or result.msg_num != len(dedup_ids):
+            return
+        offsets = result.offsets or (result.wrote_offset,)
+        end = result.wrote_offset + result.wrote_bytes
+        n = len(dedup_ids)
+        sizes = list(map(sub, (*offsets[1:n], end), offsets))
+        first = result.logics_offset
+        stamp = result.store_timestamp_ms
+        if None not in dedup_ids:  # every message has an id: one update
+            qoffs = range(first, first + n)
+            fields = zip(repeat(queue_id), qoffs, offsets, sizes, repeat(stamp))
+            self.remember_many(topic, dedup_ids, fields)  # type: ignore[arg-type]
+            return
+        for i, dedup_id in enumerate(dedup_ids):
+            if dedup_id is not None:
+                entry = DedupEntry(queue_id, first + i, offsets[i], sizes[i], stamp)
+                self.remember(topic, dedup_id, entry)
 
     def expire(self, now_ms: int) -> None:
         """Forget ids stored more than ``max_age_ms`` before ``now_ms``."""

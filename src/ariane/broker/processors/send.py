@@ -33,15 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
+from collections.abc import Sequence
 from concurrent.futures import Future
 from functools import partial
-from itertools import repeat
-from operator import sub
 from typing import TYPE_CHECKING, Protocol
 
 from ariane.broker.processors import error, finish_on_loop
 from ariane.broker.processors.batch_bulk import bulk_items
+from ariane.broker.processors.send_check import NOT_ALLOWED_SEND_TOPICS, check_send
 from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor
 from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
 from ariane.common.batch import BatchEntry, decode_batch
@@ -60,28 +59,17 @@ from ariane.common.properties import (
 )
 from ariane.common.sysflag import (
     MULTI_TAGS_FLAG,
-    PERM_READ,
-    PERM_WRITE,
     TRANSACTION_NOT_TYPE,
     reset_transaction_value,
     transaction_value,
 )
 from ariane.common.topics import (
-    AUTO_CREATE_TOPIC,
-    OFFSET_MOVED_EVENT,
     RETRY_PREFIX,
-    SCHEDULE_TOPIC,
-    SELF_TEST_TOPIC,
-    TRANS_CHECK_MAX_TIME_TOPIC,
-    TRANS_HALF_TOPIC,
-    TRANS_OP_HALF_TOPIC,
-    validate_topic,
 )
-from ariane.errors import CorruptionError, InvalidArgumentError
+from ariane.errors import CorruptionError
 from ariane.ha import ReplicaWait
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
-from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import (
     CURRENT_VERSION,
@@ -111,21 +99,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_RW = PERM_READ | PERM_WRITE
-
-#: Topics clients may never send to (``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`` + TBW102).
-NOT_ALLOWED_SEND_TOPICS = frozenset(
-    {
-        AUTO_CREATE_TOPIC,
-        SCHEDULE_TOPIC,
-        TRANS_HALF_TOPIC,
-        TRANS_OP_HALF_TOPIC,
-        TRANS_CHECK_MAX_TIME_TOPIC,
-        SELF_TEST_TOPIC,
-        OFFSET_MOVED_EVENT,
-    }
-)
 
 _STATUS_CODE: dict[PutStatus, int] = {
     PutStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -253,7 +226,7 @@ class SendMessageProcessor:
         self, ctx: RequestContext, request: RemotingCommand, header: h.SendMessageRequestHeader
     ) -> RemotingCommand | None:
         """Check, store and answer one send request (single or batch)."""
-        checked = self.check_topic(ctx, header)
+        checked = check_send(self.broker, ctx, header)
         if isinstance(checked, RemotingCommand):
             return checked
         tc, queue_id = checked
@@ -339,30 +312,10 @@ class SendMessageProcessor:
         return dedup_id
 
     def _remember(
-        self, topic: str, ids: list[str | None] | tuple[str, ...], queue_id: int, result: PutResult
+        self, topic: str, ids: Sequence[str | None], queue_id: int, result: PutResult
     ) -> None:
-        """Put the stored messages' ids (``None``: no id) in the window."""
-        window = self._dedup
-        if window is None or result.msg_num != len(ids):
-            return
-        offsets = result.offsets or (result.wrote_offset,)
-        end = result.wrote_offset + result.wrote_bytes
-        if None not in ids:  # every message has an id: one update
-            n = len(ids)
-            sizes = map(sub, (*offsets[1:n], end), offsets)
-            qoffs = range(result.logics_offset, result.logics_offset + n)
-            ts = repeat(result.store_timestamp_ms)
-            window.remember_many(topic, ids, zip(repeat(queue_id), qoffs, offsets, sizes, ts))  # type: ignore[arg-type]
-            return
-        for i, dedup_id in enumerate(ids):
-            if dedup_id is None:
-                continue
-            phys = offsets[i]
-            size = (offsets[i + 1] if i + 1 < len(offsets) else end) - phys
-            window.remember(
-                topic, dedup_id,
-                DedupEntry(queue_id, result.logics_offset + i, phys, size, result.store_timestamp_ms),
-            )  # fmt: skip
+        if self._dedup is not None:
+            self._dedup.remember_put(topic, ids, queue_id, result)
 
     def _answer_duplicate(
         self, ctx: RequestContext, topic: str, firsts: tuple[DedupEntry, ...], uniq: str | None
@@ -396,58 +349,6 @@ class SendMessageProcessor:
             )
         props[MSG_REGION], props[TRACE_SWITCH] = self._trace_values
         return self._trace_text
-
-    # -- checks --------------------------------------------------------------------------------
-
-    def check_topic(
-        self, ctx: RequestContext, header: h.SendMessageRequestHeader
-    ) -> tuple[TopicConfig, int] | RemotingCommand:
-        """``msgCheck``: the topic config and the queue to use, or an error response."""
-        broker = self.broker
-        if not broker.config.broker_permission & PERM_WRITE:
-            return error(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.broker_addr}] sending message is forbidden",
-            )
-        topic = header.topic
-        if topic in NOT_ALLOWED_SEND_TOPICS:
-            return error(
-                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
-            )
-        tc = self.topics.table.get(topic)
-        if tc is None:
-            try:
-                validate_topic(topic)
-            except InvalidArgumentError as exc:
-                return error(ResponseCode.INVALID_PARAMETER, str(exc))
-            tc = self.topics.create_in_send(
-                topic, header.default_topic, ctx.remote_addr, header.default_topic_queue_nums, 0
-            )
-            if tc is None and topic.startswith(RETRY_PREFIX):
-                tc = self.topics.create_in_send_back(topic, 1, _RW)
-            if tc is None:
-                return error(
-                    ResponseCode.TOPIC_NOT_EXIST,
-                    f"topic[{topic}] not exist, apply first please!",
-                )
-        queue_id = header.queue_id
-        write_nums = tc.write_queue_nums
-        read_nums = tc.read_queue_nums
-        if queue_id >= (write_nums if write_nums > read_nums else read_nums):
-            return error(
-                ResponseCode.INVALID_PARAMETER,
-                f"request queueId[{queue_id}] is illegal, topic:{topic} "
-                f"writeQueueNums:{tc.write_queue_nums} readQueueNums:{tc.read_queue_nums}",
-            )
-        if queue_id < 0:
-            if tc.write_queue_nums <= 0:
-                return error(ResponseCode.NO_PERMISSION, f"the topic[{topic}] has no write queue")
-            queue_id = random.randrange(tc.write_queue_nums)
-        if not tc.perm & PERM_WRITE:
-            return error(
-                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
-            )
-        return tc, queue_id
 
     def _transaction_refused(self) -> RemotingCommand:
         return error(
