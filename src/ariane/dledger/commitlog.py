@@ -79,6 +79,9 @@ def _now(result: PutResult) -> tuple[PutResult, Future[PutResult]]:
     return result, _done(result)
 
 
+_Waiting = tuple[int, int, Future[PutResult], PutResult, bool]
+
+
 class DLedgerCommitLog(CommitLog):
     """The CommitLog of a DLedger broker.
 
@@ -126,7 +129,12 @@ class DLedgerCommitLog(CommitLog):
         #: called after a put left work (messages to send: the transport; entries to sync:
         #: the SYNC_FLUSH persister)
         self.work_listeners: list[Callable[[], None]] = []
-        self._waiting: deque[tuple[int, int, Future[PutResult], PutResult]] = deque()
+        #: called with how many puts were refused (at once, or after they were
+        #: written: a quorum timeout, a lost leadership): the store's putMessageFailedTimes,
+        #: counted here rather than by a callback on every put's future
+        self.refusal_listener: Callable[[int], None] | None = None
+        #: (first index, last index, future, result, a put's: counted when refused)
+        self._waiting: deque[_Waiting] = deque()
 
     # -- reading ------------------------------------------------------------------------------
     @property
@@ -186,12 +194,12 @@ class DLedgerCommitLog(CommitLog):
         refusal: the refusal, ``msg_num`` 0)."""
         one = self.prepare_one(msg)
         if type(one) is not PreparedOne:
-            return _now(one)  # type: ignore[arg-type]
+            return self._answer_now(one)  # type: ignore[arg-type]
         try:
             with self.put_lock:
                 refusal = self.replica.can_propose(1)
                 if refusal is not Code.SUCCESS:
-                    return _now(_refused(refusal))
+                    return self._answer_now(_refused(refusal))
                 mf, at = self.files.reserve(one.total)
                 code, index, term = self.replica.propose(1)
                 assert code is Code.SUCCESS
@@ -205,7 +213,7 @@ class DLedgerCommitLog(CommitLog):
                 future = self._wait_for(index, index, result, wait)
         except OSError as exc:
             logger.exception("DLedger append failed")
-            return _now(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))
+            return self._answer_now(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))
         self._after_put()
         return result, future
 
@@ -219,14 +227,14 @@ class DLedgerCommitLog(CommitLog):
         """``submit_batch`` that also returns where the messages went, before the commit."""
         prepared = self.prepare_batch(batch)
         if isinstance(prepared, PutResult):
-            return _now(prepared)
+            return self._answer_now(prepared)
         records = prepared.records
         key = (batch.topic, batch.queue_id)
         try:
             with self.put_lock:
                 refusal = self.replica.can_propose(len(records))
                 if refusal is not Code.SUCCESS:
-                    return _now(_refused(refusal))
+                    return self._answer_now(_refused(refusal))
                 code, first, term = self.replica.propose(len(records))
                 assert code is Code.SUCCESS
                 store_ts = self.next_store_timestamp()
@@ -252,7 +260,7 @@ class DLedgerCommitLog(CommitLog):
                 future = self._wait_for(first, first + len(records) - 1, result, wait)
         except OSError as exc:
             logger.exception("DLedger batch append failed")
-            return _now(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))
+            return self._answer_now(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)))
         self._after_put()
         return result, future
 
@@ -273,16 +281,27 @@ class DLedgerCommitLog(CommitLog):
             at = len(waiting)
             while at and waiting[at - 1][1] > index:
                 at -= 1
-            waiting.insert(at, (index, index, future, result))
+            waiting.insert(at, (index, index, future, result, False))
             return future
 
     def _wait_for(self, first: int, last: int, result: PutResult, wait: bool) -> Future[PutResult]:
         future: Future[PutResult] = CommitFuture()
         if wait:
-            self._waiting.append((first, last, future, result))
+            self._waiting.append((first, last, future, result, True))
         else:
             self.replica.completions.append(partial(future.set_result, result))
         return future
+
+    def _answer_now(self, result: PutResult) -> tuple[PutResult, Future[PutResult]]:
+        """A put answered at once (a refusal: counted)."""
+        if not result.status.is_stored:
+            self._count_refused(1)
+        return _now(result)
+
+    def _count_refused(self, count: int) -> None:
+        listener = self.refusal_listener
+        if count and listener is not None:
+            listener(count)
 
     def _after_put(self) -> None:
         self.replica.complete()
@@ -327,29 +346,35 @@ class DLedgerCommitLog(CommitLog):
         waiting = self._waiting
         completions = self.replica.completions
         while waiting and waiting[0][1] <= index:
-            _, _, future, result = waiting.popleft()
+            _, _, future, result, _ = waiting.popleft()
             completions.append(partial(future.set_result, result))
         if self.wake_dispatch is not None:
             self.wake_dispatch()
 
     def on_failed(self, first: int, last: int, code: Code) -> None:
-        kept: deque[tuple[int, int, Future[PutResult], PutResult]] = deque()
+        kept: deque[_Waiting] = deque()
         completions = self.replica.completions
+        refused = 0
         for item in self._waiting:
-            lo, hi, future, _ = item
+            lo, hi, future, _, counted = item
             if hi < first or lo > last:
                 kept.append(item)
             else:
                 completions.append(partial(future.set_result, _refused(code)))
+                refused += counted
         self._waiting = kept
+        self._count_refused(refused)
 
     def on_role(self, term: int, role: Role, leader_id: str | None) -> None:
         if role is not Role.LEADER and self._waiting:
             # what the proposals' failure left: answers of duplicates (wait_committed)
             completions = self.replica.completions
-            for _, _, future, _ in self._waiting:
+            refused = 0
+            for _, _, future, _, counted in self._waiting:
                 completions.append(partial(future.set_result, _refused(Code.TERM_CHANGED)))
+                refused += counted
             self._waiting.clear()
+            self._count_refused(refused)
         listener = self.role_listener
         if listener is not None:
             listener(term, role, leader_id)

@@ -114,6 +114,7 @@ class DLedgerMessageStore(MessageStore):
         )  # fmt: skip
         self.reput.listener = arriving_listener
         self.commit_log.wake_dispatch = self.reput.wakeup
+        self.commit_log.refusal_listener = self._count_refused
         self.persister: _Periodic | None = None
         self.checkpointer: _Periodic | None = None
         #: the term in which this node became the writable master (-1: not the master)
@@ -259,13 +260,9 @@ class DLedgerMessageStore(MessageStore):
         return None
 
     # -- puts -----------------------------------------------------------------------------------
-    def _count(self, future: Future[PutResult]) -> Future[PutResult]:
-        def done(f: Future[PutResult]) -> None:
-            if not f.result().status.is_stored:
-                self.put_failed_times += 1
-
-        future.add_done_callback(done)
-        return future
+    def _count_refused(self, count: int) -> None:
+        """The commit log refused ``count`` puts (at once, or after they were written)."""
+        self.put_failed_times += count
 
     @property
     def answers_at_once(self) -> bool:
@@ -279,7 +276,7 @@ class DLedgerMessageStore(MessageStore):
         if refusal is not None:
             return _done(refusal)
         wait = msg.properties.get(WAIT_STORE_MSG_OK) != "false"
-        return self._count(self.commit_log.submit_one(msg, wait=wait))
+        return self.commit_log.submit_one(msg, wait=wait)
 
     def submit_prepared(
         self, ones: Sequence[PreparedOne]
@@ -299,7 +296,7 @@ class DLedgerMessageStore(MessageStore):
         refusal = self._dledger_refusal()
         if refusal is not None:
             return _done(refusal)
-        return self._count(self.commit_log.submit_batch(batch))
+        return self.commit_log.submit_batch(batch)
 
     def put_messages(self, batch: MessageBatchInner) -> PutResult:
         """Propose a batch and wait for the commit."""
@@ -313,7 +310,7 @@ class DLedgerMessageStore(MessageStore):
             return refusal, _done(refusal)
         wait = msg.properties.get(WAIT_STORE_MSG_OK) != "false"
         result, future = self.commit_log.append_one(msg, wait=wait)
-        return result, self._count(future)
+        return result, future
 
     def append_messages(self, batch: MessageBatchInner) -> tuple[PutResult, Future[PutResult]]:
         """``submit_messages`` that also returns where the messages went."""
@@ -321,7 +318,7 @@ class DLedgerMessageStore(MessageStore):
         if refusal is not None:
             return refusal, _done(refusal)
         result, future = self.commit_log.append_batch(batch)
-        return result, self._count(future)
+        return result, future
 
     def wait_durable(self, result: PutResult) -> Future[PutResult]:
         """A future completing with ``result`` (messages this master stored earlier) once
