@@ -79,6 +79,12 @@ def _now(result: PutResult) -> tuple[PutResult, Future[PutResult]]:
     return result, _done(result)
 
 
+def _answer_all(answers: list[tuple[Future[PutResult], PutResult]]) -> None:
+    """The puts a commit answered, in log order (one completion per commit, not per put)."""
+    for future, result in answers:
+        future.set_result(result)
+
+
 _Waiting = tuple[int, int, Future[PutResult], PutResult, bool]
 
 
@@ -345,9 +351,12 @@ class DLedgerCommitLog(CommitLog):
             pending.append(staged.popleft())
         waiting = self._waiting
         completions = self.replica.completions
-        while waiting and waiting[0][1] <= index:
-            _, _, future, result, _ = waiting.popleft()
-            completions.append(partial(future.set_result, result))
+        if waiting and waiting[0][1] <= index:
+            answers: list[tuple[Future[PutResult], PutResult]] = []
+            while waiting and waiting[0][1] <= index:
+                _, _, future, result, _ = waiting.popleft()
+                answers.append((future, result))
+            completions.append(partial(_answer_all, answers))
         if self.wake_dispatch is not None:
             self.wake_dispatch()
 

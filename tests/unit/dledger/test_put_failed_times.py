@@ -2,7 +2,8 @@
 at once (not the master, an illegal message, the log refusing) or after it was written (a lost
 leadership, its entries cut); puts that commit, ``WAIT=false`` puts and the idempotence
 window's waits (``wait_durable``) do not count. The commit log reports the refusals itself
-(no callback on every put's future)."""
+(no callback on every put's future); a commit answers its puts in log order, each with its own
+result (one completion per commit)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,21 @@ def test_puts_lost_with_the_leadership_count_once_each(group: Group) -> None:
     # wait is not a put
     assert store.put_failed_times == 5
     assert group.stores["n1"].put_failed_times == 0
+
+
+def test_one_commit_answers_its_puts_in_log_order_each_with_its_result(group: Group) -> None:
+    leader = group.elect("n0")
+    store = group.stores[leader]
+    answered: list[int] = []
+    written = []
+    for i in range(6):
+        result, future = store.append_message(message("T", b"burst-%d" % i))
+        future.add_done_callback(lambda f, i=i: answered.append(i))
+        written.append((result, future))
+    assert answered == []
+    group.pump()
+    group.tick()
+    assert answered == [0, 1, 2, 3, 4, 5]
+    assert [f.result(timeout=0) for _, f in written] == [r for r, _ in written]
+    assert [r.logics_offset for r, _ in written] == list(range(6))
+    assert store.put_failed_times == 0
