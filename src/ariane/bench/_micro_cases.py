@@ -31,7 +31,7 @@ from ariane.bench._micro_broker import request_call
 from ariane.broker.schedule import DelayLevelRewriter
 from ariane.broker.timer import TimerHook
 from ariane.client._send import SendSettings, build_request, header_base, prepare_single
-from ariane.client._trace_dispatch import AsyncTraceDispatcher
+from ariane.client._trace_dispatch import AsyncTraceDispatcher, TraceStats
 from ariane.client._trace_hooks import ConsumeTracer, SendTracer
 from ariane.client.message import SendResult, SendStatus
 from ariane.common import properties as props
@@ -232,12 +232,13 @@ def _header_parse() -> Callable[[], Any]:
 class TraceSink:
     """A dispatcher stand-in: queues what the hooks hand over into a bounded deque (the
     real dispatcher's ``append_encoded`` / ``append_open`` are a deque append and a flag
-    test, its ``attach`` a list append)."""
+    test; the consume hook completes a queued pair itself and counts it in ``stats``)."""
 
     trace_topic = "RMQ_SYS_TRACE_TOPIC"
 
     def __init__(self) -> None:
         self.items: deque[Any] = deque(maxlen=1000)
+        self.stats = TraceStats()
 
     def append_encoded(self, trace: Any) -> bool:
         self.items.append(trace)

@@ -19,6 +19,7 @@ from ariane.client import (
 from ariane.client._consume import ConcurrentConsumeService, OrderlyConsumeService
 from ariane.client._process_queue import ProcessQueue
 from ariane.client._stats import ConsumeStats
+from ariane.client._trace_dispatch import TraceStats
 from ariane.common.clock import SystemClock
 from ariane.common.message import MessageExt
 
@@ -174,26 +175,38 @@ def test_orderly_suspends_in_place_then_dead_letters_at_the_limit() -> None:
 
 @dataclass
 class TraceSink:
+    """Stands in for the ``AsyncTraceDispatcher`` (``append_open``, ``append_encoded``,
+    ``stats``): open pairs queue as they do there, and ``got`` plays its worker, encoding each
+    queued pair once its SubAfter is attached (what a worker round does with them)."""
+
     trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
-    got: list[Any] = field(default_factory=list)
+    stats: TraceStats = field(default_factory=TraceStats)
+    queued: list[Any] = field(default_factory=list)
+    records: list[Any] = field(default_factory=list)
 
     def append_encoded(self, trace: Any) -> bool:
         from ariane.common.trace import decode_trace_data
 
-        self.got.extend(decode_trace_data(trace[1]))
+        self.stats.appended += 1
+        self.records.extend(decode_trace_data(trace[1]))
         return True
 
     def append_open(self, pair: Any) -> bool:
+        self.stats.appended += 1
+        self.queued.append(pair)
         return True
 
-    def attach(self, pair: Any, after: Any) -> bool:
-        """The worker takes each pair as soon as the listener returned."""
+    @property
+    def got(self) -> list[Any]:
         from ariane.client._trace_dispatch import encoded
 
-        pair.append(after)
-        for item in encoded([pair]):
-            self.append_encoded(item)
-        return True
+        done = [pair for pair in self.queued if len(pair) > 2]
+        self.queued = [pair for pair in self.queued if len(pair) <= 2]
+        from ariane.common.trace import decode_trace_data
+
+        for item in encoded(done):
+            self.records.extend(decode_trace_data(item[1]))
+        return self.records
 
 
 def _traced(service_cls: Any, listener: Any, msgs: list[MessageExt], **kw: Any) -> list[Any]:
@@ -213,6 +226,8 @@ def _traced(service_cls: Any, listener: Any, msgs: list[MessageExt], **kw: Any) 
         service.submit(msgs, pq, MQ, True)
         await _settle(lambda: len(sink.got) >= 2 * len(msgs))
         await service.stop()
+        # each delivery counted twice, as the dispatcher counts a completed pair
+        assert sink.stats.appended == 2 * len(msgs)
         return sink.got
 
     return asyncio.run(go())

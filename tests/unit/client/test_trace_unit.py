@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from ariane.client._trace_dispatch import (
     EncodedTrace,
     OpenTrace,
     TraceSettings,
+    TraceStats,
     claim,
     encoded,
     pack,
@@ -211,6 +213,16 @@ def test_bad_settings_and_topics_are_refused() -> None:
 # -- hooks ------------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _hooks_never_fail(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """The hooks swallow their own errors (a trace must never fail a send or a consume), so
+    a broken hook would pass silently: any warning they log fails the test."""
+    yield
+    records = caplog.get_records("setup") + caplog.get_records("call")
+    failed = [r for r in records if r.name == "ariane.client._trace_hooks"]
+    assert not failed, [r.getMessage() for r in failed]
+
+
 @dataclass
 class Sink:
     """A dispatcher stand-in: decodes what the hooks hand over."""
@@ -218,6 +230,7 @@ class Sink:
     trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
     got: list[TraceContext] = field(default_factory=list)
     items: list[EncodedTrace] = field(default_factory=list)
+    stats: TraceStats = field(default_factory=TraceStats)
 
     def append(self, ctx: TraceContext) -> bool:
         self.got.append(ctx)
@@ -235,10 +248,6 @@ class Sink:
     def append_open(self, pair: OpenTrace) -> bool:
         self.open.append(pair)
         return True
-
-    def attach(self, pair: OpenTrace, after: Any) -> bool:
-        pair.append(after)
-        return pair[2] is after
 
     def take(self) -> None:
         """What the worker does with a round: encode the open pairs."""
