@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import Future
+from functools import partial
 from typing import TYPE_CHECKING
 
+from ariane.broker.processors import finish_on_loop
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
@@ -71,12 +73,6 @@ class EndTransactionProcessor:
             if remaining == 0:
                 ctx.send_response(response)
 
-        def on_loop(f: Future[PutResult]) -> None:
-            try:
-                loop.call_soon_threadsafe(one_done, f)
-            except RuntimeError:  # the loop is closed: nobody left to answer
-                logger.debug("end transaction completed after the event loop closed")
-
         for future in waiting:
-            future.add_done_callback(on_loop)
+            future.add_done_callback(partial(finish_on_loop, loop, one_done))
         return None
