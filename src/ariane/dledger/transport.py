@@ -33,6 +33,7 @@ from ariane.dledger.wire import (
 )
 from ariane.errors import RemoteProtocolError
 from ariane.raft import HeartBeatRequest, Message, PushRequest, VoteRequest
+from ariane.remoting.channel import held_flushes, release_flushes
 from ariane.remoting.eventloop import cancel_and_wait
 
 __all__ = ["RaftTransport"]
@@ -58,11 +59,15 @@ class _Inbound(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        holding = held_flushes()  # the commits' answers to producers leave at the end
         try:
             self._frames()
         except RemoteProtocolError as exc:
             logger.warning("closing Raft connection from %s: %s", self._who(), exc)
             self._close()
+        finally:
+            if holding:
+                release_flushes()
 
     def _who(self) -> str:
         if self.peer is not None:
@@ -332,7 +337,20 @@ class RaftTransport:
 
     def _scheduled_pump(self) -> None:
         self._pump_scheduled = False
-        self._pump()
+        if self._stopped:
+            return
+        holding = held_flushes()  # answers of puts a commit completes leave at the end
+        try:
+            replica = self.replica
+            if replica.next_deadline_ms() <= replica.now_ms():
+                # due now (the puts' new entries have a free push slot): the timer's work at
+                # once, rather than a 0 s timer and one more loop turn before the push leaves
+                self._tick()
+            else:
+                self._pump()
+        finally:
+            if holding:
+                release_flushes()
 
     def _pump(self) -> None:
         if self._stopped:
@@ -382,6 +400,17 @@ class RaftTransport:
 
     def _on_timer(self) -> None:
         self._timer = None
+        holding = held_flushes()
+        try:
+            self._tick()
+        finally:
+            if holding:
+                release_flushes()
+
+    def _tick(self) -> None:
+        if self._timer is not None:  # a due pump came first
+            self._timer.cancel()
+            self._timer = None
         try:
             self.replica.tick()
         except Exception as exc:
