@@ -8,7 +8,10 @@ naming the group, the sender and the peer list, which the receiver checks agains
 a node whose peers or group differ is refused (HelloAck with the reason), and a node told so
 stops (:attr:`RaftTransport.fatal`); a frame that does not decode closes its connection. After
 each call into the replica the outbox is sent and one timer is set for the replica's next
-deadline. A vote or heartbeat for a peer that is not connected is reported back at once as
+deadline; a pump the puts kicked does the tick at once when it is due (new entries, a free
+push slot), and the producers' answers a commit completes are flushed once per channel at
+the end of the callback that saw it (``held_flushes``), so a put costs no extra loop turns.
+A vote or heartbeat for a peer that is not connected is reported back at once as
 undeliverable, as a failed RPC ends DLedger's wait. Pushes beyond a send buffer of
 ``max_buffer_bytes`` are dropped (the leader sends them again).
 """
