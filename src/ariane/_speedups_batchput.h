@@ -7,6 +7,10 @@
  *   batch_write(mm, pos, data, stamp, topic_tail, magic, queue_id, sys_flag, born_ts,
  *               born_addr, born_port, store_addr, store_port, reconsume,
  *               phys, queue_offset, store_ts) -> list[int]   (each record's stored size)
+ *   offset_msg_ids(prefix, offsets) -> str | None   the answer's msgId of a batch: prefix then
+ *       16 upper-case hex digits per offset, comma-separated (twin of
+ *       ariane.common.msgid.offset_msg_ids_py); None for an offset that is not an int in
+ *       [0, 2**63) or a prefix that is not ASCII (the twin then decides)
  *
  * How it works. batch_scan walks the body as decode_batch does and accepts only the shape the
  * bulk path takes, without making a BatchEntry, a properties dict or a BatchItem: every
@@ -414,8 +418,62 @@ done:
     return out;
 }
 
+static PyObject *offset_msg_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    static const char HEX[] = "0123456789ABCDEF";
+    PyObject *seq, *out = NULL;
+    Py_ssize_t n, i, plen, each;
+    const char *prefix;
+    unsigned char *w;
+    (void)module;
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "offset_msg_ids(prefix, offsets)");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(args[0])) {
+        Py_RETURN_NONE;
+    }
+    prefix = PyUnicode_AsUTF8AndSize(args[0], &plen);
+    seq = prefix ? PySequence_Fast(args[1], "offsets must be a sequence") : NULL;
+    if (seq == NULL) {
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    each = plen + 16;
+    out = PyUnicode_New(n ? n * (each + 1) - 1 : 0, 127);
+    if (out == NULL) {
+        goto done;
+    }
+    w = PyUnicode_1BYTE_DATA(out);
+    for (i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        long long v;
+        int k;
+        if (!PyLong_CheckExact(o) || (v = PyLong_AsLongLong(o)) < 0) {
+            PyErr_Clear();
+            Py_SETREF(out, Py_None);
+            Py_INCREF(out);
+            goto done;
+        }
+        if (i) {
+            *w++ = ',';
+        }
+        memcpy(w, prefix, (size_t)plen);
+        w += plen;
+        for (k = 15; k >= 0; k--) {
+            w[k] = (unsigned char)HEX[v & 0xF];
+            v >>= 4;
+        }
+        w += 16;
+    }
+done:
+    Py_DECREF(seq);
+    return out;
+}
+
 #define BATCHPUT_METHODS                                                                        \
     {"batch_scan", (PyCFunction)(void (*)(void))batch_scan, METH_FASTCALL,                      \
      "The columns of a SEND_BATCH body of the common shape (batch_put.scan_py), or None."},     \
         {"batch_write", (PyCFunction)(void (*)(void))batch_write, METH_FASTCALL,                \
-         "Write the records of a scanned SEND_BATCH body into mm (batch_put.write_py)."},
+         "Write the records of a scanned SEND_BATCH body into mm (batch_put.write_py)."},        \
+        {"offset_msg_ids", (PyCFunction)(void (*)(void))offset_msg_ids, METH_FASTCALL,          \
+         "prefix + %016X of each offset, comma-separated (msgid.offset_msg_ids_py), or None."},

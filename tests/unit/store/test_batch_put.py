@@ -18,6 +18,7 @@ from ariane.broker.processors.batch_bulk import bulk_items
 from ariane.common import native
 from ariane.common.batch import decode_batch_py, encode_batch
 from ariane.common.message import HostPort
+from ariane.common.msgid import offset_msg_ids, offset_msg_ids_py
 from ariane.common.properties import (
     CLUSTER,
     DEDUP,
@@ -282,3 +283,18 @@ def _check(store: MessageStore, n: int) -> None:
     for key in ("k7", "u300"):
         found = store.query_message("TopicA", key, 5, 0, 2**62).messages
         assert len(found) == 1
+
+
+@_SETTINGS
+@given(
+    st.sampled_from(["", "0A00000500002A9F", "é"]),
+    st.lists(st.integers(0, (1 << 63) - 1) | st.integers(-5, -1) | st.just(1 << 64), max_size=6),
+)
+def test_offset_msg_ids_twins_agree(prefix: str, offsets: list[int]) -> None:
+    want = offset_msg_ids_py(prefix, offsets)
+    assert offset_msg_ids(prefix, offsets) == want
+    assert offset_msg_ids(prefix, tuple(offsets)) == want
+    if _FAST is not None and prefix.isascii() and all(0 <= o < 1 << 63 for o in offsets):
+        assert _FAST.offset_msg_ids(prefix, offsets) == want  # not left to the twin
+    if offsets and 0 <= offsets[0] < 1 << 63:
+        assert want.split(",")[0] == f"{prefix}{offsets[0]:016X}"

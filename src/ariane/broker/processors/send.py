@@ -45,7 +45,7 @@ from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor
 from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
 from ariane.common.batch import BatchEntry, decode_batch
 from ariane.common.message import HostPort
-from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id
+from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id, offset_msg_ids
 from ariane.common.properties import (
     CLUSTER,
     DEDUP,
@@ -478,8 +478,8 @@ class SendMessageProcessor:
         if appended is None:
             return None
         result, future = appended
-        if remember:
-            self._remember(topic, remember, queue_id, result)
+        if window is not None and remember:  # checked new and distinct above: one update
+            window.remember_put(topic, remember, queue_id, result, fresh=True)
         if future is not None:
             return (self._answer(ctx, future, topic, queue_id, None, True),)
         replicated = self._after_put(result, True)
@@ -666,8 +666,8 @@ class SendMessageProcessor:
             offsets = result.offsets
             if len(offsets) == 1:
                 msg_id = f"{prefix}{offsets[0]:016X}"
-            else:  # one C-level map over the batch's offsets
-                msg_id = ",".join(map(f"{prefix}%016X".__mod__, offsets))
+            else:  # one C call over the batch's offsets
+                msg_id = offset_msg_ids(prefix, offsets)
             # SendMessageResponseHeader's extFields, built directly (hot path)
             ext = {
                 "msgId": msg_id,
