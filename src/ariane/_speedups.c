@@ -25,6 +25,8 @@
  *
  *   decode_columns(buf, start, end, tags, with_props, skip)   MessageDecoder.decodesBatch of a
  *       PULL body straight into Arrow-layout column buffers (_speedups_columns.h)
+ *   batch_scan / batch_write   a SEND_BATCH body of the common shape scanned, then written as
+ *       CommitLog records (_speedups_batchput.h; twins of store.batch_put.scan_py / write_py)
  *
  * Built by hatch_build.py during `pip install` when a C compiler is present; nothing else in
  * the package needs it. Only the stable parts of the CPython C API are used.
@@ -702,6 +704,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
 #include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
 #include "_speedups_dispatch.h" /* dispatch_record: a record's DispatchRequest (DLedger followers) */
+#include "_speedups_batchput.h" /* batch_scan, batch_write: SEND_BATCH bodies into the CommitLog */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -729,6 +732,7 @@ static PyMethodDef methods[] = {
     SPEEDUPS_FRAME_METHODS
     COLUMNS_METHODS
     DISPATCH_METHODS
+    BATCHPUT_METHODS
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,7 +10,7 @@ loop, reference counted, closed by the last ``release``). The instance owns:
   ``update_topic_route`` and pushed to every member (``update_topic_publish_info`` for
   producers, ``update_topic_subscribe_info`` for consumers);
 * the members: producer and consumer groups (``ProducerMember`` / ``ConsumerMember``
-  protocols below; one object per group);
+  protocols of ``_members``; one object per group);
 * the background services: route refresh (``poll_name_server_interval_ms``, 30 s), offline
   broker cleanup plus heartbeat to every broker (30 s; also soon after a new broker address
   appears or a member joins), consumer offset persistence (5 s) and rebalancing (20 s, or at
@@ -37,8 +37,8 @@ from typing import Any, Protocol
 
 from ariane.acl.credentials import request_signer
 from ariane.client._api import ClientAPI
+from ariane.client._members import ConsumerMember, ProducerMember
 from ariane.client._route import (
-    TopicPublishInfo,
     clamp_default_route,
     publish_info_from_route,
     subscribe_queues_from_route,
@@ -48,7 +48,6 @@ from ariane.client.config import ClientConfig
 from ariane.client.errors import ClientStateError
 from ariane.client.message import Message, SendResult
 from ariane.common import properties as props
-from ariane.common.message import MessageExt
 from ariane.common.record import decode_record
 from ariane.errors import ArianeError
 from ariane.remoting.client import RemotingClient
@@ -58,9 +57,7 @@ from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.admin_bodies import ResetOffsetBody
 from ariane.remoting.protocol.client_bodies import (
-    ConsumerData,
     HeartbeatData,
-    MessageQueue,
     ProducerData,
 )
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
@@ -93,84 +90,6 @@ class InnerProducer(Protocol):
     async def close(self) -> None: ...
     def detach(self) -> None: ...
     async def send(self, msg: Message) -> SendResult: ...
-
-
-class ProducerMember(Protocol):
-    """What a ``ClientInstance`` needs from a producer group (``MQProducerInner``)."""
-
-    @property
-    def group(self) -> str:
-        """The producer group."""
-        ...
-
-    def publish_topics(self) -> Collection[str]:
-        """Topics this producer has sent to (their routes are refreshed)."""
-        ...
-
-    def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
-        """A new route for ``topic``."""
-        ...
-
-    def is_publish_topic_need_update(self, topic: str) -> bool:
-        """Whether ``topic``'s publish info is missing or empty."""
-        ...
-
-    def check_transaction_state(
-        self, broker_addr: str, msg: MessageExt, header: h.CheckTransactionStateRequestHeader
-    ) -> None:
-        """A broker asks for the state of a half message (must not block)."""
-        ...
-
-
-class ConsumerMember(Protocol):
-    """What a ``ClientInstance`` needs from a consumer group (``MQConsumerInner``).
-
-    ``consumer_data`` is the heartbeat provider; the other hooks are called by the services
-    and request handlers of the instance. None of them may block the event loop.
-    """
-
-    @property
-    def group(self) -> str:
-        """The consumer group."""
-        ...
-
-    def consumer_data(self) -> ConsumerData:
-        """This group's entry in heartbeats (type, model, consume-from, subscriptions)."""
-        ...
-
-    def subscribe_topics(self) -> Collection[str]:
-        """Topics subscribed (retry topics included); their routes are refreshed."""
-        ...
-
-    def update_topic_subscribe_info(self, topic: str, queues: set[MessageQueue]) -> None:
-        """The readable queues of ``topic`` changed."""
-        ...
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        """Whether ``topic``'s queue set is missing."""
-        ...
-
-    async def do_rebalance(self) -> None:
-        """Reassign queues (every 20 s and on NOTIFY_CONSUMER_IDS_CHANGED)."""
-        ...
-
-    async def persist_consumer_offset(self) -> None:
-        """Commit offsets (every 5 s)."""
-        ...
-
-    def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET: move to these offsets."""
-        ...
-
-    def running_info(self) -> dict[str, Any]:
-        """GET_CONSUMER_RUNNING_INFO: a ``ConsumerRunningInfo`` JSON object."""
-        ...
-
-    async def consume_message_directly(
-        self, msg: MessageExt, broker_name: str | None
-    ) -> dict[str, Any]:
-        """CONSUME_MESSAGE_DIRECTLY: a ``ConsumeMessageDirectlyResult`` JSON object."""
-        ...
 
 
 _Key = tuple[str, tuple[str, ...], object]

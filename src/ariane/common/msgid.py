@@ -15,8 +15,10 @@ import os
 import struct
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ariane.common import native
 from ariane.errors import InvalidArgumentError
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "create_offset_msg_id",
     "decode_offset_msg_id",
     "host_to_bytes",
+    "offset_msg_ids",
+    "offset_msg_ids_py",
 ]
 
 _IPV4_ID = struct.Struct(">4siq")
@@ -46,6 +50,25 @@ def create_offset_msg_id(host: bytes, port: int, phys_offset: int) -> str:
     if len(host) == 16:
         return _IPV6_ID.pack(host, port, phys_offset).hex().upper()
     raise InvalidArgumentError(f"host must be 4 or 16 bytes, got {len(host)}")
+
+
+def offset_msg_ids_py(prefix: str, offsets: Sequence[int]) -> str:
+    """The msgId of a stored batch's answer: ``prefix`` (the host part of
+    :func:`create_offset_msg_id`) and each offset as 16 upper-case hex digits, comma-separated."""
+    return ",".join(map(f"{prefix}%016X".__mod__, offsets))
+
+
+def offset_msg_ids(prefix: str, offsets: Sequence[int]) -> str:
+    """:func:`offset_msg_ids_py`, by its compiled twin when built."""
+    fast = _MSG_IDS
+    if fast is not None:
+        got: str | None = fast(prefix, offsets)
+        if got is not None:
+            return got
+    return offset_msg_ids_py(prefix, offsets)
+
+
+_MSG_IDS = getattr(native.speedups, "offset_msg_ids", None)
 
 
 @dataclass(frozen=True, slots=True)

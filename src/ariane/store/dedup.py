@@ -142,15 +142,16 @@ class DedupWindow:
         topic: str,
         dedup_ids: Sequence[str],
         stored: Iterable[tuple[int, int, int, int, int]],
+        fresh: bool = False,
     ) -> None:
         """:meth:`remember` for each id of ``dedup_ids`` and the fields of its ``DedupEntry``
         in ``stored`` (plain tuples), in one C-level update when every id is new and
-        distinct."""
+        distinct (``fresh``: the caller has just checked that they are)."""
         if self.max_entries <= 0:
             return
         entries = self._entries
         keys = list(zip(repeat(topic), dedup_ids))
-        if len(set(keys)) != len(keys) or any(map(entries.__contains__, keys)):
+        if not fresh and (len(set(keys)) != len(keys) or any(map(entries.__contains__, keys))):
             for (_, dedup_id), fields in zip(keys, stored, strict=True):
                 self.remember(topic, dedup_id, DedupEntry._make(fields))
             return
@@ -165,10 +166,12 @@ class DedupWindow:
         dedup_ids: Sequence[str | None],
         queue_id: int,
         result: PutResult,
+        fresh: bool = False,
     ) -> None:
         """Remember the messages of one put (a single or a batch stored in ``queue_id``), id
         ``i`` for the put's message ``i``; ``None``: that message has no id. Nothing when the
-        put did not store exactly those messages."""
+        put did not store exactly those messages. ``fresh``: every id is known new and
+        distinct (see :meth:`remember_many`)."""
         if self.max_entries <= 0 or result.msg_num != len(dedup_ids):
             return
         offsets = result.offsets or (result.wrote_offset,)
@@ -180,7 +183,7 @@ class DedupWindow:
         if None not in dedup_ids:  # every message has an id: one update
             qoffs = range(first, first + n)
             fields = zip(repeat(queue_id), qoffs, offsets, sizes, repeat(stamp))
-            self.remember_many(topic, dedup_ids, fields)  # type: ignore[arg-type]
+            self.remember_many(topic, dedup_ids, fields, fresh)  # type: ignore[arg-type]
             return
         for i, dedup_id in enumerate(dedup_ids):
             if dedup_id is not None:

@@ -27,6 +27,7 @@ from ariane.common.clock import Clock, SystemClock
 from ariane.common.properties import WAIT_STORE_MSG_OK
 from ariane.errors import StoreDamagedError, StoreError
 from ariane.store.allocate import AllocateMappedFileService
+from ariane.store.batch_put import Scan, check_scanned, put_scanned
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.cleanup import CleanService, DiskUsage, disk_usage_ratio
 from ariane.store.commit_log import CommitLog, PreparedOne
@@ -448,6 +449,18 @@ class MessageStore(StoreReads, StoreMaintenance):
         """``submit_messages`` that also returns the append's result at once."""
         result = self._append(lambda: self.commit_log.put_messages(batch))
         return result, self._wait_flush(result, True)
+
+    def append_scanned(
+        self, batch: MessageBatchInner, data: bytes, stamp: bytes, scanned: Scan
+    ) -> tuple[PutResult, Future[PutResult] | None] | None:
+        """A batch body of the common shape appended straight from ``data`` (``batch``: its
+        fields, :mod:`ariane.store.batch_put`); the future as ``append_messages``'s, None when
+        the flush is asynchronous (the result is final); None: ``put_messages`` must decide."""
+        ready = check_scanned(self.commit_log, batch, data, stamp, scanned)
+        if ready is None:
+            return None
+        result = self._append(partial(put_scanned, self.commit_log, ready))
+        return result, self._wait_flush(result, True) if self._sync else None
 
     def wait_durable(self, result: PutResult) -> Future[PutResult]:
         """A future completing with ``result`` once the flush policy covers its bytes (a

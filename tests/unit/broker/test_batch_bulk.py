@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -24,6 +25,7 @@ from ariane.common.properties import (
 from ariane.common.record import decode_records
 from ariane.dledger.dedup import MasterWindow
 from ariane.remoting.protocol.codes import RequestCode
+from ariane.store import message_store as message_store_module
 from ariane.store.dedup import DedupEntry, DedupWindow
 from tests.unit.broker.harness import Broker, run
 from tests.unit.broker.test_dedup_send import _request
@@ -106,25 +108,37 @@ async def _run_batches(b: Broker, topic: str) -> tuple[list[Any], list[Any]]:
 def test_the_bulk_path_stores_and_answers_as_the_loop(
     tmp_path: Path, window: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def main() -> tuple[Any, Any]:
-        b = await Broker(tmp_path / "bulk", store={"dedup_window_size": window}).start()
-        bulk = await _run_batches(b, "T")
-        await b.stop()
-        monkeypatch.setattr(send_module, "bulk_items", lambda *_: None)
-        b = await Broker(tmp_path / "loop", store={"dedup_window_size": window}).start()
-        loop = await _run_batches(b, "T")
-        await b.stop()
-        return bulk, loop
+    """Three brokers: batches put from their bodies (``store.batch_put``) where they can,
+    else in bulk; in bulk only; by the loop only."""
+    put = mock.Mock(wraps=message_store_module.put_scanned)
 
-    bulk, loop = run(main())
-    (bulk_answers, bulk_state), (loop_answers, loop_state) = bulk, loop
-    assert bulk_answers == loop_answers
+    async def main() -> list[Any]:
+        runs = []
+        for name in ("scanned", "bulk", "loop"):
+            if name == "scanned":
+                monkeypatch.setattr(message_store_module, "put_scanned", put)
+            if name == "bulk":
+                monkeypatch.setattr(send_module, "scan_batch", lambda *_: None)
+            if name == "loop":
+                monkeypatch.setattr(send_module, "bulk_items", lambda *_: None)
+            b = await Broker(tmp_path / name, store={"dedup_window_size": window}).start()
+            runs.append(await _run_batches(b, "T"))
+            await b.stop()
+        return runs
+
+    runs = run(main())
+    # the batches of the common shape whose ids are new (all of them without a window; with
+    # a window of 4, "C" was forgotten when it comes again)
+    assert put.call_count == {200_000: 2, 4: 3, 0: 7}[window]
+    (answers, state), *others = runs
     # store timestamps differ between the runs: compare the window's entries without them
-    for state in (bulk_state, loop_state):
-        state[2] = [(key, entry[:4]) for key, entry in state[2]]
-    assert bulk_state == loop_state
-    assert all(a[0] == 0 for a in bulk_answers)
-    assert len(bulk_state[0]) > 60
+    for _, run_state in runs:
+        run_state[2] = [(key, entry[:4]) for key, entry in run_state[2]]
+    for other_answers, other_state in others:
+        assert other_answers == answers
+        assert other_state == state
+    assert all(a[0] == 0 for a in answers)
+    assert len(state[0]) > 60
 
 
 def test_remember_many_is_remember_per_id() -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
@@ -45,7 +45,7 @@ from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor
 from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
 from ariane.common.batch import BatchEntry, decode_batch
 from ariane.common.message import HostPort
-from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id
+from ariane.common.msgid import UniqueIdGenerator, create_offset_msg_id, offset_msg_ids
 from ariane.common.properties import (
     CLUSTER,
     DEDUP,
@@ -85,6 +85,7 @@ from ariane.store import (
     PutResult,
     PutStatus,
 )
+from ariane.store.batch_put import scan as scan_batch
 from ariane.store.dedup import DedupEntry, dedup_topic
 
 if TYPE_CHECKING:
@@ -99,6 +100,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: ``MessageStore.append_scanned``
+_AppendScanned = Callable[..., "tuple[PutResult, Future[PutResult] | None] | None"]
 
 _STATUS_CODE: dict[PutStatus, int] = {
     PutStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -202,6 +206,10 @@ class SendMessageProcessor:
         store = broker.store
         self._dedup = store.dedup if store.dedup.enabled and store.supports_dedup else None
         self._clock = broker.store.clock
+        # a batch of the common shape put straight from its body (store.batch_put); not on
+        # the DLedger store, which has no such put
+        self._append_scanned: _AppendScanned | None = getattr(store, "append_scanned", None)
+        self._max_props = broker.store_config.max_properties_length
 
     def register(self, server: RemotingServer) -> None:
         """Register the handlers on ``server``."""
@@ -370,6 +378,10 @@ class SendMessageProcessor:
         topic = header.topic
         if topic.startswith(RETRY_PREFIX):
             return error(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group")
+        if self._append_scanned is not None:
+            scanned = self._scanned_batch(ctx, header, queue_id, sys_flag, born, request.body)
+            if scanned is not None:
+                return scanned[0]
         try:
             entries = decode_batch(request.body or b"")
         except CorruptionError as exc:
@@ -425,6 +437,55 @@ class SendMessageProcessor:
         if not items:  # every message was stored before
             return self._answer_duplicate(ctx, topic, tuple(e for _, e in dropped), None)
         return self._put_batch(ctx, topic, queue_id, sys_flag, header, born, items, ids, dropped)
+
+    def _scanned_batch(
+        self,
+        ctx: RequestContext,
+        header: h.SendMessageRequestHeader,
+        queue_id: int,
+        sys_flag: int,
+        born: HostPort,
+        body: bytes | None,
+    ) -> tuple[RemotingCommand | None] | None:
+        """The answer to a batch of the common shape put straight from its body, without a
+        per-message object (``store.batch_put``; the same records, ids and answer as the bulk
+        path below); None: the paths below decide (another shape, an id empty, repeated or in
+        the window, a refused put: they say why)."""
+        topic = header.topic
+        cluster = self.broker.config.broker_cluster_name
+        stamp = (f"{CLUSTER}\x01{cluster}\x02" + self._stamp_trace({})).encode()
+        scanned = scan_batch(body or b"", len(stamp), self._max_props)
+        if scanned is None:
+            return None
+        ids = scanned[1]
+        window = self._dedup
+        remember: list[str | None] = []
+        if window is not None and dedup_topic(topic) and ids.count(None) != len(ids):
+            if None in ids or len(set(ids)) != len(ids):
+                return None
+            if window.any_seen(topic, ids, self._clock.now_ms()):  # type: ignore[arg-type]
+                return None
+            remember = ids
+        if self._refuse_put(True) is not None:
+            return None
+        batch = MessageBatchInner(
+            topic, queue_id, [], sys_flag, header.born_timestamp, born, self._store_host,
+            header.reconsume_times or 0,
+        )  # fmt: skip
+        append = self._append_scanned
+        assert append is not None
+        appended = append(batch, body or b"", stamp, scanned)
+        if appended is None:
+            return None
+        result, future = appended
+        if window is not None and remember:  # checked new and distinct above: one update
+            window.remember_put(topic, remember, queue_id, result, fresh=True)
+        if future is not None:
+            return (self._answer(ctx, future, topic, queue_id, None, True),)
+        replicated = self._after_put(result, True)
+        if replicated is None:
+            return (self.put_response(result, topic, queue_id, None),)
+        return (self._answer_replicated(ctx, result, replicated, topic, queue_id, None),)
 
     def _bulk_batch(
         self, topic: str, entries: list[BatchEntry], cluster: str, stamp_text: str
@@ -605,8 +666,8 @@ class SendMessageProcessor:
             offsets = result.offsets
             if len(offsets) == 1:
                 msg_id = f"{prefix}{offsets[0]:016X}"
-            else:  # one C-level map over the batch's offsets
-                msg_id = ",".join(map(f"{prefix}%016X".__mod__, offsets))
+            else:  # one C call over the batch's offsets
+                msg_id = offset_msg_ids(prefix, offsets)
             # SendMessageResponseHeader's extFields, built directly (hot path)
             ext = {
                 "msgId": msg_id,
