@@ -12,14 +12,18 @@ coroutine each on that loop; per-queue requests of one call run concurrently the
 * ``QueueReader`` (executors): pulls one queue range ``[start, end)`` with PULL_MESSAGE
   (RocketMQ's ``DefaultLitePullConsumer.pull`` without a rebalance: the range is the
   assignment), keeping up to ``pullsInFlight`` pulls of successive offset chunks in
-  flight while the caller converts earlier answers (``ariane.spark._pipeline``). Lost data (offsets below the queue's minimum, a queue shorter than planned) raises
-  ``DataLossError`` when ``failOnDataLoss`` holds, else is logged and skipped.
+  flight while the caller converts earlier answers (``ariane.spark._pipeline``); new pulls
+  leave in bursts (the window refills once half of it is answered), started in one callback
+  of the client's loop so that their requests share one write and the broker's answers
+  come back together. Lost data (offsets below the queue's minimum, a queue shorter than
+  planned) raises ``DataLossError`` when ``failOnDataLoss`` holds, else is logged and skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import os
 import threading
@@ -93,6 +97,21 @@ def pull_header(
         expression_type=sub.expression_type,
         broker_name=key[1],
     )
+
+
+_Pulled = tuple[PullResult, bytes]
+#: a pull to start: (offset, max_nums, the future its answer completes)
+_Pending = tuple[int, int, "concurrent.futures.Future[_Pulled]"]
+
+
+def _complete(done: concurrent.futures.Future[_Pulled], task: asyncio.Future[_Pulled]) -> None:
+    """Copy a pull task's outcome to the future the reading thread waits on."""
+    if task.cancelled():
+        done.cancel()
+    elif (exc := task.exception()) is not None:
+        done.set_exception(exc)
+    else:
+        done.set_result(task.result())
 
 
 class ClusterOffsets:
@@ -247,21 +266,25 @@ class QueueReader:
             )
         return addr
 
-    def _submit(
-        self, addr: str, rng: QueueRange, offset: int, max_nums: int, raw: bool
-    ) -> concurrent.futures.Future[tuple[PullResult, bytes]]:
-        header = pull_header(
-            self.opts.consumer_group, rng.key, offset, max_nums, self.opts.subscription
-        )
+    def _start(self, addr: str, rng: QueueRange, raw: bool, pulls: list[_Pending]) -> None:
+        """Start ``pulls`` (offset, max_nums, future to complete) in one callback of the
+        client's loop, so their requests leave in one write."""
         api = self.admin.api
         timeout = self.opts.timeout_ms
+        group, key, sub = self.opts.consumer_group, rng.key, self.opts.subscription
 
-        async def pull() -> tuple[PullResult, bytes]:
+        async def pull(offset: int, max_nums: int) -> tuple[PullResult, bytes]:
+            header = pull_header(group, key, offset, max_nums, sub)
             if raw:
                 return await api.pull_message_raw(addr, header, timeout)
             return await api.pull_message(addr, header, timeout), b""
 
-        return asyncio.run_coroutine_threadsafe(pull(), self._bg.loop)
+        def start() -> None:
+            for offset, max_nums, done in pulls:
+                task = asyncio.ensure_future(pull(offset, max_nums))
+                task.add_done_callback(functools.partial(_complete, done))
+
+        self._bg.loop.call_soon_threadsafe(start)
 
     def _lost(self, rng: QueueRange, what: str) -> None:
         text = (
@@ -308,17 +331,27 @@ class QueueReader:
         if rng.size == 0:
             return
         addr = self._addr(rng)
-        window: PullWindow[concurrent.futures.Future[tuple[PullResult, bytes]]] = PullWindow(
-            rng.start,
-            rng.end,
-            self.opts.pull_batch_size,
-            self.opts.pulls_in_flight,
-            lambda offset, count: self._submit(addr, rng, offset, count, raw),
+        pending: list[_Pending] = []  # submitted by the window, not yet started
+
+        def submit(offset: int, count: int) -> concurrent.futures.Future[_Pulled]:
+            done: concurrent.futures.Future[_Pulled] = concurrent.futures.Future()
+            pending.append((offset, count, done))
+            return done
+
+        def send() -> None:
+            if pending:
+                self._start(addr, rng, raw, list(pending))
+                pending.clear()
+
+        depth = self.opts.pulls_in_flight
+        window: PullWindow[concurrent.futures.Future[_Pulled]] = PullWindow(
+            rng.start, rng.end, self.opts.pull_batch_size, depth, submit, refill_at=depth // 2
         )
+        send()
         empty_pulls = 0
         while not window.done:
-            offset, _, pending = window.head()
-            result, body = pending.result()
+            offset, _, head = window.head()
+            result, body = head.result()
             status = result.status
             found = False
             if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
@@ -342,6 +375,7 @@ class QueueReader:
                 if empty_pulls <= _EMPTY_PULL_RETRIES and result.max_offset > offset:
                     time.sleep(0.05 * empty_pulls)
                     window.restart()
+                    send()
                     continue
                 self._lost(
                     rng,
@@ -350,5 +384,6 @@ class QueueReader:
                 )
                 return
             window.advance(nxt, status is PullStatus.FOUND)
+            send()
             if found:
                 yield offset, result, body

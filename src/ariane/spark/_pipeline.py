@@ -14,7 +14,11 @@ in offset order, and the caller consumes their answers in that order:
   pulls that start before ``next``; their answers are never used, so every offset is
   yielded by exactly one answer, in order;
 * ``restart`` drops everything and pulls at the current offset alone (after an empty
-  answer the caller retries).
+  answer the caller retries);
+* with ``refill_at`` below ``depth - 1`` the window tops up only once no more than
+  ``refill_at`` pulls are left in flight, so new pulls leave in bursts: a caller that sends
+  a burst's requests together (one write) gets the broker's answers together too (one
+  write, one wake-up of each side per burst instead of per pull).
 
 ``T`` is whatever ``submit(offset, max_nums)`` returns (a future); the window only orders
 them.
@@ -40,17 +44,37 @@ class PullWindow(Generic[T]):
         batch: messages asked by a pull (``pullBatchSize``).
         depth: pulls in flight at most (1: one at a time).
         submit: starts the pull of ``max_nums`` messages from ``offset``.
+        refill_at: top up to ``depth`` only when at most this many pulls are in flight
+            (default ``depth - 1``: whenever one answered).
     """
 
-    __slots__ = ("_flight", "_learned", "depth", "end", "frontier", "offset", "step", "submit")
+    __slots__ = (
+        "_flight",
+        "_learned",
+        "depth",
+        "end",
+        "frontier",
+        "offset",
+        "refill_at",
+        "step",
+        "submit",
+    )
 
     def __init__(
-        self, start: int, end: int, batch: int, depth: int, submit: Callable[[int, int], T]
+        self,
+        start: int,
+        end: int,
+        batch: int,
+        depth: int,
+        submit: Callable[[int, int], T],
+        refill_at: int | None = None,
     ) -> None:
         self.offset = start
         self.end = end
         self.step = max(1, batch)
         self.depth = max(1, depth)
+        top = self.depth - 1
+        self.refill_at = top if refill_at is None else max(0, min(refill_at, top))
         self.submit = submit
         #: where the next new chunk starts
         self.frontier = start
@@ -99,6 +123,8 @@ class PullWindow(Generic[T]):
 
     def _fill(self, limit: int | None = None) -> None:
         if limit is None:
+            if self._learned and len(self._flight) > self.refill_at:
+                return  # wait until the burst in flight has drained to refill_at
             limit = self.depth if self._learned else 1
         while len(self._flight) < limit and self.frontier < self.end:
             count = min(self.step, self.end - self.frontier)

@@ -373,7 +373,7 @@ class SourceOptions:
     #: ``decode=trace``: rows are the decoded message-trace records (issue 15)
     decode_trace: bool = False
     #: pulls of one queue range in flight at once (option ``pullsInFlight``)
-    pulls_in_flight: int = 4
+    pulls_in_flight: int = 16
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -435,7 +435,7 @@ class SourceOptions:
             timeout_ms=_int(opts, "timeoutMs", 10_000) or 10_000,
             credentials=parse_credentials(opts),
             decode_trace=decode_trace,
-            pulls_in_flight=_int(opts, "pullsInFlight", 4) or 4,
+            pulls_in_flight=_int(opts, "pullsInFlight", 16) or 16,
         )
 
     @property

@@ -17,6 +17,7 @@ def _drive(
     cap: int,
     skip: frozenset[int] = frozenset(),
     scan: int = 800,
+    refill_at: int | None = None,
 ) -> tuple[list[int], list[tuple[int, int]], int]:
     """Read ``[start, end)`` of a fake queue whose broker answers at most ``cap`` messages
     and, with a tag filter (``skip``: offsets that do not match), scans up to ``scan``
@@ -37,7 +38,7 @@ def _drive(
             pos += 1
         return got, pos
 
-    window = PullWindow(start, end, batch, depth, submit)
+    window = PullWindow(start, end, batch, depth, submit, refill_at)
     used: list[int] = []
     while not window.done:
         most = max(most, len(window.in_flight()))
@@ -99,6 +100,20 @@ def test_depth_one_is_one_pull_at_a_time() -> None:
     assert most == 1
 
 
+def test_refill_at_sends_pulls_in_bursts() -> None:
+    window = PullWindow(0, 1000, 10, 4, lambda o, n: (o, n), refill_at=2)
+    window.advance(10, True)  # learned: a full window at once
+    assert window.in_flight() == [(10, 10), (20, 10), (30, 10), (40, 10)]
+    window.advance(20, True)  # 3 left: more than refill_at, no new pull
+    assert window.in_flight() == [(20, 10), (30, 10), (40, 10)]
+    window.advance(30, True)  # 2 left: topped up to 4 in one go
+    assert window.in_flight() == [(30, 10), (40, 10), (50, 10), (60, 10)]
+    used, submitted, most = _drive(0, 300, batch=256, depth=8, cap=32, refill_at=4)
+    assert used == list(range(300))
+    assert most == 8
+    assert [o for o, _ in submitted] == [0, *range(32, 300, 32)]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     start=st.integers(0, 50),
@@ -108,10 +123,18 @@ def test_depth_one_is_one_pull_at_a_time() -> None:
     cap=st.integers(1, 40),
     skip=st.frozensets(st.integers(0, 460), max_size=120),
     scan=st.integers(1, 60),
+    refill_at=st.one_of(st.none(), st.integers(-1, 6)),
 )
 def test_every_offset_is_used_once_in_order(
-    start: int, size: int, batch: int, depth: int, cap: int, skip: frozenset[int], scan: int
+    start: int,
+    size: int,
+    batch: int,
+    depth: int,
+    cap: int,
+    skip: frozenset[int],
+    scan: int,
+    refill_at: int | None,
 ) -> None:
-    used, _, most = _drive(start, start + size, batch, depth, cap, skip, scan)
+    used, _, most = _drive(start, start + size, batch, depth, cap, skip, scan, refill_at)
     assert used == [o for o in range(start, start + size) if o not in skip]
     assert most <= depth + 1  # a gap pull may briefly join a full window
