@@ -75,6 +75,11 @@ class TagPullFilter:
         self._tags = subscription.tags_set
         self._codes = subscription.code_set
 
+    @property
+    def accepts_all(self) -> bool:
+        """True for ``*``: every message matches (the store's contiguous-read fast path)."""
+        return self._all
+
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
         return self._all or self.subscription.matches_tags_code(tags_code)
 

@@ -8,7 +8,10 @@ naming the group, the sender and the peer list, which the receiver checks agains
 a node whose peers or group differ is refused (HelloAck with the reason), and a node told so
 stops (:attr:`RaftTransport.fatal`); a frame that does not decode closes its connection. After
 each call into the replica the outbox is sent and one timer is set for the replica's next
-deadline. A vote or heartbeat for a peer that is not connected is reported back at once as
+deadline; a pump the puts kicked does the tick at once when it is due (new entries, a free
+push slot), and the producers' answers a commit completes are flushed once per channel at
+the end of the callback that saw it (``held_flushes``), so a put costs no extra loop turns.
+A vote or heartbeat for a peer that is not connected is reported back at once as
 undeliverable, as a failed RPC ends DLedger's wait. Pushes beyond a send buffer of
 ``max_buffer_bytes`` are dropped (the leader sends them again).
 """
@@ -33,6 +36,7 @@ from ariane.dledger.wire import (
 )
 from ariane.errors import RemoteProtocolError
 from ariane.raft import HeartBeatRequest, Message, PushRequest, VoteRequest
+from ariane.remoting.channel import held_flushes, release_flushes
 from ariane.remoting.eventloop import cancel_and_wait
 
 __all__ = ["RaftTransport"]
@@ -58,11 +62,15 @@ class _Inbound(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        holding = held_flushes()  # the commits' answers to producers leave at the end
         try:
             self._frames()
         except RemoteProtocolError as exc:
             logger.warning("closing Raft connection from %s: %s", self._who(), exc)
             self._close()
+        finally:
+            if holding:
+                release_flushes()
 
     def _who(self) -> str:
         if self.peer is not None:
@@ -332,7 +340,20 @@ class RaftTransport:
 
     def _scheduled_pump(self) -> None:
         self._pump_scheduled = False
-        self._pump()
+        if self._stopped:
+            return
+        holding = held_flushes()  # answers of puts a commit completes leave at the end
+        try:
+            replica = self.replica
+            if replica.next_deadline_ms() <= replica.now_ms():
+                # due now (the puts' new entries have a free push slot): the timer's work at
+                # once, rather than a 0 s timer and one more loop turn before the push leaves
+                self._tick()
+            else:
+                self._pump()
+        finally:
+            if holding:
+                release_flushes()
 
     def _pump(self) -> None:
         if self._stopped:
@@ -382,6 +403,17 @@ class RaftTransport:
 
     def _on_timer(self) -> None:
         self._timer = None
+        holding = held_flushes()
+        try:
+            self._tick()
+        finally:
+            if holding:
+                release_flushes()
+
+    def _tick(self) -> None:
+        if self._timer is not None:  # a due pump came first
+            self._timer.cancel()
+            self._timer = None
         try:
             self.replica.tick()
         except Exception as exc:

@@ -5,7 +5,9 @@ How it works: ``Channel`` is an ``asyncio.Protocol``. Received bytes go through 
 ``FrameDecoder``; each response completes the future registered under its opaque, each request
 goes to the ``RequestHandler`` (the dispatcher), inline and in arrival order. Frames written
 while a read is being handled are buffered and sent with one vectored write at the end of the
-read; frames written at other times are flushed once per loop iteration. A request waits on a
+read; frames written at other times are flushed once per loop iteration, or at the end of a
+``held_flushes()`` block (a DLedger leader's commit answering many puts: their answers leave
+in the same iteration, without a loop turn per batch). A request waits on a
 plain future (``invoke_future``) or a callback (``invoke_callback``), so invoking costs no task.
 Timeouts are not one timer per request (a ``call_later`` costs more than the rest of a send):
 each waiting request records its deadline and one sweep per channel, re-armed while requests
@@ -38,7 +40,14 @@ from ariane.remoting.protocol.codec import (
 )
 from ariane.remoting.protocol.command import FLAG_RESPONSE, RemotingCommand, next_opaque
 
-__all__ = ["Channel", "RequestHandler", "ResponseCallback", "format_address"]
+__all__ = [
+    "Channel",
+    "RequestHandler",
+    "ResponseCallback",
+    "format_address",
+    "held_flushes",
+    "release_flushes",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +57,30 @@ _CLOSE_LINGER_S = 10.0
 _SWEEP_MIN_S = 0.05
 _SWEEP_MAX_S = 1.0
 _SWEEP_RATE = 100_000.0
+
+#: channels written to inside a ``held_flushes()`` block (event loop thread only), or None
+_held: list[Channel] | None = None
+
+
+def held_flushes() -> bool:
+    """Start holding the flushes of frames written outside a read (on the event loop's
+    thread); returns True if this call started it, which then owes :func:`release_flushes`."""
+    global _held
+    if _held is not None:
+        return False
+    _held = []
+    return True
+
+
+def release_flushes() -> None:
+    """End the block :func:`held_flushes` started: flush every channel written to in it."""
+    global _held
+    held, _held = _held, None
+    if held:
+        for channel in held:
+            channel._flush_held = False
+            channel._flush()
+
 
 #: ``callback(response, error)``: exactly one of the two is set.
 ResponseCallback = Callable[[RemotingCommand | None, BaseException | None], None]
@@ -143,6 +176,7 @@ class Channel(asyncio.Protocol):
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._out: list[bytes] = []
         self._flush_handle: asyncio.Handle | None = None
+        self._flush_held = False
         self._in_read = False
         self._closed: asyncio.Future[None] = self._loop.create_future()
         self._close_listeners: list[Callable[[Channel], None]] = []
@@ -215,8 +249,13 @@ class Channel(asyncio.Protocol):
         out.append(head)
         if body is not None:
             out.append(body)
-        if not self._in_read and self._flush_handle is None:
-            self._flush_handle = self._loop.call_soon(self._flush)
+        if not self._in_read and self._flush_handle is None and not self._flush_held:
+            held = _held
+            if held is not None:
+                self._flush_held = True
+                held.append(self)
+            else:
+                self._flush_handle = self._loop.call_soon(self._flush)
         return True
 
     def _flush(self) -> None:

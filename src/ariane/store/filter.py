@@ -51,6 +51,12 @@ class TagFilter:
             return cls([])
         return cls(expression.split("||"))
 
+    @property
+    def accepts_all(self) -> bool:
+        """True when every message matches (``*``): the store may skip the per-message
+        checks (``StoreReads`` reads a contiguous run of records in one copy)."""
+        return self._all
+
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
         return self._all or tags_code in self._codes
 

@@ -2,7 +2,11 @@
 
 Mirrors ``DefaultMessageStore.getMessage``/``queryMessage``/``getOffsetInQueueByTime``. Pulls
 take one copy of the ConsumeQueue entries they need, then copy each record out of the
-CommitLog; transfer limits (bytes and count, hot vs cold data) are RocketMQ's.
+CommitLog; transfer limits (bytes and count, hot vs cold data) are RocketMQ's. A pull that
+takes every message (no filter, or ``accepts_all``) of in-memory records lying back to back
+in one CommitLog file (the usual case: a queue's messages written in a batch or by one
+producer) copies the whole run at once and cuts it into records (``_read_run``), with the
+same result as the per-entry loop, which stays the reference and handles everything else.
 """
 
 from __future__ import annotations
@@ -106,6 +110,10 @@ class StoreReads:
             return GetResult(
                 GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset, max_offset
             )
+        if message_filter is None or getattr(message_filter, "accepts_all", False) is True:
+            run = self._read_run(entries, offset, max_count, min_offset, max_offset)
+            if run is not None:
+                return run
         commit_log = self.commit_log
         max_offset_py = commit_log.max_offset
         memory = _MEMORY * cfg.access_message_in_memory_max_ratio // 100
@@ -182,6 +190,62 @@ class StoreReads:
             max_offset_py - max_phy_pulling > memory,
             max_phy_pulling,
             queue_offsets,
+        )
+
+    def _read_run(
+        self, entries: bytes, offset: int, max_count: int, min_offset: int, max_offset: int
+    ) -> GetResult | None:
+        """``_read_entries`` without a filter, in one copy, when the records it would take
+        are in memory and back to back in one file; None otherwise (the loop decides)."""
+        cfg = self.config
+        cap = min(max_count, cfg.max_transfer_count_on_message_in_memory)
+        # the loop looks at one entry past the last it takes (and names it in
+        # max_phy_offset_pulling), so unpack one more
+        units = list(CQ_UNIT.iter_unpack(entries[: (cap + 1) * CQ_UNIT.size]))
+        if not units:
+            return None
+        first = units[0][0]
+        commit_log = self.commit_log
+        max_offset_py = commit_log.max_offset
+        memory = _MEMORY * cfg.access_message_in_memory_max_ratio // 100
+        if max_offset_py - first > memory:
+            return None  # cold data: the loop applies the disk limits
+        limit = cfg.max_transfer_bytes_on_message_in_memory
+        total = 0
+        taken = 0
+        expect = first
+        for off, size, _ in units[:cap]:
+            if off != expect or size == _BLANK_SIZE or size <= 0:
+                return None  # a gap, a blank, a record elsewhere: the loop handles it
+            if taken and total + size > limit:
+                break
+            total += size
+            taken += 1
+            expect = off + size
+        mf = commit_log.file_at(first)
+        if mf is None or first + total > mf.file_from_offset + mf.file_size:
+            return None
+        span = mf.read(first - mf.file_from_offset, total)
+        if span is None:
+            return None
+        if taken < len(units) and units[taken][1] == _BLANK_SIZE:
+            return None  # the loop would step over the blank (and count it as scanned)
+        bounds = [u[0] - first for u in units[:taken]]
+        bounds.append(total)
+        messages = list(map(span.__getitem__, map(slice, bounds, bounds[1:])))
+        last = units[taken][0] if taken < len(units) else units[taken - 1][0]
+        self.get_times_found += 1
+        self.get_transferred_msgs += taken
+        return GetResult(
+            GetStatus.FOUND,
+            offset + taken,
+            min_offset,
+            max_offset,
+            messages,
+            total,
+            max_offset_py - last > memory,
+            last,
+            list(range(offset, offset + taken)),
         )
 
     # -- lookups -------------------------------------------------------------------------

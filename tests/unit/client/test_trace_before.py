@@ -5,6 +5,7 @@ called) for what ``ConsumeTracer.before`` takes its general path for."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import shutil
@@ -77,6 +78,26 @@ def test_the_pair_of_one_traced_message() -> None:
         pair, calls, counter = _run(fn, [msg])
         assert pair == [None, (1_765_000_000_123_456_790, "R1", 41, "T", "ID1", 3, "k1 k2")]
         assert (calls, counter) == (1, 42)
+
+
+def test_the_compiled_pair_is_out_of_the_collectors_sight() -> None:
+    """The pairs wait up to a linger in the dispatcher's queue: the compiled twin untracks the
+    pair and its tuple of atoms (same contents as the pure twin's), and they still work as the
+    dispatcher uses them (``after`` appends its end, the worker its marker)."""
+    msg = _message("T", {UNIQ_KEY: "ID1"})
+    owner = object()
+    pair = _compiled()(owner, [msg], TRACE_TOPIC, _Clock(), itertools.count(1), REGION)
+    assert not gc.is_tracked(pair)
+    assert not gc.is_tracked(pair[1])
+    pair.append(7)
+    pair.append(owner)
+    assert pair[0] is owner
+    assert pair[2:] == [7, owner]
+    assert (
+        pair[1] == sub_before_py(owner, [msg], TRACE_TOPIC, _Clock(), itertools.count(1), REGION)[1]
+    )
+    gc.collect()  # nothing for the collector to trip on
+    assert pair[2] == 7
 
 
 def test_defaults_without_region_uniq_key_or_keys() -> None:

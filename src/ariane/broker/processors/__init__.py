@@ -47,16 +47,17 @@ def finish_on_loop(
     future: Future[_T],
 ) -> None:
     """Run ``finish(future)`` on the event loop: a done-callback for a store future, which
-    store threads complete (a DLedger leader completes them on the loop itself, where no
-    wake-up of the loop is needed). A closed loop means the broker is gone: nobody to answer."""
+    store threads complete (a DLedger leader completes them on the loop itself: then at once,
+    so that a commit's answers leave in the loop turn that saw the quorum, not one turn per
+    hop). A closed loop means the broker is gone: nobody to answer."""
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
         running = None
+    if running is loop:
+        finish(future)  # the future runs its callbacks each in a try: a failure stays here
+        return
     try:
-        if running is loop:
-            loop.call_soon(finish, future)
-        else:
-            loop.call_soon_threadsafe(finish, future)
+        loop.call_soon_threadsafe(finish, future)
     except RuntimeError:
         logger.debug("a put completed after the event loop closed")

@@ -1,0 +1,115 @@
+"""The pull's contiguous-run fast path (``StoreReads._read_run``) gives what the per-entry
+loop gives: every ``GetResult`` field and the store's counters, for queues whose records are
+back to back (batches), interleaved with other queues, across rolled CommitLog files, under
+the count and byte limits (the loop is forced with a filter that matches everything but does
+not say so)."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import astuple
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ariane.store.filter import TagFilter
+from ariane.store.inner import BatchItem, MessageBatchInner
+from ariane.store.message_store import MessageStore
+from ariane.store.results import GetResult
+
+from .helpers import BORN, HOST, msg, open_store
+
+
+class _EverythingQuietly:
+    """Matches every message without ``accepts_all``: the reference loop runs."""
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return True
+
+    def is_matched_by_commit_log(self, record: bytes) -> bool:
+        return True
+
+
+def _counters(store: MessageStore) -> tuple[int, int, int]:
+    return store.get_times_found, store.get_times_miss, store.get_transferred_msgs
+
+
+def _both(store: MessageStore, queue: int, offset: int, count: int) -> tuple[GetResult, GetResult]:
+    before = _counters(store)
+    fast = store.get_message("g", "TopicA", queue, offset, count, TagFilter.from_expression("*"))
+    middle = _counters(store)
+    slow = store.get_message("g", "TopicA", queue, offset, count, _EverythingQuietly())
+    after = _counters(store)
+    assert [b - a for a, b in zip(before, middle, strict=True)] == [
+        c - b for b, c in zip(middle, after, strict=True)
+    ]
+    return fast, slow
+
+
+# (queue, sizes of one write: a batch when more than one; a batch stays below the
+# 16 KiB max_message_size of the small config)
+_writes = st.lists(
+    st.tuples(st.integers(0, 2), st.lists(st.integers(1, 1200), min_size=1, max_size=10)),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    writes=_writes,
+    count_cap=st.integers(1, 40),
+    bytes_cap=st.sampled_from([1024, 4096, 256 * 1024]),
+    reads=st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 80), st.integers(1, 64)), max_size=12
+    ),
+)
+def test_run_equals_loop(
+    writes: list[tuple[int, list[int]]],
+    count_cap: int,
+    bytes_cap: int,
+    reads: list[tuple[int, int, int]],
+) -> None:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        open_store(
+            tmp,
+            max_transfer_count_on_message_in_memory=count_cap,
+            max_transfer_bytes_on_message_in_memory=bytes_cap,
+        ) as store,
+    ):
+        for n, (queue, sizes) in enumerate(writes):
+            if len(sizes) == 1:
+                store.put_message(msg(queue_id=queue, body=b"s" * sizes[0], KEYS=f"k{n}"))
+            else:
+                items = [BatchItem(b"b" * size, properties={"KEYS": f"k{n}"}) for size in sizes]
+                batch = MessageBatchInner("TopicA", queue, items, born_host=BORN, store_host=HOST)
+                assert store.put_messages(batch).ok
+        assert store.wait_dispatched()
+        for queue in range(3):  # every offset of every queue, then the drawn reads
+            for offset in range(store.get_max_offset_in_queue("TopicA", queue) + 1):
+                fast, slow = _both(store, queue, offset, 32)
+                assert astuple(fast) == astuple(slow)
+        for queue, offset, count in reads:
+            fast, slow = _both(store, queue, offset, count)
+            assert astuple(fast) == astuple(slow)
+
+
+def test_a_batch_is_read_as_one_run(tmp_path: object) -> None:
+    with open_store(str(tmp_path)) as store:
+        items = [BatchItem(b"r%d" % i, properties={"KEYS": "k"}) for i in range(6)]
+        assert store.put_messages(MessageBatchInner("TopicA", 0, items, born_host=BORN)).ok
+        assert store.wait_dispatched()
+        calls: list[int] = []
+        real = store._read_run
+
+        def spy(*args: object) -> GetResult | None:
+            got = real(*args)  # type: ignore[arg-type]
+            calls.append(0 if got is None else got.message_count)
+            return got
+
+        store._read_run = spy  # type: ignore[method-assign]
+        res = store.get_message("g", "TopicA", 0, 1, 32)
+        assert calls == [5]
+        assert res.message_queue_offsets == [1, 2, 3, 4, 5]
+        assert res.next_begin_offset == 6
