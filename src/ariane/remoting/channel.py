@@ -28,6 +28,7 @@ import collections
 import itertools
 import logging
 import socket
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
@@ -58,24 +59,30 @@ _SWEEP_MIN_S = 0.05
 _SWEEP_MAX_S = 1.0
 _SWEEP_RATE = 100_000.0
 
-#: channels written to inside a ``held_flushes()`` block (event loop thread only), or None
-_held: list[Channel] | None = None
+
+class _Held(threading.local):
+    """Per thread (one event loop per thread): the channels written to inside a
+    ``held_flushes()`` block, or None outside one. Per thread, so that a block on one loop
+    never collects (and flushes from its thread) a channel of another loop in the process."""
+
+    channels: list[Channel] | None = None
+
+
+_held = _Held()
 
 
 def held_flushes() -> bool:
     """Start holding the flushes of frames written outside a read (on the event loop's
     thread); returns True if this call started it, which then owes :func:`release_flushes`."""
-    global _held
-    if _held is not None:
+    if _held.channels is not None:
         return False
-    _held = []
+    _held.channels = []
     return True
 
 
 def release_flushes() -> None:
     """End the block :func:`held_flushes` started: flush every channel written to in it."""
-    global _held
-    held, _held = _held, None
+    held, _held.channels = _held.channels, None
     if held:
         for channel in held:
             channel._flush_held = False
@@ -250,7 +257,7 @@ class Channel(asyncio.Protocol):
         if body is not None:
             out.append(body)
         if not self._in_read and self._flush_handle is None and not self._flush_held:
-            held = _held
+            held = _held.channels
             if held is not None:
                 self._flush_held = True
                 held.append(self)

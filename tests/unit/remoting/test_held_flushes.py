@@ -121,3 +121,32 @@ def test_finish_on_loop_runs_at_once_on_the_loop_and_later_from_a_thread() -> No
         assert seen == [(threading.current_thread().name, 1), (threading.current_thread().name, 2)]
 
     asyncio.run(go())
+
+
+def test_a_block_on_one_thread_never_holds_another_threads_channel() -> None:
+    """Two event loops in one process (a broker and a client in tests, say): a block held
+    on one thread leaves the other thread's channel to its own loop's flush."""
+    other_sent: list[list[bytes]] = []
+
+    def other_thread() -> None:
+        async def go() -> None:
+            c, tc = _channel()
+            assert c.send(_answer(7))
+            await asyncio.sleep(0)
+            other_sent.extend(tc.writes)
+
+        asyncio.run(go())
+
+    async def go() -> None:
+        a, ta = _channel()
+        assert held_flushes()
+        assert a.send(_answer(1))
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+        assert [b"".join(w) for w in other_sent] == [encode(_answer(7))]
+        assert ta.writes == []
+        release_flushes()
+        assert _sent(ta) == [encode(_answer(1))]
+
+    asyncio.run(go())
