@@ -705,6 +705,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
 #include "_speedups_dispatch.h" /* dispatch_record: a record's DispatchRequest (DLedger followers) */
 #include "_speedups_batchput.h" /* batch_scan, batch_write: SEND_BATCH bodies into the CommitLog */
+#include "_speedups_sink.h" /* sink_entries: the Spark sink's batch entries from Arrow buffers */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -733,6 +734,7 @@ static PyMethodDef methods[] = {
     COLUMNS_METHODS
     DISPATCH_METHODS
     BATCHPUT_METHODS
+    SINK_METHODS
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import struct
 import threading
 from bisect import bisect_left
 from collections import deque
@@ -44,19 +43,21 @@ from ariane.common import properties as props
 from ariane.common.topics import RETRY_PREFIX
 from ariane.errors import ArianeError, InvalidArgumentError
 from ariane.spark._arrow import SinkRow, keys_column
+from ariane.spark._entries import sink_entries
 from ariane.spark.ids import MessageIdSequence
 from ariane.spark.options import SinkOptions
 
 __all__ = ["RowSender", "shared_producer"]
 
 _BATCH_BYTES = 1024 * 1024
-#: a batch entry's fixed part: TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
-_ENTRY_HEAD = struct.Struct(">iiiii")
-_PROPS_LEN = struct.Struct(">h")
+#: a row's properties: [TAGS, KEYS] UNIQ_KEY=id [DEDUP=id] (``ariane.spark._entries``)
+_UNIQ = f"{props.UNIQ_KEY}\x01".encode()
+_DEDUP = f"\x02{props.DEDUP}\x01".encode()
 #: columns that make a row need the row-by-row path when they hold a value
 _SLOW_COLUMNS = ("properties", "delayLevel", "shardingKey")
 _TEXT_TYPES = (pa.string(), pa.large_string())
 _BODY_TYPES = (pa.binary(), pa.large_binary(), *_TEXT_TYPES)
+_WIDE_TYPES = (pa.large_binary(), pa.large_string())
 _producers: dict[tuple[int, str, str, SessionCredentials | None], SyncProducer] = {}
 _producers_lock = threading.Lock()
 
@@ -175,24 +176,14 @@ class RowSender:
         topics = self._topics(batch, n)
         if topics is None:
             return False
-        bodies = body_col.to_pylist()
-        if body_col.type in _TEXT_TYPES:
-            bodies = list(map(str.encode, bodies))
         tags = batch.column("tags").to_pylist() if "tags" in names else None
         keys = keys_column(batch.column("keys")) if "keys" in names else None
         first = ids.row
-        msg_ids = list(map(ids.id_of, range(first, first + n)))
-        raws = self._raw_properties(msg_ids, tags, keys)
-        raw_lens = list(map(len, raws))
-        if max(raw_lens) > 0x7FFF:
+        msg_ids = ids.ids(first, n)
+        entries = self._entries(body_col, msg_ids, tags, keys)
+        if entries is None:
             return False
-        body_lens = list(map(len, bodies))
-        # every entry in C-level maps: head, body, properties length, properties
-        totals = map(add, map(add, body_lens, raw_lens), repeat(22))
-        heads = map(_ENTRY_HEAD.pack, totals, repeat(0), repeat(0), repeat(0), body_lens)
-        entries = list(
-            map(b"".join, zip(heads, bodies, map(_PROPS_LEN.pack, raw_lens), raws, strict=True))
-        )
+        body_lens = lengths.to_pylist()
         ids.row = first + n
         if len(set(topics)) == 1:
             self._buffer_run(topics[0], entries, msg_ids, body_lens)
@@ -201,26 +192,31 @@ class RowSender:
             self._buffer_run(topic, entries[i : i + 1], msg_ids[i : i + 1], body_lens[i : i + 1])
         return True
 
-    def _raw_properties(
-        self, msg_ids: list[str], tags: list[str | None] | None, keys: list[str | None] | None
-    ) -> list[bytes]:
-        """Each row's encoded properties, in the order ``Message`` and :meth:`message` set
-        them: TAGS, KEYS, UNIQ_KEY, and the id again as the idempotence property."""
-        uniq = f"{props.UNIQ_KEY}\x01"
-        if self.opts.idempotent:
-            dedup = f"\x02{props.DEDUP}\x01"
-            texts = [f"{uniq}{m}{dedup}{m}\x02" for m in msg_ids]
-        else:
-            texts = [f"{uniq}{m}\x02" for m in msg_ids]
+    def _entries(
+        self,
+        body_col: pa.Array,
+        msg_ids: list[str],
+        tags: list[str | None] | None,
+        keys: list[str | None] | None,
+    ) -> list[bytes] | None:
+        """Each row's batch entry (``ariane.spark._entries``) with its properties in the
+        order ``Message`` and :meth:`message` set them: TAGS, KEYS, UNIQ_KEY, and the id
+        again as the idempotence property; None when a row's properties are too long."""
+        heads = None
         if tags is not None or keys is not None:
             none: list[str | None] = [None] * len(msg_ids)
             heads = [
-                (f"{props.TAGS}\x01{t}\x02" if t else "")
-                + (f"{props.KEYS}\x01{k}\x02" if k else "")
+                (
+                    (f"{props.TAGS}\x01{t}\x02" if t else "")
+                    + (f"{props.KEYS}\x01{k}\x02" if k else "")
+                ).encode()
                 for t, k in zip(tags or none, keys or none, strict=True)
             ]
-            texts = list(map(add, heads, texts))
-        return list(map(str.encode, texts))
+        dedup = _DEDUP if self.opts.idempotent else None
+        _, offsets, data = body_col.buffers()
+        wide = body_col.type in _WIDE_TYPES
+        n = len(msg_ids)
+        return sink_entries(offsets, data, wide, body_col.offset, n, heads, msg_ids, _UNIQ, dedup)
 
     def _buffer_run(
         self, topic: str, entries: list[bytes], msg_ids: list[str], body_lens: list[int]
