@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from itertools import pairwise
+from itertools import pairwise, repeat
+from operator import add, le
 from typing import Any
 
 from ariane.common import native
@@ -54,24 +55,27 @@ def sink_entries_py(
         raise ValueError("sink_entries: offsets out of range")
     offs = struct.unpack_from(f"<{n + 1}{'q' if wide else 'i'}", offsets, start * width)
     view = memoryview(b"" if data is None else data).cast("B")
-    bodies = []
-    for lo, hi in pairwise(offs):
-        if lo < 0 or hi < lo or hi > len(view):
-            raise ValueError("sink_entries: a body outside the data buffer")
-        bodies.append(bytes(view[lo:hi]))
+    if n and (offs[0] < 0 or offs[-1] > len(view) or not all(map(le, offs, offs[1:]))):
+        raise ValueError("sink_entries: a body outside the data buffer")
+    base = offs[0] if n else 0
+    chunk = bytes(view[base : offs[-1]])  # the run's bodies, copied once
+    bodies = [chunk[lo - base : hi - base] for lo, hi in pairwise(offs)]
     raw_ids = [m.encode("ascii") for m in ids]
     if dedup is None:
         raws = [uniq + m + b"\x02" for m in raw_ids]
     else:
         raws = [uniq + m + dedup + m + b"\x02" for m in raw_ids]
     if heads is not None:
-        raws = [h + r for h, r in zip(heads, raws, strict=True)]
-    if raws and max(map(len, raws)) > _MAX_PROPS:
+        raws = list(map(add, heads, raws))
+    raw_lens = list(map(len, raws))
+    if raws and max(raw_lens) > _MAX_PROPS:
         return None
-    return [
-        _ENTRY_HEAD.pack(22 + len(b) + len(r), 0, 0, 0, len(b)) + b + _PROPS_LEN.pack(len(r)) + r
-        for b, r in zip(bodies, raws, strict=True)
-    ]
+    body_lens = list(map(len, bodies))
+    # every entry in C-level maps: head, body, properties length, properties
+    totals = map(add, map(add, body_lens, raw_lens), repeat(22))
+    fixed = map(_ENTRY_HEAD.pack, totals, repeat(0), repeat(0), repeat(0), body_lens)
+    parts = zip(fixed, bodies, map(_PROPS_LEN.pack, raw_lens), raws, strict=True)
+    return list(map(b"".join, parts))
 
 
 _Entries = Callable[
