@@ -57,14 +57,16 @@ def sink_entries_py(
     view = memoryview(b"" if data is None else data).cast("B")
     if n and (offs[0] < 0 or offs[-1] > len(view) or not all(map(le, offs, offs[1:]))):
         raise ValueError("sink_entries: a body outside the data buffer")
-    base = offs[0] if n else 0
-    chunk = bytes(view[base : offs[-1]])  # the run's bodies, copied once
-    bodies = [chunk[lo - base : hi - base] for lo, hi in pairwise(offs)]
-    raw_ids = [m.encode("ascii") for m in ids]
+    if not all(map(str.isascii, ids)):
+        raise ValueError("sink_entries: ids must be ASCII str")
+    bodies = [view[lo:hi] for lo, hi in pairwise(offs)]  # no copy: joined below
+    u = uniq.decode("latin-1")
     if dedup is None:
-        raws = [uniq + m + b"\x02" for m in raw_ids]
+        texts = [f"{u}{m}\x02" for m in ids]
     else:
-        raws = [uniq + m + dedup + m + b"\x02" for m in raw_ids]
+        d = dedup.decode("latin-1")
+        texts = [f"{u}{m}{d}{m}\x02" for m in ids]
+    raws = [t.encode("latin-1") for t in texts]  # the bytes of uniq and dedup, ASCII ids
     if heads is not None:
         raws = list(map(add, heads, raws))
     raw_lens = list(map(len, raws))
