@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -65,9 +66,21 @@ __all__ = [
     "SyncProducer",
     "SyncTransactionProducer",
     "background_loop",
+    "copy_outcome",
 ]
 
 T = TypeVar("T")
+
+
+def copy_outcome(out: concurrent.futures.Future[T], done: asyncio.Future[T]) -> None:
+    """Copy a finished asyncio future's outcome (result, exception or cancellation) to the
+    thread-safe future ``out``: a done-callback on the loop thread."""
+    if done.cancelled():
+        out.cancel()
+    elif (exc := done.exception()) is not None:
+        out.set_exception(exc)
+    else:
+        out.set_result(done.result())
 
 
 class BackgroundLoop:
@@ -121,21 +134,13 @@ class BackgroundLoop:
         thread-safe future (no task is created)."""
         out: concurrent.futures.Future[T] = concurrent.futures.Future()
 
-        def copy(done: asyncio.Future[T]) -> None:
-            if done.cancelled():
-                out.cancel()
-            elif (exc := done.exception()) is not None:
-                out.set_exception(exc)
-            else:
-                out.set_result(done.result())
-
         def begin() -> None:
             try:
                 future = start()
             except BaseException as exc:
                 out.set_exception(exc)
                 return
-            future.add_done_callback(copy)
+            future.add_done_callback(functools.partial(copy_outcome, out))
 
         self.call_soon(begin)
         return out

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from ariane.acl.credentials import SessionCredentials
 from ariane.client.admin import Admin
 from ariane.client.message import MessageExt, MessageQueue, PullResult, PullStatus
-from ariane.client.sync import background_loop
+from ariane.client.sync import background_loop, copy_outcome
 from ariane.common.sysflag import PERM_READ, PULL_SUBSCRIPTION
 from ariane.errors import DataLossError, InvalidArgumentError, RemoteProtocolError
 from ariane.remoting.protocol import headers as h
@@ -102,16 +102,6 @@ def pull_header(
 _Pulled = tuple[PullResult, bytes]
 #: a pull to start: (offset, max_nums, the future its answer completes)
 _Pending = tuple[int, int, "concurrent.futures.Future[_Pulled]"]
-
-
-def _complete(done: concurrent.futures.Future[_Pulled], task: asyncio.Future[_Pulled]) -> None:
-    """Copy a pull task's outcome to the future the reading thread waits on."""
-    if task.cancelled():
-        done.cancel()
-    elif (exc := task.exception()) is not None:
-        done.set_exception(exc)
-    else:
-        done.set_result(task.result())
 
 
 class ClusterOffsets:
@@ -282,7 +272,7 @@ class QueueReader:
         def start() -> None:
             for offset, max_nums, done in pulls:
                 task = asyncio.ensure_future(pull(offset, max_nums))
-                task.add_done_callback(functools.partial(_complete, done))
+                task.add_done_callback(functools.partial(copy_outcome, done))
 
         self._bg.loop.call_soon_threadsafe(start)
 
