@@ -36,7 +36,7 @@ from ariane.dledger.wire import (
 )
 from ariane.errors import RemoteProtocolError
 from ariane.raft import HeartBeatRequest, Message, PushRequest, VoteRequest
-from ariane.remoting.channel import held_flushes, release_flushes
+from ariane.remoting.channel import flushes_held
 from ariane.remoting.eventloop import cancel_and_wait
 
 __all__ = ["RaftTransport"]
@@ -62,15 +62,12 @@ class _Inbound(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
-        holding = held_flushes()  # the commits' answers to producers leave at the end
-        try:
-            self._frames()
-        except RemoteProtocolError as exc:
-            logger.warning("closing Raft connection from %s: %s", self._who(), exc)
-            self._close()
-        finally:
-            if holding:
-                release_flushes()
+        with flushes_held():  # the commits' answers to producers leave at the end
+            try:
+                self._frames()
+            except RemoteProtocolError as exc:
+                logger.warning("closing Raft connection from %s: %s", self._who(), exc)
+                self._close()
 
     def _who(self) -> str:
         if self.peer is not None:
@@ -342,8 +339,7 @@ class RaftTransport:
         self._pump_scheduled = False
         if self._stopped:
             return
-        holding = held_flushes()  # answers of puts a commit completes leave at the end
-        try:
+        with flushes_held():  # answers of puts a commit completes leave at the end
             replica = self.replica
             if replica.next_deadline_ms() <= replica.now_ms():
                 # due now (the puts' new entries have a free push slot): the timer's work at
@@ -351,9 +347,6 @@ class RaftTransport:
                 self._tick()
             else:
                 self._pump()
-        finally:
-            if holding:
-                release_flushes()
 
     def _pump(self) -> None:
         if self._stopped:
@@ -403,12 +396,8 @@ class RaftTransport:
 
     def _on_timer(self) -> None:
         self._timer = None
-        holding = held_flushes()
-        try:
+        with flushes_held():
             self._tick()
-        finally:
-            if holding:
-                release_flushes()
 
     def _tick(self) -> None:
         if self._timer is not None:  # a due pump came first

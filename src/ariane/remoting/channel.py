@@ -45,6 +45,7 @@ __all__ = [
     "Channel",
     "RequestHandler",
     "ResponseCallback",
+    "flushes_held",
     "format_address",
     "held_flushes",
     "release_flushes",
@@ -87,6 +88,20 @@ def release_flushes() -> None:
         for channel in held:
             channel._flush_held = False
             channel._flush()
+
+
+class flushes_held:
+    """``with flushes_held():`` runs its block inside :func:`held_flushes` /
+    :func:`release_flushes` (a nested block leaves the release to the outer one)."""
+
+    __slots__ = ("_owner",)
+
+    def __enter__(self) -> None:
+        self._owner = held_flushes()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._owner:
+            release_flushes()
 
 
 #: ``callback(response, error)``: exactly one of the two is set.

@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ariane.broker.processors import finish_on_loop
-from ariane.remoting.channel import Channel, held_flushes, release_flushes
+from ariane.remoting.channel import Channel, flushes_held, held_flushes, release_flushes
 from ariane.remoting.protocol.codec import encode
 from ariane.remoting.protocol.command import RemotingCommand
 
@@ -148,5 +148,27 @@ def test_a_block_on_one_thread_never_holds_another_threads_channel() -> None:
         assert ta.writes == []
         release_flushes()
         assert _sent(ta) == [encode(_answer(1))]
+
+    asyncio.run(go())
+
+
+def test_flushes_held_releases_once_at_the_outer_block_even_on_an_error() -> None:
+    async def go() -> None:
+        a, ta = _channel()
+        with flushes_held():
+            assert a.send(_answer(1))
+            with flushes_held():  # nested: the outer block owns the release
+                assert a.send(_answer(2))
+            assert ta.writes == []
+        assert _sent(ta) == [encode(_answer(1)) + encode(_answer(2))]
+        try:
+            with flushes_held():
+                assert a.send(_answer(3))
+                raise RuntimeError("boom")
+        except RuntimeError:
+            pass
+        assert _sent(ta)[1:] == [encode(_answer(3))]
+        assert held_flushes()  # no block was left open
+        release_flushes()
 
     asyncio.run(go())
