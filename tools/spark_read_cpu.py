@@ -23,19 +23,10 @@ import time
 from pathlib import Path
 
 from pyspark.sql import functions as F
-from spark_write_cpu import _TICK, _processes
+from spark_write_cpu import _TICK, _processes, cpu_parts
 
 from ariane.client import SyncAdmin
 from ariane.spark.session import spark_session
-
-
-def _cpu(pid: int) -> tuple[float, float]:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0, 0.0
-    return int(fields[11]) / _TICK, int(fields[12]) / _TICK
 
 
 def _snapshot(broker_pid: int) -> dict[str, float]:
@@ -43,7 +34,7 @@ def _snapshot(broker_pid: int) -> dict[str, float]:
     out: dict[str, float] = {}
     groups = {**_processes(), "broker": [broker_pid]}
     for name, pids in groups.items():
-        times = [_cpu(p) for p in pids]
+        times = [cpu_parts(p) for p in pids]
         out[name] = sum(u + s for u, s in times)
         out[f"{name}_sys"] = sum(s for _, s in times)
     with open("/proc/stat") as f:  # the whole machine: softirq time is no process's

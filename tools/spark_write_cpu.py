@@ -24,13 +24,18 @@ from ariane.spark.session import spark_session
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu(pid: int) -> float:
+def cpu_parts(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of ``pid`` so far (0, 0 once it is gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
+        return 0.0, 0.0
+    return int(fields[11]) / _TICK, int(fields[12]) / _TICK
+
+
+def _cpu(pid: int) -> float:
+    return sum(cpu_parts(pid))
 
 
 def _processes() -> dict[str, list[int]]:
