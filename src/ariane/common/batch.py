@@ -19,11 +19,22 @@ from ariane.common import native
 from ariane.common.properties import encode_properties
 from ariane.errors import CorruptionError, InvalidArgumentError
 
-__all__ = ["BatchEntry", "decode_batch", "decode_batch_py", "encode_batch"]
+__all__ = [
+    "ENTRY_FIXED",
+    "ENTRY_HEAD",
+    "ENTRY_PROPS_LEN",
+    "BatchEntry",
+    "decode_batch",
+    "decode_batch_py",
+    "encode_batch",
+]
 
-_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGIC, BODYCRC, FLAG, BODYLENGTH
-_PROPS_LEN = struct.Struct(">h")
-_FIXED = _HEAD.size + _PROPS_LEN.size  # 22
+#: a batch entry's fixed head: TOTALSIZE, MAGIC, BODYCRC, FLAG, BODYLENGTH
+ENTRY_HEAD = struct.Struct(">iiiii")
+#: PROPERTIESLENGTH, after the body
+ENTRY_PROPS_LEN = struct.Struct(">h")
+#: the fixed bytes of an entry (22)
+ENTRY_FIXED = ENTRY_HEAD.size + ENTRY_PROPS_LEN.size
 
 
 class BatchEntry(NamedTuple):
@@ -49,9 +60,9 @@ def encode_batch(messages: Iterable[tuple[bytes, int, Mapping[str, str] | str]])
             raise InvalidArgumentError(f"batch properties are not valid Unicode: {exc}") from None
         if len(text) > 0x7FFF:
             raise InvalidArgumentError(f"batch properties are {len(text)} bytes, limit 32767")
-        parts.append(_HEAD.pack(_FIXED + len(body) + len(text), 0, 0, flag, len(body)))
+        parts.append(ENTRY_HEAD.pack(ENTRY_FIXED + len(body) + len(text), 0, 0, flag, len(body)))
         parts.append(body)
-        parts.append(_PROPS_LEN.pack(len(text)))
+        parts.append(ENTRY_PROPS_LEN.pack(len(text)))
         parts.append(text)
     return b"".join(parts)
 
@@ -81,22 +92,22 @@ def decode_batch_py(data: bytes | bytearray | memoryview) -> list[BatchEntry]:
     pos = 0
     end = len(buf)
     while pos < end:
-        if end - pos < _FIXED:
+        if end - pos < ENTRY_FIXED:
             raise CorruptionError("batch entry truncated", pos=pos)
-        total, _magic, _crc, flag, body_len = _HEAD.unpack_from(buf, pos)
-        if body_len < 0 or total < _FIXED + body_len or total > end - pos:
+        total, _magic, _crc, flag, body_len = ENTRY_HEAD.unpack_from(buf, pos)
+        if body_len < 0 or total < ENTRY_FIXED + body_len or total > end - pos:
             raise CorruptionError(
                 f"batch entry has inconsistent lengths (total {total}, body {body_len})", pos=pos
             )
-        body_start = pos + _HEAD.size
+        body_start = pos + ENTRY_HEAD.size
         body_end = body_start + body_len
-        (props_len,) = _PROPS_LEN.unpack_from(buf, body_end)
-        if props_len < 0 or _FIXED + body_len + props_len != total:
+        (props_len,) = ENTRY_PROPS_LEN.unpack_from(buf, body_end)
+        if props_len < 0 or ENTRY_FIXED + body_len + props_len != total:
             raise CorruptionError(
                 f"batch entry has inconsistent lengths (total {total}, properties {props_len})",
                 pos=pos,
             )
-        props_start = body_end + _PROPS_LEN.size
+        props_start = body_end + ENTRY_PROPS_LEN.size
         try:
             props = buf[props_start : props_start + props_len].decode("utf-8")
         except UnicodeDecodeError:

@@ -20,11 +20,10 @@ from operator import add, le
 from typing import Any
 
 from ariane.common import native
+from ariane.common.batch import ENTRY_FIXED, ENTRY_HEAD, ENTRY_PROPS_LEN
 
 __all__ = ["sink_entries", "sink_entries_py"]
 
-_ENTRY_HEAD = struct.Struct(">iiiii")
-_PROPS_LEN = struct.Struct(">h")
 _MAX_PROPS = 0x7FFF
 
 
@@ -74,9 +73,9 @@ def sink_entries_py(
         return None
     body_lens = list(map(len, bodies))
     # every entry in C-level maps: head, body, properties length, properties
-    totals = map(add, map(add, body_lens, raw_lens), repeat(22))
-    fixed = map(_ENTRY_HEAD.pack, totals, repeat(0), repeat(0), repeat(0), body_lens)
-    parts = zip(fixed, bodies, map(_PROPS_LEN.pack, raw_lens), raws, strict=True)
+    totals = map(add, map(add, body_lens, raw_lens), repeat(ENTRY_FIXED))
+    fixed = map(ENTRY_HEAD.pack, totals, repeat(0), repeat(0), repeat(0), body_lens)
+    parts = zip(fixed, bodies, map(ENTRY_PROPS_LEN.pack, raw_lens), raws, strict=True)
     return list(map(b"".join, parts))
 
 
