@@ -310,7 +310,9 @@ class DLedgerCommitLog(CommitLog):
             listener(count)
 
     def _after_put(self) -> None:
-        self.replica.complete()
+        replica = self.replica
+        if replica.completions:  # a WAIT=false put's answer (others wait for the commit)
+            replica.complete()
         for listener in self.work_listeners:
             listener()
 
