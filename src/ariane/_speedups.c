@@ -708,6 +708,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_sink.h" /* sink_entries: the Spark sink's batch entries from Arrow buffers */
 #include "structmember.h" /* T_OBJECT_EX: the put result's slots */
 #include "_speedups_put.h" /* put_prepare, put_write: one message into the CommitLog */
+#include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -738,6 +739,7 @@ static PyMethodDef methods[] = {
     BATCHPUT_METHODS
     SINK_METHODS
     PUT_METHODS
+    BATCHENC_METHODS
     {NULL, NULL, 0, NULL},
 };
 
