@@ -64,3 +64,28 @@ def index_write(
     start: int,
     /,
 ) -> tuple[int, int, int, int]: ...
+def configure_put(
+    prepared_cls: Any,
+    request_cls: Any,
+    result_cls: Any,
+    put_ok: Any,
+    message_cls: Any,
+    host_cls: Any,
+    header_v4: Any,
+    schedule_topic: str,
+    v6_flags: int,
+    /,
+) -> None: ...
+def put_prepare(
+    msg: Any, topics: dict[str, Any], tag_codes: dict[str, int], max_props: int, max_size: int, /
+) -> Any: ...
+def put_write(
+    one: Any,
+    mm: Any,
+    pos: int,
+    phys: int,
+    store_ts: int,
+    queue_table: dict[Any, int],
+    staged: Any,
+    /,
+) -> Any: ...
