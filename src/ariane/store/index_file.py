@@ -25,6 +25,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+import ariane.store._index_put as _index_put
 from ariane.common import faults
 from ariane.common.clock import Clock
 from ariane.common.hashing import (
@@ -34,7 +35,6 @@ from ariane.common.hashing import (
 )
 from ariane.common.sysflag import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK, is_rollback
 from ariane.errors import CorruptionError
-from ariane.store import _index_put
 from ariane.store.disk import OS_DISK, Disk
 from ariane.store.format import (
     INDEX_ENTRY,
