@@ -377,6 +377,10 @@ class SourceOptions:
     decode_trace: bool = False
     #: pulls of one queue range in flight at once (option ``pullsInFlight``)
     pulls_in_flight: int = 16
+    #: raw reads use the Ariane bulk pull when the broker has it (option ``bulkPull``)
+    bulk_pull: bool = True
+    #: bulk pulls of one queue range in flight at once (option ``bulkPullsInFlight``)
+    bulk_pulls_in_flight: int = 4
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -439,6 +443,8 @@ class SourceOptions:
             credentials=parse_credentials(opts),
             decode_trace=decode_trace,
             pulls_in_flight=_int(opts, "pullsInFlight", 16) or 16,
+            bulk_pull=_bool(opts, "bulkPull", True),
+            bulk_pulls_in_flight=_int(opts, "bulkPullsInFlight", 4) or 4,
         )
 
     @property
