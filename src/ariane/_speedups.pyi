@@ -43,6 +43,27 @@ def decode_columns(
 ) -> tuple[Any, ...] | None: ...
 def configure_dispatch(request_cls: Any, tags_code: Any, schedule_topic: bytes, /) -> None: ...
 def dispatch_record(buf: Any, pos: int, limit: int, /) -> Any: ...
+def index_key_entries(
+    topics: tuple[Any, ...],
+    phys: tuple[Any, ...],
+    stamps: tuple[Any, ...],
+    keys: tuple[Any, ...],
+    uniqs: tuple[Any, ...],
+    flags: tuple[Any, ...],
+    end_phy: int,
+    /,
+) -> bytes | None: ...
+def index_write(
+    mm: Any,
+    slot_num: int,
+    index_num: int,
+    count: int,
+    begin_phy: int,
+    begin_ts: int,
+    entries: bytes,
+    start: int,
+    /,
+) -> tuple[int, int, int, int]: ...
 def configure_put(
     prepared_cls: Any,
     request_cls: Any,
