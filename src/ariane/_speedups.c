@@ -706,6 +706,10 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_dispatch.h" /* dispatch_record: a record's DispatchRequest (DLedger followers) */
 #include "_speedups_batchput.h" /* batch_scan, batch_write: SEND_BATCH bodies into the CommitLog */
 #include "_speedups_sink.h" /* sink_entries: the Spark sink's batch entries from Arrow buffers */
+#include "_speedups_index.h" /* index_key_entries, index_write: a batch's IndexFile keys */
+#include "structmember.h" /* T_OBJECT_EX: the put result's slots */
+#include "_speedups_put.h" /* put_prepare, put_write: one message into the CommitLog */
+#include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -735,6 +739,9 @@ static PyMethodDef methods[] = {
     DISPATCH_METHODS
     BATCHPUT_METHODS
     SINK_METHODS
+    INDEX_METHODS
+    PUT_METHODS
+    BATCHENC_METHODS
     {NULL, NULL, 0, NULL},
 };
 

@@ -43,3 +43,49 @@ def decode_columns(
 ) -> tuple[Any, ...] | None: ...
 def configure_dispatch(request_cls: Any, tags_code: Any, schedule_topic: bytes, /) -> None: ...
 def dispatch_record(buf: Any, pos: int, limit: int, /) -> Any: ...
+def index_key_entries(
+    topics: tuple[Any, ...],
+    phys: tuple[Any, ...],
+    stamps: tuple[Any, ...],
+    keys: tuple[Any, ...],
+    uniqs: tuple[Any, ...],
+    flags: tuple[Any, ...],
+    end_phy: int,
+    /,
+) -> bytes | None: ...
+def index_write(
+    mm: Any,
+    slot_num: int,
+    index_num: int,
+    count: int,
+    begin_phy: int,
+    begin_ts: int,
+    entries: bytes,
+    start: int,
+    /,
+) -> tuple[int, int, int, int]: ...
+def configure_put(
+    prepared_cls: Any,
+    request_cls: Any,
+    result_cls: Any,
+    put_ok: Any,
+    message_cls: Any,
+    host_cls: Any,
+    header_v4: Any,
+    schedule_topic: str,
+    v6_flags: int,
+    /,
+) -> None: ...
+def put_prepare(
+    msg: Any, topics: dict[str, Any], tag_codes: dict[str, int], max_props: int, max_size: int, /
+) -> Any: ...
+def put_write(
+    one: Any,
+    mm: Any,
+    pos: int,
+    phys: int,
+    store_ts: int,
+    queue_table: dict[Any, int],
+    staged: Any,
+    /,
+) -> Any: ...

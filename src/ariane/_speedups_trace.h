@@ -8,6 +8,8 @@
  *   sub_before(owner, msgs, trace_topic, now_ns, counter, default_region)
  *       -> the open pair of a one-message listener call (ConsumeTracer.before), None, or
  *          NotImplemented (see below)
+ *   sub_after(pair, count, success, outcome, now_ns, usual) -> None, or the end the caller
+ *       ships (ConsumeTracer.after; see below)
  *
  * How it works: the records of a round of listener calls are written as UTF-8 into one growing
  * buffer, the characters counted as the pure twin counts them (len of each str piece, digits
@@ -594,6 +596,52 @@ static PyObject *sub_before(PyObject *self, PyObject *const *args, Py_ssize_t na
     return out;
 }
 
+/* sub_after(pair, count, success, outcome, now_ns, usual): the end of the listener call `pair`
+ * opened (twin of ariane.client._trace_records.sub_after_py): now_ns() alone for the usual end
+ * (one message, success, `outcome is usual`), else (now, count, success, outcome), appended to
+ * the pair; None when it was the pair's first append (the worker will write both records), else
+ * that end (the worker took the pair first: the caller ships the SubAfter). */
+static PyObject *sub_after(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *pair, *now, *done;
+    int ok, overflow = 0;
+    (void)self;
+    if (nargs != 6 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "sub_after(pair: list, count, success, outcome, now_ns, "
+                                         "usual)");
+        return NULL;
+    }
+    pair = args[0];
+    if ((ok = PyObject_IsTrue(args[2])) < 0 || (now = PyObject_CallNoArgs(args[4])) == NULL) {
+        return NULL;
+    }
+    if (ok && args[3] == args[5] && PyLong_CheckExact(args[1]) &&
+        PyLong_AsLongAndOverflow(args[1], &overflow) == 1 && !overflow) {
+        done = now;
+    } else {
+        done = PyTuple_Pack(4, now, args[1], args[2], args[3]);
+        Py_DECREF(now);
+        if (done == NULL) {
+            return NULL;
+        }
+    }
+    if (PyList_Append(pair, done) < 0) {
+        Py_DECREF(done);
+        return NULL;
+    }
+    if (PyList_GET_SIZE(pair) <= 2) { /* not a pair: pair[2] fails, as in the twin */
+        Py_DECREF(done);
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return NULL;
+    }
+    if (PyList_GET_ITEM(pair, 2) == done) {
+        Py_DECREF(done);
+        Py_RETURN_NONE;
+    }
+    return done;
+}
+
 #define SPEEDUPS_TRACE_HOOK_METHODS                                                              \
     {"sub_before", (PyCFunction)(void (*)(void))sub_before, METH_FASTCALL,                       \
-     "The open pair of a listener call's SubBefore (_trace_records.sub_before_py)."},
+     "The open pair of a listener call's SubBefore (_trace_records.sub_before_py)."},           \
+        {"sub_after", (PyCFunction)(void (*)(void))sub_after, METH_FASTCALL,                     \
+         "Append a listener call's end to its pair (_trace_records.sub_after_py)."},

@@ -3,14 +3,19 @@ partition splitting, and lost data."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 from pyspark.sql import SparkSession
 
-from ariane.client import SyncAdmin, SyncProducer
-from ariane.errors import DataLossError
+from ariane.client import Message, MessageQueue, SyncAdmin, SyncProducer
+from ariane.errors import BrokerResponseError, DataLossError
+from ariane.remoting.protocol.codes import ResponseCode
+from ariane.spark import _cluster as cluster_module
 from ariane.spark._arrow import ARROW_SCHEMA
 from ariane.spark._cluster import QueueReader
+from ariane.spark._columns import records_to_batch
 from ariane.spark.options import SourceOptions
 from ariane.spark.planning import QueueRange
 from tests.spark.conftest import create_topic, read, send_to_queues
@@ -130,3 +135,69 @@ def test_bad_options_fail_at_planning(spark: SparkSession, spark_cluster: Cluste
         read(spark, spark_cluster.namesrv_addr)
     with pytest.raises(Exception, match=r"SUBSCRIPTION_PARSE_FAILED|parse"):
         read(spark, spark_cluster.namesrv_addr, topic=TOPIC, filter="i >>> 3")
+
+
+BULK_TOPIC = "SparkBulkRead"
+
+
+def test_bulk_pulls_read_what_plain_pulls_read(
+    spark: SparkSession, spark_cluster: Cluster, admin: SyncAdmin, producer: SyncProducer
+) -> None:
+    """The default raw read (bulk pulls, hundreds of records per answer) gives exactly the
+    rows of plain 32-record pulls, for batches (runs) and interleaved single sends (gaps),
+    in the DataFrame and in each range's Arrow batches."""
+    create_topic(admin, BULK_TOPIC, queues=2)
+    for k in range(6):
+        mq = MessageQueue(BULK_TOPIC, "broker-a", k % 2)
+        batch = [Message(BULK_TOPIC, b"b%d-%d" % (k, i), keys=f"k{i}") for i in range(100)]
+        producer.send_batch(batch, queue=mq)
+    send_to_queues(producer, BULK_TOPIC, 10, queues=2)
+    ns = spark_cluster.namesrv_addr
+    options = {"nameserver": ns, "topic": BULK_TOPIC}
+    for queue in (0, 1):
+        rng = QueueRange(BULK_TOPIC, "broker-a", queue, 3, 305)
+        got = {}
+        for bulk in ("true", "false"):
+            opts = SourceOptions.parse({**options, "bulkPull": bulk})
+            bodies = list(QueueReader(opts).read_raw(rng))
+            got[bulk] = (len(bodies), records_to_batch(bodies, "broker-a", opts.properties, 3, 305))
+        assert got["true"][1].equals(got["false"][1])
+        assert got["true"][1].column("queueOffset").to_pylist() == list(range(3, 305))
+        assert got["true"][0] < got["false"][0]
+    frames = {
+        bulk: sorted(tuple(r) for r in read(spark, ns, topic=BULK_TOPIC, bulkPull=bulk))
+        for bulk in ("true", "false")
+    }
+    assert len(frames["true"]) == 610
+    assert frames["true"] == frames["false"]
+
+
+def test_bulk_pull_falls_back_to_plain_pulls(
+    spark_cluster: Cluster, topic: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker answering REQUEST_CODE_NOT_SUPPORTED to the bulk pull (an older Ariane,
+    Apache RocketMQ) is read with plain pulls, from then on without asking again."""
+    options = SourceOptions.parse({"nameserver": spark_cluster.namesrv_addr, "topic": TOPIC})
+    reader = QueueReader(options)
+    api_type = type(reader.admin.api)
+    real = api_type.pull_message_raw
+    asked: list[bool] = []
+
+    async def old_broker(
+        self: Any, addr: str, header: Any, timeout_ms: int, bulk: bool = False
+    ) -> Any:
+        asked.append(bulk)
+        if bulk:
+            raise BrokerResponseError(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "not supported")
+        return await real(self, addr, header, timeout_ms, bulk)
+
+    monkeypatch.setattr(api_type, "pull_message_raw", old_broker)
+    monkeypatch.setattr(cluster_module, "_no_bulk", set())
+    rng = QueueRange(TOPIC, "broker-a", 1, 0, N // 4)
+    for _ in range(2):
+        bodies = list(reader.read_raw(rng))
+        batch = records_to_batch(bodies, "broker-a", options.properties, 0, N // 4)
+        assert batch.column("queueOffset").to_pylist() == list(range(N // 4))
+        assert batch.column("body").to_pylist() == [b"m%d" % (4 * i + 1) for i in range(N // 4)]
+    assert asked[0] is True
+    assert asked.count(True) == 1

@@ -16,7 +16,8 @@ SEND_MESSAGE, SEND_MESSAGE_V2/_BATCH,       topic -> PUB; a ``%RETRY%`` topic (a
 SEND_REPLY_MESSAGE(_V2)                     resend) -> its group SUB
 CONSUMER_SEND_MSG_BACK                      group -> SUB (upstream's code asks no PUB on
                                             the original topic, whatever the book says)
-PULL_MESSAGE, LITE_PULL_MESSAGE             topic -> SUB, group -> SUB
+PULL_MESSAGE, LITE_PULL_MESSAGE,            topic -> SUB, group -> SUB
+ARIANE_BULK_PULL_MESSAGE
 QUERY_MESSAGE, VIEW_MESSAGE_BY_ID*          topic -> SUB (* none: the id has no topic)
 HEART_BEAT                                  each consumer group -> SUB, each subscribed
                                             topic -> SUB
@@ -172,6 +173,7 @@ _GROUP_AND_TOPIC = frozenset(
     for c in (
         RequestCode.PULL_MESSAGE,
         RequestCode.LITE_PULL_MESSAGE,
+        RequestCode.ARIANE_BULK_PULL_MESSAGE,
         RequestCode.QUERY_CONSUMER_OFFSET,
         RequestCode.UPDATE_CONSUMER_OFFSET,
     )

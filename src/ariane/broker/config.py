@@ -77,6 +77,8 @@ class BrokerConfig:
         reject_transaction_message: ``rejectTransactionMessage``.
         long_polling_enable: ``longPollingEnable``.
         short_polling_time_ms: ``shortPollingTimeMills``.
+        bulk_pull_max_messages: ``bulkPullMaxMessages`` (Ariane: records per bulk pull).
+        bulk_pull_max_bytes: ``bulkPullMaxBytes`` (Ariane: bytes per bulk pull).
         notify_consumer_ids_changed_enable: ``notifyConsumerIdsChangedEnable``.
         region_id: ``regionId`` (the ``MSG_REGION`` of send answers).
         trace_on: ``traceOn`` (the ``TRACE_ON`` of send answers).
@@ -200,6 +202,8 @@ class BrokerConfig:
     reject_transaction_message: bool = _prop("rejectTransactionMessage", False)
     long_polling_enable: bool = _prop("longPollingEnable", True)
     short_polling_time_ms: int = _prop("shortPollingTimeMills", 1000)
+    bulk_pull_max_messages: int = _prop("bulkPullMaxMessages", 8192)
+    bulk_pull_max_bytes: int = _prop("bulkPullMaxBytes", 4 * 1024 * 1024)
     notify_consumer_ids_changed_enable: bool = _prop("notifyConsumerIdsChangedEnable", True)
     region_id: str = _prop("regionId", "DefaultRegion")
     trace_on: bool = _prop("traceOn", True)
@@ -402,6 +406,8 @@ def _check(c: BrokerConfig) -> None:
         ("defaultTopicQueueNums", 1 <= c.default_topic_queue_nums <= 1024, "must be 1..1024"),
         ("flushConsumerOffsetInterval", c.flush_consumer_offset_interval_ms > 0, "must be > 0"),
         ("shortPollingTimeMills", c.short_polling_time_ms > 0, "must be > 0"),
+        ("bulkPullMaxMessages", 1 <= c.bulk_pull_max_messages <= 65_536, "must be 1..65536"),
+        ("bulkPullMaxBytes", 1 <= c.bulk_pull_max_bytes <= 64 << 20, "must be 1..67108864"),
         ("registerBrokerTimeoutMills", c.register_broker_timeout_ms > 0, "must be > 0"),
         ("registerNameServerPeriod", c.register_name_server_period_ms > 0, "must be > 0"),
         ("channelExpiredTimeout", c.channel_expired_timeout_ms > 0, "must be > 0"),

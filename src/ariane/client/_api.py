@@ -185,15 +185,22 @@ class ClientAPI(AclRequests, AdminRequests, PopRequests):
         return decode_pull_response(response)
 
     async def pull_message_raw(
-        self, addr: str, header: h.PullMessageRequestHeader, timeout_ms: int
+        self, addr: str, header: h.PullMessageRequestHeader, timeout_ms: int, bulk: bool = False
     ) -> tuple[PullResult, bytes]:
         """``pull_message`` without decoding: the result (``messages`` empty) and the stored
-        records as the broker sent them (``b""`` unless FOUND), for bulk decoders.
+        records as the broker sent them (``b""`` unless FOUND), for bulk decoders. ``bulk``
+        sends ARIANE_BULK_PULL_MESSAGE (never held; the broker's bulk limits instead of the
+        per-pull ones; RocketMQ brokers answer REQUEST_CODE_NOT_SUPPORTED).
 
         Raises:
             BrokerResponseError: any code but SUCCESS/19/20/21.
         """
-        response = await self.invoke(addr, _pull_request(header), timeout_ms)
+        request = (
+            RemotingCommand.request(RequestCode.ARIANE_BULK_PULL_MESSAGE, header.to_ext_fields())
+            if bulk
+            else _pull_request(header)
+        )
+        response = await self.invoke(addr, request, timeout_ms)
         result = decode_pull_response(response, decode_body=False)
         body = (response.body or b"") if result.status is PullStatus.FOUND else b""
         return result, body

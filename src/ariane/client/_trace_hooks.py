@@ -41,6 +41,7 @@ from ariane.client._trace_records import (
     AfterData,
     Call,
     call_data,
+    sub_after,
     sub_before,
     sub_pairs,
     sub_records,
@@ -374,14 +375,12 @@ class ConsumeTracer(_Tracer):
     ) -> None:
         """Record the end of the listener call ``before`` started (``count`` messages)."""
         try:
-            now = self.now_ns()
-            done: AfterData = (
-                now
-                if count == 1 and success and outcome is _SUCCESS
-                else (now, count, success, outcome)
-            )  # the usual end as its time alone (``AfterData``)
-            before.append(done)  # the dispatcher's ``attach``, inlined (one call per delivery)
-            if before[2] is done:
+            # the usual end as its time alone (``AfterData``), appended to the pair (the
+            # dispatcher's ``attach``, inlined), compiled when built: one call per delivery
+            done: AfterData | None = sub_after(
+                before, count, success, outcome, self.now_ns, _SUCCESS
+            )
+            if done is None:
                 self.dispatcher.stats.appended += 1
             else:  # the worker took the pair first, or it was dropped
                 (item,) = self._encode([(call_data(before[1]), done)], sub_before=False)

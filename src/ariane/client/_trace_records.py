@@ -39,6 +39,8 @@ __all__ = [
     "Call",
     "OneData",
     "call_data",
+    "sub_after",
+    "sub_after_py",
     "sub_before",
     "sub_before_py",
     "sub_pairs",
@@ -240,6 +242,29 @@ def sub_before_py(
         ),
     ]  # flat (OneData): two containers per delivery for the garbage collector
 
+
+def sub_after_py(
+    pair: list[Any],
+    count: int,
+    success: bool,
+    outcome: object,
+    now_ns: Callable[[], int],
+    usual: object,
+) -> Any:
+    """Append the end of the listener call ``pair`` opened: ``now_ns()`` alone for the usual
+    end (one message, success, ``outcome is usual``), else ``(now, count, success,
+    outcome)``. ``None`` when it is the pair's first append (the worker writes both
+    records); else that end (the worker took the pair first: the caller ships the SubAfter)."""
+    now = now_ns()
+    done = now if count == 1 and success and outcome is usual else (now, count, success, outcome)
+    pair.append(done)
+    return None if pair[2] is done else done
+
+
+#: ``sub_after_py``, or its compiled twin
+sub_after: Callable[[list[Any], int, bool, object, Callable[[], int], object], Any] = (
+    getattr(native.speedups, "sub_after", None) or sub_after_py
+)
 
 #: ``sub_before_py``, or its compiled twin (which also answers ``NotImplemented`` for values
 #: that are not exact ``str``/``dict``, before calling ``now_ns`` or ``counter``)

@@ -41,7 +41,13 @@ __all__ = [
 
 RPC_LATENCY_BUCKETS_MS = (1, 3, 5, 7, 10, 100, 1000, 2000, 3000)
 _BOUNDS = tuple(float(b) for b in RPC_LATENCY_BUCKETS_MS)
-PULL_CODES = frozenset({RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE})
+PULL_CODES = frozenset(
+    {
+        RequestCode.PULL_MESSAGE,
+        RequestCode.LITE_PULL_MESSAGE,
+        RequestCode.ARIANE_BULK_PULL_MESSAGE,
+    }
+)
 _REQUEST_CODES = frozenset(int(c) for c in RequestCode)
 _RESPONSE_CODES = frozenset(int(c) for c in ResponseCode)
 _PROCESSORS: dict[int, str] = {
@@ -51,6 +57,7 @@ _PROCESSORS: dict[int, str] = {
     RequestCode.CONSUMER_SEND_MSG_BACK: "send",
     RequestCode.PULL_MESSAGE: "pull",
     RequestCode.LITE_PULL_MESSAGE: "lite_pull",
+    RequestCode.ARIANE_BULK_PULL_MESSAGE: "pull",
     RequestCode.QUERY_MESSAGE: "query_message",
     RequestCode.VIEW_MESSAGE_BY_ID: "query_message",
     RequestCode.HEART_BEAT: "heartbeat",

@@ -17,6 +17,10 @@ coroutine each on that loop; per-queue requests of one call run concurrently the
   of the client's loop so that their requests share one write and the broker's answers
   come back together. Lost data (offsets below the queue's minimum, a queue shorter than
   planned) raises ``DataLossError`` when ``failOnDataLoss`` holds, else is logged and skipped.
+  Raw reads (the Arrow path) use ARIANE_BULK_PULL_MESSAGE, an Ariane pull of a few
+  megabytes per answer (``bulkPullMaxBytes``) instead of 32 records, ``bulkPullsInFlight``
+  of them at once; a broker that answers REQUEST_CODE_NOT_SUPPORTED to the first one (an
+  older Ariane, Apache RocketMQ) is remembered and read with plain pulls from that offset on.
 """
 
 from __future__ import annotations
@@ -35,8 +39,14 @@ from ariane.client.admin import Admin
 from ariane.client.message import MessageExt, MessageQueue, PullResult, PullStatus
 from ariane.client.sync import background_loop, copy_outcome
 from ariane.common.sysflag import PERM_READ, PULL_SUBSCRIPTION
-from ariane.errors import DataLossError, InvalidArgumentError, RemoteProtocolError
+from ariane.errors import (
+    BrokerResponseError,
+    DataLossError,
+    InvalidArgumentError,
+    RemoteProtocolError,
+)
 from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
 from ariane.spark._pipeline import PullWindow
 from ariane.spark.options import QueueKey, SourceOptions, Subscription
@@ -48,6 +58,11 @@ logger = logging.getLogger(__name__)
 
 _admins: dict[tuple[int, str, SessionCredentials | None], Admin] = {}
 _admins_lock = threading.Lock()
+#: Messages a bulk pull asks for (the broker answers fewer: its bulkPullMaxMessages and
+#: bulkPullMaxBytes, 8192 and 4 MiB by default).
+BULK_PULL_MESSAGES = 65_536
+#: Broker addresses that answered a bulk pull REQUEST_CODE_NOT_SUPPORTED (this process).
+_no_bulk: set[str] = set()
 #: How often a pull that finds nothing below the planned end is retried before it counts
 #: as lost data (the queue's max offset can lag a moment behind after a broker restart).
 _EMPTY_PULL_RETRIES = 5
@@ -256,9 +271,11 @@ class QueueReader:
             )
         return addr
 
-    def _start(self, addr: str, rng: QueueRange, raw: bool, pulls: list[_Pending]) -> None:
+    def _start(
+        self, addr: str, rng: QueueRange, raw: bool, bulk: bool, pulls: list[_Pending]
+    ) -> None:
         """Start ``pulls`` (offset, max_nums, future to complete) in one callback of the
-        client's loop, so their requests leave in one write."""
+        client's loop, so their requests leave in one write (``bulk``: as bulk pulls)."""
         api = self.admin.api
         timeout = self.opts.timeout_ms
         group, key, sub = self.opts.consumer_group, rng.key, self.opts.subscription
@@ -266,7 +283,7 @@ class QueueReader:
         async def pull(offset: int, max_nums: int) -> tuple[PullResult, bytes]:
             header = pull_header(group, key, offset, max_nums, sub)
             if raw:
-                return await api.pull_message_raw(addr, header, timeout)
+                return await api.pull_message_raw(addr, header, timeout, bulk)
             return await api.pull_message(addr, header, timeout), b""
 
         def start() -> None:
@@ -322,6 +339,7 @@ class QueueReader:
             return
         addr = self._addr(rng)
         pending: list[_Pending] = []  # submitted by the window, not yet started
+        bulk = raw and self.opts.bulk_pull and addr not in _no_bulk
 
         def submit(offset: int, count: int) -> concurrent.futures.Future[_Pulled]:
             done: concurrent.futures.Future[_Pulled] = concurrent.futures.Future()
@@ -330,18 +348,31 @@ class QueueReader:
 
         def send() -> None:
             if pending:
-                self._start(addr, rng, raw, list(pending))
+                self._start(addr, rng, raw, bulk, list(pending))
                 pending.clear()
 
-        depth = self.opts.pulls_in_flight
-        window: PullWindow[concurrent.futures.Future[_Pulled]] = PullWindow(
-            rng.start, rng.end, self.opts.pull_batch_size, depth, submit, refill_at=depth // 2
-        )
+        def new_window(start: int) -> PullWindow[concurrent.futures.Future[_Pulled]]:
+            opts = self.opts
+            depth = opts.bulk_pulls_in_flight if bulk else opts.pulls_in_flight
+            batch = BULK_PULL_MESSAGES if bulk else opts.pull_batch_size
+            return PullWindow(start, rng.end, batch, depth, submit, refill_at=depth // 2)
+
+        window = new_window(rng.start)
         send()
         empty_pulls = 0
         while not window.done:
             offset, _, head = window.head()
-            result, body = head.result()
+            try:
+                result, body = head.result()
+            except BrokerResponseError as exc:
+                if not bulk or exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    raise
+                logger.info("broker %s has no bulk pull: plain pulls (%s)", addr, exc)
+                _no_bulk.add(addr)
+                bulk = False
+                window = new_window(offset)
+                send()
+                continue
             status = result.status
             found = False
             if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:

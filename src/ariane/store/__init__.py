@@ -9,6 +9,7 @@ from ariane.store.config import FlushDiskType, StoreConfig
 from ariane.store.filter import MessageFilter, TagFilter
 from ariane.store.inner import BatchItem, MessageBatchInner, MessageInner
 from ariane.store.message_store import MessageStore
+from ariane.store.reads import ReadLimits
 from ariane.store.results import GetResult, GetStatus, PutResult, PutStatus, QueryResult
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "PutResult",
     "PutStatus",
     "QueryResult",
+    "ReadLimits",
     "StoreConfig",
     "TagFilter",
 ]

@@ -36,15 +36,14 @@ from ariane.common.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
-    born_host_v6,
     enters_consume_queue,
     host_flags,
-    host_record_size,
     with_host_flags,
 )
 from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.store.batch_bulk import prepare_records, write_records
 from ariane.store.commit_log_files import delete_expired_files, set_aside
+from ariane.store.commit_log_reads import CommitLogReads
 from ariane.store.config import StoreConfig
 from ariane.store.disk import OS_DISK, Disk
 from ariane.store.dispatch_block import Pending, drop_topics
@@ -61,6 +60,9 @@ from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.prepared import PreparedBatch, PreparedOne, PreparedRecord
+from ariane.store.put_native import HEADERS as _HEADERS
+from ariane.store.put_native import prepare as _native_prepare
+from ariane.store.put_native import write as _native_write
 from ariane.store.record_block import BlockProgress, PackedRecord, write_run
 from ariane.store.results import PutResult, PutStatus
 
@@ -78,13 +80,6 @@ _new_prepared = tuple.__new__
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 #: sysFlag without its host bits (= ``with_host_flags``, inline)
 _NOT_HOST_FLAGS = ~host_flags(True, True)
-# Fixed header up to and including BODYLENGTH, one struct per (born v6, store v6).
-_HEADERS = {
-    (False, False): struct.Struct(">iiiiiqqiq4siq4siiqi"),
-    (True, False): struct.Struct(">iiiiiqqiq16siq4siiqi"),
-    (False, True): struct.Struct(">iiiiiqqiq4siq16siiqi"),
-    (True, True): struct.Struct(">iiiiiqqiq16siq16siiqi"),
-}
 _I16 = struct.Struct(">h")
 #: queueId, flag, sysFlag, reconsumeTimes (int32), bornTimestamp, preparedTransactionOffset
 #: (int64): packing them is one C call that refuses what the record cannot hold (hot path)
@@ -125,7 +120,7 @@ def _encode_props(props: dict[str, str]) -> str:
 _record_bytes = itemgetter(0)
 
 
-class CommitLog:
+class CommitLog(CommitLogReads):
     """The CommitLog files plus the put path.
 
     Args:
@@ -168,6 +163,9 @@ class CommitLog:
         self.put_size_total = 0
         #: seconds taken by flushes that made data durable (monitoring)
         self.flush_latency = Histogram(FLUSH_LATENCY_BUCKETS_S)
+        #: the compiled single put (None: the pure build, or a test asking for the reference)
+        self._fast_prepare = _native_prepare
+        self._fast_write = _native_write
 
     # -- validation ----------------------------------------------------------------------
     def _topic_tail(self, topic: str) -> tuple[bytes, int] | str:
@@ -243,7 +241,17 @@ class CommitLog:
 
     def prepare_one(self, msg: MessageInner) -> PreparedOne | PutResult:
         """Validate and encode ``msg`` as far as possible without the put lock (the record
-        then goes to any place :meth:`write_one` is given). Never raises for bad input."""
+        then goes to any place :meth:`write_one` is given). Never raises for bad input.
+        In C for the common shape (``store/put_native.py``), else the reference."""
+        fast = self._fast_prepare
+        if fast is not None:
+            one = fast(msg, self._topics, self._tag_codes, self._max_props, self._max_size)
+            if one is not None:
+                return one
+        return self.prepare_one_py(msg)
+
+    def prepare_one_py(self, msg: MessageInner) -> PreparedOne | PutResult:
+        """:meth:`prepare_one` in Python: the reference."""
         topic = msg.topic
         tail = self._topics.get(topic)
         if tail is None:
@@ -293,7 +301,21 @@ class CommitLog:
         self, one: PreparedOne, mm: bytearray | mmap.mmap, pos: int, phys: int, store_ts: int
     ) -> PutResult:
         """Under the put lock: give ``one`` its queue offset and write it at ``pos`` of ``mm``
-        as the record at physical offset ``phys``; queue it for dispatch."""
+        as the record at physical offset ``phys``; queue it for dispatch. In C for the
+        common shape (``store/put_native.py``), else the reference."""
+        fast = self._fast_write
+        if fast is not None:
+            result = fast(one, mm, pos, phys, store_ts, self.topic_queue_table, self.staged)
+            if result is not None:
+                self.put_times_total += 1
+                self.put_size_total += one.total
+                return result
+        return self.write_one_py(one, mm, pos, phys, store_ts)
+
+    def write_one_py(
+        self, one: PreparedOne, mm: bytearray | mmap.mmap, pos: int, phys: int, store_ts: int
+    ) -> PutResult:
+        """:meth:`write_one` in Python: the reference."""
         msg = one.msg
         topic = msg.topic
         queue_id = msg.queue_id
@@ -350,9 +372,17 @@ class CommitLog:
         Raises:
             OSError: a new CommitLog file could not be created (reported by the caller).
         """
-        one = self.prepare_one(msg)
-        if type(one) is not PreparedOne:
-            return one  # type: ignore[return-value]
+        fast = self._fast_prepare  # = prepare_one / write_one, inline (hot path)
+        one = (
+            fast(msg, self._topics, self._tag_codes, self._max_props, self._max_size)
+            if fast
+            else None
+        )
+        if one is None:
+            slow = self.prepare_one_py(msg)
+            if not isinstance(slow, PreparedOne):
+                return slow
+            one = slow
         total = one.total
         with self.put_lock:
             now = self.clock.now_ms()  # = next_store_timestamp(), inline (hot path)
@@ -362,7 +392,14 @@ class CommitLog:
             if mf is None or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
                 mf = self._file_for(total)
             pos = mf.wrote_position
-            result = self.write_one(one, mf.mm, pos, mf.file_from_offset + pos, store_ts)
+            write = self._fast_write
+            result = write(one, mf.mm, pos, mf.file_from_offset + pos, store_ts,
+                           self.topic_queue_table, self.staged) if write else None  # fmt: skip
+            if result is None:
+                result = self.write_one_py(one, mf.mm, pos, mf.file_from_offset + pos, store_ts)
+            else:
+                self.put_times_total += 1
+                self.put_size_total += total
             mf.wrote_position = pos + total
             mf.store_timestamp = store_ts
         return result
@@ -614,73 +651,6 @@ class CommitLog:
             assert mf.wrote_position == 0
         self._current = mf
         return mf
-
-    # -- reading -------------------------------------------------------------------------
-    @property
-    def max_offset(self) -> int:
-        """Physical offset just past the last written byte."""
-        return self.queue.max_offset
-
-    @property
-    def min_offset(self) -> int:
-        """Physical offset of the first retained byte (-1 when there are no files)."""
-        first = self.queue.first
-        if first is None:
-            return -1
-        if not first.available:
-            return self.roll_next_file(first.file_from_offset)
-        return first.file_from_offset
-
-    @property
-    def flushed_where(self) -> int:
-        """Physical offset up to which the log is durable."""
-        return self.queue.flushed_where
-
-    def roll_next_file(self, offset: int) -> int:
-        """Start offset of the file after the one holding ``offset``."""
-        return offset + self.file_size - offset % self.file_size
-
-    def file_at(self, offset: int) -> MappedFile | None:
-        """The file holding physical ``offset``, or None (reads of many records look each
-        file up once through this)."""
-        return self.queue.find_mapped_file_by_offset(offset)
-
-    def get_message(self, offset: int, size: int) -> bytes | None:
-        """The ``size`` bytes at physical ``offset`` (a whole record), or None."""
-        mf = self.queue.find_mapped_file_by_offset(offset, offset == 0)
-        if mf is None:
-            return None
-        return mf.read(offset - mf.file_from_offset, size)
-
-    def get_data(self, offset: int, max_bytes: int | None = None) -> bytes | None:
-        """Bytes from ``offset`` to the end of written data in that file (capped), or None."""
-        mf = self.queue.find_mapped_file_by_offset(offset, offset == 0)
-        if mf is None:
-            return None
-        pos = offset - mf.file_from_offset
-        limit = None if max_bytes is None else pos + max_bytes
-        return mf.read_from(pos, limit)
-
-    def look_message_by_offset(self, offset: int) -> bytes | None:
-        """The whole record at ``offset`` (its size read from TOTALSIZE), or None."""
-        head = self.get_message(offset, 8)
-        if head is None:
-            return None
-        size, magic = SIZE_MAGIC.unpack(head)
-        if magic not in (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2) or size < 91:
-            return None
-        return self.get_message(offset, size)
-
-    def pickup_store_timestamp(self, offset: int, size: int) -> int:
-        """Store time of the record at ``offset`` (-1 when it is gone)."""
-        if offset < self.min_offset:
-            return -1
-        head = self.get_message(offset, min(size, 100))
-        if head is None or len(head) < 76:
-            return -1
-        (sys_flag,) = _I32.unpack_from(head, 36)
-        pos = 48 + host_record_size(born_host_v6(sys_flag))
-        return int(_I64.unpack_from(head, pos)[0])
 
     # -- maintenance ---------------------------------------------------------------------
     def flush(self, least_pages: int) -> bool:

@@ -25,6 +25,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+import ariane.store._index_put as _index_put
 from ariane.common import faults
 from ariane.common.clock import Clock
 from ariane.common.hashing import (
@@ -227,6 +228,23 @@ class IndexFile:
         self.dirty = True
         return n
 
+    def put_items(self, items: bytes, start: int) -> int:
+        """``put_key`` for the listed keys (``_index_put.ITEM`` each) from ``start``, in
+        order; returns how many fit."""
+        count = self.index_count
+        written, new_slots, self.begin_phy_offset, self.begin_timestamp = _index_put.index_write(
+            self.mf.mm, self.slot_num, self.index_num, count, self.begin_phy_offset,
+            self.begin_timestamp, items, start,
+        )  # fmt: skip
+        if written:
+            _hash, self.end_phy_offset, self.end_timestamp = _index_put.ITEM.unpack_from(
+                items, (start + written - 1) * _index_put.ITEM.size
+            )
+            self.hash_slot_count += new_slots
+            self.index_count = count + written
+            self.dirty = True
+        return written
+
     def select_phy_offsets(self, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[int]:
         """Offsets of entries whose hash matches ``key`` and time is in range, newest first."""
         out: list[int] = []
@@ -409,7 +427,10 @@ class IndexService:
     def build_index(self, requests: Sequence[DispatchRequest]) -> None:
         """Index the keys of ``requests`` (skipping ones the index already covers): key by
         key for a few, in numpy for many requests or many keys (a trace message carries one
-        per traced message: ~400)."""
+        per traced message: ~400); in C when the extension is built."""
+        if _index_put.COMPILED and requests:
+            self.build_index_columns(tuple(zip(*requests, strict=True)))
+            return
         if len(requests) >= VECTOR_MIN or _key_count(requests) >= VECTOR_MIN:
             self.build_index_columns(tuple(zip(*requests, strict=True)))
             return
@@ -420,7 +441,8 @@ class IndexService:
         end_phy = self._end_phy_offset()
         f: IndexFile | None = None  # opened only when a key is written: no empty files
         for topic, _q, phys, _size, _tags, ts, _qo, keys, uniq, sys_flag, _props in requests:
-            if (not uniq and not keys) or phys < end_phy:
+            split = [k for k in keys.split(" ") if k] if keys else ()
+            if (not uniq and not split) or phys < end_phy:
                 continue
             if is_rollback(sys_flag):
                 continue
@@ -429,17 +451,18 @@ class IndexService:
                 f = self._last_writable()
             if uniq and not f.put_key(uniq, phys, ts, prefix):
                 f = self._put(f, prefix, uniq, phys, ts)
-            if keys:
-                for k in keys.split(" "):
-                    if k and not f.put_key(k, phys, ts, prefix):
-                        f = self._put(f, prefix, k, phys, ts)
+            for k in split:
+                if not f.put_key(k, phys, ts, prefix):
+                    f = self._put(f, prefix, k, phys, ts)
         if f is not None:
             f.write_header()
 
     def build_index_columns(self, columns: tuple[tuple[object, ...], ...]) -> None:
         """``build_index`` for a batch given as its columns (``zip(*requests)``), with the
-        hashing and slot chaining done in numpy."""
+        hashing and slot chaining done in C (``_index_put``) or else numpy."""
         if not columns:
+            return
+        if _index_put.COMPILED and self._build_from_items(columns):
             return
         topics, _q, phys_col, _s, _t, ts_col, _qo, keys_col, uniq_col, flags_col = columns[:10]
         phys_all = np.array(phys_col, dtype=np.int64)
@@ -469,6 +492,26 @@ class IndexService:
                 break
             f = self._last_writable()
         f.write_header()
+
+    def _build_from_items(self, columns: tuple[tuple[object, ...], ...]) -> bool:
+        """``build_index_columns`` with the keys listed and put by ``_index_put``; False when
+        the columns hold values it does not take (nothing written then)."""
+        topics, _q, phys, _s, _t, stamps, _qo, keys, uniqs, flags = columns[:10]
+        items = _index_put.index_key_entries(
+            topics, phys, stamps, keys, uniqs, flags, self._end_phy_offset()
+        )
+        if items is None:
+            return False
+        total = len(items) // _index_put.ITEM.size
+        if not total:
+            return True
+        f = self._last_writable()
+        done = f.put_items(items, 0)
+        while done < total:
+            f = self._last_writable()
+            done += f.put_items(items, done)
+        f.write_header()
+        return True
 
     def _prefix_hashes(
         self, topics: tuple[object, ...], rows: list[int]

@@ -47,7 +47,7 @@ from ariane.store.index_file import IndexService
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import load_store
 from ariane.store.maintenance import StoreMaintenance
-from ariane.store.reads import StoreReads
+from ariane.store.reads import ReadLimits, StoreReads
 from ariane.store.record_block import BlockProgress, PackedRecord
 from ariane.store.replica import ReplicaResult, ReplicaStatus, ReplicaWriter
 from ariane.store.results import GetResult, GetStatus, PutResult, PutStatus, QueryResult
@@ -691,11 +691,13 @@ class MessageStore(StoreReads, StoreMaintenance):
         offset: int,
         max_count: int,
         message_filter: MessageFilter | None = None,
+        limits: ReadLimits | None = None,
     ) -> GetResult:
-        """Read up to ``max_count`` records of a queue from ``offset`` (see ``StoreReads``)."""
+        """Read up to ``max_count`` records of a queue from ``offset`` (see ``StoreReads``;
+        ``limits`` replace the store's transfer limits, for bulk readers)."""
         if self._shutdown:
             return GetResult(GetStatus.SERVICE_NOT_AVAILABLE, offset, 0, 0)
-        return self.read_queue(topic, queue_id, offset, max_count, message_filter)
+        return self.read_queue(topic, queue_id, offset, max_count, message_filter, limits)
 
     def query_message(
         self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int

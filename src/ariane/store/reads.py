@@ -3,16 +3,24 @@
 Mirrors ``DefaultMessageStore.getMessage``/``queryMessage``/``getOffsetInQueueByTime``. Pulls
 take one copy of the ConsumeQueue entries they need, then copy each record out of the
 CommitLog; transfer limits (bytes and count, hot vs cold data) are RocketMQ's. A pull that
-takes every message (no filter, or ``accepts_all``) of in-memory records lying back to back
-in one CommitLog file (the usual case: a queue's messages written in a batch or by one
-producer) copies the whole run at once and cuts it into records (``_read_run``), with the
-same result as the per-entry loop, which stays the reference and handles everything else.
+takes every message (no filter, or ``accepts_all``) of in-memory records copies each run of
+records lying back to back in one CommitLog file (a queue's messages written in a batch or
+by one producer; other queues' records between runs) at once and cuts it into records
+(``_read_run``), with the same result as the per-entry loop, which stays the reference and
+handles everything else (blanks, odd sizes, files gone or being deleted, filters).
+Bulk readers (the broker's Ariane-private bulk pull) pass their own ``limits`` (messages and
+bytes per read), which replace both the in-memory and the on-disk transfer limits; the run
+then also serves cold data, and its checks are made over whole lists in C (``accumulate``,
+``bisect``, list comparison) rather than a Python step per entry.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from bisect import bisect_right
+from itertools import accumulate, pairwise
+from typing import NamedTuple
 
 from ariane.common.properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, decode_properties
 from ariane.store.commit_log import CommitLog
@@ -24,7 +32,7 @@ from ariane.store.index_file import IndexService
 from ariane.store.mapped_file import MappedFile
 from ariane.store.results import GetResult, GetStatus, QueryResult
 
-__all__ = ["StoreReads", "total_physical_memory"]
+__all__ = ["ReadLimits", "StoreReads", "total_physical_memory"]
 
 _BLANK_SIZE = 0x7FFFFFFF
 _I32 = struct.Struct(">i")
@@ -39,6 +47,15 @@ def total_physical_memory() -> int:
 
 
 _MEMORY = total_physical_memory()
+
+
+class ReadLimits(NamedTuple):
+    """A read's own transfer limits (replacing the store's in-memory and on-disk ones)."""
+
+    #: records per read at most
+    messages: int
+    #: bytes per read at most (a first record larger than this is still taken)
+    bytes: int
 
 
 class StoreReads:
@@ -62,8 +79,10 @@ class StoreReads:
         offset: int,
         max_count: int,
         message_filter: MessageFilter | None,
+        limits: ReadLimits | None = None,
     ) -> GetResult:
-        """``getMessage``: up to ``max_count`` raw records of a queue starting at ``offset``.
+        """``getMessage``: up to ``max_count`` raw records of a queue starting at ``offset``
+        (within the store's transfer limits, or ``limits`` when given).
 
         Statuses: ``NO_MATCHED_LOGIC_QUEUE`` (no such queue), ``NO_MESSAGE_IN_QUEUE`` (empty),
         ``OFFSET_TOO_SMALL`` (below min: next = min), ``OFFSET_OVERFLOW_ONE`` (== max),
@@ -89,7 +108,9 @@ class StoreReads:
             status = GetStatus.OFFSET_OVERFLOW_BADLY
             next_offset = min_offset if min_offset == 0 else max_offset
         else:
-            return self._read_entries(cq, offset, max_count, message_filter, min_offset, max_offset)
+            return self._read_entries(
+                cq, offset, max_count, message_filter, min_offset, max_offset, limits
+            )
         self.get_times_miss += 1
         return GetResult(status, next_offset, min_offset, max_offset)
 
@@ -101,6 +122,7 @@ class StoreReads:
         message_filter: MessageFilter | None,
         min_offset: int,
         max_offset: int,
+        limits: ReadLimits | None = None,
     ) -> GetResult:
         cfg = self.config
         max_count = max(1, max_count)
@@ -111,12 +133,23 @@ class StoreReads:
                 GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset, max_offset
             )
         if message_filter is None or getattr(message_filter, "accepts_all", False) is True:
-            run = self._read_run(entries, offset, max_count, min_offset, max_offset)
+            run = self._read_run(entries, offset, max_count, min_offset, max_offset, limits)
             if run is not None:
                 return run
         commit_log = self.commit_log
         max_offset_py = commit_log.max_offset
         memory = _MEMORY * cfg.access_message_in_memory_max_ratio // 100
+        if limits is None:
+            hot = (
+                cfg.max_transfer_count_on_message_in_memory,
+                cfg.max_transfer_bytes_on_message_in_memory,
+            )
+            cold = (
+                cfg.max_transfer_count_on_message_in_disk,
+                cfg.max_transfer_bytes_on_message_in_disk,
+            )
+        else:
+            hot = cold = (limits.messages, limits.bytes)
         # through the log, not its file queue: a DLedger log upgraded from a plain store keeps
         # the old files below its division in a second queue
         find = commit_log.file_at
@@ -141,16 +174,8 @@ class StoreReads:
             if count:
                 if count >= max_count:
                     break
-                if max_offset_py - off > memory:
-                    if (
-                        total + size > cfg.max_transfer_bytes_on_message_in_disk
-                        or count >= cfg.max_transfer_count_on_message_in_disk
-                    ):
-                        break
-                elif (
-                    total + size > cfg.max_transfer_bytes_on_message_in_memory
-                    or count >= cfg.max_transfer_count_on_message_in_memory
-                ):
+                cap_count, cap_bytes = cold if max_offset_py - off > memory else hot
+                if total + size > cap_bytes or count >= cap_count:
                     break
             scanned += 1
             if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags):
@@ -193,12 +218,24 @@ class StoreReads:
         )
 
     def _read_run(
-        self, entries: bytes, offset: int, max_count: int, min_offset: int, max_offset: int
+        self,
+        entries: bytes,
+        offset: int,
+        max_count: int,
+        min_offset: int,
+        max_offset: int,
+        limits: ReadLimits | None = None,
     ) -> GetResult | None:
-        """``_read_entries`` without a filter, in one copy, when the records it would take
-        are in memory and back to back in one file; None otherwise (the loop decides)."""
+        """``_read_entries`` without a filter, one copy per run of back-to-back records, when
+        the records it would take are in memory (or ``limits`` are given); None when an entry
+        is odd (a blank, a bad size, a file gone or being deleted: the loop decides)."""
         cfg = self.config
-        cap = min(max_count, cfg.max_transfer_count_on_message_in_memory)
+        if limits is None:
+            count_cap = cfg.max_transfer_count_on_message_in_memory
+            limit = cfg.max_transfer_bytes_on_message_in_memory
+        else:
+            count_cap, limit = limits
+        cap = min(max_count, count_cap)
         # the loop looks at one entry past the last it takes (and names it in
         # max_phy_offset_pulling), so unpack one more
         units = list(CQ_UNIT.iter_unpack(entries[: (cap + 1) * CQ_UNIT.size]))
@@ -208,31 +245,27 @@ class StoreReads:
         commit_log = self.commit_log
         max_offset_py = commit_log.max_offset
         memory = _MEMORY * cfg.access_message_in_memory_max_ratio // 100
-        if max_offset_py - first > memory:
+        if limits is None and max_offset_py - first > memory:
             return None  # cold data: the loop applies the disk limits
-        limit = cfg.max_transfer_bytes_on_message_in_memory
-        total = 0
-        taken = 0
-        expect = first
-        for off, size, _ in units[:cap]:
-            if off != expect or size == _BLANK_SIZE or size <= 0:
-                return None  # a gap, a blank, a record elsewhere: the loop handles it
-            if taken and total + size > limit:
-                break
-            total += size
-            taken += 1
-            expect = off + size
-        mf = commit_log.file_at(first)
-        if mf is None or first + total > mf.file_from_offset + mf.file_size:
-            return None
-        span = mf.read(first - mf.file_from_offset, total)
-        if span is None:
-            return None
+        head = units[:cap]
+        taken, total, segments = _take(head, limit)
+        if taken == 0:
+            return None  # a blank, an odd size: the loop handles it
         if taken < len(units) and units[taken][1] == _BLANK_SIZE:
             return None  # the loop would step over the blank (and count it as scanned)
-        bounds = [u[0] - first for u in units[:taken]]
-        bounds.append(total)
-        messages = list(map(span.__getitem__, map(slice, bounds, bounds[1:])))
+        messages: list[bytes] = []
+        for lo, hi in pairwise(segments):
+            first = head[lo][0]
+            length = head[hi - 1][0] + head[hi - 1][1] - first
+            mf = commit_log.file_at(first)
+            if mf is None or first + length > mf.file_from_offset + mf.file_size:
+                return None
+            span = mf.read(first - mf.file_from_offset, length)
+            if span is None:
+                return None  # being deleted: the loop says so
+            bounds = [u[0] - first for u in head[lo:hi]]
+            bounds.append(length)
+            messages += map(span.__getitem__, map(slice, bounds, bounds[1:]))
         last = units[taken][0] if taken < len(units) else units[taken - 1][0]
         self.get_times_found += 1
         self.get_transferred_msgs += taken
@@ -246,6 +279,7 @@ class StoreReads:
             max_offset_py - last > memory,
             last,
             list(range(offset, offset + taken)),
+            span if len(segments) == 2 else None,
         )
 
     # -- lookups -------------------------------------------------------------------------
@@ -378,3 +412,28 @@ class StoreReads:
             result.messages.append(record)
             result.buffer_total_size += len(record)
         return result
+
+
+def _take(head: list[tuple[int, int, int]], limit: int) -> tuple[int, int, list[int]]:
+    """(entries, bytes, segments) the per-entry loop takes of the queue entries ``head``
+    under the byte ``limit`` (at least one entry); ``segments`` are the indexes where runs of
+    back-to-back records start, and the end (``[0, ..., entries]``). (0, 0, []) when an entry
+    it looks at is a blank or has an odd size: the loop decides."""
+    offs = [u[0] for u in head]
+    sizes = [u[1] for u in head]
+    cum = list(accumulate(sizes))
+    taken = min(len(head), max(1, bisect_right(cum, limit)))
+    checked = sizes[: min(taken + 1, len(head))]
+    if min(checked) <= 0 or _BLANK_SIZE in checked:
+        return 0, 0, []
+    # sizes[:taken + 1] are positive, so cum ascends there: confirm the bisection's answer
+    if taken > 1 and cum[taken - 1] > limit:
+        return 0, 0, []
+    if taken < len(head) and cum[taken] <= limit:
+        return 0, 0, []
+    ends = [o + n for o, n in zip(offs[: taken - 1], sizes, strict=False)]
+    if offs[1:taken] == ends:
+        return taken, cum[taken - 1], [0, taken]
+    pairs = zip(ends, offs[1:taken], strict=True)
+    starts = [i for i, (end, off) in enumerate(pairs, 1) if end != off]
+    return taken, cum[taken - 1], [0, *starts, taken]

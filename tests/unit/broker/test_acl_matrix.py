@@ -85,6 +85,7 @@ DATA_PATH: dict[int, tuple[dict[str, str], bytes | None, str]] = {
     C.SEND_REPLY_MESSAGE_V2: ({"b": TOPIC, "a": "PG"}, b"m", f"topic:{TOPIC}"),
     C.PULL_MESSAGE: ({"topic": TOPIC, "consumerGroup": GROUP}, None, f"topic:{TOPIC}"),
     C.LITE_PULL_MESSAGE: ({"topic": TOPIC, "consumerGroup": GROUP}, None, f"topic:{TOPIC}"),
+    C.ARIANE_BULK_PULL_MESSAGE: ({"topic": TOPIC, "consumerGroup": GROUP}, None, f"topic:{TOPIC}"),
     C.QUERY_MESSAGE: ({"topic": TOPIC, "key": "k"}, None, f"topic:{TOPIC}"),
     C.HEART_BEAT: ({}, _heartbeat(), f"group:{GROUP}"),
     C.UNREGISTER_CLIENT: ({"clientID": "c", "consumerGroup": GROUP}, None, f"group:{GROUP}"),

@@ -199,3 +199,55 @@ def test_after_keeps_the_usual_end_as_its_time_alone() -> None:
     assert usual[2] == 1_765_000_000_123_000_000  # an int: one object fewer per delivery
     assert odd[2] == (1_765_000_000_123_000_000, 1, False, failed)
     assert dispatcher.stats.appended == 4
+
+
+_USUAL = object()
+
+
+def _after_outcome(fn: Any, pair: list[Any], count: int, success: bool, outcome: object) -> Any:
+    clock = _Clock()
+    try:
+        result = fn(pair, count, success, outcome, clock, _USUAL)
+    except Exception as exc:  # the same error from both twins
+        return ("raised", type(exc).__name__)
+    return result, pair, clock.calls
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    taken=st.integers(0, 2),
+    count=st.integers(-1, 3) | st.integers(2**63, 2**64),
+    success=st.booleans(),
+    usual=st.booleans(),
+)
+def test_sub_after_identical(taken: int, count: int, success: bool, usual: bool) -> None:
+    fast = getattr(native.speedups, "sub_after", None)
+    if fast is None:
+        _compiled()  # skips on the pure build, fails when a compiler is present
+    marker = "TAKEN"
+    outcome = _USUAL if usual else "FAILED"
+    want = _after_outcome(_trace_records.sub_after_py, ["o", "d", marker][: taken + 1], count,
+                          success, outcome)  # fmt: skip
+    got = _after_outcome(fast, ["o", "d", marker][: taken + 1], count, success, outcome)
+    assert got == want
+
+
+def test_sub_after_ends() -> None:
+    for fn in {_trace_records.sub_after, _trace_records.sub_after_py}:
+        clock = _Clock()
+        pair: list[Any] = ["owner", "data"]
+        assert fn(pair, 1, True, _USUAL, clock, _USUAL) is None
+        assert pair == ["owner", "data", 1_765_000_000_123_456_790]  # the usual end: an int
+        pair = ["owner", "data"]
+        assert fn(pair, 2, True, _USUAL, clock, _USUAL) is None
+        assert pair[2] == (1_765_000_000_123_456_791, 2, True, _USUAL)
+        taken: list[Any] = ["owner", "data", "TAKEN"]
+        end = fn(taken, 1, False, "FAILED", clock, _USUAL)
+        assert end == (1_765_000_000_123_456_792, 1, False, "FAILED")  # the caller ships it
+        assert taken[3] is end
+
+        def broken() -> int:
+            raise RuntimeError("clock")
+
+        with pytest.raises(RuntimeError, match="clock"):
+            fn(["owner", "data"], 1, True, _USUAL, broken, _USUAL)

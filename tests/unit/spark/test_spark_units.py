@@ -118,6 +118,8 @@ def test_offsets_json_round_trips_stably(offsets: dict[tuple[str, str, int], int
 def test_sink_options() -> None:
     opts = SinkOptions.parse({"nameserver": "h:1", "topic": "T", "batchRows": "10"})
     assert (opts.topic, opts.batch_rows, opts.id_namespace) == ("T", 10, None)
+    defaults = SinkOptions.parse({"nameserver": "h:1"})
+    assert (defaults.batch_rows, defaults.max_in_flight, defaults.idempotent) == (1024, 16, True)
     with pytest.raises(InvalidArgumentError, match="one topic"):
         SinkOptions.parse({"nameserver": "h:1", "topic": "A,B"})
     with pytest.raises(InvalidArgumentError, match="nameserver"):

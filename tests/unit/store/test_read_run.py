@@ -7,7 +7,7 @@ not say so)."""
 from __future__ import annotations
 
 import tempfile
-from dataclasses import astuple
+from dataclasses import astuple, replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ariane.store.filter import TagFilter
 from ariane.store.inner import BatchItem, MessageBatchInner
 from ariane.store.message_store import MessageStore
+from ariane.store.reads import ReadLimits
 from ariane.store.results import GetResult
 
 from .helpers import BORN, HOST, msg, open_store
@@ -34,16 +35,21 @@ def _counters(store: MessageStore) -> tuple[int, int, int]:
     return store.get_times_found, store.get_times_miss, store.get_transferred_msgs
 
 
-def _both(store: MessageStore, queue: int, offset: int, count: int) -> tuple[GetResult, GetResult]:
+def _both(
+    store: MessageStore, queue: int, offset: int, count: int, limits: ReadLimits | None = None
+) -> tuple[GetResult, GetResult]:
     before = _counters(store)
-    fast = store.get_message("g", "TopicA", queue, offset, count, TagFilter.from_expression("*"))
+    every = TagFilter.from_expression("*")
+    fast = store.get_message("g", "TopicA", queue, offset, count, every, limits)
     middle = _counters(store)
-    slow = store.get_message("g", "TopicA", queue, offset, count, _EverythingQuietly())
+    slow = store.get_message("g", "TopicA", queue, offset, count, _EverythingQuietly(), limits)
     after = _counters(store)
     assert [b - a for a, b in zip(before, middle, strict=True)] == [
         c - b for b, c in zip(middle, after, strict=True)
     ]
-    return fast, slow
+    assert slow.joined is None
+    assert fast.joined is None or fast.joined == b"".join(fast.messages)
+    return replace(fast, joined=None), slow
 
 
 # (queue, sizes of one write: a batch when more than one; a batch stays below the
@@ -113,3 +119,94 @@ def test_a_batch_is_read_as_one_run(tmp_path: object) -> None:
         assert calls == [5]
         assert res.message_queue_offsets == [1, 2, 3, 4, 5]
         assert res.next_begin_offset == 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    writes=_writes,
+    limits=st.builds(
+        ReadLimits, st.integers(1, 300), st.sampled_from([1, 1024, 5000, 64 * 1024, 4 << 20])
+    ),
+    cold=st.booleans(),
+    count=st.sampled_from([1, 7, 64, 4096]),
+)
+def test_bulk_limits_run_equals_loop(
+    writes: list[tuple[int, list[int]]], limits: ReadLimits, cold: bool, count: int
+) -> None:
+    """A bulk reader's own limits replace both the in-memory and the on-disk ones, for the
+    run and the loop alike; cold data (no memory share) takes the run too."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        open_store(tmp, access_message_in_memory_max_ratio=0 if cold else 40) as store,
+    ):
+        for n, (queue, sizes) in enumerate(writes):
+            if len(sizes) == 1:
+                store.put_message(msg(queue_id=queue, body=b"s" * sizes[0], KEYS=f"k{n}"))
+            else:
+                items = [BatchItem(b"b" * size, properties={"KEYS": f"k{n}"}) for size in sizes]
+                batch = MessageBatchInner("TopicA", queue, items, born_host=BORN, store_host=HOST)
+                assert store.put_messages(batch).ok
+        assert store.wait_dispatched()
+        for queue in range(3):
+            top = store.get_max_offset_in_queue("TopicA", queue)
+            for offset in range(top + 1):
+                fast, slow = _both(store, queue, offset, count, limits)
+                assert astuple(fast) == astuple(slow)
+                if offset < top:
+                    taken = fast.message_count
+                    assert 1 <= taken <= min(count, limits.messages)
+                    assert taken == 1 or fast.buffer_total_size <= limits.bytes
+
+
+def test_bulk_limits_read_past_the_memory_caps(tmp_path: object) -> None:
+    """With limits, one read takes more than the store's 32-record and 256 KiB caps, hot or
+    cold, and the run is what takes them."""
+    with open_store(str(tmp_path), access_message_in_memory_max_ratio=0) as store:
+        for _ in range(5):
+            items = [BatchItem(b"x" * 300, properties={"KEYS": "k"}) for i in range(10)]
+            assert store.put_messages(MessageBatchInner("TopicA", 0, items, born_host=BORN)).ok
+        assert store.wait_dispatched()
+        plain = store.get_message("g", "TopicA", 0, 0, 4096)
+        run = store._read_run(
+            store.get_consume_queue("TopicA", 0).get_entries(0, 800),  # type: ignore[union-attr]
+            0,
+            4096,
+            0,
+            50,
+            ReadLimits(40, 1 << 20),
+        )
+        assert plain.message_count == store.config.max_transfer_count_on_message_in_disk
+        assert run is not None
+        assert run.message_queue_offsets == list(range(40))
+        assert run.next_begin_offset == 40
+        bulk = store.get_message("g", "TopicA", 0, 0, 4096, None, ReadLimits(40, 1 << 20))
+        assert astuple(bulk) == astuple(run)
+        assert b"".join(bulk.messages) == b"".join(
+            store.get_message("g", "TopicA", 0, o, 1).messages[0] for o in range(40)
+        )
+
+
+def test_interleaved_queues_are_read_run_by_run(tmp_path: object) -> None:
+    """Batches of two queues written in turn: a read of one queue takes its runs, each in
+    one copy, across the other queue's records."""
+    with open_store(str(tmp_path)) as store:
+        for k in range(4):
+            items = [BatchItem(b"q%d-%d" % (k % 2, i), properties={"KEYS": "k"}) for i in range(5)]
+            assert store.put_messages(MessageBatchInner("TopicA", k % 2, items, born_host=BORN)).ok
+        assert store.wait_dispatched()
+        calls: list[int] = []
+        real = store._read_run
+
+        def spy(*args: object) -> GetResult | None:
+            got = real(*args)  # type: ignore[arg-type]
+            calls.append(0 if got is None else got.message_count)
+            return got
+
+        store._read_run = spy  # type: ignore[method-assign]
+        res = store.get_message("g", "TopicA", 0, 2, 32)
+        assert calls == [8]
+        assert res.message_queue_offsets == list(range(2, 10))
+        assert res.messages == [
+            store.get_message("g", "TopicA", 0, o, 1, _EverythingQuietly()).messages[0]
+            for o in range(2, 10)
+        ]

@@ -25,6 +25,13 @@ PULL_RETRY_IMMEDIATELY at once, which makes a client whose route lacks the retur
 pull in a tight loop). While the master is down, a slave serves and holds pulls like a master. A slave without ``offsetCheckInSlave`` never
 moves a consumer's offset (it may just be behind): PULL_OFFSET_MOVED becomes
 PULL_RETRY_IMMEDIATELY at the same offset.
+
+ARIANE_BULK_PULL_MESSAGE (an Ariane request code, for bulk readers such as the Spark source)
+is a PULL_MESSAGE with the same header, checks (ACL included) and answer, but never held and
+never committing, whose size is bounded by the broker's ``bulkPullMaxMessages`` and
+``bulkPullMaxBytes`` instead of the per-pull transfer limits (32 records, 256 KiB in memory),
+so a reader takes a queue range in a few megabyte-sized answers; the store copies such a run
+of back-to-back records once (``StoreReads._read_run``).
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from ariane.remoting.protocol.client_bodies import MessageModel
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.server import RemotingServer
-from ariane.store import GetResult, GetStatus
+from ariane.store import GetResult, GetStatus, ReadLimits
 
 if TYPE_CHECKING:
     from ariane.broker.context import BrokerContext
@@ -86,10 +93,17 @@ class PullMessageProcessor:
         """Register the handlers on ``server``."""
         server.register_processor(RequestCode.PULL_MESSAGE, self.pull)
         server.register_processor(RequestCode.LITE_PULL_MESSAGE, self.pull)
+        server.register_processor(RequestCode.ARIANE_BULK_PULL_MESSAGE, self.bulk_pull)
 
     def pull(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
         """A fresh pull (may be held)."""
         return self.process(ctx, request, True)
+
+    def bulk_pull(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        """ARIANE_BULK_PULL_MESSAGE: a pull under the bulk limits, never held."""
+        cfg = self.broker.config
+        limits = ReadLimits(cfg.bulk_pull_max_messages, cfg.bulk_pull_max_bytes)
+        return self.process(ctx, request, False, limits)
 
     def pull_again(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
         """Re-run a held pull (never held again)."""
@@ -126,11 +140,15 @@ class PullMessageProcessor:
         return RetryPullFilter(inner, original)
 
     def process(
-        self, ctx: RequestContext, request: RemotingCommand, allow_suspend: bool
+        self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+        allow_suspend: bool,
+        limits: ReadLimits | None = None,
     ) -> RemotingCommand | None:
         """``processRequest(channel, request, brokerAllowSuspend)``: check access, build the
-        filter, honour a server-side reset, commit the piggy-backed offset, read, and answer
-        (or hold the request)."""
+        filter, honour a server-side reset, commit the piggy-backed offset, read (under
+        ``limits`` when given: a bulk pull), and answer (or hold the request)."""
         header = h.PullMessageRequestHeader.from_ext_fields(request.ext_fields)
         checked = self._check_access(ctx, header)
         if isinstance(checked, RemotingCommand):
@@ -147,8 +165,11 @@ class PullMessageProcessor:
         slave = self.broker.role.is_slave
         if allow_suspend and header.sys_flag & PULL_COMMIT_OFFSET and not slave:
             offsets.commit(group, topic, queue_id, header.commit_offset)
-        max_nums = min(max(header.max_msg_nums, 1), _MAX_MSG_NUMS)
-        res = self.store.get_message(group, topic, queue_id, header.queue_offset, max_nums, flt)
+        top = _MAX_MSG_NUMS if limits is None else limits.messages
+        max_nums = min(max(header.max_msg_nums, 1), top)
+        res = self.store.get_message(
+            group, topic, queue_id, header.queue_offset, max_nums, flt, limits
+        )
         answer = self._code_and_body(header, res)
         if isinstance(answer, RemotingCommand):
             return answer
@@ -275,7 +296,8 @@ class PullMessageProcessor:
         status = res.status
         if status is GetStatus.FOUND:
             self.broker.stats.on_get(header.consumer_group, header.topic, len(res.messages))
-            return ResponseCode.SUCCESS, b"".join(res.messages)
+            joined = res.joined
+            return ResponseCode.SUCCESS, b"".join(res.messages) if joined is None else joined
         code = _STATUS_CODE.get(status, -1)
         if code == -1:
             if status is GetStatus.SERVICE_NOT_AVAILABLE:

@@ -186,6 +186,10 @@ class RequestCode(IntEnum):
     # Ariane extension (issue 14): hand a DLedger group's leadership to another node
     # (``mqadmin transferLeadership``)
     ARIANE_DLEDGER_TRANSFER_LEADERSHIP = 90011
+    # Ariane extension (issue 19): PULL_MESSAGE for bulk readers (the Spark source): same
+    # header and answer, never held, under the broker's bulkPullMaxMessages/bulkPullMaxBytes
+    # instead of the per-pull transfer limits; RocketMQ brokers answer REQUEST_CODE_NOT_SUPPORTED
+    ARIANE_BULK_PULL_MESSAGE = 90021
 
 
 class ResponseCode(IntEnum):

@@ -1,0 +1,568 @@
+/* ariane._speedups: one message put into the CommitLog in two C calls (issue 18: `ariane bench
+ * store`'s single writer), the compiled twins of CommitLog.prepare_one_py / write_one_py
+ * (RocketMQ CommitLog.asyncPutMessage with MessageExtEncoder.encode, for the common shape).
+ *
+ *   configure_put(prepared_cls, request_cls, result_cls, put_ok, message_cls, host_cls,
+ *                 header_v4, schedule_topic, v6_flags) -> None
+ *   put_prepare(msg, topics, tag_codes, max_props, max_size) -> PreparedOne | None
+ *   put_write(one, mm, pos, phys, store_ts, queue_table, staged) -> PutResult | None
+ *
+ * How it works. put_prepare does what prepare_one does for a message of the common shape: its
+ * topic already in the CommitLog's topic cache `topics` (a legal one), IPv4 born and store
+ * hosts, exact ints in range, exact str properties (the map, or `properties_string`) that are
+ * valid UTF-8 and fit `max_props`, a bytes body, a size under `max_size`, a TAGS value whose
+ * code is in the cache `tag_codes` (or none), a topic other than SCHEDULE_TOPIC_XXXX. It returns
+ * the same PreparedOne tuple (the v4 header struct, magic, sysFlag without host bits, stored
+ * size, BODYCRC = zlib CRC-32 & 0x7FFFFFFF by the slice-by-8 of _speedups_batchput.h, the bytes
+ * after the body, the tags code), allocated with the class and filled. put_write does what
+ * write_one does for such a PreparedOne (any PreparedOne with the v4 header outside the
+ * schedule topic): the queue offset from `queue_table` (0 for PREPARED and ROLLBACK records,
+ * which do not advance it), the record written at `pos` of the writable buffer `mm`, the
+ * DispatchRequest appended to `staged` and the PutResult built in place (its __slots__ filled
+ * through their offsets, no __init__ call). Anything else returns None before writing and the
+ * pure methods, the reference, decide (and say why a message is refused).
+ *
+ * Included by _speedups.c after _speedups_batchput.h (bp_crc32, bp_put32, bp_put64).
+ */
+
+#define PUT_V4_HEADER 88 /* the record up to and including BODYLENGTH with IPv4 hosts */
+#define PUT_RESULT_SLOTS 10
+
+static PyObject *PUT_PREPARED, *PUT_REQUEST, *PUT_RESULT, *PUT_OK, *PUT_MSG, *PUT_HOST;
+static PyObject *PUT_HEADER, *PUT_SCHEDULE, *PUT_K_TAGS, *PUT_K_KEYS, *PUT_K_UNIQ, *PUT_ONE;
+static PyObject *PUT_K_APPEND;
+static long PUT_V6_FLAGS;
+/* MessageInner's slots, in this order */
+static const char *const PUT_MSG_NAMES[] = {
+    "topic", "queue_id", "body", "flag", "properties", "sys_flag", "born_timestamp_ms",
+    "born_host", "store_host", "reconsume_times", "prepared_transaction_offset",
+    "properties_string",
+};
+enum { M_TOPIC, M_QID, M_BODY, M_FLAG, M_PROPS, M_SYSFLAG, M_BORN_TS, M_BORN, M_STORE,
+       M_RECONSUME, M_PREPARED, M_PROPS_STR, M_COUNT };
+/* PutResult's slots, in the order put_write fills them */
+static const char *const PUT_RESULT_NAMES[PUT_RESULT_SLOTS] = {
+    "status", "wrote_offset", "wrote_bytes", "store_timestamp_ms", "logics_offset", "msg_num",
+    "store_host", "store_port", "offsets", "remark",
+};
+static Py_ssize_t PUT_MSG_AT[M_COUNT], PUT_RESULT_AT[PUT_RESULT_SLOTS];
+
+/* the offset of each __slots__ member `names` of `cls` into `at`; 0 or -1 with an error */
+static int put_slots(PyObject *cls, const char *const *names, Py_ssize_t n, Py_ssize_t *at) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttrString(cls, names[i]);
+        int ok = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok) {
+            at[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        }
+        Py_XDECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "configure_put: %s is not a slot", names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *configure_put(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject **slots[8] = {&PUT_PREPARED, &PUT_REQUEST, &PUT_RESULT, &PUT_OK,
+                           &PUT_MSG, &PUT_HOST, &PUT_HEADER, &PUT_SCHEDULE};
+    int i;
+    (void)module;
+    if (nargs != 9 || !PyType_Check(args[0]) || !PyType_Check(args[1]) ||
+        !PyType_Check(args[2]) || !PyType_Check(args[4]) || !PyType_Check(args[5]) ||
+        !PyUnicode_CheckExact(args[7])) {
+        PyErr_SetString(PyExc_TypeError, "configure_put(prepared_cls, request_cls, result_cls, "
+                                         "put_ok, message_cls, host_cls, header_v4, "
+                                         "schedule_topic, v6_flags)");
+        return NULL;
+    }
+    for (i = 0; i < 2; i++) {
+        PyTypeObject *t = (PyTypeObject *)args[i];
+        if (!PyType_IsSubtype(t, &PyTuple_Type) || t->tp_dictoffset != 0) {
+            PyErr_SetString(PyExc_TypeError, "configure_put: NamedTuple classes expected");
+            return NULL;
+        }
+    }
+    PUT_V6_FLAGS = PyLong_AsLong(args[8]);
+    if ((PUT_V6_FLAGS == -1 && PyErr_Occurred()) ||
+        put_slots(args[2], PUT_RESULT_NAMES, PUT_RESULT_SLOTS, PUT_RESULT_AT) < 0 ||
+        put_slots(args[4], PUT_MSG_NAMES, M_COUNT, PUT_MSG_AT) < 0) {
+        return NULL;
+    }
+    if (PUT_K_TAGS == NULL) {
+        PUT_K_TAGS = PyUnicode_InternFromString("TAGS");
+        PUT_K_KEYS = PyUnicode_InternFromString("KEYS");
+        PUT_K_UNIQ = PyUnicode_InternFromString("UNIQ_KEY");
+        PUT_K_APPEND = PyUnicode_InternFromString("append");
+        PUT_ONE = PyLong_FromLong(1);
+        if (PUT_K_TAGS == NULL || PUT_K_KEYS == NULL || PUT_K_UNIQ == NULL || PUT_ONE == NULL ||
+            PUT_K_APPEND == NULL) {
+            return NULL;
+        }
+    }
+    for (i = 0; i < 8; i++) {
+        Py_INCREF(args[i]);
+        Py_XSETREF(*slots[i], args[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+/* slot i of msg (borrowed; NULL when unset) */
+#define PUT_FIELD(msg, i) (*(PyObject **)((char *)(msg) + PUT_MSG_AT[i]))
+
+/* an exact int in [lo, hi] into *v: 1 when it is one, 0 when not (no error left set) */
+static int put_int(PyObject *o, int64_t lo, int64_t hi, int64_t *v) {
+    int overflow = 0;
+    long long x;
+    if (o == NULL || !PyLong_CheckExact(o)) {
+        return 0;
+    }
+    x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *v = (int64_t)x;
+    return x >= lo && x <= hi;
+}
+
+/* a HostPort with a 4-byte address and an int32 port: 1 with its parts, else 0 */
+static int put_host(PyObject *h, const char **addr, int64_t *port) {
+    PyObject *a;
+    if (h == NULL || !Py_IS_TYPE(h, (PyTypeObject *)PUT_HOST) || PyTuple_GET_SIZE(h) != 2) {
+        return 0;
+    }
+    a = PyTuple_GET_ITEM(h, 0);
+    if (!PyBytes_CheckExact(a) || PyBytes_GET_SIZE(a) != 4) {
+        return 0;
+    }
+    *addr = PyBytes_AS_STRING(a);
+    return put_int(PyTuple_GET_ITEM(h, 1), INT32_MIN, INT32_MAX, port);
+}
+
+/* the UTF-8 of the properties (k\x01v\x02 per entry of the exact-str map, or `text`) as a new
+ * bytes object; NULL with no error when they are not of the shape (the pure path decides) */
+static PyObject *put_props(PyObject *props, PyObject *text) {
+    Py_ssize_t pos = 0, n = 0, len;
+    PyObject *k, *v, *out;
+    const char *s;
+    char *w;
+    if (text != Py_None) {
+        if (!PyUnicode_CheckExact(text) || (s = PyUnicode_AsUTF8AndSize(text, &len)) == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        return PyBytes_FromStringAndSize(s, len);
+    }
+    while (PyDict_Next(props, &pos, &k, &v)) {
+        Py_ssize_t kl, vl;
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v) ||
+            PyUnicode_AsUTF8AndSize(k, &kl) == NULL || PyUnicode_AsUTF8AndSize(v, &vl) == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        n += kl + vl + 2;
+    }
+    if ((out = PyBytes_FromStringAndSize(NULL, n)) == NULL) {
+        return NULL;
+    }
+    w = PyBytes_AS_STRING(out);
+    pos = 0;
+    while (PyDict_Next(props, &pos, &k, &v)) {
+        Py_ssize_t kl, vl;
+        const char *ks = PyUnicode_AsUTF8AndSize(k, &kl), *vs = PyUnicode_AsUTF8AndSize(v, &vl);
+        if (n < kl + vl + 2) { /* the map changed under us: cannot happen with the GIL held */
+            Py_DECREF(out);
+            return NULL;
+        }
+        memcpy(w, ks, (size_t)kl);
+        w[kl] = '\x01';
+        memcpy(w + kl + 1, vs, (size_t)vl);
+        w[kl + 1 + vl] = '\x02';
+        w += kl + vl + 2;
+        n -= kl + vl + 2;
+    }
+    return out;
+}
+
+/* the tags code of props' TAGS: 0 without one, the cached code, or -1 (not cached: the pure
+ * path computes and caches it); *code is a new reference */
+static int put_tags(PyObject *props, PyObject *tag_codes, PyObject **code) {
+    PyObject *tags = PyDict_GetItemWithError(props, PUT_K_TAGS);
+    if (tags == NULL || (PyUnicode_CheckExact(tags) && PyUnicode_GET_LENGTH(tags) == 0)) {
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return -1;
+        }
+        *code = PyLong_FromLong(0);
+        return *code ? 0 : -1;
+    }
+    if (!PyUnicode_CheckExact(tags) ||
+        (*code = PyDict_GetItemWithError(tag_codes, tags)) == NULL ||
+        !PyLong_CheckExact(*code)) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_INCREF(*code);
+    return 0;
+}
+
+/* the shape checks and parts of put_prepare; 1 when msg is of the common shape */
+static int put_shape(PyObject *msg, PyObject *topics, PyObject **tail, int64_t *sys_flag) {
+    static const int ints[5] = {M_QID, M_FLAG, M_SYSFLAG, M_RECONSUME, M_BORN_TS};
+    const char *addr;
+    int64_t v, port;
+    PyObject *topic = PUT_FIELD(msg, M_TOPIC), *props = PUT_FIELD(msg, M_PROPS);
+    PyObject *body = PUT_FIELD(msg, M_BODY), *text = PUT_FIELD(msg, M_PROPS_STR);
+    int i;
+    if (topic == NULL || !PyUnicode_CheckExact(topic) || body == NULL ||
+        !PyBytes_CheckExact(body) || props == NULL || !PyDict_CheckExact(props) ||
+        text == NULL || PyUnicode_Compare(topic, PUT_SCHEDULE) == 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    *tail = PyDict_GetItemWithError(topics, topic);
+    if (*tail == NULL || !PyTuple_CheckExact(*tail) || PyTuple_GET_SIZE(*tail) != 2 ||
+        !PyBytes_CheckExact(PyTuple_GET_ITEM(*tail, 0)) ||
+        !put_int(PyTuple_GET_ITEM(*tail, 1), INT32_MIN, INT32_MAX, &v)) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (!put_host(PUT_FIELD(msg, M_BORN), &addr, &port) ||
+        !put_host(PUT_FIELD(msg, M_STORE), &addr, &port) ||
+        !put_int(PUT_FIELD(msg, M_PREPARED), INT64_MIN, INT64_MAX, &v)) {
+        return 0;
+    }
+    for (i = 0; i < 5; i++) {
+        int64_t lo = i == 0 ? 0 : (i == 4 ? INT64_MIN : INT32_MIN);
+        int64_t hi = i == 4 ? INT64_MAX : INT32_MAX;
+        if (!put_int(PUT_FIELD(msg, ints[i]), lo, hi, &v)) {
+            return 0;
+        }
+        if (ints[i] == M_SYSFLAG) {
+            *sys_flag = v;
+        }
+    }
+    return 1;
+}
+
+static PyObject *put_prepare(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *msg, *tail, *props_bytes = NULL, *code = NULL, *rest = NULL, *body, *out;
+    PyObject *items[8];
+    int64_t sys_flag = 0;
+    Py_ssize_t max_props, max_size, props_len, topic_len, total;
+    char *w;
+    int i;
+    (void)module;
+    if (nargs != 5 || PUT_MSG == NULL || !PyDict_CheckExact(args[1]) ||
+        !PyDict_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "put_prepare(msg, topics, tag_codes, max_props, "
+                                         "max_size) after configure_put");
+        return NULL;
+    }
+    msg = args[0];
+    max_props = PyLong_AsSsize_t(args[3]);
+    max_size = max_props == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG) || !put_shape(msg, args[1], &tail, &sys_flag)) {
+        Py_RETURN_NONE;
+    }
+    body = PUT_FIELD(msg, M_BODY);
+    props_bytes = put_props(PUT_FIELD(msg, M_PROPS), PUT_FIELD(msg, M_PROPS_STR));
+    if (props_bytes == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    props_len = PyBytes_GET_SIZE(props_bytes);
+    topic_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tail, 0));
+    total = PUT_V4_HEADER + topic_len + 2 + PyBytes_GET_SIZE(body) + props_len;
+    if (props_len > max_props || props_len > 0x7FFF || total > max_size || total > INT32_MAX ||
+        put_tags(PUT_FIELD(msg, M_PROPS), args[2], &code) < 0) {
+        Py_DECREF(props_bytes);
+        Py_RETURN_NONE;
+    }
+    rest = PyBytes_FromStringAndSize(NULL, topic_len + 2 + props_len);
+    if (rest == NULL) {
+        goto fail;
+    }
+    w = PyBytes_AS_STRING(rest);
+    memcpy(w, PyBytes_AS_STRING(PyTuple_GET_ITEM(tail, 0)), (size_t)topic_len);
+    w[topic_len] = (char)(props_len >> 8);
+    w[topic_len + 1] = (char)props_len;
+    memcpy(w + topic_len + 2, PyBytes_AS_STRING(props_bytes), (size_t)props_len);
+    if (!BP_CRC_READY) {
+        bp_crc_init();
+    }
+    items[0] = msg;
+    Py_INCREF(msg);
+    items[1] = PUT_HEADER;
+    Py_INCREF(PUT_HEADER);
+    items[2] = PyTuple_GET_ITEM(tail, 1);
+    Py_INCREF(items[2]);
+    items[3] = PyLong_FromLongLong((long long)(sys_flag & ~PUT_V6_FLAGS));
+    items[4] = PyLong_FromSsize_t(total);
+    items[5] = PyLong_FromUnsignedLong(
+        bp_crc32((const unsigned char *)PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body)) &
+        0x7FFFFFFFu);
+    items[6] = rest;
+    items[7] = code;
+    rest = code = NULL;
+    out = ((PyTypeObject *)PUT_PREPARED)->tp_alloc((PyTypeObject *)PUT_PREPARED, 8);
+    for (i = 0; i < 8; i++) {
+        if (items[i] == NULL || out == NULL) {
+            Py_XDECREF(items[i]);
+            Py_CLEAR(out);
+            continue;
+        }
+        PyTuple_SET_ITEM(out, i, items[i]); /* steals */
+    }
+    Py_DECREF(props_bytes);
+    return out;
+fail:
+    Py_XDECREF(props_bytes);
+    Py_XDECREF(code);
+    Py_XDECREF(rest);
+    return NULL;
+}
+
+/* the parts of a PreparedOne put_write takes; 1 when it is one of the shape */
+typedef struct {
+    PyObject *msg, *topic, *body, *rest, *props, *tags_code, *store_addr_obj, *store_port_obj;
+    const char *born_addr, *store_addr;
+    int64_t magic, sys_flag, total, crc, qid, flag, born_ts, born_port, store_port, reconsume,
+        prepared;
+} PutOne;
+
+static int put_one_parts(PyObject *one, PutOne *p) {
+    PyObject *msg, *store;
+    Py_ssize_t body_len;
+    if (!Py_IS_TYPE(one, (PyTypeObject *)PUT_PREPARED) || PyTuple_GET_SIZE(one) != 8 ||
+        PyTuple_GET_ITEM(one, 1) != PUT_HEADER) {
+        return 0;
+    }
+    msg = p->msg = PyTuple_GET_ITEM(one, 0);
+    if (!Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG)) {
+        return 0;
+    }
+    p->topic = PUT_FIELD(msg, M_TOPIC);
+    p->body = PUT_FIELD(msg, M_BODY);
+    p->props = PUT_FIELD(msg, M_PROPS);
+    p->rest = PyTuple_GET_ITEM(one, 6);
+    p->tags_code = PyTuple_GET_ITEM(one, 7);
+    store = PUT_FIELD(msg, M_STORE);
+    if (p->topic == NULL || !PyUnicode_CheckExact(p->topic) || p->body == NULL ||
+        !PyBytes_CheckExact(p->body) || p->props == NULL || !PyDict_CheckExact(p->props) ||
+        !PyBytes_CheckExact(p->rest) || PyUnicode_Compare(p->topic, PUT_SCHEDULE) == 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    body_len = PyBytes_GET_SIZE(p->body);
+    if (!put_int(PyTuple_GET_ITEM(one, 2), INT32_MIN, INT32_MAX, &p->magic) ||
+        !put_int(PyTuple_GET_ITEM(one, 3), INT32_MIN, INT32_MAX, &p->sys_flag) ||
+        !put_int(PyTuple_GET_ITEM(one, 4), INT32_MIN, INT32_MAX, &p->total) ||
+        !put_int(PyTuple_GET_ITEM(one, 5), INT32_MIN, INT32_MAX, &p->crc) ||
+        p->total != PUT_V4_HEADER + body_len + PyBytes_GET_SIZE(p->rest) ||
+        !put_int(PUT_FIELD(msg, M_QID), INT32_MIN, INT32_MAX, &p->qid) ||
+        !put_int(PUT_FIELD(msg, M_FLAG), INT32_MIN, INT32_MAX, &p->flag) ||
+        !put_int(PUT_FIELD(msg, M_BORN_TS), INT64_MIN, INT64_MAX, &p->born_ts) ||
+        !put_int(PUT_FIELD(msg, M_RECONSUME), INT32_MIN, INT32_MAX, &p->reconsume) ||
+        !put_int(PUT_FIELD(msg, M_PREPARED), INT64_MIN, INT64_MAX, &p->prepared) ||
+        !put_host(PUT_FIELD(msg, M_BORN), &p->born_addr, &p->born_port) ||
+        !put_host(store, &p->store_addr, &p->store_port)) {
+        return 0;
+    }
+    p->store_addr_obj = PyTuple_GET_ITEM(store, 0);
+    p->store_port_obj = PyTuple_GET_ITEM(store, 1);
+    return 1;
+}
+
+/* the record of p at w */
+static void put_record(unsigned char *w, const PutOne *p, int64_t queue_offset, int64_t phys,
+                       int64_t store_ts) {
+    Py_ssize_t body_len = PyBytes_GET_SIZE(p->body);
+    bp_put32(w, p->total);
+    bp_put32(w + 4, p->magic);
+    bp_put32(w + 8, p->crc);
+    bp_put32(w + 12, p->qid);
+    bp_put32(w + 16, p->flag);
+    bp_put64(w + 20, queue_offset);
+    bp_put64(w + 28, phys);
+    bp_put32(w + 36, p->sys_flag);
+    bp_put64(w + 40, p->born_ts);
+    memcpy(w + 48, p->born_addr, 4);
+    bp_put32(w + 52, p->born_port);
+    bp_put64(w + 56, store_ts);
+    memcpy(w + 64, p->store_addr, 4);
+    bp_put32(w + 68, p->store_port);
+    bp_put32(w + 72, p->reconsume);
+    bp_put64(w + 76, p->prepared);
+    bp_put32(w + 84, (int64_t)body_len);
+    memcpy(w + PUT_V4_HEADER, PyBytes_AS_STRING(p->body), (size_t)body_len);
+    memcpy(w + PUT_V4_HEADER + body_len, PyBytes_AS_STRING(p->rest),
+           (size_t)PyBytes_GET_SIZE(p->rest));
+}
+
+/* props.get(key) as a new reference (None when absent) */
+static PyObject *put_get(PyObject *props, PyObject *key) {
+    PyObject *v = PyDict_GetItemWithError(props, key);
+    if (v == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    v = v ? v : Py_None;
+    Py_INCREF(v);
+    return v;
+}
+
+/* a new tuple of `cls` owning the n items (each a new reference or NULL); NULL on error */
+static PyObject *put_tuple(PyObject *cls, PyObject **items, Py_ssize_t n) {
+    PyObject *out = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, n);
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        if (items[i] == NULL || out == NULL) {
+            Py_XDECREF(items[i]);
+            Py_CLEAR(out);
+            continue;
+        }
+        PyTuple_SET_ITEM(out, i, items[i]);
+    }
+    return out;
+}
+
+/* the PutResult of one record stored at phys */
+static PyObject *put_result(const PutOne *p, int64_t phys, int64_t store_ts, int64_t qoff) {
+    PyObject *vals[PUT_RESULT_SLOTS], *offsets = PyTuple_New(1), *out = NULL;
+    int i;
+    vals[0] = PUT_OK;
+    Py_INCREF(PUT_OK);
+    vals[1] = PyLong_FromLongLong((long long)phys);
+    vals[2] = PyLong_FromLongLong((long long)p->total);
+    vals[3] = PyLong_FromLongLong((long long)store_ts);
+    vals[4] = PyLong_FromLongLong((long long)qoff);
+    vals[5] = PUT_ONE;
+    Py_INCREF(PUT_ONE);
+    vals[6] = p->store_addr_obj;
+    Py_INCREF(vals[6]);
+    vals[7] = p->store_port_obj;
+    Py_INCREF(vals[7]);
+    vals[8] = offsets;
+    vals[9] = Py_None;
+    Py_INCREF(Py_None);
+    if (offsets != NULL && vals[1] != NULL) {
+        Py_INCREF(vals[1]);
+        PyTuple_SET_ITEM(offsets, 0, vals[1]);
+        out = ((PyTypeObject *)PUT_RESULT)->tp_alloc((PyTypeObject *)PUT_RESULT, 0);
+    }
+    for (i = 0; i < PUT_RESULT_SLOTS; i++) {
+        if (out != NULL && vals[i] != NULL) {
+            *(PyObject **)((char *)out + PUT_RESULT_AT[i]) = vals[i]; /* steals */
+        } else {
+            Py_XDECREF(vals[i]);
+        }
+    }
+    for (i = 0; out != NULL && i < PUT_RESULT_SLOTS; i++) {
+        if (vals[i] == NULL) {
+            Py_CLEAR(out);
+        }
+    }
+    return out;
+}
+
+static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *table, *key = NULL, *qobj = NULL, *next = NULL, *req = NULL, *res = NULL;
+    PyObject *items[11];
+    PutOne p;
+    Py_buffer view;
+    int64_t pos, phys, store_ts, qoff = 0;
+    int normal, tx;
+    (void)module;
+    if (nargs != 7 || PUT_MSG == NULL || !PyDict_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "put_write(one, mm, pos, phys, store_ts, queue_table, "
+                                         "staged) after configure_put");
+        return NULL;
+    }
+    table = args[5];
+    if (!put_one_parts(args[0], &p) || !put_int(args[2], 0, INT64_MAX, &pos) ||
+        !put_int(args[3], INT64_MIN, INT64_MAX, &phys) ||
+        !put_int(args[4], INT64_MIN, INT64_MAX, &store_ts)) {
+        Py_RETURN_NONE;
+    }
+    tx = (int)(p.sys_flag & 0xC);
+    normal = tx != 0x4 && tx != 0xC;
+    if (normal) {
+        key = PyTuple_Pack(2, p.topic, PUT_FIELD(p.msg, M_QID));
+        if (key == NULL) {
+            return NULL;
+        }
+        qobj = PyDict_GetItemWithError(table, key);
+        if ((qobj == NULL && PyErr_Occurred()) ||
+            (qobj != NULL && !put_int(qobj, INT64_MIN, INT64_MAX - 1, &qoff))) {
+            PyErr_Clear();
+            Py_DECREF(key);
+            Py_RETURN_NONE;
+        }
+    }
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        Py_XDECREF(key);
+        Py_RETURN_NONE;
+    }
+    if (pos > view.len || p.total > view.len - pos) {
+        PyBuffer_Release(&view);
+        Py_XDECREF(key);
+        Py_RETURN_NONE;
+    }
+    items[0] = p.topic;
+    items[1] = PUT_FIELD(p.msg, M_QID);
+    items[4] = p.tags_code;
+    items[9] = PyTuple_GET_ITEM(args[0], 3);
+    items[10] = p.props;
+    Py_INCREF(items[0]);
+    Py_INCREF(items[1]);
+    Py_INCREF(items[4]);
+    Py_INCREF(items[9]);
+    Py_INCREF(items[10]);
+    items[2] = PyLong_FromLongLong((long long)phys);
+    items[3] = PyTuple_GET_ITEM(args[0], 4);
+    Py_INCREF(items[3]);
+    items[5] = PyLong_FromLongLong((long long)store_ts);
+    items[6] = PyLong_FromLongLong((long long)qoff);
+    items[7] = put_get(p.props, PUT_K_KEYS);
+    items[8] = put_get(p.props, PUT_K_UNIQ);
+    req = put_tuple(PUT_REQUEST, items, 11);
+    res = req ? put_result(&p, phys, store_ts, qoff) : NULL;
+    next = normal && res ? PyLong_FromLongLong((long long)(qoff + 1)) : NULL;
+    if (res == NULL || (normal && (next == NULL || PyDict_SetItem(table, key, next) < 0))) {
+        Py_CLEAR(res);
+        goto done;
+    }
+    put_record((unsigned char *)view.buf + pos, &p, qoff, phys, store_ts);
+    {
+        PyObject *r = PyObject_CallMethodOneArg(args[6], PUT_K_APPEND, req);
+        if (r == NULL) {
+            Py_CLEAR(res);
+        }
+        Py_XDECREF(r);
+    }
+done:
+    PyBuffer_Release(&view);
+    Py_XDECREF(key);
+    Py_XDECREF(next);
+    Py_XDECREF(req);
+    return res;
+}
+
+#define PUT_METHODS                                                                             \
+    {"configure_put", (PyCFunction)(void (*)(void))configure_put, METH_FASTCALL,                \
+     "configure_put(prepared_cls, request_cls, result_cls, put_ok, message_cls, host_cls, "     \
+     "header_v4, schedule_topic, v6_flags) for put_prepare and put_write."},                    \
+        {"put_prepare", (PyCFunction)(void (*)(void))put_prepare, METH_FASTCALL,                \
+         "CommitLog.prepare_one_py for a message of the common shape, or None."},               \
+        {"put_write", (PyCFunction)(void (*)(void))put_write, METH_FASTCALL,                    \
+         "CommitLog.write_one_py for a PreparedOne of the common shape, or None."},
