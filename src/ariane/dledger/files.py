@@ -20,6 +20,7 @@ import os
 import struct
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -456,7 +457,7 @@ class DLedgerFiles:
         return head, head.pos
 
     def append_copies(
-        self, payloads: tuple[object, ...], first_index: int, terms: tuple[int, ...]
+        self, payloads: Sequence[object], first_index: int, terms: Sequence[int]
     ) -> list[tuple[MappedFile, int, int, int]]:
         """Write the whole entries of a push, in order: :meth:`append_copy` for each, in one
         loop and without a header object per entry. Each must also be the entry the push

@@ -10,6 +10,7 @@ The shell runs the effects of one call in the order given. Two rules make Raft s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -50,8 +51,10 @@ class AppendEntries(NamedTuple):
     six times as long to build.)"""
 
     first_index: int
-    terms: tuple[int, ...]
-    payloads: tuple[object, ...]
+    #: a list for a leader's own proposals in a row (the core extends it until the shell
+    #: takes the effect), a tuple otherwise
+    terms: Sequence[int]
+    payloads: Sequence[object]
 
 
 @dataclass(frozen=True, slots=True)

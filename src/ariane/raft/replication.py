@@ -90,16 +90,17 @@ class Replicator(NodeBase):
         last = out[-1] if out else None
         if (
             type(last) is AppendEntries
+            and type(last.terms) is list
             and last.first_index + len(last.terms) == first
             and last.terms[-1] == term
         ):
             # proposals in a row (a burst of puts before the shell takes the effects): one
-            # effect for the run, written and reported persisted together, in the same order
-            out[-1] = AppendEntries(
-                last.first_index, last.terms + (term,) * n, last.payloads + payloads
-            )
+            # effect for the run, written and reported persisted together, in the same order;
+            # its lists grow in place (no copy per proposal)
+            last.terms.extend((term,) * n)
+            last.payloads.extend(payloads)  # type: ignore[attr-defined]
         else:
-            out.append(AppendEntries(first, (term,) * n, payloads))
+            out.append(AppendEntries(first, [term] * n, list(payloads)))
         return first
 
     def on_become_leader(self, now_ms: int) -> None:
