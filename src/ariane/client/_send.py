@@ -221,7 +221,8 @@ def prepare_batches(
     entries: list[tuple[bytes, int, str]] = []
     chunk_ids: list[str] = []
     size = 0
-    for msg in msgs:
+    fresh: list[str] = []  # ids taken at once for the rest of the batch (one clock read)
+    for i, msg in enumerate(msgs):
         if msg.topic != topic:
             raise InvalidArgumentError(
                 f"a batch must have one topic: {topic!r} and {msg.topic!r} are mixed"
@@ -234,7 +235,10 @@ def prepare_batches(
         properties = msg.properties
         msg_id = properties.get(props.UNIQ_KEY)
         if not msg_id:
-            msg_id = ids.next_id()
+            if not fresh:
+                fresh = ids.next_ids(len(msgs) - i)
+                fresh.reverse()
+            msg_id = fresh.pop()
             properties[props.UNIQ_KEY] = msg_id
         text = encode_properties(properties)
         entry_size = BATCH_ENTRY_OVERHEAD + len(msg.body) + len(text.encode())

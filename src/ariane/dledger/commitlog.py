@@ -29,7 +29,7 @@ from functools import partial
 from ariane.common.clock import Clock
 from ariane.dledger.commit_future import CommitFuture
 from ariane.dledger.files import DLedgerFiles
-from ariane.dledger.format import ENTRY_HEADER_SIZE, MAGIC_NORMAL, EntryHeader
+from ariane.dledger.format import ENTRY_HEADER_SIZE, MAGIC_NORMAL
 from ariane.dledger.replica import Replica
 from ariane.raft import Code, RaftConfig, Role
 from ariane.store.commit_log import CommitLog, PreparedOne
@@ -310,33 +310,36 @@ class DLedgerCommitLog(CommitLog):
             listener(count)
 
     def _after_put(self) -> None:
-        self.replica.complete()
+        replica = self.replica
+        if replica.completions:  # a WAIT=false put's answer (others wait for the commit)
+            replica.complete()
         for listener in self.work_listeners:
             listener()
 
     # -- what the replica reports (under the lock) ---------------------------------------------
-    def on_copied(self, head: EntryHeader, pos: int) -> None:
-        if head.magic != MAGIC_NORMAL or not head.body_size:
-            return
-        mf = self.files.data.find_mapped_file_by_offset(pos)
-        if mf is None:  # pragma: no cover - it was just written
-            return
-        at = pos - mf.file_from_offset + ENTRY_HEADER_SIZE
-        request = record_dispatch(mf.mm, at, at + head.body_size, self._levels_ms)
-        if type(request) is not DispatchRequest:
-            logger.error(
-                "entry %d at %d does not hold a CommitLog record: %s", head.index, pos, request
-            )
-            return
-        if request.commit_log_offset != pos + ENTRY_HEADER_SIZE:
-            logger.error(
-                "entry %d at %d holds a record for offset %d", head.index, pos,
-                request.commit_log_offset,
-            )  # fmt: skip
-            return
-        self.staged.append(request)
-        self.set_last_store_timestamp(request.store_timestamp_ms)
-        mf.store_timestamp = request.store_timestamp_ms
+    def on_copied(self, records: list[tuple[MappedFile, int, int, int]]) -> None:
+        staged = self.staged
+        levels = self._levels_ms
+        last_ts = -1
+        for mf, at, index, body_size in records:
+            body_at = at + ENTRY_HEADER_SIZE
+            request = record_dispatch(mf.mm, body_at, body_at + body_size, levels)
+            pos = mf.file_from_offset + at
+            if type(request) is not DispatchRequest:
+                logger.error(
+                    "entry %d at %d does not hold a CommitLog record: %s", index, pos, request
+                )
+                continue
+            if request.commit_log_offset != pos + ENTRY_HEADER_SIZE:
+                logger.error(
+                    "entry %d at %d holds a record for offset %d", index, pos,
+                    request.commit_log_offset,
+                )  # fmt: skip
+                continue
+            staged.append(request)
+            last_ts = mf.store_timestamp = request.store_timestamp_ms
+        if last_ts >= 0:
+            self.set_last_store_timestamp(last_ts)
 
     def on_truncated(self, pos: int) -> None:
         staged = self.staged

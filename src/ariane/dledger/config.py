@@ -38,6 +38,12 @@ class DLedgerConfig:
     max_pending_requests_num: int = 10000
     max_wait_ack_time_ms: int = 2500
     max_push_time_out_ms: int = 1000
+    #: entries per APPEND push, and pushes unanswered per follower: one push in flight
+    #: carries what was proposed during the previous one's round trip, so each node's
+    #: per-push work (a write and a read, a frame, a step, an answer) covers about twice
+    #: the entries of two pushes in flight (the core's default)
+    max_push_batch: int = 128
+    max_pushes_in_flight: int = 1
     preferred_leader_ids: tuple[str, ...] = ()
     #: ``mappedFileSizeForEntryIndex`` (32 bytes per entry; DLedger: 160 MiB)
     mapped_file_size_for_entry_index: int = 32 * 5 * 1024 * 1024
@@ -108,5 +114,7 @@ class DLedgerConfig:
             max_pending_requests_num=self.max_pending_requests_num,
             max_wait_ack_time_ms=self.max_wait_ack_time_ms,
             max_push_time_out_ms=self.max_push_time_out_ms,
+            max_push_batch=self.max_push_batch,
+            max_pushes_in_flight=self.max_pushes_in_flight,
             preferred_leader_ids=self.preferred_leader_ids,
         )

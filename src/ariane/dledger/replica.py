@@ -26,7 +26,6 @@ from typing import Protocol
 from ariane.common.fileio import write_file_atomically
 from ariane.dledger.files import DLedgerFiles
 from ariane.dledger.format import (
-    EntryHeader,
     decode_checkpoint,
     decode_currterm,
     encode_checkpoint,
@@ -52,6 +51,7 @@ from ariane.raft import (
     Send,
     TruncateLog,
 )
+from ariane.store.mapped_file import MappedFile
 
 __all__ = ["WRITTEN", "Replica", "ReplicaListener"]
 
@@ -72,8 +72,9 @@ WRITTEN = _Written()
 class ReplicaListener(Protocol):
     """What the replica tells its owner (the DLedger CommitLog), under the replica's lock."""
 
-    def on_copied(self, head: EntryHeader, pos: int) -> None:
-        """An entry from the leader was written at data offset ``pos``."""
+    def on_copied(self, records: list[tuple[MappedFile, int, int, int]]) -> None:
+        """Entries from the leader were written: (data file, in-file position, index, body
+        size) of each that holds a record, in log order."""
 
     def on_truncated(self, pos: int) -> None:
         """Entries from data offset ``pos`` on were cut."""
@@ -313,7 +314,11 @@ class Replica:
         if isinstance(effect, Send):
             self.outbox.append(self._fill(effect.msg))
         elif isinstance(effect, AppendEntries):
-            for offset, payload in enumerate(effect.payloads):
+            payloads = effect.payloads
+            if payloads and type(payloads[0]) is bytes:  # a follower's copies of a push
+                listener.on_copied(files.append_copies(payloads, effect.first_index, effect.terms))
+                return True
+            for offset, payload in enumerate(payloads):
                 index = effect.first_index + offset
                 if payload is WRITTEN:
                     continue
@@ -321,12 +326,7 @@ class Replica:
                     mf, at = files.reserve(0)
                     files.seal(mf, at, index, effect.terms[offset], 0, noop=True)
                     continue
-                if not isinstance(payload, bytes):
-                    raise StoreError(f"entry {index}: unexpected payload {type(payload)}")
-                head, pos = files.append_copy(payload)
-                if head.index != index or head.term != effect.terms[offset]:
-                    raise StoreError(f"entry {head.index}/{head.term} came as {index}")
-                listener.on_copied(head, pos)
+                raise StoreError(f"entry {index}: unexpected payload {type(payload)}")
             return True
         elif isinstance(effect, SaveState):
             write_file_atomically(

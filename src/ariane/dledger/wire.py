@@ -61,8 +61,9 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION: Final = 1
-#: the largest frame accepted (a push of up to ``max_push_batch`` 4 MiB messages fits)
-MAX_FRAME: Final = 512 * 1024 * 1024
+#: the largest frame accepted (a push of up to ``max_push_batch`` (128) 4 MiB messages with
+#: their headers and properties fits)
+MAX_FRAME: Final = 1024 * 1024 * 1024
 
 _I8 = struct.Struct(">b")
 _U16 = struct.Struct(">H")

@@ -33,7 +33,8 @@ class RaftConfig:
         max_push_batch: entries in one APPEND push.
         max_pushes_in_flight: APPEND pushes unanswered by one follower before the next
             waits (new entries then gather into one push: under load, fewer and fuller
-            frames; DLedger bounds only the entries, ``max_pending_size``).
+            frames; DLedger bounds only the entries, ``max_pending_size``; the DLedger
+            CommitLog runs with one, see ``DLedgerConfig``).
         compare_time_out_ms: a COMPARE or TRUNCATE not answered by then is sent again.
         commit_push_interval_ms: an idle follower hears the commit index this often.
         follower_gap_time_out_ms: a follower holding out-of-order pushes with a gap this old

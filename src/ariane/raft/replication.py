@@ -84,8 +84,22 @@ class Replicator(NodeBase):
 
     def _append_own(self, payloads: tuple[object, ...]) -> int:
         n = len(payloads)
-        first = self.log.append_term(n, self.term)
-        self.out.append(AppendEntries(first, (self.term,) * n, payloads))
+        term = self.term
+        first = self.log.append_term(n, term)
+        out = self.out
+        last = out[-1] if out else None
+        if (
+            type(last) is AppendEntries
+            and last.first_index + len(last.terms) == first
+            and last.terms[-1] == term
+        ):
+            # proposals in a row (a burst of puts before the shell takes the effects): one
+            # effect for the run, written and reported persisted together, in the same order
+            out[-1] = AppendEntries(
+                last.first_index, last.terms + (term,) * n, last.payloads + payloads
+            )
+        else:
+            out.append(AppendEntries(first, (term,) * n, payloads))
         return first
 
     def on_become_leader(self, now_ms: int) -> None:

@@ -3,10 +3,11 @@
 Mirrors ``DefaultMessageStore.getMessage``/``queryMessage``/``getOffsetInQueueByTime``. Pulls
 take one copy of the ConsumeQueue entries they need, then copy each record out of the
 CommitLog; transfer limits (bytes and count, hot vs cold data) are RocketMQ's. A pull that
-takes every message (no filter, or ``accepts_all``) of in-memory records lying back to back
-in one CommitLog file (the usual case: a queue's messages written in a batch or by one
-producer) copies the whole run at once and cuts it into records (``_read_run``), with the
-same result as the per-entry loop, which stays the reference and handles everything else.
+takes every message (no filter, or ``accepts_all``) of in-memory records copies each run of
+records lying back to back in one CommitLog file (a queue's messages written in a batch or
+by one producer; other queues' records between runs) at once and cuts it into records
+(``_read_run``), with the same result as the per-entry loop, which stays the reference and
+handles everything else (blanks, odd sizes, files gone or being deleted, filters).
 Bulk readers (the broker's Ariane-private bulk pull) pass their own ``limits`` (messages and
 bytes per read), which replace both the in-memory and the on-disk transfer limits; the run
 then also serves cold data, and its checks are made over whole lists in C (``accumulate``,
@@ -18,7 +19,7 @@ from __future__ import annotations
 import os
 import struct
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import NamedTuple
 
 from ariane.common.properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, decode_properties
@@ -225,9 +226,9 @@ class StoreReads:
         max_offset: int,
         limits: ReadLimits | None = None,
     ) -> GetResult | None:
-        """``_read_entries`` without a filter, in one copy, when the records it would take
-        are in memory (or ``limits`` are given) and back to back in one file; None otherwise
-        (the loop decides)."""
+        """``_read_entries`` without a filter, one copy per run of back-to-back records, when
+        the records it would take are in memory (or ``limits`` are given); None when an entry
+        is odd (a blank, a bad size, a file gone or being deleted: the loop decides)."""
         cfg = self.config
         if limits is None:
             count_cap = cfg.max_transfer_count_on_message_in_memory
@@ -246,20 +247,25 @@ class StoreReads:
         memory = _MEMORY * cfg.access_message_in_memory_max_ratio // 100
         if limits is None and max_offset_py - first > memory:
             return None  # cold data: the loop applies the disk limits
-        taken, total = _contiguous_take(units[:cap], limit)
+        head = units[:cap]
+        taken, total, segments = _take(head, limit)
         if taken == 0:
-            return None  # a gap, a blank, a record elsewhere: the loop handles it
-        mf = commit_log.file_at(first)
-        if mf is None or first + total > mf.file_from_offset + mf.file_size:
-            return None
-        span = mf.read(first - mf.file_from_offset, total)
-        if span is None:
-            return None
+            return None  # a blank, an odd size: the loop handles it
         if taken < len(units) and units[taken][1] == _BLANK_SIZE:
             return None  # the loop would step over the blank (and count it as scanned)
-        bounds = [u[0] - first for u in units[:taken]]
-        bounds.append(total)
-        messages = list(map(span.__getitem__, map(slice, bounds, bounds[1:])))
+        messages: list[bytes] = []
+        for lo, hi in pairwise(segments):
+            first = head[lo][0]
+            length = head[hi - 1][0] + head[hi - 1][1] - first
+            mf = commit_log.file_at(first)
+            if mf is None or first + length > mf.file_from_offset + mf.file_size:
+                return None
+            span = mf.read(first - mf.file_from_offset, length)
+            if span is None:
+                return None  # being deleted: the loop says so
+            bounds = [u[0] - first for u in head[lo:hi]]
+            bounds.append(length)
+            messages += map(span.__getitem__, map(slice, bounds, bounds[1:]))
         last = units[taken][0] if taken < len(units) else units[taken - 1][0]
         self.get_times_found += 1
         self.get_transferred_msgs += taken
@@ -273,6 +279,7 @@ class StoreReads:
             max_offset_py - last > memory,
             last,
             list(range(offset, offset + taken)),
+            span if len(segments) == 2 else None,
         )
 
     # -- lookups -------------------------------------------------------------------------
@@ -407,23 +414,26 @@ class StoreReads:
         return result
 
 
-def _contiguous_take(head: list[tuple[int, int, int]], limit: int) -> tuple[int, int]:
-    """(entries, bytes) the per-entry loop takes of the queue entries ``head`` under the byte
-    ``limit`` (at least one entry) when those, and the one it stops at, are records lying
-    back to back; (0, 0) when they are not (or anything looks odd: the loop decides)."""
+def _take(head: list[tuple[int, int, int]], limit: int) -> tuple[int, int, list[int]]:
+    """(entries, bytes, segments) the per-entry loop takes of the queue entries ``head``
+    under the byte ``limit`` (at least one entry); ``segments`` are the indexes where runs of
+    back-to-back records start, and the end (``[0, ..., entries]``). (0, 0, []) when an entry
+    it looks at is a blank or has an odd size: the loop decides."""
     offs = [u[0] for u in head]
     sizes = [u[1] for u in head]
     cum = list(accumulate(sizes))
     taken = min(len(head), max(1, bisect_right(cum, limit)))
-    check = min(taken + 1, len(head))
-    checked = sizes[:check]
+    checked = sizes[: min(taken + 1, len(head))]
     if min(checked) <= 0 or _BLANK_SIZE in checked:
-        return 0, 0
-    if offs[1:check] != [o + n for o, n in zip(offs[: check - 1], checked, strict=False)]:
-        return 0, 0
-    # sizes[:check] are positive, so cum[:check] ascends: confirm the bisection's answer
+        return 0, 0, []
+    # sizes[:taken + 1] are positive, so cum ascends there: confirm the bisection's answer
     if taken > 1 and cum[taken - 1] > limit:
-        return 0, 0
+        return 0, 0, []
     if taken < len(head) and cum[taken] <= limit:
-        return 0, 0
-    return taken, cum[taken - 1]
+        return 0, 0, []
+    ends = [o + n for o, n in zip(offs[: taken - 1], sizes, strict=False)]
+    if offs[1:taken] == ends:
+        return taken, cum[taken - 1], [0, taken]
+    pairs = zip(ends, offs[1:taken], strict=True)
+    starts = [i for i, (end, off) in enumerate(pairs, 1) if end != off]
+    return taken, cum[taken - 1], [0, *starts, taken]

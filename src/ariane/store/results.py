@@ -147,6 +147,9 @@ class GetResult:
     suggest_pulling_from_slave: bool = False
     max_phy_offset_pulling: int = 0
     message_queue_offsets: list[int] = field(default_factory=list)
+    #: ``messages`` joined, when the store read them in one piece (a single run of
+    #: back-to-back records), else None; not part of equality
+    joined: bytes | None = field(default=None, compare=False)
 
     @property
     def message_count(self) -> int:

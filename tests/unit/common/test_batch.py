@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ariane.common.batch import decode_batch, encode_batch
+from ariane.common import batch as batch_module
+from ariane.common.batch import decode_batch, encode_batch, encode_batch_py
 from ariane.common.properties import decode_properties
 from ariane.errors import CorruptionError, InvalidArgumentError
 
@@ -76,3 +77,32 @@ def test_garbage_raises_only_corruption_errors(data: bytes) -> None:
 def test_inconsistent_lengths(data: bytes) -> None:
     with pytest.raises(CorruptionError):
         decode_batch(data)
+
+
+_ENTRY_TEXT = st.text(max_size=8)  # surrogates too: not UTF-8
+_ENTRIES = st.lists(
+    st.tuples(
+        st.binary(max_size=40) | st.just(bytearray(b"ba")),
+        st.integers(-(1 << 31), (1 << 31) - 1) | st.integers(-(1 << 40), 1 << 40) | st.just(True),
+        _ENTRY_TEXT | st.just("x" * 40_000) | st.dictionaries(_ENTRY_TEXT, _ENTRY_TEXT, max_size=2),
+    ),
+    max_size=6,
+)
+
+
+def _outcome(entries: object, encode: object) -> object:
+    try:
+        return encode(entries)  # type: ignore[operator]
+    except Exception as exc:  # the reference's own error, compared
+        return type(exc), str(exc)
+
+
+@given(_ENTRIES)
+def test_the_compiled_encoder_is_the_reference(entries: list[tuple[bytes, int, object]]) -> None:
+    """``encode_batch`` (the compiled ``encode_entries`` for a list of (bytes, int, str), when
+    built) gives the bytes or the error of ``encode_batch_py``, for lists and other iterables."""
+    assert _outcome(entries, encode_batch) == _outcome(entries, encode_batch_py)
+    assert _outcome(tuple(entries), encode_batch) == _outcome(entries, encode_batch_py)
+    if batch_module._encode_entries is not None:
+        got = batch_module._encode_entries(entries)
+        assert got is None or got == encode_batch_py(entries)  # type: ignore[arg-type]

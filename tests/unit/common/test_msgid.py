@@ -42,3 +42,16 @@ def test_unique_ids_are_32_hex_and_distinct() -> None:
     assert len(set(ids)) == 1000
     assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
     assert ids[0].startswith("7F000001")
+
+
+def test_ids_taken_at_once_are_the_ids_taken_one_by_one_in_that_millisecond() -> None:
+    gen = UniqueIdGenerator(bytes([127, 0, 0, 1]))
+    first = gen.next_id()
+    block = gen.next_ids(70_000)  # past the 16-bit sequence's wrap
+    after = gen.next_id()
+    assert len(block) == 70_000
+    assert all(len(i) == 32 and i.startswith(first[:20]) for i in block)
+    seqs = [int(i[-4:], 16) for i in [first, *block, after]]
+    assert seqs == [n & 0xFFFF for n in range(70_002)]
+    assert len({i[:-4] for i in block}) == 1  # one clock read for the block
+    assert gen.next_ids(0) == []

@@ -71,7 +71,10 @@ class SimConfig:
 
 
 def raft_config(group_ids: tuple[str, ...], self_id: str, preferred: tuple[str, ...]) -> RaftConfig:
-    """Timeouts scaled down (about 20x) from DLedger's defaults, batches kept small."""
+    """Timeouts scaled down (about 20x) from DLedger's defaults, batches kept small; odd
+    nodes push as the DLedger CommitLog does (one push in flight, twice the entries), even
+    nodes with the core's default (two in flight)."""
+    one_in_flight = int(self_id[1:]) % 2 == 1
     return RaftConfig(
         group="g",
         self_id=self_id,
@@ -85,7 +88,8 @@ def raft_config(group_ids: tuple[str, ...], self_id: str, preferred: tuple[str, 
         max_wait_ack_time_ms=400,
         max_push_time_out_ms=60,
         max_pending_size=12,
-        max_push_batch=4,
+        max_push_batch=8 if one_in_flight else 4,
+        max_pushes_in_flight=1 if one_in_flight else 2,
         compare_time_out_ms=150,
         commit_push_interval_ms=50,
         follower_gap_time_out_ms=50,

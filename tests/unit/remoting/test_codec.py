@@ -327,3 +327,38 @@ def test_any_chunking_gives_the_same_commands(cmds: list[RemotingCommand], cuts:
         start = point
     assert decoded == cmds
     assert decoder.buffered == 0
+
+
+@given(
+    st.lists(commands(), max_size=3),
+    st.integers(-(1 << 31), 3) | st.integers(MAX_FRAME_BYTES - 3, 1 << 31 - 1),
+    st.lists(st.integers(0, 2000), max_size=8),
+)
+def test_a_bad_length_after_any_chunking_keeps_the_frames_before_it(
+    cmds: list[RemotingCommand], bad: int, cuts: list[int]
+) -> None:
+    """Kept chunks, frames completed across reads and the frames after them in one read: every
+    good command comes out once, in order, then the bad length breaks the decoder; while it
+    waits, ``buffered`` is the bytes after the last complete frame."""
+    frames = [encode(c) for c in cmds]
+    data = b"".join(frames) + struct.pack(">i", bad) + b"rest"
+    ends = [sum(map(len, frames[: i + 1])) for i in range(len(frames))]
+    points = sorted({min(c, len(data)) for c in cuts})
+    decoder = FrameDecoder()
+    decoded: list[RemotingCommand] = []
+    start = 0
+    error: FrameDecodeError | None = None
+    for point in [*points, len(data)]:
+        try:
+            decoded.extend(decoder.feed(data[start:point]))
+        except FrameDecodeError as exc:
+            decoded.extend(exc.decoded)
+            error = exc
+            break
+        assert decoder.buffered == point - max([0, *(e for e in ends if e <= point)])
+        start = point
+    assert error is not None
+    assert "bad frame length" in str(error)
+    assert decoded == cmds
+    with pytest.raises(FrameDecodeError):
+        decoder.feed(b"")

@@ -296,7 +296,8 @@ class PullMessageProcessor:
         status = res.status
         if status is GetStatus.FOUND:
             self.broker.stats.on_get(header.consumer_group, header.topic, len(res.messages))
-            return ResponseCode.SUCCESS, b"".join(res.messages)
+            joined = res.joined
+            return ResponseCode.SUCCESS, b"".join(res.messages) if joined is None else joined
         code = _STATUS_CODE.get(status, -1)
         if code == -1:
             if status is GetStatus.SERVICE_NOT_AVAILABLE:
