@@ -22,13 +22,18 @@ messages the recovered log holds. Retry and dead-letter topics are not deduplica
 message consumed and sent back twice keeps the property and must be stored twice), nor are
 transactional messages (a rolled-back id may be sent again).
 
+The ids are kept per put: one run (a plain tuple: the put's ids, queue, first queue offset,
+record offsets, store time) per stored single or batch, oldest first, and per topic a dict
+from id to its run, so a batch of 1,024 fresh ids is remembered with one ``dict.update`` and
+no object per id; an entry is rebuilt from its run when ``seen`` finds it.
+
 Pure and single-threaded: the broker calls it from its event loop, the store's loader before
 any send.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Iterable, Sequence
 from itertools import repeat
 from operator import sub
@@ -74,15 +79,28 @@ def dedup_topic(topic: str) -> bool:
     return not topic.startswith((RETRY_PREFIX, DLQ_PREFIX))
 
 
+#: one put's ids in the window: (topic, ids, queue id, first queue offset, each message's
+#: physical offset, the end of the last one, store time); message ``i`` of the run has queue
+#: offset ``first + i`` and size ``offsets[i + 1] - offsets[i]`` (``end`` for the last). A
+#: tuple of str, int and tuples of those: the garbage collector stops tracking it.
+_Run = tuple[str, tuple[str, ...], int, int, tuple[int, ...], int, int]
+
+
 class DedupWindow:
     """The ids stored lately (see the module docstring).
+
+    Kept as runs, one per put (:data:`_Run`, oldest first), and per topic a dict from id to
+    its run: remembering a batch of fresh ids is one ``dict.update`` whose values are the
+    same run (no object per id), and the size bound drops ids from the oldest run in order.
 
     Args:
         max_entries: ids kept at most (``dedupWindowSize``); 0 turns deduplication off.
         max_age_ms: how long an id is kept after its store time (``dedupWindowMs``).
     """
 
-    __slots__ = ("_entries", "duplicates", "max_age_ms", "max_entries")
+    __slots__ = (
+        "_count", "_head", "_ids", "_index", "_runs", "duplicates", "max_age_ms", "max_entries",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -91,15 +109,18 @@ class DedupWindow:
     ) -> None:
         self.max_entries = max_entries
         self.max_age_ms = max_age_ms
-        # plain tuples of ints, not DedupEntry objects: the garbage collector stops tracking
-        # an exact tuple of ints after one pass, so a full window (200,000 ids) adds no work
-        # to every later collection (a NamedTuple instance stays tracked)
-        self._entries: OrderedDict[tuple[str, str], tuple[int, int, int, int, int]] = OrderedDict()
+        self._runs: deque[_Run] = deque()
+        self._ids: dict[str, dict[str, _Run]] = {}
+        self._count = 0
+        #: ids of the oldest run already dropped by the size bound
+        self._head = 0
+        #: the last run looked into by ``seen`` and its ids' positions
+        self._index: tuple[_Run | None, dict[str, int]] = (None, {})
         #: messages found already stored (dropped by the broker) since start
         self.duplicates = 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return self._count
 
     @property
     def enabled(self) -> bool:
@@ -109,33 +130,83 @@ class DedupWindow:
     def seen(self, topic: str, dedup_id: str, now_ms: int) -> DedupEntry | None:
         """The first copy of (topic, id) if it is within the window, counting the hit."""
         self.expire(now_ms)
-        entry = self._entries.get((topic, dedup_id))
-        if entry is None:
+        ids = self._ids.get(topic)
+        run = ids.get(dedup_id) if ids else None
+        if run is None:
             return None
         self.duplicates += 1
-        return DedupEntry._make(entry)
+        return _entry_of(run, self._position(run, dedup_id))
+
+    def _position(self, run: _Run, dedup_id: str) -> int:
+        cached, positions = self._index
+        if cached is not run:
+            positions = {ident: i for i, ident in enumerate(run[1])}
+            self._index = (run, positions)
+        return positions[dedup_id]
+
+    def items(self) -> list[tuple[tuple[str, str], tuple[int, int, int, int, int]]]:
+        """Every ((topic, id), (queue id, queue offset, physical offset, size, store time))
+        in the window, oldest first (for tests and tools)."""
+        out = []
+        head = self._head
+        for run in self._runs:
+            out += [
+                ((run[0], run[1][i]), tuple(_entry_of(run, i))) for i in range(head, len(run[1]))
+            ]
+            head = 0
+        return out  # type: ignore[return-value]
 
     def remember(self, topic: str, dedup_id: str, entry: DedupEntry) -> None:
         """Record a stored message (a known id keeps its first copy)."""
         if self.max_entries <= 0:
             return
-        entries = self._entries
-        key = (topic, dedup_id)
-        if key in entries:
+        ids = self._ids.get(topic)
+        if ids is not None and dedup_id in ids:
             return
-        entries[key] = tuple.__new__(tuple, entry)
-        while len(entries) > self.max_entries:
-            entries.popitem(last=False)
+        q, qoff, phys, size, stamp = entry
+        self._add((topic, (dedup_id,), q, qoff, (phys,), phys + size, stamp))
+
+    def _add(self, run: _Run) -> None:
+        """Append ``run`` (its ids new and distinct), then drop the oldest ids over the bound."""
+        if not run[1]:  # every run in the window holds at least one id
+            return
+        ids = self._ids.get(run[0])
+        if ids is None:
+            ids = self._ids[run[0]] = {}
+        ids.update(zip(run[1], repeat(run)))
+        self._runs.append(run)
+        self._count += len(run[1])
+        excess = self._count - self.max_entries
+        while excess > 0:
+            excess -= self._drop_oldest(excess)
+
+    def _drop_oldest(self, most: int) -> int:
+        """Forget up to ``most`` of the oldest run's ids (all that are left when ``most`` is
+        larger); returns how many."""
+        run = self._runs[0]
+        head = self._head
+        stop = min(len(run[1]), head + most)
+        ids = self._ids[run[0]]
+        deque(map(ids.__delitem__, run[1][head:stop]), 0)
+        if not ids:
+            del self._ids[run[0]]
+        if stop == len(run[1]):
+            self._runs.popleft()
+            self._head = 0
+        else:
+            self._head = stop
+        self._count -= stop - head
+        return stop - head
 
     def any_seen(self, topic: str, dedup_ids: Sequence[str], now_ms: int) -> bool:
         """Whether some id of ``dedup_ids`` (for ``topic``) is within the window, counting
         nothing (a batch's check in one C-level pass; the caller then asks :meth:`seen` per
         id when one is)."""
         self.expire(now_ms)
-        entries = self._entries
-        if not entries:
+        ids = self._ids.get(topic)
+        if not ids:
             return False
-        return any(map(entries.__contains__, zip(repeat(topic), dedup_ids)))
+        return any(map(ids.__contains__, dedup_ids))
 
     def remember_many(
         self,
@@ -145,20 +216,10 @@ class DedupWindow:
         fresh: bool = False,
     ) -> None:
         """:meth:`remember` for each id of ``dedup_ids`` and the fields of its ``DedupEntry``
-        in ``stored`` (plain tuples), in one C-level update when every id is new and
-        distinct (``fresh``: the caller has just checked that they are)."""
-        if self.max_entries <= 0:
-            return
-        entries = self._entries
-        keys = list(zip(repeat(topic), dedup_ids))
-        if not fresh and (len(set(keys)) != len(keys) or any(map(entries.__contains__, keys))):
-            for (_, dedup_id), fields in zip(keys, stored, strict=True):
-                self.remember(topic, dedup_id, DedupEntry._make(fields))
-            return
-        entries.update(zip(keys, stored, strict=True))
-        popitem = entries.popitem
-        for _ in range(len(entries) - self.max_entries):
-            popitem(last=False)
+        in ``stored`` (plain tuples); ``fresh``: the caller has just checked that every id
+        is new and distinct (accepted for the callers of :meth:`remember_put`)."""
+        for dedup_id, fields in zip(dedup_ids, stored, strict=True):
+            self.remember(topic, dedup_id, DedupEntry._make(fields))
 
     def remember_put(
         self,
@@ -171,20 +232,23 @@ class DedupWindow:
         """Remember the messages of one put (a single or a batch stored in ``queue_id``), id
         ``i`` for the put's message ``i``; ``None``: that message has no id. Nothing when the
         put did not store exactly those messages. ``fresh``: every id is known new and
-        distinct (see :meth:`remember_many`)."""
+        distinct (the whole put is then one run, added without checking them again)."""
         if self.max_entries <= 0 or result.msg_num != len(dedup_ids):
             return
         offsets = result.offsets or (result.wrote_offset,)
         end = result.wrote_offset + result.wrote_bytes
-        n = len(dedup_ids)
-        sizes = list(map(sub, (*offsets[1:n], end), offsets))
         first = result.logics_offset
         stamp = result.store_timestamp_ms
-        if None not in dedup_ids:  # every message has an id: one update
-            qoffs = range(first, first + n)
-            fields = zip(repeat(queue_id), qoffs, offsets, sizes, repeat(stamp))
-            self.remember_many(topic, dedup_ids, fields, fresh)  # type: ignore[arg-type]
+        if not fresh and None not in dedup_ids:
+            known = self._ids.get(topic, {})
+            fresh = len(set(dedup_ids)) == len(dedup_ids) and not any(
+                map(known.__contains__, dedup_ids)
+            )
+        if fresh:
+            ids = tuple(dedup_ids)
+            self._add((topic, ids, queue_id, first, tuple(offsets), end, stamp))  # type: ignore[arg-type]
             return
+        sizes = list(map(sub, (*offsets[1 : len(dedup_ids)], end), offsets))
         for i, dedup_id in enumerate(dedup_ids):
             if dedup_id is not None:
                 entry = DedupEntry(queue_id, first + i, offsets[i], sizes[i], stamp)
@@ -192,17 +256,24 @@ class DedupWindow:
 
     def expire(self, now_ms: int) -> None:
         """Forget ids stored more than ``max_age_ms`` before ``now_ms``."""
-        entries = self._entries
+        runs = self._runs
         cutoff = now_ms - self.max_age_ms
-        while entries:
-            key = next(iter(entries))
-            if entries[key][4] >= cutoff:  # DedupEntry.store_timestamp_ms
-                return
-            del entries[key]
+        while runs and runs[0][6] < cutoff:
+            self._drop_oldest(len(runs[0][1]))
 
     def clear(self) -> None:
         """Forget every id (before a rebuild)."""
-        self._entries.clear()
+        self._runs.clear()
+        self._ids.clear()
+        self._count = self._head = 0
+        self._index = (None, {})
+
+
+def _entry_of(run: _Run, i: int) -> DedupEntry:
+    """The ``DedupEntry`` of message ``i`` of ``run``."""
+    offsets = run[4]
+    end = offsets[i + 1] if i + 1 < len(offsets) else run[5]
+    return DedupEntry(run[2], run[3] + i, offsets[i], end - offsets[i], run[6])
 
 
 def _first_file_to_scan(commit_log: CommitLog, cutoff_ms: int) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from collections import OrderedDict
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from ariane.common.clock import ManualClock
 from ariane.common.properties import DEDUP, REAL_TOPIC, TRANSACTION_PREPARED
 from ariane.store.dedup import DedupEntry, DedupWindow, dedup_topic
 from ariane.store.message_store import MessageStore
+from ariane.store.results import PutResult, PutStatus
 from tests.unit.store.helpers import msg, open_store, small_config
 
 
@@ -30,13 +32,14 @@ def test_seen_counts_hits_and_keeps_the_first_copy() -> None:
 
 
 def test_a_full_window_costs_the_garbage_collector_nothing() -> None:
-    """Entries are kept as plain tuples of ints, which a collection stops tracking, so a
-    200,000-id window is not walked again by every later collection."""
+    """Runs are plain tuples of str, ints and tuples of those, which collections stop
+    tracking (a young one's inner tuples first, the run at the next), so a 200,000-id window is not walked again by every later collection."""
     window = DedupWindow(max_entries=1000)
     for i in range(1000):
         window.remember("T", f"id-{i}", DedupEntry(0, i, i * 100, 100, 1_000 + i))
+    gc.collect()  # a run's inner tuples are untracked by this pass, the run by the next
     gc.collect()
-    tracked = [v for v in window._entries.values() if gc.is_tracked(v)]
+    tracked = [run for run in window._runs if gc.is_tracked(run)]
     assert tracked == []
     assert window.seen("T", "id-7", 2_000) == DedupEntry(0, 7, 700, 100, 1_007)
 
@@ -168,3 +171,69 @@ def test_a_replica_taking_writes_rebuilds_the_window(tmp_path: Path) -> None:
         assert len(store.dedup) == 0
         store.set_replica_mode(False)
         assert store.dedup.seen("TopicA", "id-a", store.clock.now_ms()) is not None
+
+
+class _Reference:
+    """The window as one ordered dict of (topic, id) -> entry fields, id by id (what
+    ``DedupWindow`` kept before it kept runs)."""
+
+    def __init__(self, max_entries: int, max_age: int) -> None:
+        self.entries: OrderedDict[tuple[str, str], tuple[int, int, int, int, int]]
+        self.entries = OrderedDict()
+        self.max_entries, self.max_age = max_entries, max_age
+
+    def expire(self, now: int) -> None:
+        while self.entries and next(iter(self.entries.values()))[4] < now - self.max_age:
+            self.entries.popitem(last=False)
+
+    def remember(self, key: tuple[str, str], fields: tuple[int, int, int, int, int]) -> None:
+        if key not in self.entries:
+            self.entries[key] = fields
+            while len(self.entries) > self.max_entries:
+                self.entries.popitem(last=False)
+
+
+_puts = st.lists(
+    st.tuples(
+        st.sampled_from(["T", "U"]),
+        st.lists(st.one_of(st.none(), st.sampled_from([f"i{k}" for k in range(12)])), max_size=6),
+        st.integers(0, 30),  # time step
+        st.booleans(),  # a batch checked fresh by its caller (when its ids are)
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(max_entries=st.integers(1, 8), max_age=st.integers(1, 60), puts=_puts)
+def test_runs_keep_what_an_id_by_id_window_keeps(
+    max_entries: int, max_age: int, puts: list[tuple[str, list[str | None], int, bool]]
+) -> None:
+    """Puts of one to six messages (ids repeated, known, missing), remembered as the broker
+    does (``any_seen`` then ``remember_put``, ``fresh`` when the ids are new and distinct),
+    with size and age bounds: the window holds the same entries in the same order as the
+    reference, and ``seen`` answers each id with the same first copy."""
+    w, ref = DedupWindow(max_entries, max_age), _Reference(max_entries, max_age)
+    now, phys, qoff = 0, 0, 0
+    for topic, ids, step, check in puts:
+        now += step
+        ref.expire(now)
+        w.expire(now)  # the broker checks ids (which expires) before it stores
+        n = len(ids)
+        offsets = tuple(phys + 10 * i + i * i for i in range(n))
+        end = phys + 10 * n + n * n
+        real = [i for i in ids if i is not None]
+        fresh = (
+            check and None not in ids and len(set(real)) == n and not w.any_seen(topic, real, now)
+        )
+        result = PutResult(PutStatus.PUT_OK, phys, end - phys, now, qoff, n, b"", 0, offsets)
+        w.remember_put(topic, ids, 3, result, fresh)
+        for i, dedup_id in enumerate(ids):
+            if dedup_id is not None:
+                size = (offsets[i + 1] if i + 1 < n else end) - offsets[i]
+                ref.remember((topic, dedup_id), (3, qoff + i, offsets[i], size, now))
+        phys, qoff = end, qoff + n
+        assert w.items() == list(ref.entries.items())
+        assert len(w) == len(ref.entries) <= max_entries
+    for (topic, dedup_id), fields in list(ref.entries.items()):
+        assert w.seen(topic, dedup_id, now) == DedupEntry._make(fields)
