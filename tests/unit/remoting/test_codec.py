@@ -362,3 +362,21 @@ def test_a_bad_length_after_any_chunking_keeps_the_frames_before_it(
     assert decoded == cmds
     with pytest.raises(FrameDecodeError):
         decoder.feed(b"")
+
+
+def test_a_frame_trickled_a_byte_per_read_is_kept_in_few_pieces() -> None:
+    """A peer sending a large frame a byte at a time: the decoder merges the small reads (a
+    list of one object per byte would cost ~50 bytes of memory per byte buffered), and the
+    command and the frame after it come out whole."""
+    big = RemotingCommand.request(RequestCode.SEND_MESSAGE, body=bytes(range(256)) * 400)
+    after = RemotingCommand.request(RequestCode.HEART_BEAT, body=b"next")
+    data = encode(big) + encode(after)
+    decoder = FrameDecoder()
+    decoded: list[RemotingCommand] = []
+    most_pieces = 0
+    for i in range(len(data)):
+        decoded.extend(decoder.feed(data[i : i + 1]))
+        most_pieces = max(most_pieces, len(decoder._chunks))
+    assert decoded == [big, after]
+    assert decoder.buffered == 0
+    assert most_pieces <= 2

@@ -50,6 +50,8 @@ __all__ = [
 #: Largest whole frame (length field included) either side accepts, as RocketMQ's
 #: ``com.rocketmq.remoting.frameMaxLength`` default.
 MAX_FRAME_BYTES = 16 * 1024 * 1024
+#: reads of an incomplete frame shorter than this are merged into one buffer (FrameDecoder)
+_SMALL_READ = 4096
 
 _HEADER_LENGTH_MASK = 0xFFFFFF
 _INT32_MIN = -(2**31)
@@ -198,8 +200,10 @@ class FrameDecoder:
     __slots__ = ("_broken", "_chunks", "_max_frame_bytes", "_need", "_pending")
 
     def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
-        #: the bytes after the last complete frame, in arrival order
-        self._chunks: list[bytes | memoryview] = []
+        #: the bytes after the last complete frame, in arrival order; reads shorter than
+        #: ``_SMALL_READ`` in a row share one bytearray, so a peer trickling a large frame a
+        #: few bytes per read cannot make a list of millions of tiny objects
+        self._chunks: list[bytes | bytearray | memoryview] = []
         #: their length
         self._pending = 0
         #: the first frame's end in them (its length field + 4), -1 while that field is split
@@ -228,7 +232,7 @@ class FrameDecoder:
         if chunks:
             need = self._need
             if need >= 0 and self._pending + len(source) < need:
-                chunks.append(source)  # the first frame is still incomplete: copy nothing
+                self._keep(source)  # the first frame is still incomplete: copy nothing
                 self._pending += len(source)
                 return commands
             if need < 0:  # its length field was split: join the few bytes there are
@@ -246,6 +250,18 @@ class FrameDecoder:
             self._pending = rest = len(source) - pos
             self._need = _LENGTH.unpack_from(source, pos)[0] + 4 if rest >= 4 else -1
         return commands
+
+    def _keep(self, piece: bytes) -> None:
+        """Queue a read of an incomplete frame: a large one as it is, small ones merged."""
+        chunks = self._chunks
+        if len(piece) >= _SMALL_READ:
+            chunks.append(piece)
+            return
+        last = chunks[-1]
+        if last.__class__ is bytearray:
+            last += piece
+        else:
+            chunks.append(bytearray(piece))
 
     def _run(self, source: bytes, pos: int, commands: list[RemotingCommand]) -> int:
         """Decode the complete frames of ``source`` from ``pos`` into ``commands``; where the
