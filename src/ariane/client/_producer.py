@@ -35,16 +35,16 @@ from typing import Any
 
 from ariane.acl.credentials import SessionCredentials
 from ariane.client._api import parse_send_response
-from ariane.client._async_send import TRANSPORT_ERRORS, AsyncSend
+from ariane.client._async_send import TRANSPORT_ERRORS
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
+from ariane.client._producer_async import AsyncSends
 from ariane.client._route import TopicPublishInfo
 from ariane.client._selector import SelectorLike, SendTarget, apply_selector
 from ariane.client._send import (
     PreparedSend,
     SendSettings,
     build_request,
-    check_topic,
     header_base,
     prepare_batches,
     prepare_single,
@@ -64,9 +64,8 @@ from ariane.client.message import MessageExt, MessageQueue, SendResult, SendStat
 from ariane.common.clock import monotonic_ms
 from ariane.common.message import Message
 from ariane.common.msgid import UniqueIdGenerator, host_to_bytes
-from ariane.common.topics import AUTO_CREATE_TOPIC, RETRY_PREFIX, validate_group
+from ariane.common.topics import AUTO_CREATE_TOPIC, validate_group
 from ariane.errors import (
-    ArianeError,
     BrokerResponseError,
     InvalidArgumentError,
     RequestTimeoutError,
@@ -111,7 +110,7 @@ def new_producer(group: str, config: ClientConfig) -> Producer:
     return Producer(group, client_config=config)
 
 
-class Producer:
+class Producer(AsyncSends):
     """Sends messages to a RocketMQ-compatible cluster (asyncio).
 
     Use as ``async with Producer("my_group", namesrv_addr="127.0.0.1:9876") as producer:``
@@ -579,163 +578,6 @@ class Producer:
         request = build_request(prepared, mq, self._header_base)
         response = await self.instance.api.invoke_future(addr, request, timeout_ms)
         return parse_send_response(response, mq, prepared.msg_id)
-
-    # -- async and one-way sends ------------------------------------------------------------------
-
-    def send_async(
-        self,
-        msg: Message,
-        *,
-        timeout_ms: int | None = None,
-        queue: MessageQueue | None = None,
-        selector: SelectorLike | None = None,
-        arg: Any = None,
-        sharding_key: str | None = None,
-    ) -> asyncio.Future[SendResult]:
-        """Start sending one message; the future completes with its ``SendResult``.
-
-        Must be called from the producer's event loop. Transport failures and timeouts are
-        retried ``retry_times_async`` times on another broker within ``timeout_ms``; broker
-        refusals fail the future at once. Keep the number of futures in flight bounded (a
-        few hundred keeps one connection busy).
-
-        Raises:
-            InvalidArgumentError: bad topic, empty or oversized body (raised at once).
-            ClientStateError: the producer is not started.
-        """
-        prepared = prepare_single(msg, self.settings, self._ids)
-        return self._send_prepared_async(
-            prepared,
-            msg,
-            timeout_ms,
-            SendTarget.for_message(msg, queue, selector, arg, sharding_key),
-            len(msg.body),
-        )
-
-    def send_batch_async(
-        self,
-        msgs: Iterable[Message],
-        *,
-        timeout_ms: int | None = None,
-        queue: MessageQueue | None = None,
-        selector: SelectorLike | None = None,
-        arg: Any = None,
-        sharding_key: str | None = None,
-    ) -> asyncio.Future[SendResult]:
-        """Start sending a batch that fits in one request (``max_message_bytes``).
-
-        Raises:
-            InvalidArgumentError: the batch breaks a batch rule or needs more than one
-                request (use ``send_batch`` to split).
-        """
-        messages = list(msgs)
-        batches = prepare_batches(messages, self.settings, self._ids)
-        if len(batches) != 1:
-            raise InvalidArgumentError(
-                f"the batch needs {len(batches)} requests; send_batch splits it"
-            )
-        return self._send_prepared_async(
-            batches[0],
-            messages,
-            timeout_ms,
-            SendTarget.of(queue, selector, arg, sharding_key),
-            len(batches[0].body),
-        )
-
-    def send_encoded_batch_async(
-        self, topic: str, body: bytes, msg_ids: Collection[str], *, timeout_ms: int | None = None
-    ) -> asyncio.Future[SendResult]:
-        """Start sending a batch body encoded by the caller (``ariane.common.batch`` layout,
-        each entry already carrying its ``UNIQ_KEY`` property, ``msg_ids`` in entry order),
-        as ``send_batch_async`` would send the same messages: for bulk writers that never
-        build ``Message`` objects. Not recorded by message trace.
-
-        Must be called from the producer's event loop.
-
-        Raises:
-            InvalidArgumentError: bad or retry topic, no ids, a body over ``max_message_bytes``,
-                a producer that traces its sends.
-        """
-        check_topic(topic)
-        if topic.startswith(RETRY_PREFIX):
-            raise InvalidArgumentError("batches cannot be sent to retry topics")
-        if not msg_ids:
-            raise InvalidArgumentError("a batch needs at least one message")
-        if len(body) > self.settings.max_message_bytes:
-            raise InvalidArgumentError(
-                f"the batch is {len(body)} bytes, the limit is {self.settings.max_message_bytes}"
-            )
-        if self._tracer is not None:
-            raise InvalidArgumentError("a traced producer sends batches with send_batch_async")
-        prepared = PreparedSend(topic, body, 0, 0, "", ",".join(msg_ids), True, count=len(msg_ids))
-        return self._send_prepared_async(prepared, [], timeout_ms, None, len(body))
-
-    def _send_prepared_async(
-        self,
-        prepared: PreparedSend,
-        source: Message | list[Message],
-        timeout_ms: int | None,
-        target: SendTarget | None,
-        body_length: int,
-    ) -> asyncio.Future[SendResult]:
-        instance = self.instance
-        loop = self._loop
-        if loop is None or threading.get_ident() != self._loop_thread:
-            # asyncio.get_running_loop() would cost a getpid() system call per send
-            raise ClientStateError("send_async must be called on the producer's event loop")
-        timeout = timeout_ms or self.send_timeout_ms
-        tracer = self._tracer
-        if target is not None:
-            first = source[0] if isinstance(source, list) else source
-            sending = self._send_prepared(prepared, first, timeout, target)
-            if tracer is not None:
-                sending = tracer.around(sending, source, body_length, self._store_host)
-            return loop.create_task(sending)
-        info = self._publish.get(prepared.topic)
-        future: asyncio.Future[SendResult] = loop.create_future()
-        send = AsyncSend(self, prepared, future, self.now_ms() + timeout, self.retry_times_async)
-        if tracer is not None:
-            send.trace = (source, tracer.now_ms(), body_length)
-        if info is not None and info.ok:
-            send.attempt(info, None)
-        else:
-            instance.spawn(send.attempt_after_route())
-        return future
-
-    async def send_oneway(
-        self,
-        msg: Message,
-        *,
-        queue: MessageQueue | None = None,
-        selector: SelectorLike | None = None,
-        arg: Any = None,
-        sharding_key: str | None = None,
-    ) -> None:
-        """Send one message without waiting for (or getting) an answer; no retries.
-
-        Raises:
-            InvalidArgumentError: bad topic, empty or oversized body.
-            ConnectError: the broker cannot be reached.
-        """
-        prepared = prepare_single(msg, self.settings, self._ids)
-        target = SendTarget.for_message(msg, queue, selector, arg, sharding_key)
-        if target is None:
-            info = await self.find_publish_info(prepared.topic)
-            mq = self.fault.select_one_message_queue(info, None)
-        else:
-            mq = await self._chosen_queue(prepared, msg, target)
-        addr = await self._broker_addr(mq.broker_name, mq.topic)
-        begin = self.now_ms()
-        try:
-            await self.instance.api.invoke_oneway(
-                addr, build_request(prepared, mq, self._header_base)
-            )
-        except ArianeError as exc:
-            self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, True)
-            if isinstance(exc, TRANSPORT_ERRORS):
-                self.instance.refresh_route_soon(mq.topic)
-            raise
-        self.fault.update_fault_item(mq.broker_name, self.now_ms() - begin, False)
 
 
 def trace_sender(config: ClientConfig, group: str) -> Producer:
