@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The install compiles src/ariane/_speedups.c when a C compiler is present (hatch_build.py);
 # without one the pure-Python twins run. The last line says which build this venv has.
 $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speedups_frame.h \
-		src/ariane/_speedups_trace.h src/ariane/_speedups_acl.h \
+		src/ariane/_speedups_trace.h src/ariane/_speedups_acl.h src/ariane/_speedups_aclsig.h \
 		src/ariane/_speedups_columns.h src/ariane/_speedups_dispatch.h \
 		src/ariane/_speedups_batchput.h src/ariane/_speedups_sink.h \
 		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_batchenc.h

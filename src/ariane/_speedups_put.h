@@ -409,17 +409,6 @@ static void put_record(unsigned char *w, const PutOne *p, int64_t queue_offset, 
            (size_t)PyBytes_GET_SIZE(p->rest));
 }
 
-/* props.get(key) as a new reference (None when absent) */
-static PyObject *put_get(PyObject *props, PyObject *key) {
-    PyObject *v = PyDict_GetItemWithError(props, key);
-    if (v == NULL && PyErr_Occurred()) {
-        return NULL;
-    }
-    v = v ? v : Py_None;
-    Py_INCREF(v);
-    return v;
-}
-
 /* a new tuple of `cls` owning the n items (each a new reference or NULL); NULL on error */
 static PyObject *put_tuple(PyObject *cls, PyObject **items, Py_ssize_t n) {
     PyObject *out = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, n);
@@ -533,8 +522,8 @@ static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_INCREF(items[3]);
     items[5] = PyLong_FromLongLong((long long)store_ts);
     items[6] = PyLong_FromLongLong((long long)qoff);
-    items[7] = put_get(p.props, PUT_K_KEYS);
-    items[8] = put_get(p.props, PUT_K_UNIQ);
+    items[7] = dsp_get(p.props, PUT_K_KEYS);
+    items[8] = dsp_get(p.props, PUT_K_UNIQ);
     req = put_tuple(PUT_REQUEST, items, 11);
     res = req ? put_result(&p, phys, store_ts, qoff) : NULL;
     next = normal && res ? PyLong_FromLongLong((long long)(qoff + 1)) : NULL;

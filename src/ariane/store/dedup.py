@@ -186,10 +186,11 @@ class DedupWindow:
         run = self._runs[0]
         head = self._head
         stop = min(len(run[1]), head + most)
-        ids = self._ids[run[0]]
-        deque(map(ids.__delitem__, run[1][head:stop]), 0)
+        # pop, not del: a caller that wrongly said "fresh" costs a stale id, never a KeyError
+        ids = self._ids.get(run[0], {})
+        deque(map(ids.pop, run[1][head:stop], repeat(None)), 0)
         if not ids:
-            del self._ids[run[0]]
+            self._ids.pop(run[0], None)
         if stop == len(run[1]):
             self._runs.popleft()
             self._head = 0

@@ -51,6 +51,7 @@ from ariane.store.reads import ReadLimits, StoreReads
 from ariane.store.record_block import BlockProgress, PackedRecord
 from ariane.store.replica import ReplicaResult, ReplicaStatus, ReplicaWriter
 from ariane.store.results import GetResult, GetStatus, PutResult, PutStatus, QueryResult
+from ariane.store.runtime_info import store_runtime_info
 
 __all__ = ["MessageStore"]
 
@@ -629,29 +630,7 @@ class MessageStore(StoreReads, StoreMaintenance):
 
     def runtime_info(self) -> dict[str, str]:
         """The store's part of RocketMQ's broker runtime info (all values strings)."""
-        cfg = self.config
-        cl = self.commit_log
-        puts = cl.put_times_total
-        now = self.clock.now_ms()
-        return {
-            "bootTimestamp": str(self.boot_timestamp_ms),
-            "runtime": _runtime(now - self.boot_timestamp_ms),
-            "putMessageTimesTotal": str(puts),
-            "putMessageSizeTotal": str(cl.put_size_total),
-            "putMessageAverageSize": f"{cl.put_size_total / puts if puts else 0.0:.1f}",
-            "putMessageFailedTimes": str(self.put_failed_times),
-            "getMessageTimesTotalFound": str(self.get_times_found),
-            "getMessageTimesTotalMiss": str(self.get_times_miss),
-            "getMessageTransferedMsgCount": str(self.get_transferred_msgs),
-            "commitLogDiskRatio": f"{self.disk_usage(cfg.commit_log_dir):.4f}",
-            "consumeQueueDiskRatio": f"{self.disk_usage(cfg.store_path_root_dir):.4f}",
-            "commitLogMinOffset": str(self.min_phy_offset),
-            "commitLogMaxOffset": str(self.max_phy_offset),
-            "dispatchBehindBytes": str(self.dispatch_behind_bytes()),
-            "pageCacheLockTimeMills": "0",
-            "remainTransientStoreBufferNumbs": "0",
-            "storeWriteable": str(self.is_writeable).lower(),
-        }
+        return store_runtime_info(self)
 
     # -- maintenance ---------------------------------------------------------------------
     def wait_dispatched(self, timeout_s: float = 10.0) -> bool:
@@ -704,13 +683,6 @@ class MessageStore(StoreReads, StoreMaintenance):
     ) -> QueryResult:
         """Records of ``topic`` whose KEYS or UNIQ_KEY equal ``key`` (see ``StoreReads``)."""
         return self.query_by_key(topic, key, max_num, begin_ms, end_ms)
-
-
-def _runtime(ms: int) -> str:
-    s = ms // 1000
-    return (
-        f"[ {s // 86400} days, {s // 3600 % 24} hours, {s // 60 % 60} minutes, {s % 60} seconds ]"
-    )
 
 
 def _block_end(progress: BlockProgress) -> PutResult:

@@ -237,3 +237,19 @@ def test_runs_keep_what_an_id_by_id_window_keeps(
         assert len(w) == len(ref.entries) <= max_entries
     for (topic, dedup_id), fields in list(ref.entries.items()):
         assert w.seen(topic, dedup_id, now) == DedupEntry._make(fields)
+
+
+def test_a_put_wrongly_called_fresh_never_breaks_the_window() -> None:
+    """A caller that says ``fresh`` for an id already in the window (a broken promise): the
+    window stays usable as both runs age out (no KeyError on the send path), it stays within
+    its bound, and a fresh id after them is remembered and found."""
+    w = DedupWindow(3, 1_000)
+    for n, ids in enumerate((["a", "b"], ["b", "c"], ["d"], ["e", "f", "g"])):
+        result = PutResult(PutStatus.PUT_OK, 100 * n, 10 * len(ids), 0, 5 * n, len(ids), b"", 0,
+                           tuple(100 * n + 10 * i for i in range(len(ids))))  # fmt: skip
+        w.remember_put("T", list(ids), 0, result, fresh=True)
+        assert len(w) <= 3
+    w.expire(5_000)
+    assert len(w) == 0
+    w.remember("T", "h", DedupEntry(0, 9, 900, 10, 5_000))
+    assert w.seen("T", "h", 5_000) == DedupEntry(0, 9, 900, 10, 5_000)

@@ -101,20 +101,26 @@ def test_run_equals_loop(
             assert astuple(fast) == astuple(slow)
 
 
+def _spy_runs(store: MessageStore) -> list[int]:
+    """Record the message count of each run read (0: the run path declined)."""
+    calls: list[int] = []
+    real = store._read_run
+
+    def spy(*args: object) -> GetResult | None:
+        got = real(*args)  # type: ignore[arg-type]
+        calls.append(0 if got is None else got.message_count)
+        return got
+
+    store._read_run = spy  # type: ignore[method-assign,assignment]
+    return calls
+
+
 def test_a_batch_is_read_as_one_run(tmp_path: object) -> None:
     with open_store(str(tmp_path)) as store:
         items = [BatchItem(b"r%d" % i, properties={"KEYS": "k"}) for i in range(6)]
         assert store.put_messages(MessageBatchInner("TopicA", 0, items, born_host=BORN)).ok
         assert store.wait_dispatched()
-        calls: list[int] = []
-        real = store._read_run
-
-        def spy(*args: object) -> GetResult | None:
-            got = real(*args)  # type: ignore[arg-type]
-            calls.append(0 if got is None else got.message_count)
-            return got
-
-        store._read_run = spy  # type: ignore[method-assign]
+        calls = _spy_runs(store)
         res = store.get_message("g", "TopicA", 0, 1, 32)
         assert calls == [5]
         assert res.message_queue_offsets == [1, 2, 3, 4, 5]
@@ -194,15 +200,7 @@ def test_interleaved_queues_are_read_run_by_run(tmp_path: object) -> None:
             items = [BatchItem(b"q%d-%d" % (k % 2, i), properties={"KEYS": "k"}) for i in range(5)]
             assert store.put_messages(MessageBatchInner("TopicA", k % 2, items, born_host=BORN)).ok
         assert store.wait_dispatched()
-        calls: list[int] = []
-        real = store._read_run
-
-        def spy(*args: object) -> GetResult | None:
-            got = real(*args)  # type: ignore[arg-type]
-            calls.append(0 if got is None else got.message_count)
-            return got
-
-        store._read_run = spy  # type: ignore[method-assign]
+        calls = _spy_runs(store)
         res = store.get_message("g", "TopicA", 0, 2, 32)
         assert calls == [8]
         assert res.message_queue_offsets == list(range(2, 10))
