@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import Any
 from ariane.common.clock import ManualClock
 from ariane.common.message import HostPort
 from ariane.store.config import StoreConfig
+from ariane.store.format import DispatchRequest
+from ariane.store.index_file import IndexService
 from ariane.store.inner import MessageInner
 from ariane.store.message_store import MessageStore
 
@@ -66,3 +69,24 @@ def open_store(
         yield store
     finally:
         store.shutdown()
+
+
+def index_files(
+    root: str, batches: list[list[DispatchRequest]], each: bool, slot_num: int, index_num: int
+) -> dict[str, bytes]:
+    """The bytes of every IndexFile an ``IndexService`` under ``root`` writes for ``batches``
+    (one clock millisecond apart), through ``build_index_each`` (``each``, the key-by-key
+    reference) or ``build_index``; headers written, keyed ``index<n>`` in file order."""
+    clock = ManualClock(1_700_000_000_000)
+    index = IndexService(os.path.join(root, "index"), slot_num, index_num, clock)
+    for batch in batches:
+        if each:
+            index.build_index_each(batch)
+        else:
+            index.build_index(batch)
+        clock.advance(1)
+    for f in index.files:
+        f.write_header()
+    files = {f"index{n}": bytes(f.mf.mm) for n, f in enumerate(index.files)}
+    index.shutdown()
+    return files

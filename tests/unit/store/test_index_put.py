@@ -8,7 +8,6 @@ references; the identity tests skip when nothing is compiled.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from typing import Any
 
@@ -23,6 +22,7 @@ from ariane.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBAC
 from ariane.store import _index_put
 from ariane.store.format import INDEX_ENTRY, INDEX_HEADER_SIZE, INDEX_SLOT, DispatchRequest
 from ariane.store.index_file import IndexService
+from tests.unit.store.helpers import index_files
 
 compiled = pytest.mark.skipif(
     not (native.COMPILED and _index_put.COMPILED), reason="the compiled twin is not built"
@@ -167,23 +167,6 @@ def test_write_refuses_a_layout_past_the_map(fn: str) -> None:
         write(bytearray(1000), 4, 10, 1, 0, 0, item, 2)
 
 
-def _index_files(root: str, batches: list[list[DispatchRequest]], each: bool) -> dict[str, bytes]:
-    clock = ManualClock(1_700_000_000_000)
-    index = IndexService(os.path.join(root, "index"), 7, 30, clock)
-    for batch in batches:
-        if each:
-            index.build_index_each(batch)
-        else:
-            index.build_index(batch)
-        clock.advance(1)
-    files = {}
-    for n, f in enumerate(index.files):
-        f.write_header()
-        files[f"index{n}"] = bytes(f.mf.mm)
-    index.shutdown()
-    return files
-
-
 @pytest.mark.parametrize("twins", ["selected", "pure"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(st.lists(_ROW, min_size=1, max_size=8), min_size=1, max_size=5))
@@ -202,9 +185,9 @@ def test_service_through_items_writes_what_put_key_writes(
             mp.setattr(_index_put, "COMPILED", True)
             mp.setattr(_index_put, "index_key_entries", _index_put.index_key_entries_py)
             mp.setattr(_index_put, "index_write", _index_put.index_write_py)
-        got = _index_files(a, requests, each=False)
+        got = index_files(a, requests, each=False, slot_num=7, index_num=30)
     with tempfile.TemporaryDirectory() as b:
-        assert got == _index_files(b, requests, each=True)
+        assert got == index_files(b, requests, each=True, slot_num=7, index_num=30)
 
 
 def test_service_finds_each_key_across_files(tmp_path: Any) -> None:

@@ -16,6 +16,7 @@ from ariane.store.dispatch import Dispatcher
 from ariane.store.format import DispatchRequest
 from ariane.store.index_file import IndexService
 from ariane.store.vector import VECTOR_MIN, chain_links, index_key_hashes
+from tests.unit.store.helpers import index_files
 
 _KEY_TEXT = st.text(
     alphabet=st.sampled_from(["a", "Z", "0", "#", " ", "é", "字", "\U0001f600"]),
@@ -149,22 +150,6 @@ def test_vector_dispatch_single_topic_many_queues(tmp_path: Path) -> None:
     assert len([k for k in big if k.startswith("index")]) > 1  # rolled over index files
 
 
-def _index_files(root: str, batches: list[list[DispatchRequest]], each: bool) -> dict[str, bytes]:
-    clock = ManualClock(1_700_000_000_000)
-    index = IndexService(os.path.join(root, "index"), 16, 40, clock)
-    for batch in batches:
-        if each:
-            index.build_index_each(batch)
-        else:
-            index.build_index(batch)
-        clock.advance(1)
-    for f in index.files:
-        f.write_header()
-    files = {f"index{n}": bytes(f.mf.mm) for n, f in enumerate(index.files)}
-    index.shutdown()
-    return files
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.integers(0, 3 * VECTOR_MIN), min_size=1, max_size=4),
@@ -190,7 +175,7 @@ def test_one_request_with_many_keys_indexes_as_key_by_key(
         phys += 500
     batches = [[r] for r in requests] + [requests]  # the repeat is skipped (already indexed)
     with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-        fast = _index_files(a, batches, each=False)
-        assert fast == _index_files(b, batches, each=True)
+        fast = index_files(a, batches, each=False, slot_num=16, index_num=40)
+        assert fast == index_files(b, batches, each=True, slot_num=16, index_num=40)
         if tx == 0 and sum(key_counts) >= 40:
             assert len(fast) > 1  # 40 entries per file: rolled over
