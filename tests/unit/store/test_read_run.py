@@ -61,6 +61,18 @@ _writes = st.lists(
 )
 
 
+def _write(store: MessageStore, writes: list[tuple[int, list[int]]]) -> None:
+    """Each write to TopicA: one body size, a single message; more, a batch; then dispatch."""
+    for n, (queue, sizes) in enumerate(writes):
+        if len(sizes) == 1:
+            store.put_message(msg(queue_id=queue, body=b"s" * sizes[0], KEYS=f"k{n}"))
+        else:
+            items = [BatchItem(b"b" * size, properties={"KEYS": f"k{n}"}) for size in sizes]
+            batch = MessageBatchInner("TopicA", queue, items, born_host=BORN, store_host=HOST)
+            assert store.put_messages(batch).ok
+    assert store.wait_dispatched()
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     writes=_writes,
@@ -84,14 +96,7 @@ def test_run_equals_loop(
             max_transfer_bytes_on_message_in_memory=bytes_cap,
         ) as store,
     ):
-        for n, (queue, sizes) in enumerate(writes):
-            if len(sizes) == 1:
-                store.put_message(msg(queue_id=queue, body=b"s" * sizes[0], KEYS=f"k{n}"))
-            else:
-                items = [BatchItem(b"b" * size, properties={"KEYS": f"k{n}"}) for size in sizes]
-                batch = MessageBatchInner("TopicA", queue, items, born_host=BORN, store_host=HOST)
-                assert store.put_messages(batch).ok
-        assert store.wait_dispatched()
+        _write(store, writes)
         for queue in range(3):  # every offset of every queue, then the drawn reads
             for offset in range(store.get_max_offset_in_queue("TopicA", queue) + 1):
                 fast, slow = _both(store, queue, offset, 32)
@@ -145,14 +150,7 @@ def test_bulk_limits_run_equals_loop(
         tempfile.TemporaryDirectory() as tmp,
         open_store(tmp, access_message_in_memory_max_ratio=0 if cold else 40) as store,
     ):
-        for n, (queue, sizes) in enumerate(writes):
-            if len(sizes) == 1:
-                store.put_message(msg(queue_id=queue, body=b"s" * sizes[0], KEYS=f"k{n}"))
-            else:
-                items = [BatchItem(b"b" * size, properties={"KEYS": f"k{n}"}) for size in sizes]
-                batch = MessageBatchInner("TopicA", queue, items, born_host=BORN, store_host=HOST)
-                assert store.put_messages(batch).ok
-        assert store.wait_dispatched()
+        _write(store, writes)
         for queue in range(3):
             top = store.get_max_offset_in_queue("TopicA", queue)
             for offset in range(top + 1):
