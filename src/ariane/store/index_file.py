@@ -428,10 +428,9 @@ class IndexService:
         """Index the keys of ``requests`` (skipping ones the index already covers): key by
         key for a few, in numpy for many requests or many keys (a trace message carries one
         per traced message: ~400); in C when the extension is built."""
-        if _index_put.COMPILED and requests:
-            self.build_index_columns(tuple(zip(*requests, strict=True)))
-            return
-        if len(requests) >= VECTOR_MIN or _key_count(requests) >= VECTOR_MIN:
+        if requests and (
+            _index_put.COMPILED or len(requests) >= VECTOR_MIN or _key_count(requests) >= VECTOR_MIN
+        ):
             self.build_index_columns(tuple(zip(*requests, strict=True)))
             return
         self.build_index_each(requests)
