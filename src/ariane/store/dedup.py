@@ -34,7 +34,7 @@ any send.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import repeat
 from operator import sub
 from typing import TYPE_CHECKING, NamedTuple
@@ -208,19 +208,6 @@ class DedupWindow:
         if not ids:
             return False
         return any(map(ids.__contains__, dedup_ids))
-
-    def remember_many(
-        self,
-        topic: str,
-        dedup_ids: Sequence[str],
-        stored: Iterable[tuple[int, int, int, int, int]],
-        fresh: bool = False,
-    ) -> None:
-        """:meth:`remember` for each id of ``dedup_ids`` and the fields of its ``DedupEntry``
-        in ``stored`` (plain tuples); ``fresh``: the caller has just checked that every id
-        is new and distinct (accepted for the callers of :meth:`remember_put`)."""
-        for dedup_id, fields in zip(dedup_ids, stored, strict=True):
-            self.remember(topic, dedup_id, DedupEntry._make(fields))
 
     def remember_put(
         self,

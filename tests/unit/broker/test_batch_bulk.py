@@ -141,19 +141,6 @@ def test_the_bulk_path_stores_and_answers_as_the_loop(
     assert len(state[0]) > 60
 
 
-def test_remember_many_is_remember_per_id() -> None:
-    one, many = DedupWindow(5, 10_000), DedupWindow(5, 10_000)
-    for window in (one, many):
-        window.remember("T", "x", DedupEntry(9, 9, 9, 9, 100))
-    fields = [(0, i, 100 * i, 10, 100) for i in range(4)]
-    for ids in (["a", "b", "c", "d"], ["x", "e", "e", "f"]):  # new ids; known and repeated
-        for dedup_id, entry in zip(ids, fields, strict=True):
-            one.remember("T", dedup_id, DedupEntry._make(entry))
-        many.remember_many("T", ids, iter(fields))
-        assert many.items() == one.items()
-    assert len(many) == 5
-
-
 def test_any_seen_counts_nothing_and_expires() -> None:
     window = DedupWindow(100, 1_000)
     window.remember("T", "a", DedupEntry(0, 0, 0, 1, 5_000))
