@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import os
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,9 +17,31 @@ from tests.support.polling import await_for
 T = TypeVar("T")
 
 
+#: A test coroutine still running after this long is stopped with the stacks of every task
+#: on its loop (pytest-timeout, at 300 s, only shows the threads: an idle loop says nothing
+#: about which await never returns).
+RUN_TIMEOUT_S = float(os.environ.get("ARIANE_TEST_RUN_TIMEOUT_S", "270"))
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one test coroutine on a fresh event loop."""
-    return asyncio.run(coro)
+    return asyncio.run(_watched(coro))
+
+
+async def _watched(coro: Coroutine[Any, Any, T]) -> T:
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({task}, timeout=RUN_TIMEOUT_S)
+    if done:
+        return task.result()
+    stacks = io.StringIO()
+    for other in asyncio.all_tasks():
+        if other is not asyncio.current_task():
+            other.print_stack(limit=12, file=stacks)
+    task.cancel()
+    raise AssertionError(
+        f"the test coroutine still ran after {RUN_TIMEOUT_S:g} s; its loop's tasks:\n"
+        + stacks.getvalue()
+    )
 
 
 @pytest.fixture(scope="module")
