@@ -19,14 +19,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ariane.acl.credentials import SessionCredentials
 from ariane.common.topics import validate_topic as check_topic
 from ariane.common.trace import DEFAULT_TRACE_TOPIC
 from ariane.errors import InvalidArgumentError
+
+if TYPE_CHECKING:  # imported where an account is given: the ACL package is ~0.3 s to import
+    from ariane.acl.credentials import SessionCredentials
 
 __all__ = [
     "EARLIEST",
@@ -96,7 +98,11 @@ def parse_credentials(opts: dict[str, str]) -> SessionCredentials | None:
     sk = opts.get("secretkey", "").strip()
     if bool(ak) != bool(sk):
         raise InvalidArgumentError("give both options accessKey and secretKey (or neither)")
-    return SessionCredentials(ak, sk) if ak else None
+    if not ak:
+        return None
+    from ariane.acl.credentials import SessionCredentials
+
+    return SessionCredentials(ak, sk)
 
 
 def parse_timestamp_ms(raw: str, name: str) -> int:

@@ -27,9 +27,8 @@ import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
@@ -50,16 +49,6 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from ariane.errors import DataLossError, InvalidArgumentError
-from ariane.spark._arrow import (
-    ARROW_SCHEMA,
-    SCHEMA_DDL,
-    batch_to_rows,
-    check_sink_schema,
-)
-from ariane.spark._cluster import ClusterOffsets, QueueReader
-from ariane.spark._columns import records_to_batch
-from ariane.spark._sender import RowSender
-from ariane.spark._trace import TRACE_ARROW_SCHEMA, TRACE_SCHEMA_DDL, trace_messages_to_batch
 from ariane.spark.ids import MessageIdSequence
 from ariane.spark.options import (
     EARLIEST,
@@ -73,6 +62,17 @@ from ariane.spark.options import (
     offsets_to_nested,
 )
 from ariane.spark.planning import QueueRange, plan_ranges, rate_limit, split_ranges
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ariane.spark._cluster import ClusterOffsets
+
+# The modules that pull, decode and send (the client, numpy, pyarrow) are imported where they
+# are used: Spark's planner workers (write_into_data_source, commit_data_source_write...) each
+# start a fresh process that imports this module to unpickle the data source, its writer and
+# commit messages, and need none of them (~1 s of CPU each on the shared 2-vCPU machine, on
+# the write's critical path).
 
 __all__ = [
     "ArianeBatchReader",
@@ -97,7 +97,11 @@ def register(spark: SparkSession) -> None:
 
 
 def _check_read_schema(schema: StructType, opts: SourceOptions) -> None:
-    expected = TRACE_ARROW_SCHEMA.names if opts.decode_trace else ARROW_SCHEMA.names
+    if opts.decode_trace:
+        from ariane.spark._trace import TRACE_ARROW_SCHEMA as arrow_schema
+    else:
+        from ariane.spark._arrow import ARROW_SCHEMA as arrow_schema
+    expected = arrow_schema.names
     if schema.fieldNames() != expected:
         raise InvalidArgumentError(
             "the ariane source has a fixed schema; do not pass one (got "
@@ -115,7 +119,13 @@ class ArianeDataSource(DataSource):
 
     def schema(self) -> str:
         """The fixed read schema (DDL): messages, or trace records with ``decode=trace``."""
-        return TRACE_SCHEMA_DDL if decodes_trace(self.options) else SCHEMA_DDL
+        if decodes_trace(self.options):
+            from ariane.spark._trace import TRACE_SCHEMA_DDL
+
+            return TRACE_SCHEMA_DDL
+        from ariane.spark._arrow import SCHEMA_DDL
+
+        return SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader."""
@@ -131,6 +141,8 @@ class ArianeDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> ArianeBatchWriter:
         """A batch writer (append only: a topic cannot be overwritten)."""
+        from ariane.spark._arrow import check_sink_schema
+
         if overwrite:
             raise InvalidArgumentError("a topic can only be appended to (mode 'append')")
         check_sink_schema(schema.fieldNames())
@@ -139,6 +151,8 @@ class ArianeDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> ArianeStreamWriter:
         """A streaming writer (output mode append)."""
+        from ariane.spark._arrow import check_sink_schema
+
         check_sink_schema(schema.fieldNames())
         return ArianeStreamWriter(SinkOptions.parse(self.options))
 
@@ -155,8 +169,13 @@ BATCH_BYTES = 4 * 1024 * 1024
 def read_range(opts: SourceOptions, rng: QueueRange) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the messages (or, ``decode=trace``, the trace records) of one queue
     range (executors)."""
+    from ariane.spark._cluster import QueueReader
+    from ariane.spark._columns import records_to_batch
+
     reader = QueueReader(opts)
     if opts.decode_trace:
+        from ariane.spark._trace import trace_messages_to_batch
+
         for msgs in reader.read(rng):
             yield trace_messages_to_batch(msgs, rng.broker)
         return
@@ -190,6 +209,8 @@ class ArianeBatchReader(DataSourceReader):
 
     def plan(self) -> list[QueueRange]:
         """The queue ranges of the read (driver; asks the cluster for offsets)."""
+        from ariane.spark._cluster import ClusterOffsets
+
         opts = self.opts
         cluster = ClusterOffsets(opts)
         keys = list(cluster.queues())
@@ -244,6 +265,8 @@ class ArianeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def cluster(self) -> ClusterOffsets:
         """The driver's cluster view (created on first use)."""
         if self._cluster is None:
+            from ariane.spark._cluster import ClusterOffsets
+
             self._cluster = ClusterOffsets(self.opts)
         return self._cluster
 
@@ -357,6 +380,9 @@ def write_partition(
     opts: SinkOptions, iterator: Iterator[pa.RecordBatch], namespace: str, batch_id: int
 ) -> SentRows:
     """Send every row of one task; ids from (namespace, batch id, partition, row)."""
+    from ariane.spark._arrow import batch_to_rows
+    from ariane.spark._sender import RowSender
+
     ctx = TaskContext.get()
     partition = ctx.partitionId() if ctx is not None else 0
     ids = MessageIdSequence(namespace, batch_id, partition)

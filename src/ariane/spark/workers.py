@@ -8,9 +8,16 @@ interpreter but without the venv activated therefore gets workers without the pa
 the first read fails deep in a Java stack trace with ``No module named 'ariane'``.
 
 ``check_workers`` runs one tiny Spark job (``defaultParallelism`` tasks, at most 64) whose
-task imports ``ariane.spark.source`` (the package and every dependency the data source needs)
+task imports ``ariane.spark.source`` and the modules its tasks use (the package and every
+dependency the data source needs)
 and reports the worker's interpreter and Python version. The task function is a closure, so
-cloudpickle ships it by value and unpickling it needs no Ariane on the worker. Three
+cloudpickle ships it by value and unpickling it needs no Ariane on the worker. The job is a
+SQL Python UDF (pickled rows, no Arrow, so a worker without pyarrow still reports), not an
+RDD map: Spark keys its Python daemons by their environment, and SQL tasks get one the RDD's
+lack (``SPARK_SIMPLIFIED_TRACEBACK``), so only a SQL job leaves its idle workers, with the
+package already imported, to the data source's first read or write tasks (reused workers,
+``spark.python.worker.reuse``, for the minute Spark keeps idle workers) instead of starting
+a second daemon and workers that import everything again. Three
 failures become one :class:`~ariane.errors.WorkerPythonError` naming ``PYSPARK_PYTHON`` /
 ``spark.pyspark.python`` and the fix: the import fails, the workers run another Python minor
 version than the driver (PySpark refuses that before the task runs: the job fails), or the
@@ -61,7 +68,7 @@ def check_workers(spark: SparkSession) -> None:
     key = (sc.applicationId, sc.pythonExec, tuple(sorted(sc._python_includes or ())))
     if key in _passed:
         return
-    reports = _run_probe(sc)
+    reports = _run_probe(spark)
     problem = _problem(reports, sc.pythonExec)
     if problem is not None:
         raise WorkerPythonError("PYSPARK_PYTHON", problem)
@@ -69,25 +76,45 @@ def check_workers(spark: SparkSession) -> None:
     log.debug("Spark's Python workers import ariane: %s", sorted(set(reports)))
 
 
-def _run_probe(sc: SparkContext) -> list[Report]:
+#: the modules the data source's tasks import (``ariane.spark.source`` imports the others only
+#: where they are used, so the planner's short-lived workers skip them)
+_TASK_MODULES = (
+    "ariane.spark.source",
+    "ariane.spark._cluster",
+    "ariane.spark._columns",
+    "ariane.spark._sender",
+    "ariane.spark._trace",
+)
+#: what the probe UDF returns per task
+_REPORT_DDL = "executable STRING, major INT, minor INT, error STRING"
+
+
+def _run_probe(spark: SparkSession) -> list[Report]:
     """The probe job's reports; a failed job becomes ``WorkerPythonError``."""
+    from pyspark.sql.functions import udf
 
     # a closure, so that cloudpickle ships it by value: the worker needs no ariane to load it
-    def probe(_: object) -> Report:
+    def probe(_: object) -> tuple[str, int, int, str | None]:
+        import importlib
         import sys
 
-        try:
-            import ariane.spark.source  # noqa: F401
+        error = None
+        try:  # the data source and what its tasks import when they run (client, numpy...)
+            for name in _TASK_MODULES:
+                importlib.import_module(name)
         except Exception as exc:  # any import failure is what we report
-            return (sys.executable, (sys.version_info[0], sys.version_info[1]), repr(exc))
-        return (sys.executable, (sys.version_info[0], sys.version_info[1]), None)
+            error = repr(exc)
+        return (sys.executable, sys.version_info[0], sys.version_info[1], error)
 
+    sc = spark.sparkContext
     tasks = max(1, min(sc.defaultParallelism, _MAX_TASKS))
+    report = udf(probe, _REPORT_DDL, useArrow=False)
     try:
         with _quiet(sc):
-            return sc.parallelize(range(tasks), tasks).map(probe).collect()
+            rows = spark.range(tasks, numPartitions=tasks).select(report("id").alias("r")).collect()
     except Exception as exc:  # Py4JJavaError / PythonException: a job that could not run
         raise WorkerPythonError("PYSPARK_PYTHON", _job_failure(str(exc), sc.pythonExec)) from None
+    return [(r.executable, (r.major, r.minor), r.error) for r in (row["r"] for row in rows)]
 
 
 # the loggers that print a failed task's Java and Python stack traces (driver side; on a
