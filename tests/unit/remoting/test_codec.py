@@ -380,3 +380,68 @@ def test_a_frame_trickled_a_byte_per_read_is_kept_in_few_pieces() -> None:
     assert decoded == [big, after]
     assert decoder.buffered == 0
     assert most_pieces <= 2
+
+
+@given(
+    st.lists(commands(), min_size=1, max_size=4),
+    st.lists(st.integers(0, 2000), max_size=8),
+    st.integers(1, 80),
+)
+def test_bodies_joined_apart_from_their_headers_give_the_same_commands(
+    cmds: list[RemotingCommand], cuts: list[int], split: int
+) -> None:
+    """With ``split_body_bytes`` small, every frame completed across reads whose body reaches
+    it takes the split join (head and body joined apart): same commands, in order."""
+    data = b"".join(encode(c) for c in cmds)
+    points = sorted({min(c, len(data)) for c in cuts})
+    decoder = FrameDecoder(split_body_bytes=split)
+    decoded: list[RemotingCommand] = []
+    start = 0
+    for point in [*points, len(data)]:
+        decoded.extend(decoder.feed(data[start:point]))
+        start = point
+    assert decoded == cmds
+    assert decoder.buffered == 0
+
+
+@pytest.mark.parametrize("serialize_type", list(SerializeType))
+@pytest.mark.parametrize("read", [1000, 65536, 100_003])
+def test_a_big_body_across_reads_is_that_body_byte_for_byte(
+    serialize_type: SerializeType, read: int
+) -> None:
+    """A 1 MiB answer after a small one, read in pieces of ``read`` bytes (the header itself
+    split across reads with 1000): the default threshold splits it; every command exact."""
+    body = bytes(range(256)) * 4096
+    small = RemotingCommand.request(RequestCode.HEART_BEAT, body=b"hb")
+    big = RemotingCommand(
+        code=ResponseCode.SUCCESS,
+        opaque=7,
+        flag=1,
+        remark="r" * 1500,
+        ext_fields={"nextBeginOffset": "42", "k": "v" * 600},
+        body=body,
+        serialize_type=serialize_type,
+    )
+    data = encode(small) + encode(big) + encode(small)
+    decoder = FrameDecoder()
+    decoded: list[RemotingCommand] = []
+    for at in range(0, len(data), read):
+        decoded.extend(decoder.feed(data[at : at + read]))
+    assert decoded == [small, big, small]
+    assert decoded[1].body == body
+    assert decoder.buffered == 0
+
+
+def test_a_bad_header_of_a_split_frame_keeps_the_commands_before_it() -> None:
+    good = RemotingCommand.request(RequestCode.HEART_BEAT, body=b"ok")
+    bad = _json_frame({"code": "not a number"}, b"b" * 200_000)
+    data = encode(good) + bad
+    decoder = FrameDecoder()
+    decoded: list[RemotingCommand] = []
+    with pytest.raises(FrameDecodeError) as raised:
+        for at in range(0, len(data), 4096):
+            decoded.extend(decoder.feed(data[at : at + 4096]))
+    assert decoded + raised.value.decoded == [good]
+    assert decoder.buffered == 0
+    with pytest.raises(FrameDecodeError):
+        decoder.feed(b"")

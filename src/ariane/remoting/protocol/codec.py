@@ -40,6 +40,7 @@ from ariane.remoting.protocol.command import LanguageCode, RemotingCommand, Seri
 
 __all__ = [
     "MAX_FRAME_BYTES",
+    "SPLIT_BODY_BYTES",
     "FrameDecodeError",
     "FrameDecoder",
     "decode_frame",
@@ -52,6 +53,8 @@ __all__ = [
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 #: reads of an incomplete frame shorter than this are merged into one buffer (FrameDecoder)
 _SMALL_READ = 4096
+#: a completed frame's body at least this long is joined apart from its header (FrameDecoder)
+SPLIT_BODY_BYTES = 64 * 1024
 
 _HEADER_LENGTH_MASK = 0xFFFFFF
 _INT32_MIN = -(2**31)
@@ -191,15 +194,21 @@ class FrameDecoder:
     The bytes of an incomplete frame are kept as the chunks they came in (no copy) and joined
     once, when the chunk completing the frame arrives; the frames after it are decoded from
     that chunk itself (a 64 KiB SEND_BATCH frame spanning reads is copied once, not four
-    times).
+    times). A completed frame whose body is at least ``split_body_bytes`` (a bulk pull's
+    answer, a big SEND_BATCH) is not joined whole: its body is joined on its own, the command's
+    ``body`` as it is (one copy of the body instead of two: the frame's join, then its body's
+    slice), and the header is decoded from a join of its few bytes.
 
     Args:
         max_frame_bytes: largest acceptable frame, length field included.
+        split_body_bytes: smallest body joined apart from its header.
     """
 
-    __slots__ = ("_broken", "_chunks", "_max_frame_bytes", "_need", "_pending")
+    __slots__ = ("_broken", "_chunks", "_max_frame_bytes", "_need", "_pending", "_split_body")
 
-    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
+    def __init__(
+        self, max_frame_bytes: int = MAX_FRAME_BYTES, split_body_bytes: int = SPLIT_BODY_BYTES
+    ) -> None:
         #: the bytes after the last complete frame, in arrival order; reads shorter than
         #: ``_SMALL_READ`` in a row share one bytearray, so a peer trickling a large frame a
         #: few bytes per read cannot make a list of millions of tiny objects
@@ -209,6 +218,7 @@ class FrameDecoder:
         #: the first frame's end in them (its length field + 4), -1 while that field is split
         self._need = -1
         self._max_frame_bytes = max_frame_bytes
+        self._split_body = max(1, split_body_bytes)
         self._broken: str | None = None
 
     @property
@@ -241,7 +251,7 @@ class FrameDecoder:
             else:  # the first frame whole, in one copy; the rest decoded from `source`
                 pos = need - self._pending
                 chunks.append(memoryview(source)[:pos])
-                self._run(b"".join(chunks), 0, commands)
+                self._first(need, commands)
             chunks.clear()
             self._pending = 0
         pos = self._run(source, pos, commands)
@@ -262,6 +272,29 @@ class FrameDecoder:
             last += piece
         else:
             chunks.append(bytearray(piece))
+
+    def _first(self, need: int, commands: list[RemotingCommand]) -> None:
+        """Decode the frame that ``_chunks`` hold whole (``need`` bytes, length included)."""
+        chunks = self._chunks
+        first = chunks[0]
+        if need - 8 >= self._split_body and len(first) >= 8:
+            body_at = 8 + (_WORD.unpack_from(first, 4)[0] & _HEADER_LENGTH_MASK)
+            if need - body_at >= self._split_body:
+                head, body = _cut(chunks, body_at)
+                fast = _FAST_FRAME
+                try:
+                    cmd = None if fast is None else fast(head, 4, body_at)
+                    if cmd is None:
+                        cmd = _decode_frame_at(head, 4, body_at)
+                except RemoteProtocolError as exc:
+                    self._broken = str(exc)
+                    chunks.clear()
+                    self._pending = 0
+                    raise FrameDecodeError(str(exc), commands) from None
+                cmd.body = body
+                commands.append(cmd)
+                return
+        self._run(b"".join(chunks), 0, commands)
 
     def _run(self, source: bytes, pos: int, commands: list[RemotingCommand]) -> int:
         """Decode the complete frames of ``source`` from ``pos`` into ``commands``; where the
@@ -291,6 +324,26 @@ class FrameDecoder:
             self._pending = 0
             raise FrameDecodeError(error, commands)
         return pos
+
+
+def _cut(chunks: list[bytes | bytearray | memoryview], at: int) -> tuple[bytes, bytes]:
+    """The bytes of ``chunks`` before ``at`` and from ``at`` on, each joined once (a single
+    whole ``bytes`` chunk is not copied)."""
+    head: list[bytes | bytearray | memoryview] = []
+    tail: list[bytes | bytearray | memoryview] = []
+    pos = 0
+    for chunk in chunks:
+        size = len(chunk)
+        if pos + size <= at:
+            head.append(chunk)
+        elif pos >= at:
+            tail.append(chunk)
+        else:
+            view = memoryview(chunk)
+            head.append(view[: at - pos])
+            tail.append(view[at - pos :])
+        pos += size
+    return b"".join(head), b"".join(tail)
 
 
 def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
