@@ -12,7 +12,8 @@ $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speed
 		src/ariane/_speedups_trace.h src/ariane/_speedups_acl.h src/ariane/_speedups_aclsig.h \
 		src/ariane/_speedups_columns.h src/ariane/_speedups_dispatch.h \
 		src/ariane/_speedups_batchput.h src/ariane/_speedups_sink.h \
-		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_batchenc.h
+		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_batchenc.h \
+		src/ariane/_speedups_crc.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,dashboard]'

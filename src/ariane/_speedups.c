@@ -506,6 +506,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
 #include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
 #include "_speedups_dispatch.h" /* dispatch_record: a record's DispatchRequest (DLedger followers) */
+#include "_speedups_crc.h" /* crc_fold: CRC-32 by carry-less multiplication (x86-64) */
 #include "_speedups_batchput.h" /* batch_scan, batch_write: SEND_BATCH bodies into the CommitLog */
 #include "_speedups_sink.h" /* sink_entries: the Spark sink's batch entries from Arrow buffers */
 #include "_speedups_index.h" /* index_key_entries, index_write: a batch's IndexFile keys */

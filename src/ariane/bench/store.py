@@ -19,7 +19,11 @@ Phases, each timed separately on the same directory's file system:
 The store phases count and time the directory fsyncs the store makes (new CommitLog,
 ConsumeQueue and index files, the checkpoint; issue 12) and print their share of the phase.
 
-Messages look like a producer's: a TAGS property and a 32-character UNIQ_KEY (indexed).
+Messages look like a producer's: a TAGS property and a 32-character UNIQ_KEY (indexed), built
+the way the send processor hands them to the store (positionally, with the properties' wire
+text). The process runs the collector the way a started broker does (``settle_after_start`` with
+the broker's ``gcYoungThreshold``, ``--gc-young-threshold``): the put is measured in a broker's
+process, not in a CLI's with CPython's defaults.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ import click
 import orjson
 
 from ariane.bench._workdir import make_work_dir
+from ariane.broker.config import BrokerConfig
+from ariane.common.gc_policy import settle_after_start
 from ariane.common.message import HostPort
 from ariane.common.native import build_name
 from ariane.store.config import FlushDiskType, StoreConfig
@@ -48,6 +54,8 @@ __all__ = ["store_bench"]
 _QUEUES = 8
 _HOST = HostPort(b"\x7f\x00\x00\x01", 10911)
 _TOPIC = "BenchmarkTest"
+#: a started broker's young-collection threshold (``gcYoungThreshold``'s default)
+_BROKER_GC_YOUNG = BrokerConfig().gc_young_threshold
 
 
 def _disk_bandwidth(directory: str, total: int, fsync: bool) -> float:
@@ -142,23 +150,25 @@ def _config(root: str, flush: FlushDiskType, size: int, index: bool = True) -> S
 
 
 def _message(body: bytes, i: int, prefix: str) -> MessageInner:
+    """Message ``i`` the way the send processor hands one to the store: built positionally,
+    with its property map and the properties' text as it came off the wire."""
+    uniq = f"{prefix}{i:012X}"
     return MessageInner(
-        topic=_TOPIC,
-        queue_id=i % _QUEUES,
-        body=body,
-        properties={"TAGS": "TagA", "UNIQ_KEY": f"{prefix}{i:012X}"},
-        born_timestamp_ms=0,
-        born_host=_HOST,
-        store_host=_HOST,
-    )
+        _TOPIC, i % _QUEUES, body, 0, {"TAGS": "TagA", "UNIQ_KEY": uniq}, 0, 0, _HOST, _HOST,
+        0, 0, f"TAGS\x01TagA\x02UNIQ_KEY\x01{uniq}\x02",
+    )  # fmt: skip
 
 
-def _async_phase(root: str, n: int, body: bytes, index: bool) -> tuple[float, float, MessageStore]:
+def _async_phase(
+    root: str, n: int, body: bytes, index: bool, gc_young: int
+) -> tuple[float, float, MessageStore]:
     store = MessageStore(
         _config(root, FlushDiskType.ASYNC_FLUSH, len(body), index), disk=_DIR_SYNCS["async"]
     )
     store.load()
     store.start()
+    if gc_young >= 0:  # the collector as a started broker sets it (broker/cli.py)
+        settle_after_start(gc_young)
     put = store.put_message
     prefix = "A" * 20
     _DIR_SYNCS["async"].reset()
@@ -235,6 +245,14 @@ def _sync_phase(root: str, n: int, body: bytes, writers: int, index: bool) -> fl
 @click.option("--no-index", is_flag=True, help="disable the key index (messageIndexEnable)")
 @click.option("--passes", default=3, show_default=True, help="reference + async store passes")
 @click.option(
+    "--gc-young-threshold",
+    "gc_young",
+    default=_BROKER_GC_YOUNG,
+    show_default=True,
+    help="young collections every N allocations, as a broker (gcYoungThreshold; 0: freeze only,"
+    " CPython's 700; -1: the collector untouched)",
+)
+@click.option(
     "--no-dir-sync",
     is_flag=True,
     help="skip the store's directory fsyncs (to measure their cost; not crash-safe)",
@@ -248,6 +266,7 @@ def store_bench(
     directory: str | None,
     no_index: bool,
     passes: int,
+    gc_young: int,
     no_dir_sync: bool,
     as_json: bool,
 ) -> None:
@@ -264,6 +283,7 @@ def store_bench(
         "sync_messages": n_sync,
         "index": not no_index,
         "build": build_name(),
+        "gc_young_threshold": gc_young,
     }
     try:
         probe = os.path.join(base, "disk")
@@ -285,7 +305,7 @@ def store_bench(
         for p in range(max(1, passes)):
             mapped = _mapped_bandwidth(os.path.join(base, "mapped"), total, file_size)
             appended, dispatched, store = _async_phase(
-                os.path.join(base, "async"), messages, body, not no_index
+                os.path.join(base, "async"), messages, body, not no_index, gc_young
             )
             if p < passes - 1:
                 store.shutdown()
@@ -337,6 +357,7 @@ def store_bench(
 def _print(out: dict[str, Any]) -> None:
     click.echo(
         f"messages={out['messages']} size={out['size']} B index={out['index']} build={out['build']}"
+        f" gc_young_threshold={out['gc_young_threshold']}"
     )
     click.echo(
         f"disk sequential write: {out['disk_write_mb_per_s']:.0f} MB/s (page cache, best; "

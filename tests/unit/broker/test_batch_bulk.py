@@ -9,7 +9,7 @@ from unittest import mock
 
 import pytest
 
-from ariane.broker.processors import send as send_module
+from ariane.broker.processors import send_batch as send_module
 from ariane.broker.processors.batch_bulk import bulk_items
 from ariane.common.batch import decode_batch, encode_batch
 from ariane.common.properties import (
