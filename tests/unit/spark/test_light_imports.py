@@ -38,7 +38,9 @@ def _new_modules(code: str) -> set[str]:
     prog = (
         "import sys\n"
         "import pyspark.sql.worker.commit_data_source_write\n"
-        "before = set(sys.modules)\n" + code + "\nprint(' '.join(sorted(set(sys.modules) - before)))"
+        "before = set(sys.modules)\n"
+        + code
+        + "\nprint(' '.join(sorted(set(sys.modules) - before)))"
     )
     env = {**os.environ, "PYTHONPATH": _SRC}
     done = subprocess.run(
