@@ -6,6 +6,8 @@
  *                 header_v4, schedule_topic, v6_flags) -> None
  *   put_prepare(msg, topics, tag_codes, max_props, max_size) -> PreparedOne | None
  *   put_write(one, mm, pos, phys, store_ts, queue_table, staged) -> PutResult | None
+ *   put_one(msg, topics, tag_codes, max_props, max_size, mm, pos, phys, room, store_ts,
+ *           queue_table, staged) -> PutResult | None
  *
  * How it works. put_prepare does what prepare_one does for a message of the common shape: its
  * topic already in the CommitLog's topic cache `topics` (a legal one), IPv4 born and store
@@ -20,7 +22,11 @@
  * which do not advance it), the record written at `pos` of the writable buffer `mm`, the
  * DispatchRequest appended to `staged` and the PutResult built in place (its __slots__ filled
  * through their offsets, no __init__ call). Anything else returns None before writing and the
- * pure methods, the reference, decide (and say why a message is refused).
+ * pure methods, the reference, decide (and say why a message is refused). put_one is both in
+ * one call for CommitLog.put_message under its lock: the same checks and the same writes
+ * (put_write_parts), without the PreparedOne in between and without its `rest` bytes (the
+ * record's tail is copied from the topic cache's bytes and the properties' UTF-8), and None
+ * also when the record is longer than `room` (the file must roll first).
  *
  * Included by _speedups.c after _speedups_batchput.h (bp_crc32, bp_put32, bp_put64).
  */
@@ -335,7 +341,10 @@ fail:
 /* the parts of a PreparedOne put_write takes; 1 when it is one of the shape */
 typedef struct {
     PyObject *msg, *topic, *body, *rest, *props, *tags_code, *store_addr_obj, *store_port_obj;
+    PyObject *sys_flag_obj, *total_obj; /* the DispatchRequest's sysFlag and size */
     const char *born_addr, *store_addr;
+    const char *tail, *props_data; /* without `rest`: topic bytes and properties (put_one) */
+    Py_ssize_t tail_len, props_len;
     int64_t magic, sys_flag, total, crc, qid, flag, born_ts, born_port, store_port, reconsume,
         prepared;
 } PutOne;
@@ -380,6 +389,8 @@ static int put_one_parts(PyObject *one, PutOne *p) {
     }
     p->store_addr_obj = PyTuple_GET_ITEM(store, 0);
     p->store_port_obj = PyTuple_GET_ITEM(store, 1);
+    p->sys_flag_obj = PyTuple_GET_ITEM(one, 3);
+    p->total_obj = PyTuple_GET_ITEM(one, 4);
     return 1;
 }
 
@@ -405,8 +416,15 @@ static void put_record(unsigned char *w, const PutOne *p, int64_t queue_offset, 
     bp_put64(w + 76, p->prepared);
     bp_put32(w + 84, (int64_t)body_len);
     memcpy(w + PUT_V4_HEADER, PyBytes_AS_STRING(p->body), (size_t)body_len);
-    memcpy(w + PUT_V4_HEADER + body_len, PyBytes_AS_STRING(p->rest),
-           (size_t)PyBytes_GET_SIZE(p->rest));
+    w += PUT_V4_HEADER + body_len;
+    if (p->rest != NULL) {
+        memcpy(w, PyBytes_AS_STRING(p->rest), (size_t)PyBytes_GET_SIZE(p->rest));
+        return;
+    }
+    memcpy(w, p->tail, (size_t)p->tail_len);
+    w[p->tail_len] = (unsigned char)(p->props_len >> 8);
+    w[p->tail_len + 1] = (unsigned char)p->props_len;
+    memcpy(w + p->tail_len + 2, p->props_data, (size_t)p->props_len);
 }
 
 /* a new tuple of `cls` owning the n items (each a new reference or NULL); NULL on error */
@@ -463,25 +481,16 @@ static PyObject *put_result(const PutOne *p, int64_t phys, int64_t store_ts, int
     return out;
 }
 
-static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *table, *key = NULL, *qobj = NULL, *next = NULL, *req = NULL, *res = NULL;
+/* the write of put_write / put_one for the parts p: the PutResult, or None before any effect,
+ * or NULL with an error */
+static PyObject *put_write_parts(const PutOne *pp, PyObject *mm, int64_t pos, int64_t phys,
+                                 int64_t store_ts, PyObject *table, PyObject *staged) {
+    PyObject *key = NULL, *qobj = NULL, *next = NULL, *req = NULL, *res = NULL;
     PyObject *items[11];
-    PutOne p;
+    PutOne p = *pp;
     Py_buffer view;
-    int64_t pos, phys, store_ts, qoff = 0;
+    int64_t qoff = 0;
     int normal, tx;
-    (void)module;
-    if (nargs != 7 || PUT_MSG == NULL || !PyDict_CheckExact(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "put_write(one, mm, pos, phys, store_ts, queue_table, "
-                                         "staged) after configure_put");
-        return NULL;
-    }
-    table = args[5];
-    if (!put_one_parts(args[0], &p) || !put_int(args[2], 0, INT64_MAX, &pos) ||
-        !put_int(args[3], INT64_MIN, INT64_MAX, &phys) ||
-        !put_int(args[4], INT64_MIN, INT64_MAX, &store_ts)) {
-        Py_RETURN_NONE;
-    }
     tx = (int)(p.sys_flag & 0xC);
     normal = tx != 0x4 && tx != 0xC;
     if (normal) {
@@ -497,7 +506,7 @@ static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t n
             Py_RETURN_NONE;
         }
     }
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) < 0) {
+    if (PyObject_GetBuffer(mm, &view, PyBUF_WRITABLE) < 0) {
         PyErr_Clear();
         Py_XDECREF(key);
         Py_RETURN_NONE;
@@ -510,7 +519,7 @@ static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t n
     items[0] = p.topic;
     items[1] = PUT_FIELD(p.msg, M_QID);
     items[4] = p.tags_code;
-    items[9] = PyTuple_GET_ITEM(args[0], 3);
+    items[9] = p.sys_flag_obj;
     items[10] = p.props;
     Py_INCREF(items[0]);
     Py_INCREF(items[1]);
@@ -518,7 +527,7 @@ static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_INCREF(items[9]);
     Py_INCREF(items[10]);
     items[2] = PyLong_FromLongLong((long long)phys);
-    items[3] = PyTuple_GET_ITEM(args[0], 4);
+    items[3] = p.total_obj;
     Py_INCREF(items[3]);
     items[5] = PyLong_FromLongLong((long long)store_ts);
     items[6] = PyLong_FromLongLong((long long)qoff);
@@ -533,7 +542,7 @@ static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t n
     }
     put_record((unsigned char *)view.buf + pos, &p, qoff, phys, store_ts);
     {
-        PyObject *r = PyObject_CallMethodOneArg(args[6], PUT_K_APPEND, req);
+        PyObject *r = PyObject_CallMethodOneArg(staged, PUT_K_APPEND, req);
         if (r == NULL) {
             Py_CLEAR(res);
         }
@@ -547,6 +556,110 @@ done:
     return res;
 }
 
+static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PutOne p;
+    int64_t pos, phys, store_ts;
+    (void)module;
+    if (nargs != 7 || PUT_MSG == NULL || !PyDict_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "put_write(one, mm, pos, phys, store_ts, queue_table, "
+                                         "staged) after configure_put");
+        return NULL;
+    }
+    if (!put_one_parts(args[0], &p) || !put_int(args[2], 0, INT64_MAX, &pos) ||
+        !put_int(args[3], INT64_MIN, INT64_MAX, &phys) ||
+        !put_int(args[4], INT64_MIN, INT64_MAX, &store_ts)) {
+        Py_RETURN_NONE;
+    }
+    return put_write_parts(&p, args[1], pos, phys, store_ts, args[5], args[6]);
+}
+
+/* put_one(msg, topics, tag_codes, max_props, max_size, mm, pos, phys, room, store_ts,
+ * queue_table, staged): put_prepare and put_write in one call, without the PreparedOne and
+ * its `rest` bytes (the record's tail is copied from the topic cache and the properties);
+ * None before any effect when put_prepare would say None or the record is longer than `room` */
+static PyObject *put_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *msg, *tail, *props_bytes, *code = NULL, *body, *store, *res = NULL;
+    int64_t sys_flag = 0, pos, phys, room, store_ts;
+    Py_ssize_t max_props, max_size, total;
+    PutOne p;
+    (void)module;
+    if (nargs != 12 || PUT_MSG == NULL || !PyDict_CheckExact(args[1]) ||
+        !PyDict_CheckExact(args[2]) || !PyDict_CheckExact(args[10])) {
+        PyErr_SetString(PyExc_TypeError, "put_one(msg, topics, tag_codes, max_props, max_size, "
+                                         "mm, pos, phys, room, store_ts, queue_table, staged) "
+                                         "after configure_put");
+        return NULL;
+    }
+    msg = args[0];
+    max_props = PyLong_AsSsize_t(args[3]);
+    max_size = max_props == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!put_int(args[6], 0, INT64_MAX, &pos) || !put_int(args[7], INT64_MIN, INT64_MAX, &phys) ||
+        !put_int(args[8], INT64_MIN, INT64_MAX, &room) ||
+        !put_int(args[9], INT64_MIN, INT64_MAX, &store_ts) ||
+        !Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG) || !put_shape(msg, args[1], &tail, &sys_flag)) {
+        Py_RETURN_NONE;
+    }
+    body = PUT_FIELD(msg, M_BODY);
+    store = PUT_FIELD(msg, M_STORE);
+    props_bytes = put_props(PUT_FIELD(msg, M_PROPS), PUT_FIELD(msg, M_PROPS_STR));
+    if (props_bytes == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    p.props_len = PyBytes_GET_SIZE(props_bytes);
+    p.tail_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tail, 0));
+    total = PUT_V4_HEADER + p.tail_len + 2 + PyBytes_GET_SIZE(body) + p.props_len;
+    if (p.props_len > max_props || p.props_len > 0x7FFF || total > max_size ||
+        total > INT32_MAX || total > room || put_tags(PUT_FIELD(msg, M_PROPS), args[2], &code) < 0) {
+        Py_DECREF(props_bytes);
+        Py_RETURN_NONE;
+    }
+    if (!BP_CRC_READY) {
+        bp_crc_init();
+    }
+    p.msg = msg;
+    p.topic = PUT_FIELD(msg, M_TOPIC);
+    p.body = body;
+    p.props = PUT_FIELD(msg, M_PROPS);
+    p.rest = NULL;
+    p.tail = PyBytes_AS_STRING(PyTuple_GET_ITEM(tail, 0));
+    p.props_data = PyBytes_AS_STRING(props_bytes);
+    p.tags_code = code;
+    p.sys_flag = sys_flag & ~PUT_V6_FLAGS;
+    p.total = total;
+    p.crc = (int64_t)(bp_crc32((const unsigned char *)PyBytes_AS_STRING(body),
+                               PyBytes_GET_SIZE(body)) & 0x7FFFFFFFu);
+    p.sys_flag_obj = PyLong_FromLongLong((long long)p.sys_flag);
+    p.total_obj = PyLong_FromSsize_t(total);
+    /* checked by put_shape: these only read the values */
+    if (p.sys_flag_obj != NULL && p.total_obj != NULL &&
+        put_int(PyTuple_GET_ITEM(tail, 1), INT32_MIN, INT32_MAX, &p.magic) &&
+        put_int(PUT_FIELD(msg, M_QID), INT32_MIN, INT32_MAX, &p.qid) &&
+        put_int(PUT_FIELD(msg, M_FLAG), INT32_MIN, INT32_MAX, &p.flag) &&
+        put_int(PUT_FIELD(msg, M_BORN_TS), INT64_MIN, INT64_MAX, &p.born_ts) &&
+        put_int(PUT_FIELD(msg, M_RECONSUME), INT32_MIN, INT32_MAX, &p.reconsume) &&
+        put_int(PUT_FIELD(msg, M_PREPARED), INT64_MIN, INT64_MAX, &p.prepared) &&
+        put_host(PUT_FIELD(msg, M_BORN), &p.born_addr, &p.born_port) &&
+        put_host(store, &p.store_addr, &p.store_port)) {
+        p.store_addr_obj = PyTuple_GET_ITEM(store, 0);
+        p.store_port_obj = PyTuple_GET_ITEM(store, 1);
+        res = put_write_parts(&p, args[5], pos, phys, store_ts, args[10], args[11]);
+    } else if (!PyErr_Occurred()) {
+        res = Py_None;
+        Py_INCREF(res);
+    }
+    Py_XDECREF(p.sys_flag_obj);
+    Py_XDECREF(p.total_obj);
+    Py_DECREF(props_bytes);
+    Py_DECREF(code);
+    return res;
+}
+
 #define PUT_METHODS                                                                             \
     {"configure_put", (PyCFunction)(void (*)(void))configure_put, METH_FASTCALL,                \
      "configure_put(prepared_cls, request_cls, result_cls, put_ok, message_cls, host_cls, "     \
@@ -554,4 +667,6 @@ done:
         {"put_prepare", (PyCFunction)(void (*)(void))put_prepare, METH_FASTCALL,                \
          "CommitLog.prepare_one_py for a message of the common shape, or None."},               \
         {"put_write", (PyCFunction)(void (*)(void))put_write, METH_FASTCALL,                    \
-         "CommitLog.write_one_py for a PreparedOne of the common shape, or None."},
+         "CommitLog.write_one_py for a PreparedOne of the common shape, or None."},             \
+        {"put_one", (PyCFunction)(void (*)(void))put_one, METH_FASTCALL,                        \
+         "put_prepare then put_write in one call (no PreparedOne), or None before any effect."},

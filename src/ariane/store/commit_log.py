@@ -1,14 +1,13 @@
 """The CommitLog: every message of every topic appended to one log (RocketMQ ``CommitLog``).
 
-How it works: a put validates and encodes outside the lock (CRC, properties), then under the
-single put lock it stamps the store time (kept monotonic), assigns the queue offset from
-``topic_queue_table``, writes the record into the last mapped file with one ``pack_into`` for
-the fixed header plus two slice copies, and advances the write position. A record that does
-not fit (with 8 bytes to spare) makes the writer fill the file with a BLANK record and move to
-a new file. The writer then appends a ready-made :data:`DispatchRequest` to ``pending`` (a
-run written by ``put_block``: one :class:`~ariane.store.dispatch_block.DispatchBlock`), in
-physical order, so the reput thread builds ConsumeQueue/index entries without re-parsing the
-log; recovery parses the log instead (:mod:`ariane.store.recovery`).
+How it works: a put validates and encodes (CRC, properties; outside the lock, or in the one C
+call of the compiled single put), then under the put lock it stamps the store time (kept
+monotonic), assigns the queue offset from ``topic_queue_table``, writes the record into the
+last mapped file and advances the write position. A record that does not fit (with 8 bytes to
+spare) makes the writer fill the file with a BLANK record and move to a new file. The writer
+appends a ready-made :data:`DispatchRequest` to ``pending`` (a run written by ``put_block``:
+one :class:`~ariane.store.dispatch_block.DispatchBlock`), in physical order, so the reput
+thread builds ConsumeQueue/index entries without re-parsing the log (recovery parses it).
 """
 
 from __future__ import annotations
@@ -62,6 +61,7 @@ from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.prepared import PreparedBatch, PreparedOne, PreparedRecord
 from ariane.store.put_native import HEADERS as _HEADERS
 from ariane.store.put_native import prepare as _native_prepare
+from ariane.store.put_native import put_one as _native_put_one
 from ariane.store.put_native import write as _native_write
 from ariane.store.record_block import BlockProgress, PackedRecord, write_run
 from ariane.store.results import PutResult, PutStatus
@@ -166,6 +166,7 @@ class CommitLog(CommitLogReads):
         #: the compiled single put (None: the pure build, or a test asking for the reference)
         self._fast_prepare = _native_prepare
         self._fast_write = _native_write
+        self._fast_put = _native_put_one
 
     # -- validation ----------------------------------------------------------------------
     def _topic_tail(self, topic: str) -> tuple[bytes, int] | str:
@@ -367,17 +368,37 @@ class CommitLog(CommitLogReads):
         return store_ts
 
     def put_message(self, msg: MessageInner) -> PutResult:
-        """Append one message. Never raises for bad input: returns a status instead.
+        """Append one message. Never raises for bad input: returns a status instead. One C
+        call (``put_one`` = ``prepare_one`` + ``write_one``) when it can, else two steps.
 
         Raises:
             OSError: a new CommitLog file could not be created (reported by the caller).
         """
-        fast = self._fast_prepare  # = prepare_one / write_one, inline (hot path)
-        one = (
-            fast(msg, self._topics, self._tag_codes, self._max_props, self._max_size)
-            if fast
-            else None
-        )
+        one_call = self._fast_put
+        if one_call is not None:
+            with self.put_lock:
+                mf = self._current
+                if mf is not None:
+                    now = self.clock.now_ms()  # = next_store_timestamp(), inline (hot path)
+                    store_ts = now if now > self._last_store_ts else self._last_store_ts
+                    pos = mf.wrote_position
+                    room = self.file_size - END_FILE_MIN_BLANK_LENGTH - pos
+                    result = one_call(msg, self._topics, self._tag_codes, self._max_props,
+                                      self._max_size, mf.mm, pos, mf.file_from_offset + pos, room,
+                                      store_ts, self.topic_queue_table, self.staged)  # fmt: skip
+                    if result is not None:
+                        self._last_store_ts = mf.store_timestamp = store_ts
+                        mf.wrote_position = pos + result.wrote_bytes
+                        self.put_times_total += 1
+                        self.put_size_total += result.wrote_bytes
+                        return result
+        return self._put_two_steps(msg)
+
+    def _put_two_steps(self, msg: MessageInner) -> PutResult:
+        """:meth:`put_message` by ``prepare_one`` (outside the lock) and ``write_one``."""
+        fast = self._fast_prepare  # = prepare_one / write_one, inline
+        args = (msg, self._topics, self._tag_codes, self._max_props, self._max_size)
+        one = fast(*args) if fast else None
         if one is None:
             slow = self.prepare_one_py(msg)
             if not isinstance(slow, PreparedOne):

@@ -5,7 +5,8 @@ How it works (issue 18: one writer's puts, RocketMQ ``CommitLog.asyncPutMessage`
 (a topic already in the CommitLog's topic cache, IPv4 hosts, exact ints in range, exact str
 properties, a bytes body, a cached or absent TAGS code, not the schedule topic) into the same
 :class:`~ariane.store.prepared.PreparedOne` the pure method makes, and writes such a one
-(record bytes, queue offset, ``DispatchRequest``, ``PutResult``) in one call each. Anything
+(record bytes, queue offset, ``DispatchRequest``, ``PutResult``) in one call each; ``put_one``
+does both in one call for ``CommitLog.put_message`` (no ``PreparedOne`` in between). Anything
 else makes them return ``None`` before any effect, and the CommitLog runs its pure methods,
 which stay the reference (and say why a message is refused). The DLedger CommitLog, which
 inherits ``prepare_one``/``write_one``, gets both as well. ``prepare`` and ``write`` are
@@ -28,7 +29,7 @@ from ariane.store.inner import MessageInner
 from ariane.store.prepared import PreparedOne
 from ariane.store.results import PutResult, PutStatus
 
-__all__ = ["HEADERS", "Prepare", "Write", "prepare", "write"]
+__all__ = ["HEADERS", "Prepare", "PutOne", "Write", "prepare", "put_one", "write"]
 
 #: Fixed header up to and including BODYLENGTH, one struct per (born v6, store v6).
 HEADERS = {
@@ -45,18 +46,26 @@ Write = Callable[
     [PreparedOne, "bytearray | mmap.mmap", int, int, int, dict[tuple[str, int], int], Any],
     PutResult | None,
 ]
+#: ``put_one(msg, topics, tag_codes, max_props, max_size, mm, pos, phys, room, store_ts,
+#: queue_table, staged)``: ``put_prepare`` then ``put_write``; None (nothing done) also when
+#: the record is longer than ``room``
+PutOne = Callable[
+    [MessageInner, dict[str, Any], dict[str, int], int, int, "bytearray | mmap.mmap", int, int,
+     int, int, dict[tuple[str, int], int], Any],
+    PutResult | None,
+]  # fmt: skip
 
 
-def _load() -> tuple[Prepare | None, Write | None]:
+def _load() -> tuple[Prepare | None, Write | None, PutOne | None]:
     fast = native.speedups
-    if fast is None or not hasattr(fast, "put_prepare"):  # pure, or a stale build
-        return None, None
+    if fast is None or not hasattr(fast, "put_one"):  # pure, or a stale build
+        return None, None, None
     fast.configure_put(
         PreparedOne, DispatchRequest, PutResult, PutStatus.PUT_OK, MessageInner, HostPort,
         HEADERS[(False, False)], SCHEDULE_TOPIC, host_flags(True, True),
     )  # fmt: skip
-    return fast.put_prepare, fast.put_write
+    return fast.put_prepare, fast.put_write, fast.put_one
 
 
 #: the compiled calls (None: the pure build)
-prepare, write = _load()
+prepare, write, put_one = _load()

@@ -111,7 +111,7 @@ def _logs() -> Iterator[tuple[CommitLog, CommitLog]]:
             )
             for d in (a, b)
         ]
-        logs[1]._fast_prepare = logs[1]._fast_write = None  # the reference
+        logs[1]._fast_prepare = logs[1]._fast_write = logs[1]._fast_put = None  # the reference
         try:
             yield logs[0], logs[1]
         finally:
@@ -186,3 +186,66 @@ def test_the_common_shape_is_compiled_and_recovery_reads_it() -> None:
             )
             assert type(res) is Decoded
             assert res.dispatch == request
+
+
+def _files(log: CommitLog) -> list[bytes]:
+    return [bytes(mf.mm[: mf.wrote_position]) for mf in log.queue.files]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(common_messages(), min_size=1, max_size=8), st.integers(200, 300))
+def test_one_call_puts_across_file_rolls_store_what_the_reference_stores(
+    shapes: list[MessageInner], count: int
+) -> None:
+    """``put_one`` (one C call per put) over enough 1 KiB-ish messages to roll the 64 KiB
+    files several times: the same results, files, requests, offsets and counters."""
+    with _logs() as (fast, pure):
+        assert fast._fast_put is not None
+        for i in range(count):
+            shape = shapes[i % len(shapes)]
+            topic = shape.topic if len(shape.topic) < 128 else "Topic2"  # a legal one: stored
+            msg = MessageInner(
+                topic, shape.queue_id, bytes([i % 251]) * (300 + i % 300), shape.flag,
+                shape.properties, shape.sys_flag, shape.born_timestamp_ms, shape.born_host,
+                shape.store_host, shape.reconsume_times, shape.prepared_transaction_offset,
+                shape.properties_string,
+            )  # fmt: skip
+            outcomes = []
+            for log in (pure, fast):
+                try:
+                    outcomes.append(_result(log.put_message(msg)))
+                except Exception as exc:  # the reference's error, on both sides
+                    outcomes.append(type(exc))
+            assert outcomes[1] == outcomes[0]
+        assert len(fast.queue.files) > 1 or fast.put_size_total < 64 * 1024
+        assert _files(fast) == _files(pure)
+        assert list(fast.pending) == list(pure.pending)
+        assert fast.topic_queue_table == pure.topic_queue_table
+        assert (fast.put_times_total, fast.put_size_total) == (
+            pure.put_times_total,
+            pure.put_size_total,
+        )
+
+
+def test_put_one_writes_a_record_that_fits_its_room_and_nothing_else() -> None:
+    props = {"TAGS": "TagA", "UNIQ_KEY": "AB" * 16}
+    msg = MessageInner("BenchmarkTest", 1, bytes(range(100)), 0, props, 0, 1, _V4, _V4)
+    with _logs() as (fast, pure):
+        pure.put_message(msg)
+        fast.put_message(msg)  # the reference fills the topic and tags caches
+        one = fast.prepare_one_py(msg)
+        assert type(one) is PreparedOne
+        put_one = put_native.put_one
+        assert put_one is not None
+        mm = bytearray(one.total + 8)
+        args = (fast._topics, fast._tag_codes, fast._max_props, fast._max_size, mm, 8, 500)
+        table, staged = dict(fast.topic_queue_table), list[object]()
+        assert put_one(msg, *args, one.total - 1, 7, table, staged) is None
+        assert (mm, table, staged) == (bytearray(one.total + 8), fast.topic_queue_table, [])
+        got = put_one(msg, *args, one.total, 7, table, staged)
+        expected = pure.write_one_py(one, mm2 := bytearray(one.total + 8), 8, 500, 7)
+        assert got is not None
+        assert _result(got) == _result(expected)
+        assert mm == mm2
+        assert staged == [pure.pending[-1]]
+        assert table == pure.topic_queue_table
