@@ -94,7 +94,11 @@ def test_slave_log_is_byte_identical_and_readable(tmp_path: Path) -> None:
                 assert read_queue(slave, topic, qid) == expect
         hits = slave.query_message("T1", "k4", 5, 0, 2**62).messages
         assert [decode_record(m)[0].body for m in hits] == [bodies[4]]
+        # the master's ConsumeQueue is built by its reput thread too: wait for it as for
+        # the slave's (a loaded machine can leave it behind the test's thread)
+        assert master.wait_dispatched()
         assert slave.get_max_offset_in_queue("T0", 0) == master.get_max_offset_in_queue("T0", 0)
+        assert master.get_max_offset_in_queue("T0", 0) == len(range(0, 200, 6))
     # the slave's files are a valid store on their own
     assert verify(str(tmp_path / "s"))[0] == []
 
