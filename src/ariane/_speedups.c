@@ -23,8 +23,9 @@
  *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
  *       frame with a JSON header, or None (the pure codec then decides)
  *
- *   decode_columns(buf, start, end, tags, with_props, skip)   MessageDecoder.decodesBatch of a
- *       PULL body straight into Arrow-layout column buffers (_speedups_columns.h)
+ *   decode_columns(buf, start, end, tags, with_props, skip, fields)   MessageDecoder.
+ *       decodesBatch of a PULL body straight into Arrow-layout column buffers, only the
+ *       columns of `fields` (_speedups_columns.h)
  *   batch_scan / batch_write   a SEND_BATCH body of the common shape scanned, then written as
  *       CommitLog records (_speedups_batchput.h; twins of store.batch_put.scan_py / write_py)
  *

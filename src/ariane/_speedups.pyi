@@ -42,6 +42,7 @@ def decode_columns(
     tags: tuple[bytes, ...] | None,
     with_props: bool,
     skip: tuple[bytes, ...],
+    fields: int,
     /,
 ) -> tuple[Any, ...] | None: ...
 def configure_dispatch(request_cls: Any, tags_code: Any, schedule_topic: bytes, /) -> None: ...

@@ -6,7 +6,8 @@ on the driver and hands out readers and writers, all plain picklable objects.
 * Batch read: ``partitions()`` (driver) resolves start and end offsets of every readable
   queue (``earliest``/``latest``/JSON/timestamps) and returns one ``InputPartition`` per
   queue range, split for ``minPartitions``; ``read()`` (executors) pulls the range and
-  yields one Arrow record batch per pull.
+  yields one Arrow record batch per pull. A user schema that is a subset of the fixed one
+  (``ariane.spark.read_schema``) makes both readers build only those columns.
 * Streaming read: offsets ``{topic: {broker: {queueId: offset}}}`` live in Spark's
   checkpoint. ``latestOffset(start, limit)`` reads every queue's max offset (re-reading the
   route, so queues added later are picked up from their earliest offset), caps it at the
@@ -62,6 +63,7 @@ from ariane.spark.options import (
     offsets_to_nested,
 )
 from ariane.spark.planning import QueueRange, plan_ranges, rate_limit, split_ranges
+from ariane.spark.read_schema import ReadColumns, select_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -96,17 +98,13 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(ArianeDataSource)
 
 
-def _check_read_schema(schema: StructType, opts: SourceOptions) -> None:
-    if opts.decode_trace:
-        from ariane.spark._trace import TRACE_ARROW_SCHEMA as arrow_schema
-    else:
-        from ariane.spark._arrow import ARROW_SCHEMA as arrow_schema
-    expected = arrow_schema.names
-    if schema.fieldNames() != expected:
-        raise InvalidArgumentError(
-            "the ariane source has a fixed schema; do not pass one (got "
-            f"{schema.fieldNames()}, expected {expected})"
-        )
+def _check_read_schema(schema: StructType, opts: SourceOptions) -> ReadColumns | None:
+    """The columns a user schema selects (``None``: all of them).
+
+    Raises:
+        InvalidArgumentError: the schema is not a subset of the source's columns.
+    """
+    return select_columns(schema, opts.decode_trace)
 
 
 class ArianeDataSource(DataSource):
@@ -130,14 +128,12 @@ class ArianeDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader."""
         opts = SourceOptions.parse(self.options)
-        _check_read_schema(schema, opts)
-        return ArianeBatchReader(opts)
+        return ArianeBatchReader(opts, _check_read_schema(schema, opts))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch stream reader."""
         opts = SourceOptions.parse(self.options)
-        _check_read_schema(schema, opts)
-        return ArianeStreamReader(opts)
+        return ArianeStreamReader(opts, _check_read_schema(schema, opts))
 
     def writer(self, schema: StructType, overwrite: bool) -> ArianeBatchWriter:
         """A batch writer (append only: a topic cannot be overwritten)."""
@@ -166,20 +162,29 @@ class ArianeDataSource(DataSource):
 BATCH_BYTES = 4 * 1024 * 1024
 
 
-def read_range(opts: SourceOptions, rng: QueueRange) -> Iterator[pa.RecordBatch]:
+def read_range(
+    opts: SourceOptions, rng: QueueRange, selected: ReadColumns | None = None
+) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the messages (or, ``decode=trace``, the trace records) of one queue
-    range (executors)."""
+    range (executors); with ``selected``, of those columns only."""
     from ariane.spark._cluster import QueueReader
     from ariane.spark._columns import records_to_batch
 
     reader = QueueReader(opts)
+    columns = selected.columns if selected is not None else None
+    rename = selected.rename if selected is not None else (lambda b: b)
     if opts.decode_trace:
         from ariane.spark._trace import trace_messages_to_batch
 
         for msgs in reader.read(rng):
-            yield trace_messages_to_batch(msgs, rng.broker)
+            yield rename(trace_messages_to_batch(msgs, rng.broker, columns))
         return
     tags = opts.subscription.tags
+
+    def batch_of(bodies: list[bytes]) -> pa.RecordBatch:
+        mode = opts.properties
+        return records_to_batch(bodies, rng.broker, mode, rng.start, rng.end, tags, columns)
+
     bodies: list[bytes] = []
     size = 0
     for body in reader.read_raw(rng):
@@ -187,14 +192,14 @@ def read_range(opts: SourceOptions, rng: QueueRange) -> Iterator[pa.RecordBatch]
         size += len(body)
         if size < BATCH_BYTES:
             continue
-        batch = records_to_batch(bodies, rng.broker, opts.properties, rng.start, rng.end, tags)
+        batch = batch_of(bodies)
         bodies, size = [], 0
         if batch.num_rows:
-            yield batch
+            yield rename(batch)
     if bodies:
-        batch = records_to_batch(bodies, rng.broker, opts.properties, rng.start, rng.end, tags)
+        batch = batch_of(bodies)
         if batch.num_rows:
-            yield batch
+            yield rename(batch)
 
 
 def _partitions(opts: SourceOptions, ranges: list[QueueRange]) -> list[InputPartition]:
@@ -204,8 +209,9 @@ def _partitions(opts: SourceOptions, ranges: list[QueueRange]) -> list[InputPart
 class ArianeBatchReader(DataSourceReader):
     """Reads fixed offset ranges, planned once on the driver."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, selected: ReadColumns | None = None) -> None:
         self.opts = opts
+        self.selected = selected
 
     def plan(self) -> list[QueueRange]:
         """The queue ranges of the read (driver; asks the cluster for offsets)."""
@@ -241,14 +247,15 @@ class ArianeBatchReader(DataSourceReader):
         rng = partition.value
         if not isinstance(rng, QueueRange):
             return
-        yield from read_range(self.opts, rng)
+        yield from read_range(self.opts, rng, self.selected)
 
 
 class ArianeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batch reader; offsets are ``{topic: {broker: {queueId: offset}}}``."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, selected: ReadColumns | None = None) -> None:
         self.opts = opts
+        self.selected = selected
         self._cluster: ClusterOffsets | None = None
         self._target: dict[QueueKey, int] | None = None
         self._latest: dict[QueueKey, int] | None = None
@@ -256,7 +263,14 @@ class ArianeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __getstate__(self) -> dict[str, Any]:
         # executors get a copy without the driver's client state
-        return {"opts": self.opts, "_cluster": None, "_target": None, "_latest": None, "_mins": {}}
+        return {
+            "opts": self.opts,
+            "selected": self.selected,
+            "_cluster": None,
+            "_target": None,
+            "_latest": None,
+            "_mins": {},
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -349,7 +363,7 @@ class ArianeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         rng = partition.value
         if not isinstance(rng, QueueRange):
             return
-        yield from read_range(self.opts, rng)
+        yield from read_range(self.opts, rng, self.selected)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Everything up to ``end`` is processed: store it as ``commitOffsetsToGroup``'s
