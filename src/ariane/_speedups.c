@@ -514,6 +514,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "structmember.h" /* T_OBJECT_EX: the put result's slots */
 #include "_speedups_put.h" /* put_prepare, put_write: one message into the CommitLog */
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
+#include "_speedups_header.h" /* header_parse: typed headers from extFields */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -546,6 +547,7 @@ static PyMethodDef methods[] = {
     INDEX_METHODS
     PUT_METHODS
     BATCHENC_METHODS
+    HEADER_METHODS
     {NULL, NULL, 0, NULL},
 };
 
