@@ -188,6 +188,31 @@ def test_a_wrong_schema_names_the_columns(
     assert "queueOffset BIGINT" in str(info.value)  # the allowed columns and types
 
 
+def test_pushed_filters_narrow_the_planned_ranges(
+    spark: SparkSession, spark_cluster: Cluster, topic: dict[str, object]
+) -> None:
+    ns = spark_cluster.namesrv_addr
+    conf = "spark.sql.python.filterPushdown.enabled"
+    with pytest.raises(Exception, match=conf):  # Spark refuses the reader without it
+        _pruned(spark, ns, "queueId INT", topic=TOPIC, pushFilters="true").collect()
+    spark.conf.set(conf, "true")
+    try:
+        frame = (
+            _pruned(spark, ns, "queueId INT, queueOffset BIGINT, body BINARY, tags STRING",
+                    topic=TOPIC, pushFilters="true")
+            .where("queueId IN (1, 2) AND queueOffset >= 3 AND queueOffset < 8 AND tags = 'A'")
+        )  # fmt: skip
+        assert frame.rdd.getNumPartitions() == 2  # queues 1 and 2 only
+        got = sorted((r.queueId, r.queueOffset, bytes(r.body)) for r in frame.collect())
+        want = [(i % 4, i // 4, f"m{i}".encode()) for i in range(N)]
+        assert got == sorted(w for w in want if w[0] == 1 and 3 <= w[1] < 8)  # odd i: tag A
+        assert len(got) == 5
+        nothing = _pruned(spark, ns, "queueId INT", topic=TOPIC, pushFilters="true")
+        assert nothing.where("queueId = 9").collect() == []
+    finally:
+        spark.conf.unset(conf)
+
+
 BULK_TOPIC = "SparkBulkRead"
 
 

@@ -7,7 +7,9 @@ on the driver and hands out readers and writers, all plain picklable objects.
   queue (``earliest``/``latest``/JSON/timestamps) and returns one ``InputPartition`` per
   queue range, split for ``minPartitions``; ``read()`` (executors) pulls the range and
   yields one Arrow record batch per pull. A user schema that is a subset of the fixed one
-  (``ariane.spark.read_schema``) makes both readers build only those columns.
+  (``ariane.spark.read_schema``) makes both readers build only those columns. With the option
+  ``pushFilters`` the batch reader takes Spark's filters on ``queueId``/``queueOffset``
+  (``ariane.spark.pushdown``) and plans only the offsets they admit.
 * Streaming read: offsets ``{topic: {broker: {queueId: offset}}}`` live in Spark's
   checkpoint. ``latestOffset(start, limit)`` reads every queue's max offset (re-reading the
   route, so queues added later are picked up from their earliest offset), caps it at the
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,7 @@ from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamArrowWriter,
     DataSourceStreamReader,
+    Filter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -63,6 +66,7 @@ from ariane.spark.options import (
     offsets_to_nested,
 )
 from ariane.spark.planning import QueueRange, plan_ranges, rate_limit, split_ranges
+from ariane.spark.pushdown import OffsetBounds, narrow, push_filters
 from ariane.spark.read_schema import ReadColumns, select_columns
 
 if TYPE_CHECKING:
@@ -80,6 +84,7 @@ __all__ = [
     "ArianeBatchReader",
     "ArianeBatchWriter",
     "ArianeDataSource",
+    "ArianeFilteringBatchReader",
     "ArianeStreamReader",
     "ArianeStreamWriter",
     "SentRows",
@@ -128,7 +133,8 @@ class ArianeDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader."""
         opts = SourceOptions.parse(self.options)
-        return ArianeBatchReader(opts, _check_read_schema(schema, opts))
+        kind = ArianeFilteringBatchReader if opts.push_filters else ArianeBatchReader
+        return kind(opts, _check_read_schema(schema, opts))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch stream reader."""
@@ -212,6 +218,7 @@ class ArianeBatchReader(DataSourceReader):
     def __init__(self, opts: SourceOptions, selected: ReadColumns | None = None) -> None:
         self.opts = opts
         self.selected = selected
+        self.bounds: OffsetBounds | None = None
 
     def plan(self) -> list[QueueRange]:
         """The queue ranges of the read (driver; asks the cluster for offsets)."""
@@ -236,6 +243,8 @@ class ArianeBatchReader(DataSourceReader):
                     "endingOffsets %s of %s is past the queue's end %s", end[k], k, maxs[k]
                 )
                 end[k] = maxs[k]
+        if self.bounds is not None:
+            start, end = narrow(self.bounds, start, end)
         return plan_ranges(start, end)
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -248,6 +257,17 @@ class ArianeBatchReader(DataSourceReader):
         if not isinstance(rng, QueueRange):
             return
         yield from read_range(self.opts, rng, self.selected)
+
+
+class ArianeFilteringBatchReader(ArianeBatchReader):
+    """A batch reader that takes Spark's filters on ``queueId``/``queueOffset`` (option
+    ``pushFilters``; Spark calls it only with ``spark.sql.python.filterPushdown.enabled``,
+    and refuses a reader that has it without that setting, hence a class of its own)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Keep the filters that narrow the planned offsets; return the others."""
+        self.bounds, rest = push_filters(filters, self.bounds)
+        return rest
 
 
 class ArianeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
