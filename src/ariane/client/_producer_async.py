@@ -197,11 +197,12 @@ class AsyncSends:
             return loop.create_task(sending)
         info = self._publish.get(prepared.topic)
         future: asyncio.Future[SendResult] = loop.create_future()
-        send = AsyncSend(self, prepared, future, self.now_ms() + timeout, self.retry_times_async)
+        now = self.now_ms()
+        send = AsyncSend(self, prepared, future, now + timeout, self.retry_times_async)
         if tracer is not None:
             send.trace = (source, tracer.now_ms(), body_length)
         if info is not None and info.ok:
-            send.attempt(info, None)
+            send.attempt(info, None, now)
         else:
             instance.spawn(send.attempt_after_route())
         return future

@@ -122,15 +122,22 @@ class UniqueIdGenerator:
         self._lock = threading.Lock()
         self._month_start_ms = 0
         self._next_month_ms = 0
+        #: the last ``(milliseconds, stem)``: sends in one millisecond format it once
+        self._last: tuple[int, str] = (-1, "")
 
     def _stem(self) -> str:
         """The prefix and the milliseconds since the month started, now (8 hex digits)."""
         now = int(time.time() * 1000)
+        last = self._last
+        if now == last[0]:
+            return last[1]
         if now >= self._next_month_ms:
             with self._lock:
                 self._month_start_ms = _month_start_ms(now)
                 self._next_month_ms = _month_start_ms(now + 32 * 86_400_000)
-        return f"{self._prefix}{(now - self._month_start_ms) & 0xFFFFFFFF:08X}"
+        stem = f"{self._prefix}{(now - self._month_start_ms) & 0xFFFFFFFF:08X}"
+        self._last = (now, stem)
+        return stem
 
     def next_id(self) -> str:
         """Return a new id (32 hex characters for an IPv4 client)."""

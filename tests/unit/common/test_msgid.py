@@ -55,3 +55,23 @@ def test_ids_taken_at_once_are_the_ids_taken_one_by_one_in_that_millisecond() ->
     assert seqs == [n & 0xFFFF for n in range(70_002)]
     assert len({i[:-4] for i in block}) == 1  # one clock read for the block
     assert gen.next_ids(0) == []
+
+
+def test_ids_follow_the_clock_millisecond_by_millisecond_and_across_months(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ariane.common import msgid
+
+    gen = UniqueIdGenerator(bytes([127, 0, 0, 1]))
+    now = [1_700_000_000.1234]
+    monkeypatch.setattr(msgid.time, "time", lambda: now[0])
+
+    def expected(seq: int) -> str:
+        ms = int(now[0] * 1000)
+        start = msgid._month_start_ms(ms)
+        return f"{gen._prefix}{(ms - start) & 0xFFFFFFFF:08X}{seq & 0xFFFF:04X}"
+
+    steps = [0.0, 0.0002, 0.001, 0.001, -0.005, 40 * 86_400.0, 0.0, 0.003]
+    for seq, step in enumerate(steps):
+        now[0] += step
+        assert gen.next_id() == expected(seq)
