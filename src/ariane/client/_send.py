@@ -182,14 +182,20 @@ def prepare_single(msg: Message, settings: SendSettings, ids: UniqueIdGenerator)
         InvalidArgumentError: bad topic, empty or oversized body, bad retry properties.
     """
     topic = msg.topic
-    check_topic(topic)
-    _check_body(msg, settings.max_message_bytes)
+    if topic not in _checked_topics:
+        check_topic(topic)
+    body = msg.body
+    if type(body) is not bytes or not body or len(body) > settings.max_message_bytes:
+        _check_body(msg, settings.max_message_bytes)
+        body = bytes(body)
     properties = msg.properties
     msg_id = properties.get(props.UNIQ_KEY)
     if not msg_id:
         msg_id = ids.next_id()
         properties[props.UNIQ_KEY] = msg_id
-    body, sys_flag = compress_body(bytes(msg.body), settings)
+    sys_flag = 0
+    if len(body) >= settings.compress_over_bytes:
+        body, sys_flag = compress_body(body, settings)
     if properties.get(props.TRANSACTION_PREPARED) == "true":
         sys_flag |= TRANSACTION_PREPARED_TYPE
     reconsume_times = 0

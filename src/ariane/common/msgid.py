@@ -107,6 +107,9 @@ def _month_start_ms(now_ms: int) -> int:
     return int(start * 1000)
 
 
+_HEX2 = [f"{i:02X}" for i in range(256)]
+
+
 class UniqueIdGenerator:
     """Generates client-side unique message ids in the shape of ``MessageClientIDSetter``.
 
@@ -124,10 +127,14 @@ class UniqueIdGenerator:
         self._next_month_ms = 0
         #: the last ``(milliseconds, stem)``: sends in one millisecond format it once
         self._last: tuple[int, str] = (-1, "")
+        #: ``(milliseconds << 8 | high byte of the sequence, stem + its two hex digits)``
+        self._head: tuple[int, str] = (-1, "")
 
-    def _stem(self) -> str:
-        """The prefix and the milliseconds since the month started, now (8 hex digits)."""
-        now = int(time.time() * 1000)
+    def _stem(self, now: int | None = None) -> str:
+        """The prefix and the milliseconds since the month started (8 hex digits), at
+        ``now`` (milliseconds since the epoch; the clock when ``None``)."""
+        if now is None:
+            now = int(time.time() * 1000)
         last = self._last
         if now == last[0]:
             return last[1]
@@ -140,9 +147,17 @@ class UniqueIdGenerator:
         return stem
 
     def next_id(self) -> str:
-        """Return a new id (32 hex characters for an IPv4 client)."""
-        stem = self._stem()
-        return f"{stem}{next(self._counter) & 0xFFFF:04X}"
+        """Return a new id (32 hex characters for an IPv4 client): the stem, then the 16-bit
+        sequence in 4 hex digits. The stem and the sequence's first two digits change at most
+        once per millisecond or per 256 ids, so they are joined once and reused."""
+        now = int(time.time() * 1000)
+        seq = next(self._counter) & 0xFFFF
+        key = now << 8 | seq >> 8
+        head = self._head
+        if key != head[0]:
+            head = (key, self._stem(now) + _HEX2[seq >> 8])
+            self._head = head
+        return head[1] + _HEX2[seq & 0xFF]
 
     def next_ids(self, n: int) -> list[str]:
         """``n`` new ids at once, as ``n`` calls of :meth:`next_id` in the same millisecond
