@@ -551,7 +551,9 @@ static PyObject *tb_pair(PyObject *const *args, PyObject *msg, tb_read *r) {
     }
     data = PyTuple_Pack(7, ns, region, number, r->topic, uniq, retries,
                         r->keys != NULL ? r->keys : Py_None);
-    if (data != NULL && (pair = PyList_New(2)) != NULL) {
+    if (data != NULL && (pair = PyList_New(4)) != NULL) {
+        /* room for the two appends to come (the end, the worker's TAKEN): no realloc */
+        Py_SET_SIZE(pair, 2);
         PyList_SET_ITEM(pair, 0, Py_NewRef(args[0]));
         PyList_SET_ITEM(pair, 1, Py_NewRef(data));
         /* Out of the collector's sight (it would untrack the tuple of atoms itself, at its
