@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speed
 		src/ariane/_speedups_columns.h src/ariane/_speedups_dispatch.h \
 		src/ariane/_speedups_batchput.h src/ariane/_speedups_sink.h \
 		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_batchenc.h \
-		src/ariane/_speedups_crc.h
+		src/ariane/_speedups_crc.h src/ariane/_speedups_header.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,dashboard]'
@@ -39,7 +39,8 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/common/test_native_identity.py tests/unit/acl/test_credentials.py \
 	tests/unit/acl/test_signing_key.py tests/unit/acl/test_fast_check.py \
 	tests/unit/common/test_hashing.py \
-	tests/unit/remoting/test_frame_native.py \
+	tests/unit/remoting/test_frame_native.py tests/unit/remoting/test_frames_native.py \
+	tests/unit/remoting/test_header_native.py \
 	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py \
 	tests/unit/client/test_trace_before.py \
 	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py \

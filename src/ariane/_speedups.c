@@ -23,8 +23,9 @@
  *   decode_json_frame(source, start, end)   _speedups_frame.h: the plain case of a remoting
  *       frame with a JSON header, or None (the pure codec then decides)
  *
- *   decode_columns(buf, start, end, tags, with_props, skip)   MessageDecoder.decodesBatch of a
- *       PULL body straight into Arrow-layout column buffers (_speedups_columns.h)
+ *   decode_columns(buf, start, end, tags, with_props, skip, fields)   MessageDecoder.
+ *       decodesBatch of a PULL body straight into Arrow-layout column buffers, only the
+ *       columns of `fields` (_speedups_columns.h)
  *   batch_scan / batch_write   a SEND_BATCH body of the common shape scanned, then written as
  *       CommitLog records (_speedups_batchput.h; twins of store.batch_put.scan_py / write_py)
  *
@@ -513,6 +514,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "structmember.h" /* T_OBJECT_EX: the put result's slots */
 #include "_speedups_put.h" /* put_prepare, put_write: one message into the CommitLog */
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
+#include "_speedups_header.h" /* header_parse: typed headers from extFields */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -545,6 +547,7 @@ static PyMethodDef methods[] = {
     INDEX_METHODS
     PUT_METHODS
     BATCHENC_METHODS
+    HEADER_METHODS
     {NULL, NULL, 0, NULL},
 };
 

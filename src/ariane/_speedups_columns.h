@@ -1,8 +1,12 @@
 /* ariane._speedups: decode_columns, the compiled twin of
  * ariane.common.record_columns.decode_columns_py (issue 19: Spark reads).
  *
- *   decode_columns(buf, start, end, tags, with_props, skip) -> tuple | None
+ *   decode_columns(buf, start, end, tags, with_props, skip, fields) -> tuple | None
  *       buf: one bytes-like object, or a list of them (PULL bodies, walked in turn: no join)
+ *       fields: bit mask of the columns built (bit i: fixed column i of the C_* enum, bit
+ *       C_FIXED_N + j: string column j of the T_* enum); the others come back empty (b"")
+ *       and cost nothing (no properties parsed when neither tags, keys, msgId, the tag
+ *       filter nor the properties column needs them)
  *
  * How it works: one walk over the concatenated CommitLog records of a PULL body (RocketMQ
  * MessageDecoder.decodesBatch layout, see ariane/store/format.py) that checks every record and
@@ -136,6 +140,7 @@ typedef struct {
     Py_ssize_t ent_cap, ent_n;
     Py_ssize_t tags_at, keys_at, uniq_at; /* their entries (-1: none) */
     Py_ssize_t rows;
+    int fields; /* the mask of columns built */
     unsigned char host_key[2][8]; /* last host formatted (born, store) */
     char host_text[2][32];
     Py_ssize_t host_len[2];
@@ -351,24 +356,45 @@ static int add_opt(tcol *c, const prop_entry *e) {
     return e ? tc_add(c, e->value, e->vlen, 1) : tc_add(c, NULL, 0, 0);
 }
 
-/* append one kept record (properties parsed into s->ent) */
+#define WANT_FIXED(s, c) ((s)->fields & (1 << (c)))
+#define WANT_TEXT(s, t) ((s)->fields & (1 << (C_FIXED_N + (t))))
+/* the columns that read the properties: tags, keys, msgId */
+#define PROP_TEXTS ((1 << (C_FIXED_N + T_TAGS)) | (1 << (C_FIXED_N + T_KEYS)) | \
+                    (1 << (C_FIXED_N + T_MSGID)))
+
+static int add_fixed(col_state *s, const unsigned char *r) {
+    static const int at[C_FIXED_N] = {12, 36, 72, 20, 28, 40, 56};
+    int c;
+    for (c = 0; c < C_FIXED_N; c++) {
+        int rc;
+        if (!WANT_FIXED(s, c)) {
+            continue;
+        }
+        if (c < C_QOFF) {
+            rc = put_i32(&s->fixed[c], be32(r + at[c]));
+        } else {
+            rc = put_i64(&s->fixed[c], be64(r + at[c]) * (c >= C_BORN ? 1000 : 1));
+        }
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* append one kept record (properties parsed into s->ent when needed) */
 static int add_record(col_state *s, const unsigned char *r, const unsigned char *body,
                       Py_ssize_t body_len, const unsigned char *topic, Py_ssize_t topic_len,
                       int with_props, const name_set *skip) {
     Py_ssize_t k;
-    if (put_i32(&s->fixed[C_QID], be32(r + 12)) < 0 ||
-        put_i32(&s->fixed[C_SYS], be32(r + 36)) < 0 ||
-        put_i32(&s->fixed[C_RECONSUME], be32(r + 72)) < 0 ||
-        put_i64(&s->fixed[C_QOFF], be64(r + 20)) < 0 ||
-        put_i64(&s->fixed[C_PHYS], be64(r + 28)) < 0 ||
-        put_i64(&s->fixed[C_BORN], be64(r + 40) * 1000) < 0 ||
-        put_i64(&s->fixed[C_STORE], be64(r + 56) * 1000) < 0 ||
-        tc_add(&s->text[T_BODY], body, body_len, 1) < 0 ||
-        tc_add(&s->text[T_TOPIC], topic, topic_len, 1) < 0 ||
-        add_opt(&s->text[T_TAGS], named(s, s->tags_at)) < 0 ||
-        add_opt(&s->text[T_KEYS], named(s, s->keys_at)) < 0 ||
-        add_msg_id(s, r, named(s, s->uniq_at)) < 0 || add_host(s, 0, r + 48) < 0 ||
-        add_host(s, 1, r + 64) < 0) {
+    if (add_fixed(s, r) < 0 ||
+        (WANT_TEXT(s, T_BODY) && tc_add(&s->text[T_BODY], body, body_len, 1) < 0) ||
+        (WANT_TEXT(s, T_TOPIC) && tc_add(&s->text[T_TOPIC], topic, topic_len, 1) < 0) ||
+        (WANT_TEXT(s, T_TAGS) && add_opt(&s->text[T_TAGS], named(s, s->tags_at)) < 0) ||
+        (WANT_TEXT(s, T_KEYS) && add_opt(&s->text[T_KEYS], named(s, s->keys_at)) < 0) ||
+        (WANT_TEXT(s, T_MSGID) && add_msg_id(s, r, named(s, s->uniq_at)) < 0) ||
+        (WANT_TEXT(s, T_BORNH) && add_host(s, 0, r + 48) < 0) ||
+        (WANT_TEXT(s, T_STOREH) && add_host(s, 1, r + 64) < 0)) {
         return -1;
     }
     s->rows++;
@@ -502,7 +528,8 @@ static int column_record(col_state *s, const unsigned char *b, Py_ssize_t len, P
     if (qoff < start || qoff >= end) {
         return 1;
     }
-    if (parse_props(s, text, props_len) < 0) {
+    if ((tags != NULL || with_props || (s->fields & PROP_TEXTS)) &&
+        parse_props(s, text, props_len) < 0) {
         return -1;
     }
     if (!tag_kept(s, tags)) {
@@ -586,17 +613,19 @@ static PyObject *decode_columns(PyObject *module, PyObject *const *args, Py_ssiz
     col_state s;
     name_set tags = {0, 0, NULL, NULL}, skip = {0, 0, NULL, NULL};
     int64_t start, end;
-    int with_props, i, rc = 1;
+    int with_props, fields, i, rc = 1;
     PyObject *result = NULL;
     (void)module;
-    if (nargs != 6 || !names_tuple(args[3], 1) || !names_tuple(args[5], 0)) {
+    if (nargs != 7 || !names_tuple(args[3], 1) || !names_tuple(args[5], 0) ||
+        !PyLong_Check(args[6])) {
         PyErr_SetString(PyExc_TypeError,
                         "decode_columns(buf: bytes | list[bytes], start, end, "
-                        "tags: tuple[bytes] | None, with_props, skip: tuple[bytes])");
+                        "tags: tuple[bytes] | None, with_props, skip: tuple[bytes], fields: int)");
         return NULL;
     }
     start = clamp_i64(args[1]);
     end = clamp_i64(args[2]);
+    fields = (int)(PyLong_AsLong(args[6]) & ((1 << (C_FIXED_N + T_NAMES)) - 1));
     with_props = PyObject_IsTrue(args[4]);
     if (PyErr_Occurred() || with_props < 0) {
         return NULL;
@@ -609,13 +638,19 @@ static PyObject *decode_columns(PyObject *module, PyObject *const *args, Py_ssiz
         Py_RETURN_NONE;
     }
     memset(&s, 0, sizeof s);
+    s.fields = fields;
     for (i = 0; i < T_N && rc > 0; i++) {
-        rc = tc_init(&s.text[i]) < 0 ? -1 : 1;
+        /* a column not built stays empty: no offsets either */
+        if (i < T_NAMES ? WANT_TEXT(&s, i) != 0 : with_props) {
+            rc = tc_init(&s.text[i]) < 0 ? -1 : 1;
+        }
     }
     /* the bodies, written once, straight into the bytearray returned (they fit: each is
      * a part of a record of buf) */
-    s.text[T_BODY].data.owner = PyByteArray_FromStringAndSize(NULL, vs.total);
-    if (s.text[T_BODY].data.owner == NULL) {
+    if (!WANT_TEXT(&s, T_BODY)) {
+        /* not built */
+    } else if ((s.text[T_BODY].data.owner = PyByteArray_FromStringAndSize(NULL, vs.total)) ==
+               NULL) {
         rc = -1;
     } else {
         s.text[T_BODY].data.p = PyByteArray_AS_STRING(s.text[T_BODY].data.owner);

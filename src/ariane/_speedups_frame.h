@@ -6,6 +6,8 @@
  *       LanguageCode-by-name and name-by-value tables and SerializeType.JSON
  *   decode_json_frame(source, start, end) -> RemotingCommand | None
  *       the frame in source[start:end] (header word, header, body; no length field)
+ *   decode_json_frames(source, pos, max_frame_bytes, commands) -> pos
+ *       the same for each complete frame from pos on (length field included), in one call
  *   encode_json_parts(cmd, max_frame_bytes) -> (length + header word + header, body) | None
  *       codec.encode_parts of a command with a JSON header (twin: the pure encode_parts)
  *
@@ -324,26 +326,13 @@ done:
     return result;
 }
 
-static PyObject *decode_json_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+/* the frame in source[start:end] of a bytes source, bounds checked by the caller: a command,
+ * None (a new reference: the pure decoder decides) or NULL with an error set */
+static PyObject *frame_decode_at(PyObject *source, Py_ssize_t start, Py_ssize_t end) {
     PyObject *header, *obj, *cmd;
-    const unsigned char *b;
-    Py_ssize_t start, end, he;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(source);
+    Py_ssize_t he;
     uint32_t word;
-    (void)module;
-    if (nargs != 3 || FRAME_CMD_CLS == NULL) {
-        PyErr_SetString(PyExc_TypeError, "decode_json_frame(source, start, end) after configure");
-        return NULL;
-    }
-    start = PyLong_AsSsize_t(args[1]);
-    end = start == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[2]);
-    if (PyErr_Occurred()) {
-        return NULL;
-    }
-    if (!PyBytes_CheckExact(args[0]) || start < 0 || end > PyBytes_GET_SIZE(args[0]) ||
-        end - start < 4) {
-        Py_RETURN_NONE;
-    }
-    b = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     word = (uint32_t)be32(b + start);
     he = start + 4 + (Py_ssize_t)(word & 0xFFFFFF);
     if ((word >> 24) != 0 || he > end) {
@@ -367,10 +356,85 @@ static PyObject *decode_json_frame(PyObject *module, PyObject *const *args, Py_s
     return cmd;
 }
 
+static PyObject *decode_json_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t start, end;
+    (void)module;
+    if (nargs != 3 || FRAME_CMD_CLS == NULL) {
+        PyErr_SetString(PyExc_TypeError, "decode_json_frame(source, start, end) after configure");
+        return NULL;
+    }
+    start = PyLong_AsSsize_t(args[1]);
+    end = start == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(args[0]) || start < 0 || end > PyBytes_GET_SIZE(args[0]) ||
+        end - start < 4) {
+        Py_RETURN_NONE;
+    }
+    return frame_decode_at(args[0], start, end);
+}
+
+/* decode_json_frames(source, pos, max_frame_bytes, commands) -> pos: decode_json_frame of
+ * every complete frame of a bytes source from pos on, appended to commands, in one call (a
+ * read carries ~100 single sends); stops where a frame is incomplete, its length is out of
+ * bounds or decode_json_frame would return None, and returns where it stopped: the pure
+ * FrameDecoder._run then takes that frame (and raises or reads it as it always did). */
+static PyObject *decode_json_frames(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *source, *commands;
+    const unsigned char *b;
+    Py_ssize_t pos, limit, total;
+    (void)module;
+    if (nargs != 4 || FRAME_CMD_CLS == NULL || !PyBytes_CheckExact(args[0]) ||
+        !PyList_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode_json_frames(source: bytes, pos, max_frame_bytes, commands: list) "
+                        "after configure");
+        return NULL;
+    }
+    source = args[0];
+    commands = args[3];
+    pos = PyLong_AsSsize_t(args[1]);
+    limit = pos == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    total = PyBytes_GET_SIZE(source);
+    b = (const unsigned char *)PyBytes_AS_STRING(source);
+    while (pos >= 0 && total - pos >= 4) {
+        Py_ssize_t length = (Py_ssize_t)(uint32_t)be32(b + pos), end;
+        PyObject *cmd;
+        if (length < 4 || length + 4 > limit) {
+            break;
+        }
+        end = pos + 4 + length;
+        if (end > total) {
+            break;
+        }
+        cmd = frame_decode_at(source, pos + 4, end);
+        if (cmd == NULL) {
+            return NULL;
+        }
+        if (cmd == Py_None) {
+            Py_DECREF(cmd);
+            break;
+        }
+        if (PyList_Append(commands, cmd) < 0) {
+            Py_DECREF(cmd);
+            return NULL;
+        }
+        Py_DECREF(cmd);
+        pos = end;
+    }
+    return PyLong_FromSsize_t(pos);
+}
+
 #define SPEEDUPS_FRAME_METHODS                                                                  \
     {"configure_frame", (PyCFunction)(void (*)(void))configure_frame, METH_FASTCALL,            \
      "configure_frame(cmd_cls, loads, languages, json) for decode_json_frame."},                \
         {"decode_json_frame", (PyCFunction)(void (*)(void))decode_json_frame, METH_FASTCALL,    \
          "Decode the plain case of a JSON-header frame source[start:end]: a command, or None."}, \
+        {"decode_json_frames", (PyCFunction)(void (*)(void))decode_json_frames, METH_FASTCALL, \
+         "decode_json_frame of each complete frame from pos into commands; where it stopped."}, \
         {"encode_json_parts", (PyCFunction)(void (*)(void))encode_json_parts, METH_FASTCALL,    \
          "encode_parts of a JSON-header command: (head, body), or None for the pure encoder."},

@@ -137,6 +137,82 @@ def test_bad_options_fail_at_planning(spark: SparkSession, spark_cluster: Cluste
         read(spark, spark_cluster.namesrv_addr, topic=TOPIC, filter="i >>> 3")
 
 
+def _pruned(spark: SparkSession, ns: str, schema: str, **options: str) -> Any:
+    reader = spark.read.format("ariane").schema(schema).option("nameserver", ns)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def test_a_subset_schema_reads_those_columns(
+    spark: SparkSession, spark_cluster: Cluster, topic: dict[str, object]
+) -> None:
+    ns = spark_cluster.namesrv_addr
+    frame = _pruned(spark, ns, "body BINARY, queueOffset BIGINT", topic=TOPIC)
+    assert frame.columns == ["body", "queueOffset"]
+    got = sorted((bytes(r.body), r.queueOffset) for r in frame.collect())
+    assert got == sorted((f"m{i}".encode(), i // 4) for i in range(N))
+    # names as Spark matches them (case-insensitively), in the user's spelling and order
+    odd = _pruned(spark, ns, "PROPERTIES MAP<STRING, STRING>, tags STRING, QueueId INT",
+                  topic=TOPIC, subExpression="A")  # fmt: skip
+    assert odd.columns == ["PROPERTIES", "tags", "QueueId"]
+    rows = odd.collect()
+    assert sorted((r.PROPERTIES["i"], r.tags, r.QueueId) for r in rows) == sorted(
+        (str(i), "A", i % 4) for i in range(1, N, 2)
+    )
+    ids = _pruned(spark, ns, "msgId STRING, storeHost STRING, reconsumeTimes INT", topic=TOPIC)
+    assert sorted(r.msgId for r in ids.collect()) == sorted(
+        m.properties["UNIQ_KEY"]  # type: ignore[attr-defined]
+        for m in topic.values()
+    )
+    assert {(r.storeHost, r.reconsumeTimes) for r in ids.collect()} == {
+        (spark_cluster.broker_addr(), 0)
+    }
+    assert _pruned(spark, ns, "body BINARY", topic=TOPIC).count() == N
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ("body BINARY, nope STRING", "unknown column 'nope'"),
+        ("queueOffset INT", "column 'queueOffset' has type int in the schema, not bigint"),
+        ("body STRING", "column 'body' has type string in the schema, not binary"),
+        ("body BINARY, BODY BINARY", "column 'BODY' is named twice"),
+    ],
+)
+def test_a_wrong_schema_names_the_columns(
+    spark: SparkSession, spark_cluster: Cluster, schema: str, message: str
+) -> None:
+    with pytest.raises(Exception, match=message) as info:
+        _pruned(spark, spark_cluster.namesrv_addr, schema, topic=TOPIC).collect()
+    assert "queueOffset BIGINT" in str(info.value)  # the allowed columns and types
+
+
+def test_pushed_filters_narrow_the_planned_ranges(
+    spark: SparkSession, spark_cluster: Cluster, topic: dict[str, object]
+) -> None:
+    ns = spark_cluster.namesrv_addr
+    conf = "spark.sql.python.filterPushdown.enabled"
+    with pytest.raises(Exception, match=conf):  # Spark refuses the reader without it
+        _pruned(spark, ns, "queueId INT", topic=TOPIC, pushFilters="true").collect()
+    spark.conf.set(conf, "true")
+    try:
+        frame = (
+            _pruned(spark, ns, "queueId INT, queueOffset BIGINT, body BINARY, tags STRING",
+                    topic=TOPIC, pushFilters="true")
+            .where("queueId IN (1, 2) AND queueOffset >= 3 AND queueOffset < 8 AND tags = 'A'")
+        )  # fmt: skip
+        assert frame.rdd.getNumPartitions() == 2  # queues 1 and 2 only
+        got = sorted((r.queueId, r.queueOffset, bytes(r.body)) for r in frame.collect())
+        want = [(i % 4, i // 4, f"m{i}".encode()) for i in range(N)]
+        assert got == sorted(w for w in want if w[0] == 1 and 3 <= w[1] < 8)  # odd i: tag A
+        assert len(got) == 5
+        nothing = _pruned(spark, ns, "queueId INT", topic=TOPIC, pushFilters="true")
+        assert nothing.where("queueId = 9").collect() == []
+    finally:
+        spark.conf.unset(conf)
+
+
 BULK_TOPIC = "SparkBulkRead"
 
 

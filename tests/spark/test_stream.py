@@ -124,3 +124,35 @@ def test_restart_from_checkpoint_is_exactly_once(
     assert set(committed) == {0, 1, 2, 3}
     assert all(v <= 15 for v in committed.values())
     assert sum(committed.values()) >= 60 - second[-1] - 15
+
+
+def test_a_subset_schema_streams_those_columns(
+    spark: SparkSession,
+    spark_cluster: Cluster,
+    admin: SyncAdmin,
+    producer: SyncProducer,
+    tmp_path: Path,
+) -> None:
+    ns, topic = spark_cluster.namesrv_addr, "SparkStreamPruned"
+    create_topic(admin, topic, queues=2)
+    send_to_queues(producer, topic, 10, queues=2)
+    query = (
+        spark.readStream.format("ariane")
+        .schema("queueOffset BIGINT, body BINARY, queueId INT")
+        .option("nameserver", ns)
+        .option("topic", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "6")
+        .load()
+        .writeStream.format("memory")
+        .queryName("ariane_pruned_stream")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    frame = spark.sql("SELECT * FROM ariane_pruned_stream")
+    assert frame.columns == ["queueOffset", "body", "queueId"]
+    got = sorted((r.queueOffset, bytes(r.body), r.queueId) for r in frame.collect())
+    assert got == sorted((i // 2, f"m{i}".encode(), i % 2) for i in range(10))
+    assert [int(p["numInputRows"]) for p in query.recentProgress if p["numInputRows"]] == [6, 4]

@@ -117,3 +117,14 @@ def test_trace_topic_as_records(
     assert sorted((r.msgId, r.topic, r.decodeError) for r in pubs.collect()) == sorted(
         (i, TOPIC, None) for i in ids
     )
+    pruned = (
+        spark.read.format("ariane")
+        .schema("traceType STRING, msgId STRING")
+        .option("nameserver", spark_cluster.namesrv_addr)
+        .option("decode", "trace")
+        .option("topic", TRACE)
+        .load()
+    )
+    assert pruned.columns == ["traceType", "msgId"]
+    got = sorted((r.traceType, r.msgId) for r in pruned.collect())
+    assert got == sorted((t, i) for t in ("Pub", "SubBefore", "SubAfter") for i in ids)

@@ -15,7 +15,9 @@ buffer into the source's Arrow batch (``ariane.spark._columns``) is timed (best 
 * ``compiled_bodies``: the same from the list of pull bodies of 32 records each (what
   ``read_range`` passes: no join), and ``compiled_join``: joining them first.
 
-Each batch is compared with the plain one (``same``); nothing is asserted.
+``--columns body,queueOffset`` times a read of those columns only (a user schema: the other
+columns are not built). Each batch is compared with the plain one (``same``); nothing is
+asserted.
 """
 
 from __future__ import annotations
@@ -64,36 +66,50 @@ def _best(call: Callable[[], Any], rounds: int) -> float:
     default="user",
     show_default=True,
 )
+@click.option(
+    "--columns",
+    "column_list",
+    default=None,
+    help="Comma-separated columns to build (a read schema) [default: all].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line.")
-def spark_decode_bench(records: int, size: int, rounds: int, mode_name: str, as_json: bool) -> None:
+def spark_decode_bench(
+    records: int, size: int, rounds: int, mode_name: str, column_list: str | None, as_json: bool
+) -> None:
     """Per-row cost of the Spark source's record-to-Arrow decode (no Spark, no broker)."""
     from ariane.common import native, record_columns
     from ariane.spark import _columns as cols
     from ariane.spark.options import PropertiesMode
 
     mode = PropertiesMode(mode_name)
+    columns = None if column_list is None else tuple(column_list.split(","))
+    fields = record_columns.ALL_FIELDS if columns is None else cols.fields_of(columns)
     parts = _records(records, size)
     buf = b"".join(parts)
     bodies = [b"".join(parts[i : i + 32]) for i in range(0, records, 32)]
     end = 2**62
-    plain = cols.decode_plain(buf, "broker-a", mode, 0, end, None)
+    plain = cols.decode_plain(buf, "broker-a", mode, 0, end, None, columns)
     skip = cols._SYSTEM_NAMES if mode is PropertiesMode.USER else ()
-    with_props = mode is not PropertiesMode.NONE
+    with_props = mode is not PropertiesMode.NONE and (columns is None or "properties" in columns)
+    fixed = (0, end, None, with_props, skip, fields)
     ways: dict[str, Callable[[], Any]] = {
-        "plain": lambda: cols.decode_plain(buf, "broker-a", mode, 0, end, None),
-        "numpy": lambda: cols._numpy_to_batch(buf, "broker-a", mode, 0, end, None),
-        "columns_py": lambda: record_columns.decode_columns_py(buf, 0, end, None, with_props, skip),
+        "plain": lambda: cols.decode_plain(buf, "broker-a", mode, 0, end, None, columns),
+        "numpy": lambda: cols._numpy_to_batch(buf, "broker-a", mode, 0, end, None, columns),
+        "columns_py": lambda: record_columns.decode_columns_py(buf, *fixed),
     }
     if record_columns.COMPILED:
-        ways["columns"] = lambda: record_columns.decode_columns(buf, 0, end, None, with_props, skip)
-        ways["compiled"] = lambda: cols._compiled_to_batch(buf, "broker-a", mode, 0, end, None)
+        ways["columns"] = lambda: record_columns.decode_columns(buf, *fixed)
+        ways["compiled"] = lambda: cols._compiled_to_batch(
+            buf, "broker-a", mode, 0, end, None, columns
+        )
         ways["compiled_bodies"] = lambda: cols._compiled_to_batch(
-            bodies, "broker-a", mode, 0, end, None
+            bodies, "broker-a", mode, 0, end, None, columns
         )
         ways["compiled_join"] = lambda: cols._compiled_to_batch(
-            cols.join_bodies(bodies), "broker-a", mode, 0, end, None
+            cols.join_bodies(bodies), "broker-a", mode, 0, end, None, columns
         )
     result: dict[str, Any] = {"records": records, "size": size, "properties": mode_name}
+    result["columns"] = "all" if columns is None else ",".join(columns)
     result["build"] = native.build_name()
     for name, call in ways.items():
         got = call()

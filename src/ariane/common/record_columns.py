@@ -16,6 +16,10 @@ Python object per row:
   data)``, the entries of each row as ``decode_properties`` leaves them (a name twice keeps its
   first position and last value; empty names or values dropped), without the ``skip`` names.
 
+``fields`` (a mask of ``FIELD_BITS``) names the columns built; the others come back empty
+(``b""`` buffers) and cost nothing: without ``tags``, ``keys``, ``msg_id``, a tag filter and the
+properties column, no record's properties are even split (a Spark read of a few columns).
+
 Every record is checked, kept or not: a malformed one raises :class:`CorruptionError` naming
 it (truncated, trailing bytes, bad sizes, text that is not UTF-8). Records that are well formed
 but not handled here (IPv6 hosts, compressed bodies, timestamps whose microseconds overflow
@@ -36,7 +40,7 @@ from ariane.common import native
 from ariane.common.properties import KEYS, TAGS, UNIQ_KEY
 from ariane.errors import CorruptionError
 
-__all__ = ["RecordColumns", "decode_columns", "decode_columns_py"]
+__all__ = ["ALL_FIELDS", "FIELD_BITS", "RecordColumns", "decode_columns", "decode_columns_py"]
 
 MAGIC_V1 = -626843481
 MAGIC_V2 = -626843477
@@ -73,6 +77,25 @@ class RecordColumns(NamedTuple):
     born_host: Strings
     store_host: Strings
     properties: Props | None
+
+
+#: the bit of each column of ``RecordColumns`` in the ``fields`` mask (the compiled twin's
+#: order: its fixed columns, then its string columns)
+FIELD_BITS: dict[str, int] = {
+    name: 1 << i
+    for i, name in enumerate(
+        (
+            "queue_id", "sys_flag", "reconsume_times", "queue_offset", "commit_log_offset",
+            "born_us", "store_us", "body", "topic", "tags", "keys", "msg_id", "born_host",
+            "store_host",
+        )
+    )
+}  # fmt: skip
+ALL_FIELDS = sum(FIELD_BITS.values())
+_PROP_FIELDS = FIELD_BITS["tags"] | FIELD_BITS["keys"] | FIELD_BITS["msg_id"]
+_I32_FIELDS = ("queue_id", "sys_flag", "reconsume_times")
+_I64_FIELDS = ("queue_offset", "commit_log_offset", "born_us", "store_us")
+_TEXT_FIELDS = ("body", "topic", "tags", "keys", "msg_id", "born_host", "store_host")
 
 
 class _Text:
@@ -179,50 +202,78 @@ def _offset_msg_id(addr: bytes, port: int, phys: int) -> bytes:
 
 
 class _Columns:
-    """The output columns, filled record by record."""
+    """The output columns, filled record by record (only those of ``fields``)."""
 
-    def __init__(self, with_props: bool) -> None:
-        self.i32 = [array("i") for _ in range(3)]  # queue id, sys flag, reconsume times
-        self.i64 = [array("q") for _ in range(4)]  # queue offset, phys offset, born, store
-        self.text = [_Text() for _ in range(7)]  # body topic tags keys msgId born store
+    def __init__(self, with_props: bool, fields: int) -> None:
+        self.rows = 0
+        self.fields = fields
+        self.i32 = {n: array("i") for n in _I32_FIELDS if fields & FIELD_BITS[n]}
+        self.i64 = {n: array("q") for n in _I64_FIELDS if fields & FIELD_BITS[n]}
+        self.text = {n: _Text() for n in _TEXT_FIELDS if fields & FIELD_BITS[n]}
         self.with_props = with_props
         self.entries = array("i", [0])
         self.names = _Text()
         self.values = _Text()
 
+    def needs_props(self, tags: Collection[bytes] | None) -> bool:
+        """Whether a kept record's properties must be split."""
+        return tags is not None or self.with_props or bool(self.fields & _PROP_FIELDS)
+
     def add(self, rec: _Record, props: dict[bytes, bytes], skip: Collection[bytes]) -> None:
         (_, _, _, queue_id, _, queue_offset, phys, sys_flag, born_ms, born_addr, born_port,
          store_ms, store_addr, store_port, reconsume, _, _) = rec.fields  # fmt: skip
-        for col, value in zip(self.i32, (queue_id, sys_flag, reconsume), strict=True):
-            col.append(value)
-        values = (queue_offset, phys, born_ms * 1000, store_ms * 1000)
-        for col64, value in zip(self.i64, values, strict=True):
-            col64.append(value)
-        msg_id = props.get(_UNIQ) or _offset_msg_id(store_addr, store_port, phys)
-        texts = (
-            rec.body, rec.topic, props.get(_TAGS), props.get(_KEYS), msg_id,
-            _host(born_addr, born_port), _host(store_addr, store_port),
-        )  # fmt: skip
-        for text, raw in zip(self.text, texts, strict=True):
-            text.add(raw)
+        self.rows += 1
+        ints = {"queue_id": queue_id, "sys_flag": sys_flag, "reconsume_times": reconsume}
+        for name, col in self.i32.items():
+            col.append(ints[name])
+        longs = {
+            "queue_offset": queue_offset, "commit_log_offset": phys,
+            "born_us": born_ms * 1000, "store_us": store_ms * 1000,
+        }  # fmt: skip
+        for name, col64 in self.i64.items():
+            col64.append(longs[name])
+        texts: dict[str, Any] = {
+            "body": lambda: rec.body,
+            "topic": lambda: rec.topic,
+            "tags": lambda: props.get(_TAGS),
+            "keys": lambda: props.get(_KEYS),
+            "msg_id": lambda: props.get(_UNIQ) or _offset_msg_id(store_addr, store_port, phys),
+            "born_host": lambda: _host(born_addr, born_port),
+            "store_host": lambda: _host(store_addr, store_port),
+        }
+        for name, text in self.text.items():
+            text.add(texts[name]())
         if self.with_props:
-            for name, value in props.items():
-                if name not in skip:
-                    self.names.add(name)
+            for name_, value in props.items():
+                if name_ not in skip:
+                    self.names.add(name_)
                     self.values.add(value)
             self.entries.append(len(self.names.valid))
 
+    def _strings(self, name: str) -> Strings:
+        text = self.text.get(name)
+        return text.strings() if text is not None else (b"", b"")
+
+    def _nullable(self, name: str) -> Nullable:
+        text = self.text.get(name)
+        return text.nullable() if text is not None else (b"", b"", b"")
+
+    def _fixed(self, name: str) -> bytes:
+        col = self.i32.get(name)
+        if col is None:
+            col = self.i64.get(name)
+        return col.tobytes() if col is not None else b""
+
     def result(self) -> RecordColumns:
-        ints = [c.tobytes() for c in self.i32]
-        longs = [c.tobytes() for c in self.i64]
-        body, topic, tags, keys, msg_id, born, store = self.text
         props: Props | None = None
         if self.with_props:
             props = (self.entries.tobytes(), *self.names.strings(), *self.values.strings())
+        fixed, strings = self._fixed, self._strings
         return RecordColumns(
-            len(self.i32[0]), ints[0], longs[0], longs[1], ints[1], longs[2], longs[3], ints[2],
-            body.strings(), topic.strings(), tags.nullable(), keys.nullable(), msg_id.strings(),
-            born.strings(), store.strings(), props,
+            self.rows, fixed("queue_id"), fixed("queue_offset"), fixed("commit_log_offset"),
+            fixed("sys_flag"), fixed("born_us"), fixed("store_us"), fixed("reconsume_times"),
+            strings("body"), strings("topic"), self._nullable("tags"), self._nullable("keys"),
+            strings("msg_id"), strings("born_host"), strings("store_host"), props,
         )  # fmt: skip
 
 
@@ -233,6 +284,7 @@ def decode_columns_py(
     tags: Collection[bytes] | None,
     with_props: bool,
     skip: Collection[bytes],
+    fields: int = ALL_FIELDS,
 ) -> RecordColumns | None:
     """The records of ``buf`` in ``[start, end)`` (and of ``tags``) as column buffers.
 
@@ -246,6 +298,7 @@ def decode_columns_py(
         tags: keep only records whose ``TAGS`` is one of these (``None``: all).
         with_props: build the properties column.
         skip: property names left out of the properties column.
+        fields: the columns built (a mask of ``FIELD_BITS``); the others are empty.
 
     Returns:
         The columns, or ``None`` when a record is well formed but not handled here (IPv6
@@ -257,7 +310,7 @@ def decode_columns_py(
     bodies = buf if isinstance(buf, list) else [buf]
     if sum(map(len, bodies)) >= 2**31 - 1:
         return None
-    out = _Columns(with_props)
+    out = _Columns(with_props, fields)
     base = 0
     for body in bodies:
         if not _walk(body, base, out, start, end, tags, skip):
@@ -285,9 +338,9 @@ def _walk(
         sys_flag, born_ms, store_ms = rec.fields[7], rec.fields[8], rec.fields[11]
         if sys_flag & _COMPRESSED or abs(born_ms) > _MAX_MS or abs(store_ms) > _MAX_MS:
             return False
-        props = _properties(rec.props)
         if not start <= rec.fields[5] < end:
             continue
+        props = _properties(rec.props) if out.needs_props(tags) else {}
         if tags is not None and props.get(_TAGS) not in tags:
             continue
         out.add(rec, props, skip)
@@ -309,6 +362,7 @@ def decode_columns(
     tags: Collection[bytes] | None,
     with_props: bool,
     skip: Collection[bytes],
+    fields: int = ALL_FIELDS,
 ) -> RecordColumns | None:
     """``decode_columns_py`` (same arguments, results and errors), compiled when built.
 
@@ -316,10 +370,10 @@ def decode_columns(
         CorruptionError: a record is malformed.
     """
     if _FAST is None:
-        return decode_columns_py(buf, start, end, tags, with_props, skip)
+        return decode_columns_py(buf, start, end, tags, with_props, skip, fields)
     tag_set = None if tags is None else tuple(tags)
     try:
-        got = _FAST(buf, start, end, tag_set, with_props, tuple(skip))
+        got = _FAST(buf, start, end, tag_set, with_props, tuple(skip), fields)
     except ValueError as exc:
         message, pos = exc.args
         raise CorruptionError(message, pos=pos) from None

@@ -17,6 +17,10 @@ and builds one ``pyarrow.RecordBatch`` of the source's schema without a Python o
 * hosts are formatted once per distinct (address, port); the offsetMsgId (store host and
   physical offset in upper-case hex) is built with a lookup table.
 
+A read of a few columns (``columns``: a user schema that is a subset of the source's) builds
+only those: the compiled call gets their ``fields`` mask, the numpy path skips the properties
+split, the hosts and the ids when no wanted column (nor a tag filter) needs them.
+
 When the compiled twin is built, ``ariane.common.record_columns.decode_columns`` does all of the
 above in one C call that returns Arrow-layout buffers (``columns_to_batch`` wraps them); the
 numpy path stays for the pure-Python build.
@@ -30,7 +34,7 @@ whole batch go through the plain path instead (``ariane.common.record.decode_rec
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -39,13 +43,25 @@ import pyarrow.compute as pc
 from ariane.common import properties as props
 from ariane.common.message import HostPort
 from ariane.common.record import MESSAGE_MAGIC_CODE_V1, decode_records
-from ariane.common.record_columns import COMPILED, RecordColumns, decode_columns
+from ariane.common.record_columns import (
+    ALL_FIELDS,
+    COMPILED,
+    FIELD_BITS,
+    RecordColumns,
+    decode_columns,
+)
 from ariane.common.sysflag import COMPRESSED_FLAG, host_flags
 from ariane.errors import CorruptionError
 from ariane.spark._arrow import ARROW_SCHEMA, messages_to_batch
 from ariane.spark.options import PropertiesMode
 
-__all__ = ["columns_to_batch", "decode_plain", "records_to_batch", "try_records_to_batch"]
+__all__ = [
+    "columns_to_batch",
+    "decode_plain",
+    "fields_of",
+    "records_to_batch",
+    "try_records_to_batch",
+]
 
 _I32 = struct.Struct(">i")
 _HEAD = 88  # TOTALSIZE .. BODYLENGTH with IPv4 hosts
@@ -58,6 +74,29 @@ _SYSTEM_NAMES = tuple(sorted(k.encode() for k in props.SYSTEM_KEYS))
 _MAP = ARROW_SCHEMA.field("properties").type
 #: timestamps whose microseconds do not fit an int64 (the plain path raises on them)
 _MAX_MS = (2**63 - 1) // 1000
+#: the source's columns, in order (``columns=None``: all of them)
+ALL_COLUMNS: tuple[str, ...] = tuple(ARROW_SCHEMA.names)
+#: the ``decode_columns`` field behind each column (``brokerName`` is the range's broker, the
+#: properties column is ``with_props``)
+_FIELD_OF = {
+    "topic": "topic", "queueId": "queue_id", "queueOffset": "queue_offset", "msgId": "msg_id",
+    "keys": "keys", "tags": "tags", "body": "body", "bornTimestamp": "born_us",
+    "storeTimestamp": "store_us", "bornHost": "born_host", "storeHost": "store_host",
+    "reconsumeTimes": "reconsume_times",
+}  # fmt: skip
+#: columns read from the properties text
+_FROM_PROPERTIES = frozenset({"msgId", "keys", "tags", "properties"})
+
+
+def fields_of(columns: Sequence[str]) -> int:
+    """The ``decode_columns`` fields mask that builds ``columns``."""
+    return sum(FIELD_BITS[_FIELD_OF[c]] for c in set(columns) if c in _FIELD_OF)
+
+
+def _schema(columns: Sequence[str] | None) -> pa.Schema:
+    if columns is None:
+        return ARROW_SCHEMA
+    return pa.schema([ARROW_SCHEMA.field(c) for c in columns])
 
 
 def decode_plain(
@@ -67,9 +106,10 @@ def decode_plain(
     start: int,
     end: int,
     tags: frozenset[str] | None,
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch:
     """The plain path: decode every record into a ``MessageExt``, keep the messages of
-    ``[start, end)`` (and of ``tags``), convert them row by row.
+    ``[start, end)`` (and of ``tags``), convert them row by row (then keep ``columns``).
 
     Raises:
         CorruptionError: a record does not decode.
@@ -77,7 +117,8 @@ def decode_plain(
     msgs = [m for m in decode_records(buf, decompress=True) if start <= m.queue_offset < end]
     if tags is not None:
         msgs = [m for m in msgs if m.tags in tags]
-    return messages_to_batch(msgs, broker, mode)
+    batch = messages_to_batch(msgs, broker, mode)
+    return batch if columns is None else batch.select(list(columns))
 
 
 def records_to_batch(
@@ -87,17 +128,19 @@ def records_to_batch(
     start: int,
     end: int,
     tags: frozenset[str] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch:
     """One record batch (``ARROW_SCHEMA``) of the records of ``buf`` (raw pull bodies: one, or
     a list, decoded as their join) whose queue offset lies in ``[start, end)`` and, when
-    ``tags`` is given, whose TAGS is one of them.
+    ``tags`` is given, whose TAGS is one of them; with ``columns`` (names of the source's
+    columns, any order), only those columns, in that order, and only they are built.
 
     Raises:
         CorruptionError: a record does not decode (from the plain path).
     """
-    batch = try_records_to_batch(buf, broker, mode, start, end, tags)
+    batch = try_records_to_batch(buf, broker, mode, start, end, tags, columns)
     if batch is None:
-        return decode_plain(join_bodies(buf), broker, mode, start, end, tags)
+        return decode_plain(join_bodies(buf), broker, mode, start, end, tags, columns)
     return batch
 
 
@@ -194,41 +237,40 @@ def _broker_column(broker: str, n: int) -> pa.Array:
     return _strings(pa.string(), n, (offsets.tobytes(), raw * n))
 
 
-def columns_to_batch(cols: RecordColumns, broker: str, mode: PropertiesMode) -> pa.RecordBatch:
-    """One record batch (``ARROW_SCHEMA``) over the buffers of ``decode_columns``."""
+def _props_column(cols: RecordColumns, n: int, mode: PropertiesMode) -> pa.Array:
+    if cols.properties is None or mode is PropertiesMode.NONE:
+        return pa.nulls(n, _MAP)
+    entries, *texts = cols.properties
+    count = np.frombuffer(entries, dtype=np.int32)[-1]
+    names = _strings(pa.string(), count, (texts[0], texts[1]))
+    values = _strings(pa.string(), count, (texts[2], texts[3]))
+    pairs = pa.StructArray.from_arrays([names, values], fields=[_MAP.key_field, _MAP.item_field])
+    return pa.Array.from_buffers(_MAP, n, [None, pa.py_buffer(entries)], children=[pairs])
+
+
+def columns_to_batch(
+    cols: RecordColumns,
+    broker: str,
+    mode: PropertiesMode,
+    columns: Sequence[str] | None = None,
+) -> pa.RecordBatch:
+    """One record batch (``ARROW_SCHEMA``, or its ``columns``) over the buffers of
+    ``decode_columns`` (which must hold those columns)."""
     n = cols.rows
 
-    def fixed(kind: pa.DataType, raw: bytes) -> pa.Array:
+    def build(name: str) -> pa.Array:
+        if name == "brokerName":
+            return _broker_column(broker, n)
+        if name == "properties":
+            return _props_column(cols, n, mode)
+        kind = ARROW_SCHEMA.field(name).type
+        raw = getattr(cols, _FIELD_OF[name])
+        if isinstance(raw, tuple):
+            return _strings(kind, n, raw)
         return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(raw)])
 
-    if cols.properties is None or mode is PropertiesMode.NONE:
-        prop_col = pa.nulls(n, _MAP)
-    else:
-        entries, *texts = cols.properties
-        count = np.frombuffer(entries, dtype=np.int32)[-1]
-        names = _strings(pa.string(), count, (texts[0], texts[1]))
-        values = _strings(pa.string(), count, (texts[2], texts[3]))
-        pairs = pa.StructArray.from_arrays(
-            [names, values], fields=[_MAP.key_field, _MAP.item_field]
-        )
-        prop_col = pa.Array.from_buffers(_MAP, n, [None, pa.py_buffer(entries)], children=[pairs])
-    columns = [
-        _strings(pa.string(), n, cols.topic),
-        _broker_column(broker, n),
-        fixed(pa.int32(), cols.queue_id),
-        fixed(pa.int64(), cols.queue_offset),
-        _strings(pa.string(), n, cols.msg_id),
-        _strings(pa.string(), n, cols.keys),
-        _strings(pa.string(), n, cols.tags),
-        _strings(pa.binary(), n, cols.body),
-        prop_col,
-        fixed(_TS, cols.born_us),
-        fixed(_TS, cols.store_us),
-        _strings(pa.string(), n, cols.born_host),
-        _strings(pa.string(), n, cols.store_host),
-        fixed(pa.int32(), cols.reconsume_times),
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+    names = ALL_COLUMNS if columns is None else columns
+    return pa.RecordBatch.from_arrays([build(c) for c in names], schema=_schema(columns))
 
 
 def _compiled_to_batch(
@@ -238,14 +280,17 @@ def _compiled_to_batch(
     start: int,
     end: int,
     tags: frozenset[str] | None,
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch | None:
     wanted = None if tags is None else [t.encode() for t in tags]
     skip = _SYSTEM_NAMES if mode is PropertiesMode.USER else ()
+    with_props = mode is not PropertiesMode.NONE and (columns is None or "properties" in columns)
+    fields = ALL_FIELDS if columns is None else fields_of(columns)
     try:
-        cols = decode_columns(buf, start, end, wanted, mode is not PropertiesMode.NONE, skip)
+        cols = decode_columns(buf, start, end, wanted, with_props, skip, fields)
     except CorruptionError:
         return None  # the plain path raises its own error for it
-    return None if cols is None else columns_to_batch(cols, broker, mode)
+    return None if cols is None else columns_to_batch(cols, broker, mode, columns)
 
 
 def try_records_to_batch(
@@ -255,11 +300,12 @@ def try_records_to_batch(
     start: int,
     end: int,
     tags: frozenset[str] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch | None:
     """The fast path of ``records_to_batch``; ``None`` when the batch needs the plain path."""
     if COMPILED:
-        return _compiled_to_batch(buf, broker, mode, start, end, tags)
-    return _numpy_to_batch(join_bodies(buf), broker, mode, start, end, tags)
+        return _compiled_to_batch(buf, broker, mode, start, end, tags, columns)
+    return _numpy_to_batch(join_bodies(buf), broker, mode, start, end, tags, columns)
 
 
 def _numpy_to_batch(
@@ -269,6 +315,7 @@ def _numpy_to_batch(
     start: int,
     end: int,
     tags: frozenset[str] | None,
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch | None:
     if len(buf) >= 2**31 - 1:
         return None
@@ -277,7 +324,7 @@ def _numpy_to_batch(
         return None
     n = len(starts)
     if n == 0:
-        return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
+        return pa.RecordBatch.from_pylist([], schema=_schema(columns))
     data = np.frombuffer(buf, dtype=np.uint8)
     head = data[starts[:, None] + np.arange(_HEAD)]
     total = _field(head, 0, 4, ">i4")
@@ -311,28 +358,32 @@ def _numpy_to_batch(
     texts = _ranges(whole, props_lo, record_end, pa.string())
     if not (_validate_utf8(topics) and _validate_utf8(texts)):
         return None
-    entries = _entries(texts, n, mode)
-    if entries is None:
-        return None
-    tag_col, key_col, uniq_col, prop_col = entries
-    msg_ids = pc.if_else(pc.is_valid(uniq_col), uniq_col, _offset_msg_ids(head))
-    columns = [
-        topics,
-        pa.array([broker] * n, pa.string()),
-        pa.array(_field(head, 12, 16, ">i4").astype(np.int32), pa.int32()),
-        pa.array(queue_offset, pa.int64()),
-        msg_ids,
-        key_col,
-        tag_col,
-        _ranges(whole, body_lo, body_hi, pa.binary()),
-        prop_col,
-        pa.array(born_ms * 1000, _TS),
-        pa.array(store_ms * 1000, _TS),
-        _hosts(_field(head, 48, 52, ">u4"), _field(head, 52, 56, ">i4")),
-        _hosts(_field(head, 64, 68, ">u4"), _field(head, 68, 72, ">i4")),
-        pa.array(_field(head, 72, 76, ">i4").astype(np.int32), pa.int32()),
-    ]
-    batch = pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+    names = ALL_COLUMNS if columns is None else columns
+    tag_col = key_col = uniq_col = prop_col = None
+    if tags is not None or _FROM_PROPERTIES.intersection(names):
+        entries = _entries(texts, n, mode if "properties" in names else PropertiesMode.NONE)
+        if entries is None:
+            return None
+        tag_col, key_col, uniq_col, prop_col = entries
+    build: dict[str, Callable[[], pa.Array]] = {
+        "topic": lambda: topics,
+        "brokerName": lambda: pa.array([broker] * n, pa.string()),
+        "queueId": lambda: pa.array(_field(head, 12, 16, ">i4").astype(np.int32), pa.int32()),
+        "queueOffset": lambda: pa.array(queue_offset, pa.int64()),
+        "msgId": lambda: pc.if_else(pc.is_valid(uniq_col), uniq_col, _offset_msg_ids(head)),
+        "keys": lambda: key_col,
+        "tags": lambda: tag_col,
+        "body": lambda: _ranges(whole, body_lo, body_hi, pa.binary()),
+        "properties": lambda: prop_col,
+        "bornTimestamp": lambda: pa.array(born_ms * 1000, _TS),
+        "storeTimestamp": lambda: pa.array(store_ms * 1000, _TS),
+        "bornHost": lambda: _hosts(_field(head, 48, 52, ">u4"), _field(head, 52, 56, ">i4")),
+        "storeHost": lambda: _hosts(_field(head, 64, 68, ">u4"), _field(head, 68, 72, ">i4")),
+        "reconsumeTimes": lambda: pa.array(
+            _field(head, 72, 76, ">i4").astype(np.int32), pa.int32()
+        ),
+    }
+    batch = pa.RecordBatch.from_arrays([build[c]() for c in names], schema=_schema(columns))
     keep = (queue_offset >= start) & (queue_offset < end)
     if tags is not None:
         wanted = pa.array(sorted(tags), pa.string())

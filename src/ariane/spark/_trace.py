@@ -79,9 +79,12 @@ def _value(entry: TraceEntry, attr: str) -> Any:
     return value
 
 
-def trace_messages_to_batch(msgs: Sequence[MessageExt], broker: str) -> pa.RecordBatch:
-    """One record batch (``TRACE_ARROW_SCHEMA``) of the records in trace-topic messages
-    pulled from ``broker``."""
+def trace_messages_to_batch(
+    msgs: Sequence[MessageExt], broker: str, columns: Sequence[str] | None = None
+) -> pa.RecordBatch:
+    """One record batch (``TRACE_ARROW_SCHEMA``, or its ``columns`` in that order) of the
+    records in trace-topic messages pulled from ``broker`` (every record is decoded: only
+    the Arrow columns are left out)."""
     rows: list[dict[str, Any]] = []
     for msg in msgs:
         own: dict[str, Any] = {
@@ -99,5 +102,8 @@ def trace_messages_to_batch(msgs: Sequence[MessageExt], broker: str) -> pa.Recor
                 row = {name: _value(item, attr) for name, _, attr in _COLUMNS if attr}
             row.update(own)
             rows.append(row)
-    columns = [pa.array([r.get(name) for r in rows], kind) for name, kind, _ in _COLUMNS]
-    return pa.RecordBatch.from_arrays(columns, schema=TRACE_ARROW_SCHEMA)
+    schema = TRACE_ARROW_SCHEMA
+    if columns is not None:
+        schema = pa.schema([TRACE_ARROW_SCHEMA.field(name) for name in columns])
+    arrays = [pa.array([r.get(f.name) for r in rows], f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -387,6 +387,8 @@ class SourceOptions:
     bulk_pull: bool = True
     #: bulk pulls of one queue range in flight at once (option ``bulkPullsInFlight``)
     bulk_pulls_in_flight: int = 4
+    #: batch reads take Spark's filters on queueId/queueOffset (option ``pushFilters``)
+    push_filters: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -451,6 +453,7 @@ class SourceOptions:
             pulls_in_flight=_int(opts, "pullsInFlight", 16) or 16,
             bulk_pull=_bool(opts, "bulkPull", True),
             bulk_pulls_in_flight=_int(opts, "bulkPullsInFlight", 4) or 4,
+            push_filters=_bool(opts, "pushFilters", False),
         )
 
     @property

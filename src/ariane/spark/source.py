@@ -6,7 +6,10 @@ on the driver and hands out readers and writers, all plain picklable objects.
 * Batch read: ``partitions()`` (driver) resolves start and end offsets of every readable
   queue (``earliest``/``latest``/JSON/timestamps) and returns one ``InputPartition`` per
   queue range, split for ``minPartitions``; ``read()`` (executors) pulls the range and
-  yields one Arrow record batch per pull.
+  yields one Arrow record batch per pull. A user schema that is a subset of the fixed one
+  (``ariane.spark.read_schema``) makes both readers build only those columns. With the option
+  ``pushFilters`` the batch reader takes Spark's filters on ``queueId``/``queueOffset``
+  (``ariane.spark.pushdown``) and plans only the offsets they admit.
 * Streaming read: offsets ``{topic: {broker: {queueId: offset}}}`` live in Spark's
   checkpoint. ``latestOffset(start, limit)`` reads every queue's max offset (re-reading the
   route, so queues added later are picked up from their earliest offset), caps it at the
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +40,7 @@ from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamArrowWriter,
     DataSourceStreamReader,
+    Filter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -62,6 +66,8 @@ from ariane.spark.options import (
     offsets_to_nested,
 )
 from ariane.spark.planning import QueueRange, plan_ranges, rate_limit, split_ranges
+from ariane.spark.pushdown import OffsetBounds, narrow, push_filters
+from ariane.spark.read_schema import ReadColumns, select_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -78,6 +84,7 @@ __all__ = [
     "ArianeBatchReader",
     "ArianeBatchWriter",
     "ArianeDataSource",
+    "ArianeFilteringBatchReader",
     "ArianeStreamReader",
     "ArianeStreamWriter",
     "SentRows",
@@ -96,17 +103,13 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(ArianeDataSource)
 
 
-def _check_read_schema(schema: StructType, opts: SourceOptions) -> None:
-    if opts.decode_trace:
-        from ariane.spark._trace import TRACE_ARROW_SCHEMA as arrow_schema
-    else:
-        from ariane.spark._arrow import ARROW_SCHEMA as arrow_schema
-    expected = arrow_schema.names
-    if schema.fieldNames() != expected:
-        raise InvalidArgumentError(
-            "the ariane source has a fixed schema; do not pass one (got "
-            f"{schema.fieldNames()}, expected {expected})"
-        )
+def _check_read_schema(schema: StructType, opts: SourceOptions) -> ReadColumns | None:
+    """The columns a user schema selects (``None``: all of them).
+
+    Raises:
+        InvalidArgumentError: the schema is not a subset of the source's columns.
+    """
+    return select_columns(schema, opts.decode_trace)
 
 
 class ArianeDataSource(DataSource):
@@ -130,14 +133,13 @@ class ArianeDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader."""
         opts = SourceOptions.parse(self.options)
-        _check_read_schema(schema, opts)
-        return ArianeBatchReader(opts)
+        kind = ArianeFilteringBatchReader if opts.push_filters else ArianeBatchReader
+        return kind(opts, _check_read_schema(schema, opts))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch stream reader."""
         opts = SourceOptions.parse(self.options)
-        _check_read_schema(schema, opts)
-        return ArianeStreamReader(opts)
+        return ArianeStreamReader(opts, _check_read_schema(schema, opts))
 
     def writer(self, schema: StructType, overwrite: bool) -> ArianeBatchWriter:
         """A batch writer (append only: a topic cannot be overwritten)."""
@@ -166,20 +168,29 @@ class ArianeDataSource(DataSource):
 BATCH_BYTES = 4 * 1024 * 1024
 
 
-def read_range(opts: SourceOptions, rng: QueueRange) -> Iterator[pa.RecordBatch]:
+def read_range(
+    opts: SourceOptions, rng: QueueRange, selected: ReadColumns | None = None
+) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the messages (or, ``decode=trace``, the trace records) of one queue
-    range (executors)."""
+    range (executors); with ``selected``, of those columns only."""
     from ariane.spark._cluster import QueueReader
     from ariane.spark._columns import records_to_batch
 
     reader = QueueReader(opts)
+    columns = selected.columns if selected is not None else None
+    rename = selected.rename if selected is not None else (lambda b: b)
     if opts.decode_trace:
         from ariane.spark._trace import trace_messages_to_batch
 
         for msgs in reader.read(rng):
-            yield trace_messages_to_batch(msgs, rng.broker)
+            yield rename(trace_messages_to_batch(msgs, rng.broker, columns))
         return
     tags = opts.subscription.tags
+
+    def batch_of(bodies: list[bytes]) -> pa.RecordBatch:
+        mode = opts.properties
+        return records_to_batch(bodies, rng.broker, mode, rng.start, rng.end, tags, columns)
+
     bodies: list[bytes] = []
     size = 0
     for body in reader.read_raw(rng):
@@ -187,14 +198,14 @@ def read_range(opts: SourceOptions, rng: QueueRange) -> Iterator[pa.RecordBatch]
         size += len(body)
         if size < BATCH_BYTES:
             continue
-        batch = records_to_batch(bodies, rng.broker, opts.properties, rng.start, rng.end, tags)
+        batch = batch_of(bodies)
         bodies, size = [], 0
         if batch.num_rows:
-            yield batch
+            yield rename(batch)
     if bodies:
-        batch = records_to_batch(bodies, rng.broker, opts.properties, rng.start, rng.end, tags)
+        batch = batch_of(bodies)
         if batch.num_rows:
-            yield batch
+            yield rename(batch)
 
 
 def _partitions(opts: SourceOptions, ranges: list[QueueRange]) -> list[InputPartition]:
@@ -204,8 +215,10 @@ def _partitions(opts: SourceOptions, ranges: list[QueueRange]) -> list[InputPart
 class ArianeBatchReader(DataSourceReader):
     """Reads fixed offset ranges, planned once on the driver."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, selected: ReadColumns | None = None) -> None:
         self.opts = opts
+        self.selected = selected
+        self.bounds: OffsetBounds | None = None
 
     def plan(self) -> list[QueueRange]:
         """The queue ranges of the read (driver; asks the cluster for offsets)."""
@@ -230,6 +243,8 @@ class ArianeBatchReader(DataSourceReader):
                     "endingOffsets %s of %s is past the queue's end %s", end[k], k, maxs[k]
                 )
                 end[k] = maxs[k]
+        if self.bounds is not None:
+            start, end = narrow(self.bounds, start, end)
         return plan_ranges(start, end)
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -241,14 +256,26 @@ class ArianeBatchReader(DataSourceReader):
         rng = partition.value
         if not isinstance(rng, QueueRange):
             return
-        yield from read_range(self.opts, rng)
+        yield from read_range(self.opts, rng, self.selected)
+
+
+class ArianeFilteringBatchReader(ArianeBatchReader):
+    """A batch reader that takes Spark's filters on ``queueId``/``queueOffset`` (option
+    ``pushFilters``; Spark calls it only with ``spark.sql.python.filterPushdown.enabled``,
+    and refuses a reader that has it without that setting, hence a class of its own)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Keep the filters that narrow the planned offsets; return the others."""
+        self.bounds, rest = push_filters(filters, self.bounds)
+        return rest
 
 
 class ArianeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batch reader; offsets are ``{topic: {broker: {queueId: offset}}}``."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, selected: ReadColumns | None = None) -> None:
         self.opts = opts
+        self.selected = selected
         self._cluster: ClusterOffsets | None = None
         self._target: dict[QueueKey, int] | None = None
         self._latest: dict[QueueKey, int] | None = None
@@ -256,7 +283,14 @@ class ArianeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __getstate__(self) -> dict[str, Any]:
         # executors get a copy without the driver's client state
-        return {"opts": self.opts, "_cluster": None, "_target": None, "_latest": None, "_mins": {}}
+        return {
+            "opts": self.opts,
+            "selected": self.selected,
+            "_cluster": None,
+            "_target": None,
+            "_latest": None,
+            "_mins": {},
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -349,7 +383,7 @@ class ArianeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         rng = partition.value
         if not isinstance(rng, QueueRange):
             return
-        yield from read_range(self.opts, rng)
+        yield from read_range(self.opts, rng, self.selected)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Everything up to ``end`` is processed: store it as ``commitOffsetsToGroup``'s

@@ -315,11 +315,16 @@ def test_compiled_twin_argument_errors() -> None:
     fast = record_columns._FAST if record_columns.COMPILED else None
     if fast is None:
         pytest.skip("not compiled")
+    every = record_columns.ALL_FIELDS
     with pytest.raises(TypeError):
-        fast(b"", 0, 1, ["a"], True, ())
+        fast(b"", 0, 1, ["a"], True, (), every)
     with pytest.raises(TypeError):
-        fast(b"", 0, 1, None, True, ("str",))
-    assert fast(b"", -(2**70), 2**70, None, True, ())[0] == 0
+        fast(b"", 0, 1, None, True, ("str",), every)
+    with pytest.raises(TypeError):
+        fast(b"", 0, 1, None, True, ())  # no fields
+    with pytest.raises(TypeError):
+        fast(b"", 0, 1, None, True, (), "all")
+    assert fast(b"", -(2**70), 2**70, None, True, (), every)[0] == 0
 
 
 def raw_record(topic: bytes, text: bytes) -> bytes:
@@ -384,3 +389,55 @@ def test_errors_in_a_list_count_positions_from_the_first_body() -> None:
         got = outcome(decode, split, 0, 9, None, True, ())
         assert got == ("error", "record truncated: 50 bytes left at 93")
         assert outcome(decode, [], 0, 9, None, True, ()).rows == 0
+
+
+def pruned(full: RecordColumns, fields: int) -> RecordColumns:
+    """``full`` with the columns not in ``fields`` emptied, as a pruned decode returns them."""
+    out = full._asdict()
+    for name, bit in record_columns.FIELD_BITS.items():
+        if not fields & bit:
+            out[name] = b"" if isinstance(out[name], bytes) else (b"",) * len(out[name])
+    return RecordColumns(**out)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        (),
+        ("body",),
+        ("queue_offset", "body"),
+        ("tags", "queue_id"),
+        ("msg_id", "store_us", "born_host"),
+        ("keys", "topic", "store_host", "reconsume_times", "sys_flag"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("tags", "with_props"), [(None, False), ({b"a", b"b"}, False), (None, True)]
+)
+def test_a_subset_of_fields_builds_only_those_columns(
+    names: tuple[str, ...], tags: set[bytes] | None, with_props: bool
+) -> None:
+    fields = sum(record_columns.FIELD_BITS[n] for n in names)
+    full = decode_columns_py(ODD, 1, 8, tags, with_props, SKIP)
+    assert full is not None
+    got = decode_columns_py(ODD, 1, 8, tags, with_props, SKIP, fields)
+    assert got == pruned(full, fields)
+    assert got is not None
+    assert got.rows == (2 if tags else 7)  # tags: offsets 4 and 7
+    assert decode_columns(ODD, 1, 8, tags, with_props, SKIP, fields) == got
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(_spec, max_size=8), _args, st.integers(0, record_columns.ALL_FIELDS))
+def test_any_subset_of_fields_is_the_full_decode_pruned(
+    specs: list[Any], args: Any, fields: int
+) -> None:
+    buf = _buffer(specs)
+    full = outcome(decode_columns_py, buf, *args)
+    got = outcome(decode_columns_py, buf, *args, fields)
+    if isinstance(full, RecordColumns):
+        assert got == pruned(full, fields)
+    else:
+        assert got == full  # None, or the same error
+    if record_columns.COMPILED:
+        assert outcome(decode_columns, buf, *args, fields) == got

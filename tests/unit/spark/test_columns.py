@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pyarrow")
-
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -194,3 +194,93 @@ def test_a_list_of_pull_bodies_reads_as_their_join() -> None:
     assert records_to_batch(cut, "b", PropertiesMode.ALL, 0, 6).equals(
         decode_plain(b"".join(cut), "b", PropertiesMode.ALL, 0, 6, None)
     )
+
+
+SUBSETS = [
+    ("body",),
+    ("queueOffset", "body"),
+    ("body", "queueOffset"),  # any order
+    ("brokerName", "tags", "queueId"),
+    ("msgId", "storeTimestamp", "bornHost"),
+    ("properties", "keys"),
+    ("reconsumeTimes", "storeHost", "topic", "bornTimestamp"),
+    tuple(reversed(ARROW_SCHEMA.names)),
+]
+
+
+def pruned_everywhere(
+    buf: bytes,
+    columns: tuple[str, ...],
+    mode: PropertiesMode = PropertiesMode.USER,
+    tags: frozenset[str] | None = None,
+    start: int = 0,
+    end: int = 2**62,
+) -> pa.RecordBatch:
+    """The batch of ``columns`` from every path (each asserted to be the full read's columns),
+    the compiled call with its fields mask included when built."""
+    full = decode_plain(buf, "broker-a", mode, start, end, tags)
+    want = full.select(list(columns))
+    assert want.schema.names == list(columns)
+    plain = decode_plain(buf, "broker-a", mode, start, end, tags, columns)
+    assert plain.equals(want)
+    quick = _columns._numpy_to_batch(buf, "broker-a", mode, start, end, tags, columns)
+    assert quick is None or quick.equals(want)
+    wanted = None if tags is None else {t.encode() for t in tags}
+    skip = _columns._SYSTEM_NAMES if mode is PropertiesMode.USER else ()
+    with_props = mode is not PropertiesMode.NONE and "properties" in columns
+    fields = _columns.fields_of(columns)
+    for decode in (decode_columns_py, record_columns.decode_columns):
+        cols = decode(buf, start, end, wanted, with_props, skip, fields)
+        if cols is not None:
+            twin = columns_to_batch(cols, "broker-a", mode, columns)
+            twin.validate(full=True)
+            assert twin.equals(want)
+    got = records_to_batch(buf, "broker-a", mode, start, end, tags, columns)
+    assert got.equals(want)
+    assert got.to_pylist() == want.to_pylist()
+    return got
+
+
+@pytest.mark.parametrize("columns", SUBSETS, ids=lambda c: "-".join(c))
+@pytest.mark.parametrize("mode", list(PropertiesMode))
+def test_a_subset_of_columns_is_the_full_read_s_columns(
+    columns: tuple[str, ...], mode: PropertiesMode
+) -> None:
+    got = pruned_everywhere(ODD, columns, mode)
+    assert got.schema.names == list(columns)
+    assert got.num_rows == 6
+
+
+def test_a_subset_of_columns_exact_values() -> None:
+    got = pruned_everywhere(ODD, ("queueOffset", "body"), start=1, end=4)
+    assert got.to_pylist() == [
+        {"queueOffset": 1, "body": "h\u00e9llo \u263a".encode()},
+        {"queueOffset": 2, "body": b"\x00\x01\x02\xff"},
+        {"queueOffset": 3, "body": b"no props"},
+    ]
+    only = pruned_everywhere(ODD, ("body",), tags=frozenset({"a", "b"}))
+    assert only.to_pylist() == [{"body": b""}, {"body": b"v"}]  # filtered on tags not read
+    ids = pruned_everywhere(ODD, ("msgId", "queueId"), start=3, end=4)
+    assert ids.to_pylist() == [{"msgId": "7F00000100002A9F0000000000003011", "queueId": 5}]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        record(0, properties={"Dup\x01first\x02Dup": "second"}),
+        record(0, born=V6),
+        record(0, topic="L" * 200),
+        record(0, zlib.compress(b"inflated"), sys_flag=COMPRESSED_FLAG),
+    ],
+    ids=["duplicate-name", "born-ipv6", "magic-v2", "compressed"],
+)
+@pytest.mark.parametrize("columns", [("body",), ("properties", "queueOffset"), ("msgId",)])
+def test_a_subset_of_columns_of_odd_records(odd: bytes, columns: tuple[str, ...]) -> None:
+    got = pruned_everywhere(record(7) + odd + record(8), columns, PropertiesMode.ALL)
+    assert got.num_rows == 3
+
+
+def test_a_subset_of_columns_of_an_empty_buffer() -> None:
+    got = pruned_everywhere(b"", ("tags", "body"))
+    assert got.schema.names == ["tags", "body"]
+    assert got.num_rows == 0

@@ -30,3 +30,15 @@ def test_every_way_matches_the_plain_batch(mode: str) -> None:
     same = {k: v for k, v in doc.items() if k.endswith("_same")}
     assert same == {f"{w}_same": True for w in ways if w not in ("columns_py", "columns")}
     assert (doc["records"], doc["size"], doc["properties"]) == (40, 300, mode)
+    assert doc["columns"] == "all"
+
+
+def test_a_read_schema_s_columns() -> None:
+    args = ["--records", "40", "--size", "300", "--rounds", "1", "--columns", "body,msgId"]
+    done = CliRunner().invoke(spark_decode_bench, [*args, "--json"])
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.output.strip().splitlines()[-1])
+    assert doc["columns"] == "body,msgId"
+    same = {k: v for k, v in doc.items() if k.endswith("_same")}
+    assert same
+    assert set(same.values()) == {True}

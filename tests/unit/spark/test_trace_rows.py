@@ -73,6 +73,20 @@ def test_one_row_per_record_and_bad_records_as_rows() -> None:
     assert trace_messages_to_batch([], "b").num_rows == 0
 
 
+def test_a_subset_of_trace_columns() -> None:
+    msgs = [trace_msg((PUB + AFTER).encode(), 0), trace_msg(b"Nope\x01x\x02", 1)]
+    full = trace_messages_to_batch(msgs, "broker-t")
+    columns = ("decodeError", "traceQueueOffset", "traceType")
+    got = trace_messages_to_batch(msgs, "broker-t", columns)
+    assert got.schema.names == list(columns)
+    assert got.equals(full.select(list(columns)))
+    assert got.to_pylist()[2] == {
+        "decodeError": "trace record 0: unknown trace type 'Nope'",
+        "traceQueueOffset": 1,
+        "traceType": None,
+    }
+
+
 def test_decode_option() -> None:
     base = {"nameserver": "h:1"}
     opts = SourceOptions.parse({**base, "decode": "TRACE"})

@@ -10,7 +10,8 @@ random writable queue) and the topic's write permission; decode the properties o
 trace) the broker's ``MSG_REGION`` and ``TRACE_ON``, appending them to the client's encoded
 string instead of re-encoding it; run the *send interceptors*; append to the store. Under
 ASYNC_FLUSH the store's future is already done and the answer goes out at once; under
-SYNC_FLUSH it is answered from the future's callback (hopped to the event loop). Then the
+SYNC_FLUSH the group commit completes a light :class:`~.send_sync.SyncSend` and the loop
+answers a round's sends in bulk (``send_sync``). Then the
 replication service is told (:meth:`BrokerReplication.after_put`): a SYNC_MASTER answers once
 enough slaves hold the message, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE. Before the put,
 a SYNC_MASTER with ``enableAutoInSyncReplicas`` and fewer replicas in sync than
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 from ariane.broker.processors import error, finish_on_loop
 from ariane.broker.processors.send_batch import AppendScanned, BatchSends
 from ariane.broker.processors.send_check import NOT_ALLOWED_SEND_TOPICS, check_send
+from ariane.broker.processors.send_sync import LoopAnswers, SyncSend
 from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor
 from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
 from ariane.common.message import HostPort
@@ -198,6 +200,12 @@ class SendMessageProcessor(BatchSends):
         # the DLedger store, which has no such put
         self._append_scanned: AppendScanned | None = getattr(store, "append_scanned", None)
         self._max_props = broker.store_config.max_properties_length
+        # SYNC_FLUSH single sends with a light completion answered in bulk (send_sync); not
+        # on the DLedger store, whose puts complete through futures on the loop
+        self._submit_to: Callable[[MessageInner, SyncSend], None] | None = getattr(
+            store, "submit_message_to", None
+        )
+        self._loop_answers: LoopAnswers | None = None
 
     def register(self, server: RemotingServer) -> None:
         """Register the handlers on ``server``."""
@@ -292,9 +300,52 @@ class SendMessageProcessor(BatchSends):
         if dedup_id is not None:
             appended, future = self.store.append_message(inner)
             self._remember(topic, (dedup_id,), queue_id, appended)
+        elif self._submit_to is not None:  # completed by the group commit, answered in bulk
+            return self._submit_sync(ctx, inner, topic, queue_id, uniq)
         else:
             future = self.store.submit_message(inner)
         return self._answer(ctx, future, topic, queue_id, uniq, wait)
+
+    def _submit_sync(
+        self, ctx: RequestContext, inner: MessageInner, topic: str, queue_id: int, uniq: str | None
+    ) -> RemotingCommand | None:
+        """Put under SYNC_FLUSH with a :class:`SyncSend` as the store's completion; the answer
+        now if the store completed it at once, else None (``_answer_sync`` answers it)."""
+        answers = self._loop_answers
+        if answers is None:
+            loop = self._loop
+            assert loop is not None
+            answers = self._loop_answers = LoopAnswers(loop, self._answer_sync)
+        send = SyncSend(answers, ctx, topic, queue_id, uniq)
+        assert self._submit_to is not None
+        try:
+            self._submit_to(inner, send)
+        finally:
+            send.submitting = False
+        if not send.at_once:
+            return None
+        result = send.result
+        assert result is not None
+        replicated = self._after_put(result, inner.properties.get(WAIT_STORE_MSG_OK) != "false")
+        if replicated is None:
+            return self.put_response(result, topic, queue_id, uniq)
+        return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
+
+    def _answer_sync(self, send: SyncSend) -> None:
+        """Answer a send the group commit completed (on the loop; it waited: WAIT is not
+        false, or the store would have completed it at once)."""
+        result = send.result
+        assert result is not None
+        ctx = send.ctx
+        replicated = self._after_put(result, True)
+        if replicated is None:
+            ctx.send_response(self.put_response(result, send.topic, send.queue_id, send.uniq))
+            return
+        response = self._answer_replicated(
+            ctx, result, replicated, send.topic, send.queue_id, send.uniq
+        )
+        if response is not None:
+            ctx.send_response(response)
 
     # -- idempotent sends (ariane.store.dedup) -------------------------------------------------
 

@@ -15,8 +15,10 @@ field as Netty does), an unknown serialisation type or an undecodable header rai
 ``FrameDecodeError`` (a ``RemoteProtocolError``); commands decoded before the bad frame travel
 on the exception so a server can still answer them before closing. In the compiled build the
 plain case of a JSON frame is decoded by ``_speedups.decode_json_frame`` and a JSON-header
-command encoded by ``_speedups.encode_json_parts`` (issue 18); anything else they hand back to
-the pure decoder and encoder here, which stay the reference and own every error.
+command encoded by ``_speedups.encode_json_parts`` (issue 18), and the plain frames of one read
+(a producer's pipelined sends: ~100 a read) in one ``decode_json_frames`` call that stops at
+the first frame it cannot take; anything else they hand back to the pure decoder and encoder
+here, which stay the reference and own every error.
 
 Reader leniency (peers differ): JSON ``extFields`` values may be numbers or booleans (C++ 1.2.4)
 and become strings; an unknown language name becomes ``OTHER``; missing header keys take
@@ -301,9 +303,14 @@ class FrameDecoder:
         first incomplete one starts (its length field checked when present)."""
         limit = self._max_frame_bytes
         fast = _FAST_FRAME
+        frames = _FAST_FRAMES
         total = len(source)
         error: str | None = None
-        while total - pos >= 4:
+        while True:
+            if frames is not None:  # the plain frames in one C call; it stops at any other
+                pos = frames(source, pos, limit, commands)
+            if total - pos < 4:
+                break
             (length,) = _LENGTH.unpack_from(source, pos)
             if length < 4 or length + 4 > limit:
                 error = f"bad frame length {length} (limit {limit})"
@@ -312,7 +319,8 @@ class FrameDecoder:
             if end > total:
                 break
             try:
-                cmd = None if fast is None else fast(source, pos + 4, end)
+                # after `frames`, this frame is one the compiled decoder hands back
+                cmd = None if fast is None or frames is not None else fast(source, pos + 4, end)
                 commands.append(cmd if cmd is not None else _decode_frame_at(source, pos + 4, end))
             except RemoteProtocolError as exc:
                 error = str(exc)
@@ -382,6 +390,12 @@ _FAST = _fast_frame()
 #: ``decode_json_frame(source, start, end)``: the plain case of ``_decode_frame_at`` compiled
 #: (a command, or None and this module's pure decoder decides); None in the pure build
 _FAST_FRAME = None if _FAST is None else _FAST[0]
+#: ``decode_json_frames(source, pos, max_frame_bytes, commands) -> pos``: ``_FAST_FRAME`` of
+#: every complete plain frame from ``pos`` on in one call; None in the pure build (or an
+#: extension built before it)
+_FAST_FRAMES: Callable[[bytes, int, int, list[RemotingCommand]], int] | None = (
+    None if _FAST is None else getattr(native.speedups, "decode_json_frames", None)
+)
 #: ``encode_json_parts(cmd, max_frame_bytes)``: ``encode_parts`` of a JSON-header command
 #: compiled (the parts, or None and the pure encoder decides); None in the pure build
 _FAST_ENCODE = None if _FAST is None else _FAST[1]

@@ -12,7 +12,11 @@ annotation gives the Java type:
 
 For speed the decorator compiles one ``from_ext_fields`` and one ``to_ext_fields`` per class
 (the way ``dataclasses`` builds ``__init__``), so parsing a send header is a straight run of
-dict lookups and conversions. Parsing follows Java: integers must parse and fit the Java type;
+dict lookups and conversions (``from_ext_fields_py``, the reference). In the compiled build
+``from_ext_fields`` first makes one ``_speedups.header_parse`` call (``_speedups_header.h``) that
+fills the slots straight from the dict in the plain case (digits, "true"/"false"/"1"/"0") and
+hands anything else to that twin; ``tests/unit/remoting/test_header_native.py`` checks they
+agree for every header class. Parsing follows Java: integers must parse and fit the Java type;
 booleans are true for "true" (any case) and also for "1", which C++ 1.2.4 sends.
 """
 
@@ -25,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, TypeVar, cast, dataclass_transform
 
+from ariane.common import native
 from ariane.errors import HeaderFieldError
 
 __all__ = ["I32", "I64", "CommandHeader", "FieldSpec", "Key", "header"]
@@ -149,6 +154,12 @@ def _specs(cls: type) -> tuple[FieldSpec, ...]:
     return tuple(specs)
 
 
+#: the compiled plain-case parser (``_speedups_header.h``), None in the pure build
+_HEADER_PARSE: Callable[[type, tuple[Any, ...], Mapping[str, str]], Any] | None = getattr(
+    native.speedups, "header_parse", None
+)
+_KINDS = {"str": 0, "i32": 1, "i64": 2, "bool": 3}
+
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
@@ -177,7 +188,7 @@ def _compile(cls: type[CommandHeader], specs: tuple[FieldSpec, ...]) -> None:
         for f in dataclasses.fields(cast(Any, cls))
         if f.default is not dataclasses.MISSING
     }
-    parse = ["def from_ext_fields(cls, ext):", "    get = ext.get"]
+    parse = ["def from_ext_fields_py(cls, ext):", "    get = ext.get"]
     args = []
     for i, spec in enumerate(specs):
         var = f"v{i}"
@@ -233,13 +244,46 @@ def _compile(cls: type[CommandHeader], specs: tuple[FieldSpec, ...]) -> None:
         "_defaults": defaults,
         "_new": object.__new__,
     }
-    exec("\n".join(parse) + "\n\n" + "\n".join(build), namespace)
+    plan = _plan(cls, specs, defaults)
+    if plan is None:  # the pure build: the twin is the parser
+        fast = parse.copy()
+        fast[0] = "def from_ext_fields(cls, ext):"
+    else:  # the plain case in one C call; anything else to the twin
+        namespace.update(_fast=_HEADER_PARSE, _plan=plan)
+        fast = [
+            "def from_ext_fields(cls, ext):",
+            "    obj = _fast(cls, _plan, ext)",
+            "    if obj is None: return from_ext_fields_py(cls, ext)",
+            "    return obj",
+        ]
+    source = "\n".join(parse) + "\n\n" + "\n".join(fast) + "\n\n" + "\n".join(build)
+    exec(source, namespace)
+    from_py = namespace["from_ext_fields_py"]
     from_fn = namespace["from_ext_fields"]
     to_fn = namespace["to_ext_fields"]
+    from_py.__qualname__ = f"{cls.__qualname__}.from_ext_fields_py"
     from_fn.__qualname__ = f"{cls.__qualname__}.from_ext_fields"
     to_fn.__qualname__ = f"{cls.__qualname__}.to_ext_fields"
     cls.from_ext_fields = classmethod(from_fn)  # type: ignore[method-assign,assignment]
+    cls.from_ext_fields_py = classmethod(from_py)  # type: ignore[attr-defined]
     cls.to_ext_fields = to_fn  # type: ignore[method-assign]
+
+
+def _plan(
+    cls: type[CommandHeader], specs: tuple[FieldSpec, ...], defaults: dict[str, Any]
+) -> tuple[tuple[str, int, bool, Any, Any], ...] | None:
+    """``header_parse``'s plan for ``cls``: (key, kind, required, default, slot) per field, or
+    None in the pure build (or when a field is not a plain slot)."""
+    if _HEADER_PARSE is None:
+        return None
+    plan = []
+    for spec in specs:
+        slot = next((k.__dict__[spec.name] for k in cls.__mro__ if spec.name in k.__dict__), None)
+        if not isinstance(slot, types.MemberDescriptorType):
+            return None
+        kind = _KINDS[spec.kind]
+        plan.append((spec.key, kind, spec.required, defaults.get(spec.name), slot))
+    return tuple(plan)
 
 
 def _render(spec: FieldSpec, expr: str) -> str:
