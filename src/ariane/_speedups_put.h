@@ -126,6 +126,19 @@ static int put_int(PyObject *o, int64_t lo, int64_t hi, int64_t *v) {
     if (o == NULL || !PyLong_CheckExact(o)) {
         return 0;
     }
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact((PyLongObject *)o)) { /* one digit: read it in place */
+        x = (long long)PyUnstable_Long_CompactValue((PyLongObject *)o);
+        *v = (int64_t)x;
+        return x >= lo && x <= hi;
+    }
+#else
+    if (Py_SIZE(o) >= -1 && Py_SIZE(o) <= 1) { /* one digit (or zero): read it in place */
+        x = Py_SIZE(o) ? (long long)Py_SIZE(o) * (long long)((PyLongObject *)o)->ob_digit[0] : 0;
+        *v = (int64_t)x;
+        return x >= lo && x <= hi;
+    }
+#endif
     x = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow || (x == -1 && PyErr_Occurred())) {
         PyErr_Clear();
@@ -216,11 +229,23 @@ static int put_tags(PyObject *props, PyObject *tag_codes, PyObject **code) {
     return 0;
 }
 
-/* the shape checks and parts of put_prepare; 1 when msg is of the common shape */
-static int put_shape(PyObject *msg, PyObject *topics, PyObject **tail, int64_t *sys_flag) {
+/* the parts of a record put_write_parts writes (from a PreparedOne, or from the message for
+ * put_one) */
+typedef struct {
+    PyObject *msg, *topic, *body, *rest, *props, *tags_code, *store_addr_obj, *store_port_obj;
+    PyObject *sys_flag_obj, *total_obj; /* the DispatchRequest's sysFlag and size */
+    const char *born_addr, *store_addr;
+    const char *tail, *props_data; /* without `rest`: topic bytes and properties (put_one) */
+    Py_ssize_t tail_len, props_len;
+    int64_t magic, sys_flag, total, crc, qid, flag, born_ts, born_port, store_port, reconsume,
+        prepared;
+} PutOne;
+
+/* the shape checks of put_prepare / put_one; 1 when msg is of the common shape, with its ints,
+ * hosts and magic in p (read once: put_one writes from them) */
+static int put_shape(PyObject *msg, PyObject *topics, PyObject **tail, PutOne *p) {
     static const int ints[5] = {M_QID, M_FLAG, M_SYSFLAG, M_RECONSUME, M_BORN_TS};
-    const char *addr;
-    int64_t v, port;
+    int64_t *const into[5] = {&p->qid, &p->flag, &p->sys_flag, &p->reconsume, &p->born_ts};
     PyObject *topic = PUT_FIELD(msg, M_TOPIC), *props = PUT_FIELD(msg, M_PROPS);
     PyObject *body = PUT_FIELD(msg, M_BODY), *text = PUT_FIELD(msg, M_PROPS_STR);
     int i;
@@ -233,23 +258,20 @@ static int put_shape(PyObject *msg, PyObject *topics, PyObject **tail, int64_t *
     *tail = PyDict_GetItemWithError(topics, topic);
     if (*tail == NULL || !PyTuple_CheckExact(*tail) || PyTuple_GET_SIZE(*tail) != 2 ||
         !PyBytes_CheckExact(PyTuple_GET_ITEM(*tail, 0)) ||
-        !put_int(PyTuple_GET_ITEM(*tail, 1), INT32_MIN, INT32_MAX, &v)) {
+        !put_int(PyTuple_GET_ITEM(*tail, 1), INT32_MIN, INT32_MAX, &p->magic)) {
         PyErr_Clear();
         return 0;
     }
-    if (!put_host(PUT_FIELD(msg, M_BORN), &addr, &port) ||
-        !put_host(PUT_FIELD(msg, M_STORE), &addr, &port) ||
-        !put_int(PUT_FIELD(msg, M_PREPARED), INT64_MIN, INT64_MAX, &v)) {
+    if (!put_host(PUT_FIELD(msg, M_BORN), &p->born_addr, &p->born_port) ||
+        !put_host(PUT_FIELD(msg, M_STORE), &p->store_addr, &p->store_port) ||
+        !put_int(PUT_FIELD(msg, M_PREPARED), INT64_MIN, INT64_MAX, &p->prepared)) {
         return 0;
     }
     for (i = 0; i < 5; i++) {
         int64_t lo = i == 0 ? 0 : (i == 4 ? INT64_MIN : INT32_MIN);
         int64_t hi = i == 4 ? INT64_MAX : INT32_MAX;
-        if (!put_int(PUT_FIELD(msg, ints[i]), lo, hi, &v)) {
+        if (!put_int(PUT_FIELD(msg, ints[i]), lo, hi, into[i])) {
             return 0;
-        }
-        if (ints[i] == M_SYSFLAG) {
-            *sys_flag = v;
         }
     }
     return 1;
@@ -258,7 +280,7 @@ static int put_shape(PyObject *msg, PyObject *topics, PyObject **tail, int64_t *
 static PyObject *put_prepare(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *msg, *tail, *props_bytes = NULL, *code = NULL, *rest = NULL, *body, *out;
     PyObject *items[8];
-    int64_t sys_flag = 0;
+    PutOne p;
     Py_ssize_t max_props, max_size, props_len, topic_len, total;
     char *w;
     int i;
@@ -275,7 +297,7 @@ static PyObject *put_prepare(PyObject *module, PyObject *const *args, Py_ssize_t
     if (PyErr_Occurred()) {
         return NULL;
     }
-    if (!Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG) || !put_shape(msg, args[1], &tail, &sys_flag)) {
+    if (!Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG) || !put_shape(msg, args[1], &tail, &p)) {
         Py_RETURN_NONE;
     }
     body = PUT_FIELD(msg, M_BODY);
@@ -312,7 +334,7 @@ static PyObject *put_prepare(PyObject *module, PyObject *const *args, Py_ssize_t
     Py_INCREF(PUT_HEADER);
     items[2] = PyTuple_GET_ITEM(tail, 1);
     Py_INCREF(items[2]);
-    items[3] = PyLong_FromLongLong((long long)(sys_flag & ~PUT_V6_FLAGS));
+    items[3] = PyLong_FromLongLong((long long)(p.sys_flag & ~PUT_V6_FLAGS));
     items[4] = PyLong_FromSsize_t(total);
     items[5] = PyLong_FromUnsignedLong(
         bp_crc32((const unsigned char *)PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body)) &
@@ -338,16 +360,6 @@ fail:
     return NULL;
 }
 
-/* the parts of a PreparedOne put_write takes; 1 when it is one of the shape */
-typedef struct {
-    PyObject *msg, *topic, *body, *rest, *props, *tags_code, *store_addr_obj, *store_port_obj;
-    PyObject *sys_flag_obj, *total_obj; /* the DispatchRequest's sysFlag and size */
-    const char *born_addr, *store_addr;
-    const char *tail, *props_data; /* without `rest`: topic bytes and properties (put_one) */
-    Py_ssize_t tail_len, props_len;
-    int64_t magic, sys_flag, total, crc, qid, flag, born_ts, born_port, store_port, reconsume,
-        prepared;
-} PutOne;
 
 static int put_one_parts(PyObject *one, PutOne *p) {
     PyObject *msg, *store;
@@ -442,16 +454,20 @@ static PyObject *put_tuple(PyObject *cls, PyObject **items, Py_ssize_t n) {
     return out;
 }
 
-/* the PutResult of one record stored at phys */
-static PyObject *put_result(const PutOne *p, int64_t phys, int64_t store_ts, int64_t qoff) {
+/* the PutResult of one record stored at phys; its ints are the DispatchRequest's (the same
+ * values: one object each, borrowed here) */
+static PyObject *put_result(const PutOne *p, PyObject *phys, PyObject *store_ts, PyObject *qoff) {
     PyObject *vals[PUT_RESULT_SLOTS], *offsets = PyTuple_New(1), *out = NULL;
     int i;
     vals[0] = PUT_OK;
     Py_INCREF(PUT_OK);
-    vals[1] = PyLong_FromLongLong((long long)phys);
-    vals[2] = PyLong_FromLongLong((long long)p->total);
-    vals[3] = PyLong_FromLongLong((long long)store_ts);
-    vals[4] = PyLong_FromLongLong((long long)qoff);
+    vals[1] = phys;
+    vals[2] = p->total_obj;
+    vals[3] = store_ts;
+    vals[4] = qoff;
+    for (i = 1; i < 5; i++) {
+        Py_XINCREF(vals[i]);
+    }
     vals[5] = PUT_ONE;
     Py_INCREF(PUT_ONE);
     vals[6] = p->store_addr_obj;
@@ -533,8 +549,11 @@ static PyObject *put_write_parts(const PutOne *pp, PyObject *mm, int64_t pos, in
     items[6] = PyLong_FromLongLong((long long)qoff);
     items[7] = dsp_get(p.props, PUT_K_KEYS);
     items[8] = dsp_get(p.props, PUT_K_UNIQ);
-    req = put_tuple(PUT_REQUEST, items, 11);
-    res = req ? put_result(&p, phys, store_ts, qoff) : NULL;
+    res = items[2] && items[5] && items[6] ? put_result(&p, items[2], items[5], items[6]) : NULL;
+    req = put_tuple(PUT_REQUEST, items, 11); /* steals the items */
+    if (req == NULL) {
+        Py_CLEAR(res);
+    }
     next = normal && res ? PyLong_FromLongLong((long long)(qoff + 1)) : NULL;
     if (res == NULL || (normal && (next == NULL || PyDict_SetItem(table, key, next) < 0))) {
         Py_CLEAR(res);
@@ -579,7 +598,7 @@ static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t n
  * None before any effect when put_prepare would say None or the record is longer than `room` */
 static PyObject *put_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *msg, *tail, *props_bytes, *code = NULL, *body, *store, *res = NULL;
-    int64_t sys_flag = 0, pos, phys, room, store_ts;
+    int64_t pos, phys, room, store_ts;
     Py_ssize_t max_props, max_size, total;
     PutOne p;
     (void)module;
@@ -599,7 +618,7 @@ static PyObject *put_one(PyObject *module, PyObject *const *args, Py_ssize_t nar
     if (!put_int(args[6], 0, INT64_MAX, &pos) || !put_int(args[7], INT64_MIN, INT64_MAX, &phys) ||
         !put_int(args[8], INT64_MIN, INT64_MAX, &room) ||
         !put_int(args[9], INT64_MIN, INT64_MAX, &store_ts) ||
-        !Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG) || !put_shape(msg, args[1], &tail, &sys_flag)) {
+        !Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG) || !put_shape(msg, args[1], &tail, &p)) {
         Py_RETURN_NONE;
     }
     body = PUT_FIELD(msg, M_BODY);
@@ -630,22 +649,13 @@ static PyObject *put_one(PyObject *module, PyObject *const *args, Py_ssize_t nar
     p.tail = PyBytes_AS_STRING(PyTuple_GET_ITEM(tail, 0));
     p.props_data = PyBytes_AS_STRING(props_bytes);
     p.tags_code = code;
-    p.sys_flag = sys_flag & ~PUT_V6_FLAGS;
+    p.sys_flag &= ~PUT_V6_FLAGS;
     p.total = total;
     p.crc = (int64_t)(bp_crc32((const unsigned char *)PyBytes_AS_STRING(body),
                                PyBytes_GET_SIZE(body)) & 0x7FFFFFFFu);
     p.sys_flag_obj = PyLong_FromLongLong((long long)p.sys_flag);
     p.total_obj = PyLong_FromSsize_t(total);
-    /* checked by put_shape: these only read the values */
-    if (p.sys_flag_obj != NULL && p.total_obj != NULL &&
-        put_int(PyTuple_GET_ITEM(tail, 1), INT32_MIN, INT32_MAX, &p.magic) &&
-        put_int(PUT_FIELD(msg, M_QID), INT32_MIN, INT32_MAX, &p.qid) &&
-        put_int(PUT_FIELD(msg, M_FLAG), INT32_MIN, INT32_MAX, &p.flag) &&
-        put_int(PUT_FIELD(msg, M_BORN_TS), INT64_MIN, INT64_MAX, &p.born_ts) &&
-        put_int(PUT_FIELD(msg, M_RECONSUME), INT32_MIN, INT32_MAX, &p.reconsume) &&
-        put_int(PUT_FIELD(msg, M_PREPARED), INT64_MIN, INT64_MAX, &p.prepared) &&
-        put_host(PUT_FIELD(msg, M_BORN), &p.born_addr, &p.born_port) &&
-        put_host(store, &p.store_addr, &p.store_port)) {
+    if (p.sys_flag_obj != NULL && p.total_obj != NULL) { /* the ints: read by put_shape */
         p.store_addr_obj = PyTuple_GET_ITEM(store, 0);
         p.store_port_obj = PyTuple_GET_ITEM(store, 1);
         res = put_write_parts(&p, args[5], pos, phys, store_ts, args[10], args[11]);

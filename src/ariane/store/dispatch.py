@@ -28,7 +28,9 @@ from itertools import compress, islice, repeat
 from typing import Any, Protocol, cast
 
 import numpy as np
+import numpy.typing as npt
 
+from ariane.common import native
 from ariane.common.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -43,11 +45,32 @@ from ariane.store.index_file import IndexService
 from ariane.store.service import ServiceThread
 from ariane.store.vector import VECTOR_MIN
 
-__all__ = ["ArrivingListener", "Dispatcher", "ReputService"]
+__all__ = ["ArrivingListener", "Dispatcher", "ReputService", "int64_rows_py"]
 
 logger = logging.getLogger(__name__)
 
 _BATCH = 8192
+
+
+def int64_rows_py(columns: tuple[Sequence[int], ...]) -> bytearray:
+    """Equal-length int columns as rows of native int64 values, one row after the other (the
+    pure twin of ``_speedups.int64_rows``, which returns None where numpy would convert or
+    raise)."""
+    return bytearray(np.array(columns, dtype=np.int64).tobytes())
+
+
+_native_int64_rows: Callable[[tuple[Sequence[int], ...]], bytearray | None] | None = getattr(
+    native.speedups, "int64_rows", None
+)
+
+
+def _int64_rows(columns: tuple[Sequence[int], ...]) -> npt.NDArray[np.int64]:
+    """``columns`` as a (k, n) int64 array: read by the compiled ``int64_rows`` when it takes
+    them (no per-element type discovery), else by numpy."""
+    raw = _native_int64_rows(columns) if _native_int64_rows is not None else None
+    if raw is None:
+        return np.array(columns, dtype=np.int64)
+    return np.frombuffer(raw, dtype=np.int64).reshape(len(columns), len(columns[0]))
 
 
 class ArrivingListener(Protocol):
@@ -136,11 +159,12 @@ class Dispatcher:
             columns[:10]
         )
         count = len(topics)
-        tx = np.array(flag_col, dtype=np.int64) & TRANSACTION_TYPE_MASK
+        flags, group, phys, sizes, tags, offsets = _int64_rows(
+            (flag_col, queue_ids, phys_col, size_col, tags_col, offset_col)
+        )
+        tx = flags & TRANSACTION_TYPE_MASK
         keep = (tx != TRANSACTION_PREPARED_TYPE) & (tx != TRANSACTION_ROLLBACK_TYPE)
-        if topics.count(topics[0]) == count:
-            group = np.array(queue_ids, dtype=np.int64)
-        else:
+        if topics.count(topics[0]) != count:  # else the queue ids are the groups
             ids: dict[tuple[str, int], int] = {}
             group = np.fromiter(
                 (ids.setdefault(k, len(ids)) for k in zip(topics, queue_ids, strict=True)),
@@ -150,10 +174,6 @@ class Dispatcher:
         rows = np.flatnonzero(keep)
         order = rows[np.argsort(group[rows], kind="stable")]
         starts = np.flatnonzero(np.diff(group[order])) + 1
-        phys = np.array(phys_col, dtype=np.int64)
-        sizes = np.array(size_col, dtype=np.int64)
-        tags = np.array(tags_col, dtype=np.int64)
-        offsets = np.array(offset_col, dtype=np.int64)
         for run in np.split(order, starts) if len(order) else ():
             first = int(run[0])
             cq = self._queue(topics[first], queue_ids[first])
@@ -236,6 +256,8 @@ class ReputService(ServiceThread):
                     columns, end = taken.columns(), taken.end_offset
                 else:
                     singles, end = taken, taken[-1].end_offset
+                    if len(taken) >= VECTOR_MIN:  # the columns once, for the listener too
+                        columns = tuple(zip(*taken, strict=True))
                 error = self._dispatch(taken, columns)
             if error is not None:
                 if not self._failing:
@@ -249,7 +271,8 @@ class ReputService(ServiceThread):
             self.reput_from_offset = end
             done += len(taken)
             if self.listener is not None:
-                if singles is not None:
+                if columns is None:
+                    assert singles is not None
                     columns = tuple(zip(*singles, strict=True))
                 assert columns is not None
                 self._notify_columns(columns)
@@ -286,11 +309,13 @@ class ReputService(ServiceThread):
         batch: list[DispatchRequest] | DispatchBlock,
         columns: tuple[tuple[Any, ...], ...] | None,
     ) -> str | None:
-        """Dispatch ``batch`` (a block: its ``columns``); on failure put it back and return the
-        error text."""
+        """Dispatch ``batch`` (as ``columns`` when given: a block's, or many single requests');
+        on failure put it back and return the error text."""
         try:
-            if isinstance(batch, DispatchBlock):
-                self.dispatcher.dispatch_columns(batch.columns() if columns is None else columns)
+            if columns is not None:
+                self.dispatcher.dispatch_columns(columns)
+            elif isinstance(batch, DispatchBlock):
+                self.dispatcher.dispatch_columns(batch.columns())
             else:
                 self.dispatcher.dispatch(batch)
         except Exception as exc:
