@@ -44,8 +44,16 @@ static int tr_grow(tr_buf *b, Py_ssize_t need) {
     return 0;
 }
 
-static int tr_put(tr_buf *b, const char *s, Py_ssize_t n) {
-    if (tr_grow(b, n) < 0) {
+/* Inlined (a record is ~20 pieces: a call and a library memcpy each cost more than most
+ * pieces; literal pieces become stores). */
+#if defined(__GNUC__)
+#define TR_INLINE static inline __attribute__((always_inline))
+#else
+#define TR_INLINE static inline
+#endif
+
+TR_INLINE int tr_put(tr_buf *b, const char *s, Py_ssize_t n) {
+    if (b->len + n > b->cap && tr_grow(b, n) < 0) {
         return -1;
     }
     memcpy(b->p + b->len, s, (size_t)n);
@@ -206,7 +214,7 @@ static int tr_parse_after(PyObject *after, long long *now_ns, long long *count, 
 
 /* The decimal digits of v into tmp (at least 21 bytes); their count. (snprintf costs more
  * than the rest of a record.) */
-static int tr_digits(char *tmp, long long v) {
+TR_INLINE int tr_digits(char *tmp, long long v) {
     char rev[24];
     int n = 0, k = 0;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
@@ -223,14 +231,14 @@ static int tr_digits(char *tmp, long long v) {
     return k;
 }
 
-static int tr_num(tr_buf *b, long long v, Py_ssize_t *chars) {
+TR_INLINE int tr_num(tr_buf *b, long long v, Py_ssize_t *chars) {
     char tmp[24];
     int n = tr_digits(tmp, v);
     *chars += n;
     return tr_put(b, tmp, n);
 }
 
-static int tr_str(tr_buf *b, const tr_text *t, Py_ssize_t *chars) {
+TR_INLINE int tr_str(tr_buf *b, const tr_text *t, Py_ssize_t *chars) {
     *chars += t->chars;
     return tr_put(b, t->u, t->n);
 }
@@ -543,7 +551,9 @@ static PyObject *tb_pair(PyObject *const *args, PyObject *msg, tb_read *r) {
     }
     data = PyTuple_Pack(7, ns, region, number, r->topic, uniq, retries,
                         r->keys != NULL ? r->keys : Py_None);
-    if (data != NULL && (pair = PyList_New(2)) != NULL) {
+    if (data != NULL && (pair = PyList_New(4)) != NULL) {
+        /* room for the two appends to come (the end, the worker's TAKEN): no realloc */
+        Py_SET_SIZE(pair, 2);
         PyList_SET_ITEM(pair, 0, Py_NewRef(args[0]));
         PyList_SET_ITEM(pair, 1, Py_NewRef(data));
         /* Out of the collector's sight (it would untrack the tuple of atoms itself, at its
@@ -640,8 +650,108 @@ static PyObject *sub_after(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return done;
 }
 
+/* trace_join_keys(keys): " ".join(dict.fromkeys(keys)) for a list of exact str (twin of
+ * ariane.client._trace_dispatch.join_keys_py), None for anything else. The KEYS of a trace
+ * message: ~420 msgIds per message; dict.fromkeys hashed each with SipHash (the strs are
+ * fresh) and built a dict. Here: a table of list positions, a cheap 64-bit hash of each str's
+ * data (8 bytes a step, bijective steps, a final mix), equal strs found by kind, length and
+ * bytes. */
+static uint64_t tk_hash(PyObject *s) {
+    const unsigned char *d = PyUnicode_DATA(s);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s) * PyUnicode_KIND(s), i = 0;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n, w;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, d + i, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 29;
+    }
+    if (i < n) {
+        w = 0;
+        memcpy(&w, d + i, (size_t)(n - i));
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+    }
+    /* every bit into the low ones the table uses (msgIds differ in their last characters) */
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    return h ^ (h >> 33);
+}
+
+static int tk_equal(PyObject *a, PyObject *b) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    return a == b || (n == PyUnicode_GET_LENGTH(b) && PyUnicode_KIND(a) == PyUnicode_KIND(b) &&
+                      memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b),
+                             (size_t)(n * PyUnicode_KIND(a))) == 0);
+}
+
+static PyObject *trace_join_keys(PyObject *self, PyObject *keys) {
+    Py_ssize_t n, cap = 8, i, kept = 0;
+    Py_ssize_t *table;
+    PyObject *unique, *sep, *out;
+    (void)self;
+    if (!PyList_CheckExact(keys)) {
+        Py_RETURN_NONE;
+    }
+    n = PyList_GET_SIZE(keys);
+    for (i = 0; i < n; i++) {
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(keys, i))) {
+            Py_RETURN_NONE;
+        }
+    }
+    while (cap < 2 * n) {
+        cap *= 2;
+    }
+    table = PyMem_Calloc((size_t)cap, sizeof(Py_ssize_t)); /* position + 1 in unique; 0: free */
+    unique = PyList_New(n);
+    if (table == NULL || unique == NULL) {
+        PyMem_Free(table);
+        Py_XDECREF(unique);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i);
+        size_t slot = (size_t)tk_hash(key) & (size_t)(cap - 1);
+        while (table[slot] && !tk_equal(PyList_GET_ITEM(unique, table[slot] - 1), key)) {
+            slot = (slot + 1) & (size_t)(cap - 1);
+        }
+        if (!table[slot]) {
+            PyList_SET_ITEM(unique, kept, Py_NewRef(key));
+            table[slot] = ++kept;
+        }
+    }
+    PyMem_Free(table);
+    Py_SET_SIZE(unique, kept); /* the slots past kept were never set (NULL) */
+    sep = PyUnicode_FromStringAndSize(" ", 1);
+    out = sep == NULL ? NULL : PyUnicode_Join(sep, unique);
+    Py_XDECREF(sep);
+    Py_DECREF(unique);
+    return out;
+}
+
+/* trace_key_chars(keys): sum(len(k) + 1 for k in keys) for a tuple of exact str (twin of
+ * _trace_dispatch.key_chars_py), None for anything else. */
+static PyObject *trace_key_chars(PyObject *self, PyObject *keys) {
+    Py_ssize_t i, n, total = 0;
+    (void)self;
+    if (!PyTuple_CheckExact(keys)) {
+        Py_RETURN_NONE;
+    }
+    n = PyTuple_GET_SIZE(keys);
+    for (i = 0; i < n; i++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, i);
+        if (!PyUnicode_CheckExact(key)) {
+            Py_RETURN_NONE;
+        }
+        total += PyUnicode_GET_LENGTH(key) + 1;
+    }
+    return PyLong_FromSsize_t(total);
+}
+
 #define SPEEDUPS_TRACE_HOOK_METHODS                                                              \
     {"sub_before", (PyCFunction)(void (*)(void))sub_before, METH_FASTCALL,                       \
      "The open pair of a listener call's SubBefore (_trace_records.sub_before_py)."},           \
         {"sub_after", (PyCFunction)(void (*)(void))sub_after, METH_FASTCALL,                     \
-         "Append a listener call's end to its pair (_trace_records.sub_after_py)."},
+         "Append a listener call's end to its pair (_trace_records.sub_after_py)."},          \
+        {"trace_join_keys", (PyCFunction)trace_join_keys, METH_O,                                \
+         "' '.join(dict.fromkeys(keys)) of a list of str, or None (_trace_dispatch)."},          \
+        {"trace_key_chars", (PyCFunction)trace_key_chars, METH_O,                                \
+         "sum(len(k) + 1 for k in keys) of a tuple of str, or None (_trace_dispatch)."},

@@ -34,6 +34,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import operator
 import threading
 import time
 from collections import deque
@@ -43,6 +44,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ariane.client.config import ClientConfig
 from ariane.client.message import Message, SendResult
+from ariane.common import native
 from ariane.common import properties as props
 from ariane.common.topics import GROUP_MAX_LENGTH, validate_topic
 from ariane.common.trace import (
@@ -68,6 +70,10 @@ __all__ = [
     "TraceStats",
     "claim",
     "encoded",
+    "join_keys",
+    "join_keys_py",
+    "key_chars",
+    "key_chars_py",
     "pack",
     "trace_topic_name",
 ]
@@ -75,6 +81,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _COUNTER = itertools.count(1)
+#: ``_wake_at`` when no append is to wake the worker (longer than any queue)
+_NEVER = 1 << 62
 #: Failures logged at most this often (seconds).
 _LOG_EVERY_S = 10.0
 
@@ -204,19 +212,27 @@ def claim(pair: OpenTrace) -> Any:
 
 
 def encoded(items: list[EncodedTrace | OpenTrace]) -> list[EncodedTrace]:
-    """The items of a round, open pairs encoded by their owners (in bulk)."""
+    """The items of a round, open pairs encoded by their owners (in bulk; grouped by owner
+    without a Python frame per pair, the records kept when the round is only pairs)."""
     pairs = [i for i in items if i.__class__ is list]
     if not pairs:
         return items  # type: ignore[return-value]
-    out: list[EncodedTrace] = [i for i in items if i.__class__ is not list]  # type: ignore[misc]
-    for owner, group in itertools.groupby(pairs, key=_owner):
+    out: list[EncodedTrace] = (
+        [] if len(pairs) == len(items) else [i for i in items if i.__class__ is not list]  # type: ignore[misc]
+    )
+    for owner, group in itertools.groupby(pairs, key=_OWNER):
         out.extend(owner.encode_pairs(list(group)))
     return out
 
 
-def _owner(pair: OpenTrace) -> PairEncoder:
-    owner: PairEncoder = pair[0]
-    return owner
+#: A pair's owner (``pair[0]``), without a Python frame per pair.
+_OWNER = operator.itemgetter(0)
+
+
+def _take(queue: deque[Any], n: int) -> list[Any]:
+    """The first ``n`` entries of ``queue``, popped (``popleft`` called from C: no Python frame
+    per entry; entries appended meanwhile, from any thread, stay queued)."""
+    return list(itertools.starmap(queue.popleft, itertools.repeat((), n)))
 
 
 class _Packed(NamedTuple):
@@ -225,8 +241,44 @@ class _Packed(NamedTuple):
     keys: str
 
 
+def join_keys_py(keys: list[str]) -> str:
+    """A trace message's ``KEYS``: ``keys`` without repeats, in order, space-separated."""
+    return " ".join(dict.fromkeys(keys))
+
+
+def key_chars_py(keys: tuple[str, ...]) -> int:
+    """The characters ``keys`` add to a ``KEYS`` text (each with its separator)."""
+    return sum(map(len, keys)) + len(keys)
+
+
+_join_keys_c: Callable[[list[str]], str | None] | None = getattr(
+    native.speedups, "trace_join_keys", None
+)  # absent: the pure build, or a stale compiled one
+_key_chars_c: Callable[[tuple[str, ...]], int | None] | None = getattr(
+    native.speedups, "trace_key_chars", None
+)
+
+
+def join_keys(keys: list[str]) -> str:
+    """``join_keys_py``, compiled when built (a cheap hash instead of a dict of SipHashes)."""
+    if _join_keys_c is not None:
+        out = _join_keys_c(keys)
+        if out is not None:
+            return out
+    return join_keys_py(keys)
+
+
+def key_chars(keys: tuple[str, ...]) -> int:
+    """``key_chars_py``, compiled when built."""
+    if _key_chars_c is not None:
+        out = _key_chars_c(keys)
+        if out is not None:
+            return out
+    return key_chars_py(keys)
+
+
 def _close(data: list[str], records: int, keys: list[str]) -> _Packed:
-    return _Packed("".join(data), records, " ".join(dict.fromkeys(keys)))
+    return _Packed("".join(data), records, join_keys(keys))
 
 
 def pack(
@@ -243,7 +295,7 @@ def pack(
     keys: list[str] = []
     size = key_size = records = 0
     for _topic, text, count, item_keys in items:
-        extra = sum(map(len, item_keys)) + len(item_keys)
+        extra = key_chars(item_keys)
         if data and key_size + extra > max_key_chars:
             out.append(_close(data, records, keys))
             data, keys, size, key_size, records = [], [], 0, 0, 0
@@ -314,8 +366,11 @@ class AsyncTraceDispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._wake: asyncio.Event | None = None
-        self._wake_pending = False
-        self._lingering = False
+        #: the queue length at which an append wakes the worker: 1 while no wake-up is pending,
+        #: ``batch_size`` while the worker lingers, else ``_NEVER`` (one test per append)
+        self._wake_at = 1
+        #: entries the queue takes (``queue_size``; 0 once closed)
+        self._room = self.settings.queue_size
         self._worker: asyncio.Task[None] | None = None
         self._slots: asyncio.Semaphore | None = None
         self._sending: set[asyncio.Task[None]] = set()
@@ -342,21 +397,21 @@ class AsyncTraceDispatcher:
     def _enqueue(self, item: EncodedTrace | OpenTrace) -> bool:
         """``append_encoded`` and ``append_open`` (one function: one call per hook)."""
         queue = self._queue
-        if self._closed or len(queue) >= self.settings.queue_size:
-            self.stats.discarded += 1
-            if item.__class__ is list:  # an open pair is claimed at once: ``attach`` fails
-                item.append(_TAKEN)
-            self._log_sometimes("trace queue full or dispatcher closed: context dropped")
-            return False
+        if len(queue) >= self._room:  # full, or closed
+            return self._drop(item)
         queue.append(item)
         self.stats.appended += 1
-        if not self._wake_pending:
-            self._wake_pending = True
-            self._notify()
-        elif self._lingering and len(queue) >= self.settings.batch_size:
-            self._lingering = False  # enough for a round: stop lingering now
+        if len(queue) >= self._wake_at:  # the first of a round, or a round's worth lingering
+            self._wake_at = _NEVER  # the worker re-arms it
             self._notify()
         return True
+
+    def _drop(self, item: EncodedTrace | OpenTrace) -> bool:
+        self.stats.discarded += 1
+        if item.__class__ is list:  # an open pair is claimed at once: ``attach`` fails
+            item.append(_TAKEN)
+        self._log_sometimes("trace queue full or dispatcher closed: context dropped")
+        return False
 
     #: Queue encoded records for sending; ``False`` (and counted) when they were dropped.
     #: Never blocks or raises; callable from any thread.
@@ -405,7 +460,7 @@ class AsyncTraceDispatcher:
         self._slots = asyncio.Semaphore(self.settings.max_in_flight)
         self._worker = asyncio.create_task(self._run(), name=f"trace-{self.group}")
         if self._queue:
-            self._wake_pending = True
+            self._wake_at = _NEVER
             self._wake.set()
 
     async def flush(self, timeout_ms: int | None = None) -> bool:
@@ -432,6 +487,7 @@ class AsyncTraceDispatcher:
         with contextlib.suppress(Exception):
             await self.flush()
         self._closed = True
+        self._room = 0
         tasks = [t for t in (self._worker, *self._sending) if t is not None]
         for task in tasks:
             task.cancel()
@@ -457,14 +513,13 @@ class AsyncTraceDispatcher:
             wake.clear()
             if len(queue) < settings.batch_size and settings.linger_ms:
                 # appends do not wake us while we linger, unless a round's worth is queued
-                self._lingering = True
+                self._wake_at = settings.batch_size
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), settings.linger_ms / 1000)
-                self._lingering = False
                 wake.clear()
-            self._wake_pending = False  # before draining: later appends wake us again
+            self._wake_at = 1  # before draining: later appends wake us again
             while queue:
-                await self._dispatch([queue.popleft() for _ in range(len(queue))])
+                await self._dispatch(_take(queue, len(queue)))
 
     async def _dispatch(self, items: list[EncodedTrace | OpenTrace]) -> None:
         slots = self._slots

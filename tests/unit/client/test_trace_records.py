@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ariane.client import _trace_records
+from ariane.client import _trace_dispatch, _trace_records
+from ariane.client._trace_dispatch import join_keys, join_keys_py, key_chars, key_chars_py
 from ariane.client._trace_records import (
     Call,
     call_data,
@@ -212,3 +213,51 @@ def test_sub_pairs_unusual_input_falls_back() -> None:
 
 def _copy(pairs: list[list[Any]]) -> list[list[Any]]:
     return [list(p) if isinstance(p, list) else p for p in pairs]
+
+
+# -- the trace message's KEYS (``_trace_dispatch.join_keys`` / ``key_chars``) -----------------
+
+_key = st.text(
+    alphabet=st.sampled_from(["a", "b", "Z", "7", " ", "é", "字", "\U0001f600", "\x00"]),
+    max_size=20,
+)
+
+
+def _compiled_keys() -> tuple[Any, Any]:
+    _compiled()  # skips on the pure build, fails when a compiler exists but nothing was built
+    join, chars = native.speedups.trace_join_keys, native.speedups.trace_key_chars
+    assert _trace_dispatch._join_keys_c is join
+    assert _trace_dispatch._key_chars_c is chars
+    return join, chars
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_key | st.sampled_from(["7F00000100002A9F0000000000000001", "a", ""]), max_size=60))
+def test_join_keys_and_key_chars_identical(keys: list[str]) -> None:
+    join, chars = _compiled_keys()
+    assert join(keys) == join_keys_py(keys) == " ".join(dict.fromkeys(keys))
+    assert chars(tuple(keys)) == key_chars_py(tuple(keys)) == sum(len(k) + 1 for k in keys)
+    assert join_keys(keys) == join_keys_py(keys)
+    assert key_chars(tuple(keys)) == key_chars_py(tuple(keys))
+
+
+def test_join_keys_keeps_the_first_of_equal_keys_in_order() -> None:
+    ids = [f"7F0000010001{i:020X}" for i in range(500)]
+    keys = [*ids, "k1 k2", *ids[::-1], "k1 k2", "é", "\U0001f600", "é"]
+    assert join_keys(keys) == " ".join([*ids, "k1 k2", "é", "\U0001f600"])
+    # equal texts built apart are one key; different texts are two
+    assert join_keys(["aé", "a" + "é", "a\u00e9", "ae"]) == "aé ae"
+
+
+def test_join_keys_unusual_input_falls_back_to_the_pure_twin() -> None:
+    class Key(str):
+        pass
+
+    keys = [Key("a"), "a", "b"]
+    assert join_keys(keys) == "a b"  # type: ignore[arg-type]
+    assert key_chars((Key("ab"), "c")) == 5
+    if native.speedups is not None and hasattr(native.speedups, "trace_join_keys"):
+        assert native.speedups.trace_join_keys(keys) is None
+        assert native.speedups.trace_join_keys(("a",)) is None
+        assert native.speedups.trace_key_chars(["a"]) is None
+        assert native.speedups.trace_key_chars((Key("a"),)) is None
