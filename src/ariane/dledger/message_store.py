@@ -35,7 +35,7 @@ from ariane.store.cleanup import DiskUsage
 from ariane.store.commit_log import CommitLog, PreparedOne
 from ariane.store.config import StoreConfig
 from ariane.store.dispatch import ArrivingListener, ReputService
-from ariane.store.flush import FlushCommitLogService
+from ariane.store.flush import Completion, FlushCommitLogService
 from ariane.store.format import DispatchRequest
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import finish_load, load_consume_queues
@@ -277,6 +277,14 @@ class DLedgerMessageStore(MessageStore):
             return _done(refusal)
         wait = msg.properties.get(WAIT_STORE_MSG_OK) != "false"
         return self.commit_log.submit_one(msg, wait=wait)
+
+    def submit_message_to(self, msg: MessageInner, done: Completion) -> None:
+        """``submit_message`` (through the quorum) completing ``done`` with its result."""
+        self.submit_message(msg).add_done_callback(lambda f: done.set_result(f.result()))
+
+    def completion_submit(self) -> None:
+        """None: this store's puts complete their own futures (see ``MessageStore``)."""
+        return None
 
     def submit_prepared(
         self, ones: Sequence[PreparedOne]

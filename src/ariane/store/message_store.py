@@ -437,6 +437,13 @@ class MessageStore(StoreReads, StoreMaintenance):
         result = self._append(lambda: self.commit_log.put_message(msg))
         self._complete_when_flushed(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false", done)
 
+    def completion_submit(self) -> Callable[[MessageInner, Completion], None] | None:
+        """``submit_message_to`` when this store's single puts complete a light ``Completion``
+        (this store); None for a store whose puts complete futures of their own (DLedger, whose
+        leader answers in the loop turn that saw the quorum): callers then use
+        ``submit_message``."""
+        return self.submit_message_to
+
     @property
     def answers_at_once(self) -> bool:
         """True when ``put_message`` never waits (ASYNC_FLUSH): an event loop may call it."""
@@ -468,7 +475,11 @@ class MessageStore(StoreReads, StoreMaintenance):
     ) -> tuple[PutResult, Future[PutResult] | None] | None:
         """A batch body of the common shape appended straight from ``data`` (``batch``: its
         fields, :mod:`ariane.store.batch_put`); the future as ``append_messages``'s, None when
-        the flush is asynchronous (the result is final); None: ``put_messages`` must decide."""
+        the flush is asynchronous (the result is final); None: ``put_messages`` must decide
+        (always on a store whose log is not its own CommitLog files, :attr:`writes_blocks`: a
+        DLedger store's batches go through the quorum)."""
+        if not self.writes_blocks:
+            return None
         ready = check_scanned(self.commit_log, batch, data, stamp, scanned)
         if ready is None:
             return None

@@ -196,14 +196,15 @@ class SendMessageProcessor(BatchSends):
         store = broker.store
         self._dedup = store.dedup if store.dedup.enabled and store.supports_dedup else None
         self._clock = broker.store.clock
-        # a batch of the common shape put straight from its body (store.batch_put); not on
-        # the DLedger store, which has no such put
+        # a batch of the common shape put straight from its body (store.batch_put); the
+        # DLedger store answers None (its batches go through the quorum)
         self._append_scanned: AppendScanned | None = getattr(store, "append_scanned", None)
         self._max_props = broker.store_config.max_properties_length
         # SYNC_FLUSH single sends with a light completion answered in bulk (send_sync); not
         # on the DLedger store, whose puts complete through futures on the loop
-        self._submit_to: Callable[[MessageInner, SyncSend], None] | None = getattr(
-            store, "submit_message_to", None
+        completion_submit = getattr(store, "completion_submit", None)
+        self._submit_to: Callable[[MessageInner, SyncSend], None] | None = (
+            None if completion_submit is None else completion_submit()
         )
         self._loop_answers: LoopAnswers | None = None
 
