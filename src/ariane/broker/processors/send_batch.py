@@ -8,18 +8,20 @@ object); else decoded once and stamped in bulk (``batch_bulk``); else the per-me
 decodes each message's properties, drops the ones the idempotence window has seen (their first
 copies' offsets go into the answer in batch order), refuses transactional and delayed messages
 and stamps ``UNIQ_KEY``, ``CLUSTER``, ``MSG_REGION`` and ``TRACE_ON`` where missing. Retry
-topics cannot be sent to in batches. The attributes and methods declared first are the
-processor's own (``SendMessageProcessor`` defines them).
+topics cannot be sent to in batches. The attributes declared on the class are the
+processor's (``SendMessageProcessor`` sets them); the answers are those of
+:class:`~ariane.broker.processors.send_answers.SendAnswers`, the base class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from ariane.broker.processors import error
 from ariane.broker.processors.batch_bulk import bulk_items
+from ariane.broker.processors.send_answers import SendAnswers
 from ariane.broker.schedule import delay_level_of
 from ariane.common.batch import BatchEntry, decode_batch
 from ariane.common.message import HostPort
@@ -36,19 +38,16 @@ from ariane.common.properties import (
 )
 from ariane.common.topics import RETRY_PREFIX
 from ariane.errors import CorruptionError
-from ariane.ha import ReplicaWait
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
-from ariane.store import BatchItem, MessageBatchInner, PutResult, PutStatus
+from ariane.store import BatchItem, MessageBatchInner, PutResult
 from ariane.store.batch_put import scan as scan_batch
-from ariane.store.dedup import DedupEntry, DedupWindow, dedup_topic
+from ariane.store.dedup import DedupEntry, dedup_topic
 
 if TYPE_CHECKING:
-    from ariane.broker.transaction import TransactionBrokerContext
     from ariane.common.clock import Clock
-    from ariane.store import MessageStore
 
 __all__ = ["BatchSends"]
 
@@ -56,64 +55,15 @@ __all__ = ["BatchSends"]
 AppendScanned = Callable[..., "tuple[PutResult, Future[PutResult] | None] | None"]
 
 
-class BatchSends:
-    """The batch paths of ``SendMessageProcessor``."""
+class BatchSends(SendAnswers):
+    """The batch paths of ``SendMessageProcessor`` (which sets the attributes below)."""
 
-    broker: TransactionBrokerContext
-    store: MessageStore
     _uniq: UniqueIdGenerator
     _store_host: HostPort
-    _trace_values: tuple[str, str]
-    _dedup: DedupWindow | None
     _clock: Clock
     _append_scanned: AppendScanned | None
     _max_props: int
-    _async_flush: bool
-    _after_put: Callable[[PutResult, bool], PutStatus | ReplicaWait | None]
     _refuse_put: Callable[[bool], str | None]
-
-    def _stamp_trace(self, props: dict[str, str]) -> str:
-        raise NotImplementedError  # SendMessageProcessor's
-
-    def _dedup_id(self, topic: str, dedup_id: str, props: dict[str, str]) -> str | None:
-        raise NotImplementedError  # SendMessageProcessor's
-
-    def _remember(
-        self, topic: str, ids: Sequence[str | None], queue_id: int, result: PutResult
-    ) -> None:
-        raise NotImplementedError  # SendMessageProcessor's
-
-    def _answer(
-        self,
-        ctx: RequestContext,
-        future: Future[PutResult],
-        topic: str,
-        queue_id: int,
-        uniq: str | None,
-        wait: bool,
-    ) -> RemotingCommand | None:
-        raise NotImplementedError  # SendMessageProcessor's
-
-    def _answer_duplicate(
-        self, ctx: RequestContext, topic: str, firsts: tuple[DedupEntry, ...], uniq: str | None
-    ) -> RemotingCommand | None:
-        raise NotImplementedError  # SendMessageProcessor's
-
-    def _answer_replicated(
-        self,
-        ctx: RequestContext,
-        result: PutResult,
-        replicated: PutStatus | ReplicaWait,
-        topic: str,
-        queue_id: int,
-        uniq: str | None,
-    ) -> RemotingCommand | None:
-        raise NotImplementedError  # SendMessageProcessor's
-
-    def put_response(
-        self, result: PutResult, topic: str, queue_id: int, uniq: str | None
-    ) -> RemotingCommand:
-        raise NotImplementedError  # SendMessageProcessor's
 
     def _send_batch(
         self,
