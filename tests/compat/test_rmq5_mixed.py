@@ -5,6 +5,7 @@ gRPC; consumer offsets are the same numbers seen from either side."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import grpc
@@ -67,6 +68,27 @@ async def _sdk_send(namesrv: str, topic: str, n: int) -> list[str]:
         return ids
 
 
+def _wait_dispatched(stub: sg.MessagingServiceStub, topic: str, queues: int, count: int) -> None:
+    """Wait until the queues of ``topic`` hold ``count`` messages in all (their END offsets)."""
+    deadline = time.monotonic() + 30
+    while True:
+        ends = [
+            stub.QueryOffset(
+                spb.QueryOffsetRequest(
+                    message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=q),
+                    query_offset_policy=pb.END,
+                ),
+                metadata=MD,
+                timeout=10,
+            ).offset
+            for q in range(queues)
+        ]
+        if sum(ends) >= count:
+            return
+        assert time.monotonic() < deadline, f"{topic}: {ends} of {count} dispatched"
+        time.sleep(0.05)
+
+
 def test_sdk_producer_to_grpc_pull_and_offsets_shared(grpc_cluster: Cluster) -> None:
     topic = "MixedFromSdk"
     broker = grpc_cluster.broker_addr()
@@ -77,6 +99,9 @@ def test_sdk_producer_to_grpc_pull_and_offsets_shared(grpc_cluster: Cluster) -> 
     with grpc.insecure_channel(grpc_cluster.brokers["broker-a"].ready["grpc"]) as channel:
         stub = sg.MessagingServiceStub(channel)
         group = pb.Resource(name="CG_GRPC_PULL")
+        # the broker answers a send once stored; its ConsumeQueues follow asynchronously (the
+        # reput thread, which a slow fsync of a new queue file can hold up under load)
+        _wait_dispatched(stub, topic, 2, len(ids))
         for q in range(2):
             mq = pb.MessageQueue(topic=pb.Resource(name=topic), id=q)
             offset = 0
