@@ -136,9 +136,12 @@ class SendMessageProcessor(BatchSends):
         self._uniq = UniqueIdGenerator(broker.store_host.addr)
         store = broker.store
         self._clock = broker.store.clock
-        # a batch of the common shape put straight from its body (store.batch_put); the
-        # DLedger store answers None (its batches go through the quorum)
-        self._append_scanned: AppendScanned | None = getattr(store, "append_scanned", None)
+        # a batch of the common shape put straight from its body (store.batch_put); not on a
+        # store whose log is not its own CommitLog files (DLedger: batches go through the
+        # quorum), where append_scanned would answer None after the body's scan
+        self._append_scanned: AppendScanned | None = (
+            store.append_scanned if store.writes_blocks else None
+        )
         self._max_props = broker.store_config.max_properties_length
         # SYNC_FLUSH single sends with a light completion answered in bulk (send_sync); not
         # on the DLedger store, whose puts complete through futures on the loop
