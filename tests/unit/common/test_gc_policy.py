@@ -30,7 +30,10 @@ def test_alive_objects_are_frozen_and_new_cycles_still_collected() -> None:
     kept = _Node()
     thresholds = gc.get_threshold()
     frozen = settle_after_start()
-    assert frozen == gc.get_freeze_count() > 0
+    # A frozen object whose last reference goes away leaves the permanent generation, so the
+    # count can only have fallen since (by a few: CI once saw one object go in between).
+    assert frozen > 1000
+    assert frozen - 100 <= gc.get_freeze_count() <= frozen
     assert gc.get_threshold() == thresholds  # 0: CPython's thresholds kept
     assert not any(o is kept for o in gc.get_objects())  # frozen: no collection walks it
     _Node()  # a cycle made after start-up
