@@ -504,6 +504,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 }
 
 #include "_speedups_trace.h"
+#include "_speedups_tracehook.h" /* trace_hook_before/after: the consume trace hooks in one call */
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
 #include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
 #include "_speedups_dispatch.h" /* dispatch_record: a record's DispatchRequest (DLedger followers) */
@@ -540,6 +541,7 @@ static PyMethodDef methods[] = {
     {"sub_pairs", (PyCFunction)(void (*)(void))sub_pairs, METH_FASTCALL,
      "The records of open trace pairs, claimed here (_trace_records.sub_pairs_py), or None."},
     SPEEDUPS_TRACE_HOOK_METHODS
+    SPEEDUPS_TRACEHOOK_METHODS
     SPEEDUPS_FRAME_METHODS
     COLUMNS_METHODS
     DISPATCH_METHODS
