@@ -19,7 +19,13 @@ from typing import Any, cast
 import pytest
 
 from ariane.client import _trace_hooks, _trace_records
-from ariane.client._trace_dispatch import _NEVER, TAKEN, AsyncTraceDispatcher, TraceSettings
+from ariane.client._trace_dispatch import (
+    _NEVER,
+    TAKEN,
+    AsyncTraceDispatcher,
+    TraceSettings,
+    TraceStats,
+)
 from ariane.client._trace_hooks import ConsumeTracer
 from ariane.client._trace_records import hook_after_py, hook_before_py
 from ariane.client.config import ClientConfig
@@ -360,3 +366,53 @@ def test_the_bound_hooks_queue_what_before_and_after_queue() -> None:
     assert queues[0] == queues[1]
     assert queues[1][1]["appended"] == 10
     assert queues[1][2] == _NEVER
+
+
+def test_the_count_goes_to_any_stats_object() -> None:
+    """The compiled hook writes ``TraceStats.appended`` in its slot; other stats objects (a
+    subclass, one without slots, a class whose attribute became a property) by their
+    attributes, as the pure twin does."""
+
+    class Sub(TraceStats):
+        pass
+
+    @dataclasses.dataclass
+    class Plain:
+        appended: int = 40
+
+    class Watched(TraceStats):
+        pass
+
+    counts: list[list[int]] = []
+    for before, after in _both():
+        seen = []
+        for stats in (TraceStats(appended=7), Sub(appended=9), Plain()):
+            world = _World(before, after)
+            pair = world.before([_message("T", {UNIQ_KEY: "A"})])
+            after(world.tracer, world.clock, SUCCESS, stats, pair, 1)
+            after(world.tracer, world.clock, SUCCESS, stats, [world.tracer, pair[1]], 1)
+            seen.append(stats.appended)
+        watched = Watched()
+        world = _World(before, after)
+        after(
+            world.tracer,
+            world.clock,
+            SUCCESS,
+            watched,
+            [world.tracer, (0, "R", 1, "T", "M", 0, None)],
+            1,
+        )
+        Watched.appended = property(lambda self: 100, lambda self, v, out=seen: out.append(v))  # type: ignore[assignment,method-assign]
+        after(
+            world.tracer,
+            world.clock,
+            SUCCESS,
+            watched,
+            [world.tracer, (0, "R", 1, "T", "M", 0, None)],
+            1,
+        )
+        del Watched.appended
+        seen.append(watched.appended)
+        counts.append(seen)
+    assert counts[0] == [9, 11, 42, 101, 1]  # two ends each (a pair, then a fresh one)
+    assert all(c == counts[0] for c in counts[1:])
