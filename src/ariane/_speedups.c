@@ -516,6 +516,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_int64rows.h" /* int64_rows: the reput's int columns as int64 rows */
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 #include "_speedups_header.h" /* header_parse: typed headers from extFields */
+#include "_speedups_client.h" /* send_head: a producer's single SEND_MESSAGE_V2 frame head */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -550,6 +551,7 @@ static PyMethodDef methods[] = {
     INT64ROWS_METHODS
     BATCHENC_METHODS
     HEADER_METHODS
+    CLIENT_METHODS
     {NULL, NULL, 0, NULL},
 };
 

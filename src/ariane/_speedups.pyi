@@ -94,3 +94,18 @@ def put_write(
     /,
 ) -> Any: ...
 def header_parse(cls: Any, plan: tuple[Any, ...], ext: Any, /) -> Any: ...
+def send_head(
+    prefix: bytes,
+    topic: str,
+    queue_id: int,
+    sys_flag: int,
+    born: str,
+    flag: int,
+    properties: str,
+    middle: bytes,
+    opaque: int,
+    suffix: bytes,
+    body_length: int,
+    max_frame_bytes: int,
+    /,
+) -> bytes | None: ...
