@@ -1,8 +1,10 @@
-/* ariane._speedups, client family: the head of a producer's single SEND_MESSAGE_V2 frame in one
- * call (issue 18: the client's CPU per async send), #included by _speedups.c.
+/* ariane._speedups, client family: the head of a producer's single SEND_MESSAGE_V2 frame and the
+ * SendResult of its answer, each in one call (issue 18: the client's CPU per async send),
+ * #included by _speedups.c.
  *
  *   send_head(prefix, topic, queue_id, sys_flag, born, flag, properties, middle, opaque, suffix,
  *             body_length, max_frame_bytes) -> bytes | None
+ *   send_result(cls, ok_status, code, ext, mq, queue_id, msg_id) -> SendResult | None
  *
  * How it works. A single send's JSON header differs from one message to the next only in a few
  * fields, so the producer keeps the rest as bytes (ariane.client._send_head: `prefix` is
@@ -17,6 +19,15 @@
  * tests/unit/client/test_send_wire.py. Anything else (a str that is not UTF-8, a non-int or an
  * int outside 64 bits, a header over 16 MiB, a frame over max_frame_bytes) returns None and the
  * caller takes the generic path, which encodes or raises its error.
+ *
+ * send_result is ariane.client._api.parse_send_response (the twin and reference) for the common
+ * answer only: code SUCCESS (an exact int 0), queueId and queueOffset plain decimal text ("-"
+ * and 1 to 18 ASCII digits), queueId equal to the queue's id (so the queue object is reused),
+ * msgId present, msgId/transactionId/MSG_REGION/TRACE_ON absent or str. The instance of `cls`
+ * (SendResult, a slots dataclass) is allocated and its eight fields set without running its
+ * __init__, with the values the parse gives them. Anything else returns None and the parse
+ * decides (other statuses, errors, another queue); tests/unit/client/test_send_result.py
+ * compares both on generated answers.
  */
 
 /* the JSON text of s (quotes included) appended at out; the bytes written */
@@ -186,6 +197,155 @@ static PyObject *send_head(PyObject *module, PyObject *const *args, Py_ssize_t n
     return head;
 }
 
+/* ext[key] as an exact str (a borrowed reference), Py_None when absent, NULL when another type
+ * (no error set) */
+static PyObject *sr_text(PyObject *ext, PyObject *key) {
+    PyObject *value = PyDict_GetItemWithError(ext, key);
+    if (value == NULL) {
+        return PyErr_Occurred() ? NULL : Py_None;
+    }
+    return PyUnicode_CheckExact(value) ? value : NULL;
+}
+
+/* ext[key] as an int when it is plain decimal text ("-" and 1 to 18 ASCII digits): a new
+ * reference, or NULL with no error set (int() of the pure twin decides) */
+static PyObject *sr_int(PyObject *ext, PyObject *key) {
+    PyObject *value = sr_text(ext, key);
+    const char *s;
+    Py_ssize_t n, i = 0;
+    long long v = 0;
+    if (value == NULL || value == Py_None || !PyUnicode_IS_ASCII(value)) {
+        return NULL;
+    }
+    s = (const char *)PyUnicode_DATA(value);
+    n = PyUnicode_GET_LENGTH(value);
+    if (n > 0 && s[0] == '-') {
+        i = 1;
+    }
+    if (n - i < 1 || n - i > 18) {
+        return NULL;
+    }
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return NULL;
+        }
+        v = v * 10 + (s[i] - '0');
+    }
+    return PyLong_FromLongLong(s[0] == '-' ? -v : v);
+}
+
+static PyObject *SR_NAMES[8], *SR_KEYS[6], *SR_DEFAULT_REGION, *SR_FALSE;
+
+static int sr_init(void) {
+    static const char *names[8] = {"status",        "msg_id",       "offset_msg_id",
+                                   "message_queue", "queue_offset", "transaction_id",
+                                   "region_id",     "trace_on"};
+    static const char *keys[6] = {"queueId",       "queueOffset", "msgId",
+                                  "transactionId", "MSG_REGION",  "TRACE_ON"};
+    int i;
+    for (i = 0; i < 8; i++) {
+        if ((SR_NAMES[i] = PyUnicode_InternFromString(names[i])) == NULL) {
+            return -1;
+        }
+    }
+    for (i = 0; i < 6; i++) {
+        if ((SR_KEYS[i] = PyUnicode_InternFromString(keys[i])) == NULL) {
+            return -1;
+        }
+    }
+    if ((SR_DEFAULT_REGION = PyUnicode_InternFromString("DefaultRegion")) == NULL) {
+        return -1;
+    }
+    SR_FALSE = PyUnicode_InternFromString("false");
+    return SR_FALSE == NULL ? -1 : 0;
+}
+
+/* a new instance of cls with its eight fields set, or NULL with an error set */
+static PyObject *sr_build(PyObject *cls, PyObject *const *values) {
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    PyObject *obj = tp->tp_alloc(tp, 0);
+    int i;
+    if (obj == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < 8; i++) {
+        if (PyObject_SetAttr(obj, SR_NAMES[i], values[i]) < 0) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+    }
+    return obj;
+}
+
+static PyObject *send_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    /* args: cls, ok_status, code, ext, mq, queue_id, msg_id */
+    PyObject *ext, *queue_id, *values[8], *result;
+    PyObject *msg_id, *txn, *region, *trace;
+    long long expect;
+    int same;
+    (void)module;
+    if (nargs != 7 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "send_result(cls, ok_status, code, ext, mq, queue_id, msg_id)");
+        return NULL;
+    }
+    if (SR_FALSE == NULL && sr_init() < 0) {
+        return NULL;
+    }
+    ext = args[3];
+    if (!PyLong_CheckExact(args[2]) || PyLong_AsLong(args[2]) != 0 || !PyDict_CheckExact(ext) ||
+        !sh_int(args[5], &expect)) {
+        PyErr_Clear(); /* another code, a code past a long: the pure parse decides */
+        Py_RETURN_NONE;
+    }
+    queue_id = sr_int(ext, SR_KEYS[0]);
+    if (queue_id == NULL) {
+        goto pure;
+    }
+    same = PyLong_AsLongLong(queue_id) == expect;
+    Py_DECREF(queue_id);
+    if (!same) {
+        goto pure; /* the broker chose another queue: a new MessageQueue */
+    }
+    msg_id = sr_text(ext, SR_KEYS[2]);
+    txn = sr_text(ext, SR_KEYS[3]);
+    region = sr_text(ext, SR_KEYS[4]);
+    trace = sr_text(ext, SR_KEYS[5]);
+    if (msg_id == NULL || msg_id == Py_None || txn == NULL || region == NULL || trace == NULL) {
+        goto pure; /* a missing msgId (ext.get("msgId", "")): rare, left to the pure parse */
+    }
+    values[4] = sr_int(ext, SR_KEYS[1]);
+    if (values[4] == NULL) {
+        goto pure;
+    }
+    values[0] = args[1];
+    values[1] = args[6];
+    values[2] = msg_id;
+    values[3] = args[4];
+    values[5] = txn;
+    values[6] = region == Py_None || PyUnicode_GET_LENGTH(region) == 0 ? SR_DEFAULT_REGION : region;
+    if (trace == Py_None) {
+        values[7] = Py_True;
+    } else {
+        same = PyUnicode_Compare(trace, SR_FALSE);
+        if (same == -1 && PyErr_Occurred()) {
+            Py_DECREF(values[4]);
+            return NULL;
+        }
+        values[7] = same == 0 ? Py_False : Py_True;
+    }
+    result = sr_build(args[0], values);
+    Py_DECREF(values[4]);
+    return result;
+pure:
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 #define CLIENT_METHODS                                                                           \
     {"send_head", (PyCFunction)(void (*)(void))send_head, METH_FASTCALL,                         \
-     "The length field, header word and JSON header of a single SEND_MESSAGE_V2, or None."},
+     "The length field, header word and JSON header of a single SEND_MESSAGE_V2, or None."},    \
+        {"send_result", (PyCFunction)(void (*)(void))send_result, METH_FASTCALL,                \
+         "The SendResult of a send's SUCCESS answer, or None for the pure parse."},

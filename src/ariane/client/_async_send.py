@@ -25,10 +25,10 @@ from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
 from ariane.client._route import TopicPublishInfo
 from ariane.client._send import PreparedSend, born_timestamp, build_request
-from ariane.client._send_head import SEND_MIDDLE, SEND_SUFFIX, send_head
+from ariane.client._send_head import SEND_MIDDLE, SEND_SUFFIX, send_head, send_result
 from ariane.client._trace_hooks import SendTracer
 from ariane.client.errors import BrokerNotFoundError
-from ariane.client.message import MessageQueue, SendResult
+from ariane.client.message import MessageQueue, SendResult, SendStatus
 from ariane.common.message import Message
 from ariane.errors import ConnectionError_, RequestTimeoutError
 from ariane.remoting.channel import Channel
@@ -38,6 +38,7 @@ __all__ = ["TRANSPORT_ERRORS", "AsyncSend", "AsyncSendOwner"]
 
 logger = logging.getLogger(__name__)
 
+_SEND_OK = SendStatus.SEND_OK
 #: failures after which a send moves to another broker (and asks for the route again)
 TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
 
@@ -209,7 +210,19 @@ class AsyncSend:
             return
         producer = self.producer
         try:
-            result = parse_send_response(response, mq, self.prepared.msg_id)
+            result = None
+            if send_result is not None:  # the compiled build: the common answer in one call
+                result = send_result(
+                    SendResult,
+                    _SEND_OK,
+                    response.code,
+                    response.ext_fields,
+                    mq,
+                    mq.queue_id,
+                    self.prepared.msg_id,
+                )
+            if result is None:
+                result = parse_send_response(response, mq, self.prepared.msg_id)
         except Exception as error:
             producer.fault.update_fault_item(
                 mq.broker_name, producer.now_ms() - self.begin_ms, True

@@ -12,21 +12,34 @@ build_request(...))`` for a single, non-retry send (``tests/unit/client/test_sen
 pins them) and answer None for what they do not take (a str that is not UTF-8, a non-int,
 a header or frame over its limit): the caller then takes the generic path, which encodes
 or raises its error.
+
+The answer: ``send_result`` is the compiled ``_speedups.send_result`` (the ``SendResult`` of a
+common SUCCESS answer in one call, None for anything else) or None in the pure build; the
+reference, and what runs whenever it answers None, is ``_api.parse_send_response``
+(``tests/unit/client/test_send_result.py`` compares both).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import orjson
 
+from ariane.client.message import MessageQueue, SendResult, SendStatus
 from ariane.common import native
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import CURRENT_VERSION, LanguageCode
 
-__all__ = ["SEND_MIDDLE", "SEND_SUFFIX", "send_head", "send_head_prefix", "send_head_py"]
+__all__ = [
+    "SEND_MIDDLE",
+    "SEND_SUFFIX",
+    "send_head",
+    "send_head_prefix",
+    "send_head_py",
+    "send_result",
+]
 
 #: the header between the ``extFields`` object and the opaque
 SEND_MIDDLE = b'},"flag":0,"language":"%s","opaque":' % LanguageCode.PYTHON.name.encode()
@@ -109,3 +122,13 @@ def _pick() -> _SendHead:
 
 #: ``send_head_py`` or its compiled twin
 send_head: _SendHead = _pick()
+
+_SendResult = Callable[
+    [type[SendResult], SendStatus, int, dict[str, str], MessageQueue, int, str],
+    SendResult | None,
+]
+_fast_result: Any = getattr(native.speedups, "send_result", None)
+#: ``send_result(SendResult, SendStatus.SEND_OK, code, ext_fields, mq, mq.queue_id, msg_id)``:
+#: the compiled parse of a common answer (None: ``parse_send_response`` decides); None in the
+#: pure build
+send_result: _SendResult | None = cast(_SendResult | None, _fast_result)

@@ -284,10 +284,6 @@ class Channel(asyncio.Protocol):
         if self._transport is None or self._closing:
             return False
         head, body = encode_parts(cmd, max_frame_bytes=self._max_frame_bytes)
-        self._queue(head, body)
-        return True
-
-    def _queue(self, head: bytes, body: bytes | None) -> None:
         out = self._out
         out.append(head)
         if body is not None:
@@ -299,6 +295,7 @@ class Channel(asyncio.Protocol):
                 held.append(self)
             else:
                 self._flush_handle = self._loop.call_soon(self._flush)
+        return True
 
     def _flush(self) -> None:
         self._flush_handle = None
@@ -364,10 +361,11 @@ class Channel(asyncio.Protocol):
     def invoke_frame(self, opaque: int, head: bytes, body: bytes | None, waiter: Waiter) -> None:
         """``invoke_callback`` of a request its caller encoded (``head``: length field, header
         word and header; ``body``) under ``opaque`` from ``new_opaque`` in the same loop turn:
-        ``waiter.complete(response)`` or ``waiter.fail(error)`` runs once, as for a callback,
-        ``waiter.timeout_ms`` after the call at the latest. The caller skips this path when
-        requests are signed or hooked (``RemotingClient.signer``, the dispatcher's hooks):
-        they amend a command, not bytes.
+        ``waiter.complete(response)`` or ``waiter.fail(error)`` runs once, as for a callback
+        (``RequestTimeoutError`` once ``waiter.timeout_ms`` passed, found by the sweep). The
+        frame is queued as ``send`` queues one. The caller skips this path when requests are
+        signed or hooked (``RemotingClient.signer``, the dispatcher's hooks): they amend a
+        command, not bytes.
 
         Raises:
             ConnectionClosedError: the connection is already closed.
@@ -380,7 +378,17 @@ class Channel(asyncio.Protocol):
             raise ConnectionClosedError(f"connection to {self.remote_addr} is closed")
         waiter.deadline = self._loop.time() + timeout_ms / 1000.0
         self._pending[opaque] = waiter
-        self._queue(head, body)
+        out = self._out
+        out.append(head)
+        if body is not None:
+            out.append(body)
+        if not self._in_read and self._flush_handle is None and not self._flush_held:
+            held = _held.channels
+            if held is not None:
+                self._flush_held = True
+                held.append(self)
+            else:
+                self._flush_handle = self._loop.call_soon(self._flush)
         if self._sweep_handle is None:
             self._arm_sweep()
 
