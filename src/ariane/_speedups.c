@@ -513,6 +513,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_index.h" /* index_key_entries, index_write: a batch's IndexFile keys */
 #include "structmember.h" /* T_OBJECT_EX: the put result's slots */
 #include "_speedups_put.h" /* put_prepare, put_write: one message into the CommitLog */
+#include "_speedups_putlog.h" /* put_log: CommitLog.put_message's locked part */
 #include "_speedups_int64rows.h" /* int64_rows: the reput's int columns as int64 rows */
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 #include "_speedups_header.h" /* header_parse: typed headers from extFields */
@@ -547,6 +548,7 @@ static PyMethodDef methods[] = {
     SINK_METHODS
     INDEX_METHODS
     PUT_METHODS
+    PUTLOG_METHODS
     INT64ROWS_METHODS
     BATCHENC_METHODS
     HEADER_METHODS
