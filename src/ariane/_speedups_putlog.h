@@ -7,7 +7,8 @@
  * How it works. `state` is the CommitLog's PutState (store/commit_log_state.py, __slots__ read
  * and written here through their offsets): the topic and tags caches, the limits, the clock
  * (None: the system clock, read here as time.time_ns() // 1_000_000 is), the current
- * MappedFile, the last store time and the put counters. put_log takes `lock` (the put lock),
+ * MappedFile, the last store time and the put counters. put_log takes `lock` (the put lock;
+ * None: the caller holds it, as store/put_run.py does for a run of puts),
  * stamps the store time (kept monotonic), and makes put_one's call (_speedups_put.h) on the
  * current file with the room left before END_FILE_MIN_BLANK_LENGTH; when it wrote the record
  * it advances what CommitLog._put_two_steps advances (the file's wrote position and store
@@ -156,6 +157,9 @@ static PyObject *put_log(PyObject *module, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "put_log(state, msg, lock, queue_table, staged) after "
                                          "configure_put and configure_put_log");
         return NULL;
+    }
+    if (args[2] == Py_None) { /* the caller holds the put lock (a run of puts) */
+        return pl_locked(args[0], args[1], args[3], args[4]);
     }
     if ((r = PyObject_CallMethodNoArgs(args[2], PL_K_ACQUIRE)) == NULL) {
         return NULL;

@@ -117,7 +117,8 @@ class PutStateView:
 
 
 #: ``put_log(state, msg, put_lock, queue_table, staged)``: the locked part of
-#: ``CommitLog.put_message`` in one call, or None before any effect
+#: ``CommitLog.put_message`` in one call, or None before any effect; ``put_lock`` None when
+#: the caller holds it
 PutLog = Callable[[PutState, MessageInner, Any, dict[tuple[str, int], int], Any], PutResult | None]
 
 

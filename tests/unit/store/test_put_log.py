@@ -165,6 +165,26 @@ def test_put_log_waits_for_the_put_lock() -> None:
         assert not log.put_lock.locked()
 
 
+@compiled
+def test_put_log_under_a_lock_its_caller_holds() -> None:
+    """``lock`` None (a run of puts under one hold, ``store/put_run.py``): the same put as
+    with the lock, which put_log neither takes nor releases."""
+    with _log(ManualClock()) as log, _log(ManualClock(), reference=True) as pure:
+        assert put_log is not None
+        for msg in (_msg(1), _msg(3)):
+            expected = pure.put_message(msg)
+            if log._state.current is None:
+                got = log.put_message(msg)
+            else:
+                with log.put_lock:
+                    got = put_log(log._state, msg, None, log.topic_queue_table, log.staged)
+                    assert log.put_lock.locked()
+            assert got is not None
+            assert _result(got) == _result(expected)
+            assert _state(log) == _state(pure)
+        assert list(log.pending) == list(pure.pending)
+
+
 def test_the_put_state_follows_every_put_path() -> None:
     """Single puts, prepared puts and a batch advance one put state: the counters, the store
     time (monotonic under a clock going back) and the file's wrote position (both builds)."""
