@@ -2,10 +2,10 @@
 processor's per-read pass, ``broker/processors/send_run.py``).
 
 How it works. :func:`put_many` is ``CommitLog.put_message`` for each message of a run, in order:
-it takes the put lock once and calls the compiled ``put_one`` (``put_native``) per message,
-with the same arguments and the same bookkeeping (write position, store timestamp, counters)
-that ``put_message`` does after each; a message ``put_one`` declines (a new topic, a shape only
-the pure code takes, a full file) goes through ``CommitLog._put_two_steps`` outside the lock,
+it takes the put lock once and calls the compiled ``put_log`` (``store/commit_log_state.py``:
+``put_one`` and the bookkeeping, as ``put_message`` does) per message with the lock held; a
+message ``put_log`` declines (a new topic, a shape only the pure code takes, a full file) goes
+through ``CommitLog._put_two_steps`` outside the lock,
 exactly as ``put_message`` would send it, and the run goes on. The store's part
 (:func:`store_put_run`, :func:`store_submit_run`) is ``MessageStore.put_message`` /
 ``submit_message_to`` per message (refusals, a CommitLog file that cannot be created, the failed
@@ -16,13 +16,11 @@ record, queue offset and result is what the one-at-a-time calls give (tests:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from functools import partial
 
 from ariane.store.commit_log import CommitLog
 from ariane.store.flush import Completion
-from ariane.store.format import END_FILE_MIN_BLANK_LENGTH
 from ariane.store.inner import MessageInner
 from ariane.store.message_store import MessageStore
 from ariane.store.results import PutResult, PutStatus
@@ -39,7 +37,7 @@ def put_many(log: CommitLog, msgs: Sequence[MessageInner], out: list[PutResult])
         OSError: as ``put_message`` (a new CommitLog file could not be created); ``out`` then
             holds the results of the messages before the one that raised.
     """
-    one_call = log._fast_put
+    one_call = log._fast_put  # put_log: put_message's locked part (None: the reference)
     count = len(msgs)
     i = 0
     if one_call is None:
@@ -51,37 +49,16 @@ def put_many(log: CommitLog, msgs: Sequence[MessageInner], out: list[PutResult])
     while i < count:
         lock.acquire()
         try:
-            mf = log._current
-            if mf is not None:
-                topics, tags, table, staged = (
-                    log._topics,
-                    log._tag_codes,
-                    log.topic_queue_table,
-                    log.staged,
-                )
-                max_props, max_size = log._max_props, log._max_size
-                limit = log.file_size - END_FILE_MIN_BLANK_LENGTH
-                base, mm = mf.file_from_offset, mf.mm
-                system_clock = log._system_clock
-                while i < count:
-                    now = time.time_ns() // 1_000_000 if system_clock else log.clock.now_ms()
-                    last = log._last_store_ts
-                    store_ts = now if now > last else last
-                    pos = mf.wrote_position
-                    result = one_call(msgs[i], topics, tags, max_props, max_size, mm, pos,
-                                      base + pos, limit - pos, store_ts, table, staged)  # fmt: skip
-                    if result is None:
-                        break
-                    log._last_store_ts = mf.store_timestamp = store_ts
-                    wrote = result.wrote_bytes
-                    mf.wrote_position = pos + wrote
-                    log.put_times_total += 1
-                    log.put_size_total += wrote
-                    out.append(result)
-                    i += 1
+            state, table, staged = log._state, log.topic_queue_table, log.staged
+            while i < count:
+                result = one_call(state, msgs[i], None, table, staged)  # None: the lock is held
+                if result is None:
+                    break
+                out.append(result)
+                i += 1
         finally:
             lock.release()
-        if i < count:  # what put_message does when put_one declines
+        if i < count:  # what put_message does when put_log declines
             out.append(log._put_two_steps(msgs[i]))
             i += 1
 
