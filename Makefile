@@ -12,9 +12,10 @@ $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speed
 		src/ariane/_speedups_trace.h src/ariane/_speedups_acl.h src/ariane/_speedups_aclsig.h \
 		src/ariane/_speedups_columns.h src/ariane/_speedups_dispatch.h \
 		src/ariane/_speedups_batchput.h src/ariane/_speedups_sink.h \
-		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_batchenc.h \
+		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_putlog.h \
+		src/ariane/_speedups_batchenc.h \
 		src/ariane/_speedups_crc.h src/ariane/_speedups_header.h \
-		src/ariane/_speedups_int64rows.h
+		src/ariane/_speedups_int64rows.h src/ariane/_speedups_records.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,dashboard]'
@@ -47,7 +48,8 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py \
 	tests/unit/store/test_record_dispatch.py tests/unit/store/test_batch_put.py \
 	tests/unit/broker/test_batch_bulk.py tests/unit/spark/test_sink_entries.py \
-	tests/unit/store/test_index_put.py tests/unit/store/test_int64_rows.py
+	tests/unit/store/test_index_put.py tests/unit/store/test_int64_rows.py \
+	tests/unit/common/test_records_native.py tests/unit/store/test_put_log.py
 
 test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=20

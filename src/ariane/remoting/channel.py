@@ -3,7 +3,9 @@
 
 How it works: ``Channel`` is an ``asyncio.Protocol``. Received bytes go through a
 ``FrameDecoder``; each response completes the future registered under its opaque, each request
-goes to the ``RequestHandler`` (the dispatcher), inline and in arrival order. Frames written
+goes to the ``RequestHandler`` (the dispatcher), inline and in arrival order; consecutive
+requests of the handler's ``run_codes`` go to its ``handle_run`` together (a read's single
+sends in one pass). Frames written
 while a read is being handled are buffered and sent with one vectored write at the end of the
 read; frames written at other times are flushed once per loop iteration, or at the end of a
 ``held_flushes()`` block (a DLedger leader's commit answering many puts: their answers leave
@@ -54,6 +56,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _channel_ids = itertools.count(1)
+_NO_RUNS: frozenset[int] = frozenset()
 _CLOSE_LINGER_S = 10.0
 #: Sweep period bounds for request timeouts; the period is ``pending / _SWEEP_RATE`` within them.
 _SWEEP_MIN_S = 0.05
@@ -280,6 +283,21 @@ class Channel(asyncio.Protocol):
                 self._flush_handle = self._loop.call_soon(self._flush)
         return True
 
+    def send_frames(self, frames: list[bytes]) -> bool:
+        """Queue encoded frames for writing (answers a run processor built itself), as
+        :meth:`send` queues a command's; ``False`` if the connection is closed (dropped)."""
+        if self._transport is None or self._closing:
+            return False
+        self._out += frames
+        if not self._in_read and self._flush_handle is None and not self._flush_held:
+            held = _held.channels
+            if held is not None:
+                self._flush_held = True
+                held.append(self)
+            else:
+                self._flush_handle = self._loop.call_soon(self._flush)
+        return True
+
     def _flush(self) -> None:
         self._flush_handle = None
         out = self._out
@@ -437,6 +455,16 @@ class Channel(asyncio.Protocol):
         except Exception:
             logger.exception("%r: request handler failed on %s", self, request.describe())
 
+    def _dispatch_run(self, run: list[RemotingCommand]) -> None:
+        """A read's consecutive requests of the handler's ``run_codes`` in one call."""
+        if len(run) == 1:
+            self._dispatch(run[0])
+            return
+        try:
+            self._handler.handle_run(self, run)  # type: ignore[attr-defined]
+        except Exception:
+            logger.exception("%r: run handler failed on %d requests", self, len(run))
+
     def _update_reading(self) -> None:
         transport = self._transport
         if transport is None or self._closing:
@@ -474,7 +502,21 @@ class Channel(asyncio.Protocol):
         try:
             pending = self._pending
             backlog = self._backlog
+            run_codes: frozenset[int] = getattr(self._handler, "run_codes", _NO_RUNS)
+            run: list[RemotingCommand] = []
             for cmd in commands:
+                if (
+                    run_codes
+                    and cmd.code in run_codes
+                    and not cmd.flag & FLAG_RESPONSE
+                    and not backlog
+                    and self._inflight < self._max_inflight
+                ):
+                    run.append(cmd)
+                    continue
+                if run:
+                    self._dispatch_run(run)
+                    run = []
                 if cmd.flag & FLAG_RESPONSE:
                     waiter = pending.pop(cmd.opaque, None)
                     if waiter is None:
@@ -490,6 +532,8 @@ class Channel(asyncio.Protocol):
                     backlog.append(cmd)  # over the in-flight limit: wait, in order
                 else:
                     self._dispatch(cmd)
+            if run:
+                self._dispatch_run(run)
         finally:
             self._in_read = False
             if self._out:
