@@ -394,6 +394,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_int64rows.h" /* int64_rows: the reput's int columns as int64 rows */
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 #include "_speedups_header.h" /* header_parse: typed headers from extFields */
+#include "_speedups_client.h" /* send_head, send_result: a single send's frame head, its answer */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -428,6 +429,7 @@ static PyMethodDef methods[] = {
     INT64ROWS_METHODS
     BATCHENC_METHODS
     HEADER_METHODS
+    CLIENT_METHODS
     {NULL, NULL, 0, NULL},
 };
 

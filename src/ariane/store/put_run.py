@@ -23,9 +23,11 @@ from ariane.store.commit_log import CommitLog
 from ariane.store.flush import Completion
 from ariane.store.inner import MessageInner
 from ariane.store.message_store import MessageStore
-from ariane.store.results import PutResult
+from ariane.store.results import PutResult, PutStatus
 
-__all__ = ["put_many", "store_put_run", "store_submit_run"]
+_PUT_OK = PutStatus.PUT_OK
+
+__all__ = ["RunCompletion", "put_many", "store_put_run", "store_submit_run"]
 
 
 def put_many(log: CommitLog, msgs: Sequence[MessageInner], out: list[PutResult]) -> None:
@@ -108,12 +110,49 @@ def store_submit_run(
     dones: Sequence[Completion],
 ) -> None:
     """``store.submit_message_to(m, d)`` for each message and completion, in order (SYNC_FLUSH:
-    ``waits[i]`` is false for a ``WAIT=false`` message)."""
+    ``waits[i]`` is false for a ``WAIT=false`` message). The messages that wait share one
+    group-commit request, for the end of the last one: they are answered together once the
+    log is durable up to it (a round's flush covers everything written before it), each with
+    its own result, FLUSH_DISK_TIMEOUT for all of them if that request times out."""
     out = _put_run(store, msgs)
     if out is None:
         for msg, done in zip(msgs, dones, strict=True):
             store.submit_message_to(msg, done)
         return
     complete = store._complete_when_flushed
+    gc = store.group_commit
+    waiting: list[tuple[PutResult, Completion]] = []
     for result, wait, done in zip(out, waits, dones, strict=True):
-        complete(result, wait, done)
+        if gc is None or not wait or result.msg_num == 0:
+            complete(result, wait, done)  # at once (or not SYNC_FLUSH: as the store does)
+        else:
+            waiting.append((result, done))
+    if len(waiting) == 1:
+        complete(waiting[0][0], True, waiting[0][1])
+    elif waiting:
+        assert gc is not None
+        last = waiting[-1][0]
+        shared = PutResult(_PUT_OK, last.wrote_offset, last.wrote_bytes)
+        gc.put_request(last.wrote_offset + last.wrote_bytes, RunCompletion(waiting), shared)
+
+
+class RunCompletion:
+    """The group commit's completion of a run's waiting messages (see
+    :func:`store_submit_run`)."""
+
+    __slots__ = ("_done", "_waiting")
+
+    def __init__(self, waiting: list[tuple[PutResult, Completion]]) -> None:
+        self._waiting = waiting
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, result: PutResult) -> None:
+        self._done = True
+        timeout = result.status is PutStatus.FLUSH_DISK_TIMEOUT
+        for own, completion in self._waiting:
+            if timeout:
+                own.status = PutStatus.FLUSH_DISK_TIMEOUT
+            completion.set_result(own)
