@@ -15,9 +15,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from ariane.broker.processors import send_run
 from ariane.broker.stats import TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
 from ariane.common.batch import encode_batch
-from ariane.common.properties import encode_properties
+from ariane.common.properties import decode_properties, encode_properties
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.remoting.channel import Channel
 from ariane.remoting.protocol import headers as h
@@ -285,6 +288,39 @@ def test_sync_flush_run_waits_with_one_group_commit_request(tmp_path: Path) -> N
         assert all(a.code == 0 for a in answers)
         assert len(requests) == 1  # the whole run: one request, for the end of its last record
         assert requests[0] == b.c.store.commit_log.max_offset
+        await b.stop()
+
+    run(main())
+
+
+def test_a_request_the_pass_cannot_read_goes_the_per_request_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = decode_properties
+
+    def fussy(text: str) -> dict[str, str]:
+        if "BOOM" in text:
+            raise ValueError("cannot read")
+        return real(text)
+
+    monkeypatch.setattr(send_run, "decode_properties", fussy)
+
+    async def main() -> None:
+        b = await Broker(tmp_path).start()
+        b.c.topics.put(TopicConfig("TA", 4, 4, PERM_READ | PERM_WRITE))
+        channel = Channel(b.c.remoting.dispatcher)
+        transport = _Transport()
+        channel.connection_made(transport)  # type: ignore[arg-type]
+        props = [{"UNIQ_KEY": "U1"}, {"UNIQ_KEY": "U2", "K": "BOOM"}, {"UNIQ_KEY": "U3"}]
+        sends = [_send(b, "TA", 0, p, b"x", v2=True) for p in props]
+        channel.data_received(b"".join(encode(r) for r in sends))
+        answers = FrameDecoder().feed(bytes(transport.data))
+        assert [a.opaque for a in answers] == [r.opaque for r in sends]
+        assert [a.code for a in answers] == [0, 0, 0]
+        assert [a.ext_fields["queueOffset"] for a in answers] == ["0", "1", "2"]
+        run_proc = b.c.send_processor.run
+        assert run_proc is not None
+        assert run_proc.handled == 2
         await b.stop()
 
     run(main())
