@@ -11,6 +11,9 @@
  *   decode_record_v4(buf, pos)              MessageDecoder.decode of one CommitLog record with
  *       IPv4 hosts: (MessageExt, end), or None whenever anything is unusual (bad magic, lengths,
  *       UTF-8, IPv6 hosts): the pure decoder then decides, so errors stay the pure ones
+ *   decode_records_v4(buf, skip_flags)      MessageDecoder.decodesBatch of a PULL body: a list
+ *       of MessageExt built through their slots, or None if any record is unusual
+ *       (_speedups_records.h, with configure_records)
  *   acl_canonical(ext, skip) -> bytes       AclUtils.combineRequestContent without the body:
  *       the values of ext but "Signature" (and skip) in key order, UTF-8
  *   acl_signature(ext, body, mac, skip) -> str   Base64(HmacSHA1) of that content then the
@@ -332,133 +335,7 @@ static PyObject *host_port(const unsigned char *addr, int32_t port) {
     return hp;
 }
 
-#define REC_FIXED4 88 /* up to BODYLENGTH with two IPv4 hosts */
-
-static PyObject *decode_record_v4(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    Py_buffer view;
-    const unsigned char *b;
-    Py_ssize_t pos, len, end, p;
-    int32_t total, magic, body_len, sys_flag;
-    int topic_len, props_len;
-    PyObject *result = NULL, *items[16] = {NULL};
-    PyObject *msg;
-    int i;
-    (void)module;
-    if (nargs != 2 || MSG_CLS == NULL) {
-        PyErr_SetString(PyExc_TypeError, "decode_record_v4(buf, pos) after configure()");
-        return NULL;
-    }
-    pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    b = (const unsigned char *)view.buf;
-    len = view.len;
-    if (pos < 0 || pos + REC_FIXED4 > len) {
-        goto unusual;
-    }
-    b += pos;
-    total = be32(b);
-    magic = be32(b + 4);
-    sys_flag = be32(b + 36);
-    body_len = be32(b + 84);
-    if ((sys_flag & V6_FLAGS) || (magic != MAGIC_V1 && magic != MAGIC_V2) || total < 91 ||
-        (int64_t)pos + total > (int64_t)len) {
-        goto unusual;
-    }
-    end = total; /* offsets below are relative to the record */
-    p = REC_FIXED4;
-    if (body_len < 0 || p + body_len > end) {
-        goto unusual;
-    }
-    items[1] = PyBytes_FromStringAndSize((const char *)b + p, body_len); /* body */
-    if (items[1] == NULL) {
-        goto fail;
-    }
-    p += body_len;
-    if (magic == MAGIC_V2) {
-        if (p + 2 > end) {
-            goto unusual;
-        }
-        topic_len = be16(b + p);
-        p += 2;
-    } else {
-        if (p + 1 > end) {
-            goto unusual;
-        }
-        topic_len = (signed char)b[p];
-        p += 1;
-    }
-    if (topic_len < 0 || p + topic_len + 2 > end) {
-        goto unusual;
-    }
-    items[0] = PyUnicode_DecodeUTF8((const char *)b + p, topic_len, "strict"); /* topic */
-    if (items[0] == NULL) {
-        goto undecodable;
-    }
-    p += topic_len;
-    props_len = be16(b + p);
-    p += 2;
-    if (props_len < 0 || p + props_len != end) {
-        goto unusual;
-    }
-    if (props_len) {
-        PyObject *text = PyUnicode_DecodeUTF8((const char *)b + p, props_len, "strict");
-        if (text == NULL) {
-            goto undecodable;
-        }
-        items[3] = decode_properties(NULL, text);
-        Py_DECREF(text);
-    } else {
-        items[3] = PyDict_New();
-    }
-    if (items[3] == NULL) {
-        goto fail;
-    }
-    /* MessageExt(topic, body, flag, properties, queue_id, store_size, queue_offset, sys_flag,
-     *            born_ts, born_host, store_ts, store_host, body_crc, reconsume, prepared, phys) */
-    items[2] = PyLong_FromLong(be32(b + 16));
-    items[4] = PyLong_FromLong(be32(b + 12));
-    items[5] = PyLong_FromLong(total);
-    items[6] = PyLong_FromLongLong(be64(b + 20));
-    items[7] = PyLong_FromLong(sys_flag);
-    items[8] = PyLong_FromLongLong(be64(b + 40));
-    items[9] = host_port(b + 48, be32(b + 52));
-    items[10] = PyLong_FromLongLong(be64(b + 56));
-    items[11] = host_port(b + 64, be32(b + 68));
-    items[12] = PyLong_FromLong(be32(b + 8));
-    items[13] = PyLong_FromLong(be32(b + 72));
-    items[14] = PyLong_FromLongLong(be64(b + 76));
-    items[15] = PyLong_FromLongLong(be64(b + 28));
-    for (i = 0; i < 16; i++) {
-        if (items[i] == NULL) {
-            goto fail;
-        }
-    }
-    msg = PyObject_Vectorcall(MSG_CLS, items, 16, NULL);
-    if (msg == NULL) {
-        goto fail;
-    }
-    result = Py_BuildValue("(Nn)", msg, pos + (Py_ssize_t)total);
-    goto fail; /* release everything; result is kept */
-undecodable:
-    if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-        goto fail;
-    }
-    PyErr_Clear();
-unusual:
-    result = Py_None;
-    Py_INCREF(result);
-fail:
-    for (i = 0; i < 16; i++) {
-        Py_XDECREF(items[i]);
-    }
-    PyBuffer_Release(&view);
-    return result;
-}
+#include "_speedups_records.h" /* decode_record_v4, decode_records_v4: MessageExt objects */
 
 #include "_speedups_aclsig.h" /* acl_canonical, acl_signature: the signature content */
 #include "_speedups_acl.h" /* acl_hmac_key, acl_sign, acl_verify (with OpenSSL) */
@@ -514,9 +391,11 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_index.h" /* index_key_entries, index_write: a batch's IndexFile keys */
 #include "structmember.h" /* T_OBJECT_EX: the put result's slots */
 #include "_speedups_put.h" /* put_prepare, put_write: one message into the CommitLog */
+#include "_speedups_putlog.h" /* put_log: CommitLog.put_message's locked part */
 #include "_speedups_int64rows.h" /* int64_rows: the reput's int columns as int64 rows */
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 #include "_speedups_header.h" /* header_parse: typed headers from extFields */
+#include "_speedups_client.h" /* send_head, send_result: a single send's frame head, its answer */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -527,8 +406,7 @@ static PyMethodDef methods[] = {
      "Split a SEND_BATCH body into entry_cls(body, flag, properties) objects."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(msg_cls, hostport_cls, magic_v1, magic_v2, v6_flags) for decode_record_v4."},
-    {"decode_record_v4", (PyCFunction)(void (*)(void))decode_record_v4, METH_FASTCALL,
-     "Decode one well-formed IPv4 record at pos: (MessageExt, end), or None."},
+    RECORDS_METHODS
     {"acl_canonical", (PyCFunction)(void (*)(void))acl_canonical, METH_FASTCALL,
      "The signed header content: values but Signature (and skip) in key order, UTF-8."},
     {"acl_signature", (PyCFunction)(void (*)(void))acl_signature, METH_FASTCALL,
@@ -549,9 +427,11 @@ static PyMethodDef methods[] = {
     SINK_METHODS
     INDEX_METHODS
     PUT_METHODS
+    PUTLOG_METHODS
     INT64ROWS_METHODS
     BATCHENC_METHODS
     HEADER_METHODS
+    CLIENT_METHODS
     {NULL, NULL, 0, NULL},
 };
 

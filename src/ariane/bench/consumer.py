@@ -20,7 +20,12 @@ For messages without that stamp (someone else's backlog) RT is store time → ca
 (millisecond resolution). Fixed-rate runs also report ``p50/p99_store_to_callback_ms``, the
 part after the broker stored the message (store time has millisecond resolution). Every ``--report-interval`` seconds one line shows TPS, MB/s,
 average and max RT; ``--json`` ends with one JSON object (``msgs_per_s``, ``mb_per_s``,
-``avg_rt_ms``, ``max_rt_ms``, ``p99_rt_ms``, ``failed``, ``rt``...).
+``avg_rt_ms``, ``max_rt_ms``, ``p99_rt_ms``, ``failed``, ``rt``...). ``client_cpu_us_per_msg`` is
+this process's CPU per consumed message; ``--broker-pid PID`` adds ``broker_cpu_us_per_msg``,
+the user + system CPU of process PID (the broker) over the same span.
+
+The peer harness's consume phase (issue 18) is ``--batch-max 32 --pull-batch 32`` on a
+backlog of 100,000 x 1 KiB (``--preload 100000 --messages 100000``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import click
 import numpy as np
 
 from ariane.acl.credentials import SessionCredentials
+from ariane.bench._child import proc_cpu_seconds
 from ariane.bench._trace_modes import TRACE_OPTIONS, echo_results, run_trace_modes, trace_fields
 from ariane.client import (
     ConsumeConcurrentlyContext,
@@ -183,6 +189,7 @@ class _Plan:
     credentials: SessionCredentials | None = None
     trace: bool = False
     trace_topic: str | None = None
+    broker_pid: int | None = None
 
 
 async def _bench(plan: _Plan) -> dict[str, Any]:
@@ -243,6 +250,7 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
         stop = asyncio.Event()
         async with consumer:
             cpu = time.process_time()
+            broker_cpu = proc_cpu_seconds(plan.broker_pid) if plan.broker_pid else 0.0
             # long-lived objects (routes, connections, modules) out of the collector's way:
             # a full collection otherwise lands in the latency tail
             gc.collect()
@@ -262,6 +270,8 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
             if plan.produce_rate:
                 await sender
             reporter.cancel()
+            if plan.broker_pid:
+                broker_cpu = proc_cpu_seconds(plan.broker_pid) - broker_cpu
             cpu = time.process_time() - cpu
     seconds = (stats.last_s - stats.first_s) if stats.consumed > 1 else 0.0
     rts = np.frombuffer(stats.rts, dtype=np.float64) if stats.rts else np.zeros(1)
@@ -285,7 +295,19 @@ async def _bench(plan: _Plan) -> dict[str, Any]:
         "max_rt_ms": round(float(rts.max()), 3),
         **_store_split(stats),
         "client_cpu_us_per_msg": round(cpu * 1e6 / stats.consumed, 2) if stats.consumed else 0.0,
+        **_broker_cpu(plan.broker_pid, broker_cpu, stats.consumed),
         **trace_fields(consumer.tracer.dispatcher.stats if consumer.tracer else None),
+    }
+
+
+def _broker_cpu(pid: int | None, cpu_s: float, consumed: int) -> dict[str, Any]:
+    """``broker_cpu_us_per_msg``: the process ``pid``'s user + system CPU from the consumer's
+    start to the last message, per message consumed (when a broker PID was given)."""
+    if not pid:
+        return {}
+    return {
+        "broker_pid": pid,
+        "broker_cpu_us_per_msg": round(cpu_s * 1e6 / consumed, 2) if consumed else 0.0,
     }
 
 
@@ -326,6 +348,12 @@ def _store_split(stats: _Stats) -> dict[str, float]:
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
 @click.option("--access-key", default=None, help="ACL account that signs every request.")
 @click.option("--secret-key", default=None, help="That account's secret.")
+@click.option(
+    "--broker-pid",
+    type=click.IntRange(1),
+    default=None,
+    help="Also report this process's CPU per message (broker_cpu_us_per_msg, /proc/PID/stat).",
+)
 @TRACE_OPTIONS[0]
 @TRACE_OPTIONS[1]
 @TRACE_OPTIONS[2]
@@ -349,6 +377,7 @@ def consumer_bench(
     trace: str,
     trace_rounds: int,
     trace_topic: str | None,
+    broker_pid: int | None,
 ) -> None:
     """Consume messages with a PushConsumer; print TPS and end-to-end RT (``--trace both``:
     untraced and traced runs, each with a new group, and their throughput ratio)."""
@@ -378,6 +407,7 @@ def consumer_bench(
             credentials,
             traced,
             trace_topic,
+            broker_pid,
         )
         return run(_bench(plan))
 

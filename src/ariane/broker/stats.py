@@ -174,6 +174,25 @@ class BrokerStats:
         hist.sum += each
         hist.count += 1
 
+    def on_put_each(self, topic: str, sizes: list[int]) -> None:
+        """``on_put(topic, 1, size)`` for each of ``sizes`` (single sends of one read), with
+        one lookup per counter: the same counts, sums and histogram buckets."""
+        n = len(sizes)
+        total = sum(sizes)
+        self._topic_put_nums.add(topic, n, n)
+        self._topic_put_size.add(topic, total, n)
+        self._put_total += n
+        hist = self.message_size.get(topic)
+        if hist is None:
+            if topic not in self._topic_put_nums:  # over the key limit: not tracked
+                return
+            hist = self.message_size[topic] = Histogram(MESSAGE_SIZE_BUCKETS)
+        counts = hist.counts
+        for size in sizes:
+            counts[bisect_left(_SIZE_BOUNDS, size)] += 1
+        hist.sum += float(total)
+        hist.count += n
+
     def on_get(self, group: str, topic: str, msgs: int) -> None:
         """Count ``msgs`` messages of ``topic`` handed to ``group`` by one pull."""
         self._group_get_nums.add(f"{topic}@{group}", msgs)

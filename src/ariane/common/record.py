@@ -17,6 +17,7 @@ IPv6 hosts (sysFlag bits 0x10 / 0x20) take 16 + 4 bytes each and shift the later
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import zlib
 from collections.abc import Iterator
@@ -231,11 +232,18 @@ def _fast_decoder() -> Any:
     if fast is None:
         return None
     fast.configure(MessageExt, HostPort, MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2, _V6_FLAGS)
+    configure_records = getattr(fast, "configure_records", None)
+    if configure_records is not None and not hasattr(MessageExt, "__post_init__"):
+        # MessageExt's fields in its constructor's order: the compiled twin writes the values
+        # straight into these slots (what the dataclass __init__ does, without running it)
+        configure_records(tuple(f.name for f in dataclasses.fields(MessageExt)))
     return fast.decode_record_v4
 
 
 #: the compiled record decoder (``None`` in the pure build)
 _FAST = _fast_decoder()
+#: the compiled decoder of a whole PULL body (``None`` in the pure build)
+_FAST_ALL: Any = getattr(native.speedups, "decode_records_v4", None) if _FAST else None
 
 
 #: Largest body a compressed record may inflate to (a zlib bomb guard, as the broker bounds
@@ -345,7 +353,30 @@ def decode_records(
     Raises:
         CorruptionError: any record does not decode.
     """
+    if _FAST_ALL is not None and not check_crc:
+        # the compiled twin of _decode_records_py takes the plain case in one call (every
+        # record well-formed, IPv4 hosts, nothing to inflate); None: record by record below
+        got: list[MessageExt] | None = _FAST_ALL(buf, COMPRESSED_FLAG if decompress else 0)
+        if got is not None:
+            return got
     return list(iter_records(buf, check_crc=check_crc, decompress=decompress))
+
+
+def _decode_records_py(
+    buf: bytes | bytearray | memoryview, check_crc: bool = False, decompress: bool = False
+) -> list[MessageExt]:
+    """The pure reference of ``decode_records`` (and of its compiled twin)."""
+    out: list[MessageExt] = []
+    pos = 0
+    while pos < len(buf):
+        try:
+            msg, pos = _decode_py(buf, pos, check_crc, decompress)
+        except CorruptionError:
+            raise
+        except (struct.error, ValueError, IndexError, UnicodeDecodeError, zlib.error) as exc:
+            raise CorruptionError(f"undecodable record: {exc}", pos=pos) from exc
+        out.append(msg)
+    return out
 
 
 def _properties_span(buf: bytes | bytearray | memoryview) -> tuple[int, int]:

@@ -19,13 +19,20 @@ serialisation. One-way requests never get a response, not even an error. Errors 
 (``RemoteProtocolError``, ``InvalidArgumentError``) becomes INVALID_PARAMETER; any other
 exception becomes SYSTEM_ERROR with a remark and is logged with its traceback. Unknown codes are answered with
 REQUEST_CODE_NOT_SUPPORTED.
+
+*Run processors* (``register_run_processor``) take a whole run of consecutive requests of
+their codes from one read (``handle_run``, called by the channel): the send processor handles
+a read's plain single sends in one pass (``broker/processors/send_run.py``). A run processor
+owns every request it is given (it answers each, or hands it to ``handle_request``, in
+arrival order). Runs are only formed while every hook says it ignores the code
+(``hook.ignores(code)``; a hook without that method, an ACL, disables them): ``run_codes``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Protocol, TypeAlias
 
@@ -53,11 +60,14 @@ __all__ = [
     "RemotingHook",
     "RequestContext",
     "RequestProcessor",
+    "RunProcessor",
 ]
 
 logger = logging.getLogger(__name__)
 
 ProcessResult: TypeAlias = RemotingCommand | Awaitable[RemotingCommand | None] | None
+#: ``run(channel, requests)``: handles every request of a run (see the module docstring)
+RunProcessor: TypeAlias = Callable[[Channel, list[RemotingCommand]], None]
 
 
 class RequestContext:
@@ -133,6 +143,45 @@ class Dispatcher:
         self.hooks: list[RemotingHook] = []
         self._response_hooks: list[RemotingHook] = []  # hooks but observes_responses = False
         self._tasks: set[asyncio.Future[RemotingCommand | None]] = set()
+        self._runs: dict[int, RunProcessor] = {}
+        #: codes a channel hands over as runs (``handle_run``); empty while a hook objects
+        self.run_codes: frozenset[int] = frozenset()
+
+    def register_run_processor(self, codes: Iterable[int], run: RunProcessor) -> None:
+        """Route runs of consecutive requests with one of ``codes`` to ``run`` (the request
+        processors of those codes stay registered for everything else)."""
+        for code in codes:
+            self._runs[int(code)] = run
+        self._update_run_codes()
+
+    def _update_run_codes(self) -> None:
+        codes = set(self._runs)
+        for hook in self.hooks:
+            ignores = getattr(hook, "ignores", None)
+            if ignores is None:
+                codes.clear()
+                break
+            codes = {c for c in codes if ignores(c)}
+        self.run_codes = frozenset(codes)
+
+    def handle_run(self, channel: Channel, requests: list[RemotingCommand]) -> None:
+        """Process a run of requests whose codes are in ``run_codes`` (called by the channel,
+        inline), each sub-run of one run processor in one call."""
+        runs = self._runs
+        start = 0
+        count = len(requests)
+        while start < count:
+            run = runs.get(requests[start].code)
+            end = start + 1
+            while end < count and runs.get(requests[end].code) is run:
+                end += 1
+            part = requests[start:end] if start or end < count else requests
+            if run is None:  # unregistered since the channel looked
+                for request in part:
+                    self.handle_request(channel, request)
+            else:
+                run(channel, part)
+            start = end
 
     def register_processor(self, code: int, processor: RequestProcessor | ProcessFunction) -> None:
         """Route requests with ``code`` to ``processor`` (replacing any previous one)."""
@@ -147,6 +196,7 @@ class Dispatcher:
         self.hooks.append(hook)
         if getattr(hook, "observes_responses", True) is not False:
             self._response_hooks.append(hook)
+        self._update_run_codes()
 
     @property
     def tasks(self) -> set[asyncio.Future[RemotingCommand | None]]:

@@ -165,6 +165,11 @@ class RpcMetrics:
         pending[id(request)] = (self.clock_ns(), channel, iteration, code)
         return None
 
+    def ignores(self, code: int) -> bool:
+        """Whether requests of ``code`` are not looked at (a dispatcher may then process
+        them as runs, without calling this hook)."""
+        return not self.timing and code not in self.answer_codes
+
     def _bump(self) -> None:
         self._iteration += 1
         self._bump_scheduled = False

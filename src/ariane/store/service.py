@@ -40,8 +40,15 @@ class ServiceThread:
         self._thread.start()
 
     def wakeup(self) -> None:
-        """Cut the current ``wait`` short."""
-        self._event.set()
+        """Cut the current ``wait`` short.
+
+        Nothing to do while the event is already set (many puts of one loop turn wake a
+        thread that has not run yet): the thread either has not returned from its ``wait``
+        yet, or has and clears the event before its next round, which sees whatever the
+        caller did before this call. ``Event.set`` takes the event's lock every time."""
+        event = self._event
+        if not event.is_set():
+            event.set()
 
     def wait(self, seconds: float) -> None:
         """Wait up to ``seconds`` or until woken."""

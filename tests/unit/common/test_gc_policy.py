@@ -20,7 +20,10 @@ class _Node:
 @pytest.fixture
 def restore_gc() -> Iterator[None]:
     thresholds = gc.get_threshold()
+    was_enabled = gc.isenabled()
     yield
+    if was_enabled:
+        gc.enable()
     gc.unfreeze()
     gc.set_threshold(*thresholds)
 
@@ -36,6 +39,7 @@ def test_alive_objects_are_frozen_and_new_cycles_still_collected() -> None:
     assert frozen - 100 <= gc.get_freeze_count() <= frozen
     assert gc.get_threshold() == thresholds  # 0: CPython's thresholds kept
     assert not any(o is kept for o in gc.get_objects())  # frozen: no collection walks it
+    gc.disable()  # no automatic collection (another thread's allocations) may take the cycle first
     _Node()  # a cycle made after start-up
     assert gc.collect() >= 1
     assert kept.me is kept

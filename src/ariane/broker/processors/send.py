@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Protocol
 from ariane.broker.processors import error
 from ariane.broker.processors.send_batch import AppendScanned, BatchSends
 from ariane.broker.processors.send_check import NOT_ALLOWED_SEND_TOPICS, check_send
+from ariane.broker.processors.send_run import RUN_CODES, SendRun
 from ariane.broker.processors.send_sync import LoopAnswers, SyncSend
 from ariane.broker.retry import DLQ_PERM, RetryToDlqInterceptor
 from ariane.broker.schedule import DelayLevelRewriter, delay_level_of
@@ -150,6 +151,7 @@ class SendMessageProcessor(BatchSends):
             None if completion_submit is None else completion_submit()
         )
         self._loop_answers: LoopAnswers | None = None
+        self.run: SendRun | None = None
 
     def register(self, server: RemotingServer) -> None:
         """Register the handlers on ``server``."""
@@ -157,6 +159,9 @@ class SendMessageProcessor(BatchSends):
         server.register_processor(RequestCode.SEND_MESSAGE, self.send_v1)
         server.register_processor(RequestCode.SEND_MESSAGE_V2, self.send_v2)
         server.register_processor(RequestCode.SEND_BATCH_MESSAGE, self.send_v2)
+        # a read's plain single sends in one pass (send_run), the rest as above
+        self.run = SendRun(self, server.dispatcher)
+        server.dispatcher.register_run_processor(RUN_CODES, self.run)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -255,12 +260,7 @@ class SendMessageProcessor(BatchSends):
     ) -> RemotingCommand | None:
         """Put under SYNC_FLUSH with a :class:`SyncSend` as the store's completion; the answer
         now if the store completed it at once, else None (``_answer_sync`` answers it)."""
-        answers = self._loop_answers
-        if answers is None:
-            loop = self._loop
-            assert loop is not None
-            answers = self._loop_answers = LoopAnswers(loop, self._answer_sync)
-        send = SyncSend(answers, ctx, topic, queue_id, uniq)
+        send = SyncSend(self._sync_answers(), ctx, topic, queue_id, uniq)
         assert self._submit_to is not None
         try:
             self._submit_to(inner, send)
@@ -274,6 +274,14 @@ class SendMessageProcessor(BatchSends):
         if replicated is None:
             return self.put_response(result, topic, queue_id, uniq)
         return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
+
+    def _sync_answers(self) -> LoopAnswers:
+        answers = self._loop_answers
+        if answers is None:
+            loop = self._loop
+            assert loop is not None
+            answers = self._loop_answers = LoopAnswers(loop, self._answer_sync)
+        return answers
 
     def _answer_sync(self, send: SyncSend) -> None:
         """Answer a send the group commit completed (on the loop; it waited: WAIT is not

@@ -1,0 +1,420 @@
+"""A read's plain single sends handled in one pass (issue 18: the broker's CPU per single
+send; RocketMQ handles each request on its own, ``SendMessageProcessor.sendMessage``).
+
+How it works. One read of a producer's connection usually brings ~100 SEND_MESSAGE_V2
+requests; the channel hands a run of consecutive SEND_MESSAGE / SEND_MESSAGE_V2 requests to
+:class:`SendRun` (``Dispatcher.register_run_processor``; only while no hook looks at sends:
+no ACL, no RPC timing). For each request, in arrival order, ``_prepare`` checks what the
+per-request path (``SendMessageProcessor.send``) would do and builds the same
+``MessageInner``, or declines: a batch, a one-way request, a header that does not parse, a
+topic that does not exist yet or is not writable, a retry or dead-letter topic, an illegal or
+negative queue id, properties without ``UNIQ_KEY`` or with ``__ARIANE_DEDUP``, ``TRAN_MSG``,
+``DELAY`` or a timer property, a transactional sysFlag. The accepted requests before a
+declined one are put with one store call (``put_run.store_put_run``: one hold of the put lock, one reput
+wake-up) and answered; the declined one then goes through the dispatcher as before, and the
+run goes on after it, so every queue keeps the arrival order. Under ASYNC_FLUSH the
+``SUCCESS`` answers are formatted from a template straight into frame bytes (the same bytes as
+``put_response`` encoded; anything else is answered through ``put_response``) and queued on
+the channel together; the statistics are counted once per topic per run. Under SYNC_FLUSH
+each send gets its :class:`~.send_sync.SyncSend` and is answered after the group commit, as
+before. The whole pass is off (every request goes through the dispatcher) unless the broker
+is a writable ASYNC_MASTER on its own CommitLog with only the built-in send interceptors and
+rewriters (the message-type check off).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import orjson
+
+from ariane.broker.message_type import MessageTypeInterceptor
+from ariane.broker.processors.send_check import NOT_ALLOWED_SEND_TOPICS
+from ariane.broker.processors.send_sync import LoopAnswers, SyncSend
+from ariane.broker.retry import RetryToDlqInterceptor
+from ariane.broker.schedule import DelayLevelRewriter
+from ariane.broker.timer import TimerHook
+from ariane.common.message import HostPort
+from ariane.common.properties import (
+    CLUSTER,
+    DEDUP,
+    DELAY,
+    MSG_REGION,
+    TIMER_DELAY_MS,
+    TIMER_DELAY_SEC,
+    TIMER_DELIVER_MS,
+    TRACE_SWITCH,
+    TRANSACTION_PREPARED,
+    UNIQ_KEY,
+    WAIT_STORE_MSG_OK,
+    decode_properties,
+)
+from ariane.common.roles import BrokerRole
+from ariane.common.sysflag import MULTI_TAGS_FLAG, PERM_WRITE, TRANSACTION_TYPE_MASK
+from ariane.common.topics import DLQ_PREFIX, RETRY_PREFIX
+from ariane.remoting.channel import Channel
+from ariane.remoting.dispatch import Dispatcher, RequestContext
+from ariane.remoting.protocol import headers as h
+from ariane.remoting.protocol.bodies import TopicConfig
+from ariane.remoting.protocol.codes import RequestCode
+from ariane.remoting.protocol.command import (
+    CURRENT_VERSION,
+    FLAG_RESPONSE,
+    RemotingCommand,
+    SerializeType,
+)
+from ariane.store import MessageInner, PutResult, PutStatus
+from ariane.store.put_run import store_put_run, store_submit_run
+
+if TYPE_CHECKING:
+    from ariane.broker.stats import BrokerStats
+    from ariane.broker.transaction import TransactionBrokerContext
+    from ariane.ha import ReplicaWait
+    from ariane.store import MessageStore
+
+
+class SendSide(Protocol):
+    """What the pass uses of the send processor (``SendMessageProcessor``)."""
+
+    broker: TransactionBrokerContext
+    store: MessageStore
+    stats: BrokerStats
+
+    @property
+    def interceptors(self) -> Sequence[object]: ...
+    @property
+    def rewriters(self) -> Sequence[object]: ...
+
+    _async_flush: bool
+
+    @property
+    def _submit_to(self) -> object: ...
+
+    _store_host: HostPort
+    _msg_id_prefix: str
+
+    def _after_put(self, result: PutResult, wait: bool) -> PutStatus | ReplicaWait | None: ...
+    def _stamp_trace(self, props: dict[str, str]) -> str: ...
+    def _sync_answers(self) -> LoopAnswers: ...
+    def _answer_replicated(
+        self,
+        ctx: RequestContext,
+        result: PutResult,
+        replicated: PutStatus | ReplicaWait,
+        topic: str,
+        queue_id: int,
+        uniq: str | None,
+    ) -> RemotingCommand | None: ...
+    def put_response(
+        self, result: PutResult, topic: str, queue_id: int, uniq: str | None
+    ) -> RemotingCommand: ...
+
+
+__all__ = ["RUN_CODES", "SendRun", "SendSide"]
+
+logger = logging.getLogger(__name__)
+
+#: the request codes handled as runs
+RUN_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
+_V2 = RequestCode.SEND_MESSAGE_V2
+_JSON = SerializeType.JSON
+_PUT_OK = PutStatus.PUT_OK
+_PREFIX = struct.Struct(">iI")  # frame length, header word (JSON: the header's length)
+#: properties some per-request step acts on: such a send takes the per-request path
+_SLOW_KEYS = frozenset(
+    (DEDUP, TRANSACTION_PREPARED, DELAY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)
+)
+_INTERCEPTORS = (RetryToDlqInterceptor, MessageTypeInterceptor)
+_REWRITERS = (DelayLevelRewriter, TimerHook)
+#: one accepted send: (message, topic, queue id, UNIQ_KEY, WAIT is not false)
+_Ready = tuple[MessageInner, str, int, str, bool]
+
+
+def _topic_check(tc: TopicConfig | None, topic: str) -> tuple[int, bool] | None:
+    """(the queue id bound, MULTI_TAG) of a topic the pass may take, None when ``send``
+    must decide (unknown, closed to clients, not writable, a retry or dead-letter topic)."""
+    if tc is None or topic in NOT_ALLOWED_SEND_TOPICS or not tc.perm & PERM_WRITE:
+        return None
+    if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+        return None
+    write_nums, read_nums = tc.write_queue_nums, tc.read_queue_nums
+    return max(write_nums, read_nums), tc.topic_filter_type == "MULTI_TAG"
+
+
+class SendRun:
+    """The run processor of ``processor``'s single sends (see the module docstring).
+
+    Args:
+        processor: the send processor whose checks, store and answers are used.
+        dispatcher: where a declined request goes.
+    """
+
+    def __init__(self, processor: SendSide, dispatcher: Dispatcher) -> None:
+        self.p = processor
+        self.dispatcher = dispatcher
+        broker = processor.broker
+        self._broker = broker
+        self._topic_table = broker.topics.table
+        #: requests handled by the pass (put in a run), for tests and benchmarks
+        self.handled = 0
+        self._template_config: object = None
+        self._frame: Callable[[int, PutResult, int, str], bytes] | None = None
+        self._sync_answers: LoopAnswers | None = None
+
+    # -- the pass -------------------------------------------------------------------------------
+
+    def __call__(self, channel: Channel, requests: list[RemotingCommand]) -> None:
+        """Handle every request of the run, in order."""
+        handle = self.dispatcher.handle_request
+        if not self._enabled():
+            for request in requests:
+                handle(channel, request)
+            return
+        born = channel.attributes.get("born_host")
+        if born is None:
+            born = channel.attributes["born_host"] = _host_port(channel.remote_addr)
+        prepare = self._preparer(born)
+        put = self._put_async if self.p._async_flush else self._put_sync
+        count = len(requests)
+        i = 0
+        while i < count:
+            ready: list[_Ready] = []
+            accepted: list[RemotingCommand] = []
+            while i < count:
+                request = requests[i]
+                try:
+                    one = prepare(request)
+                except Exception:  # whatever it is, the per-request path answers it
+                    logger.debug("send run: declined a request it could not read", exc_info=True)
+                    one = None
+                if one is None:
+                    break
+                ready.append(one)
+                accepted.append(request)
+                i += 1
+            if ready:
+                self.handled += len(ready)
+                put(channel, accepted, ready)
+            if i < count:  # declined: the per-request path, in its place
+                handle(channel, requests[i])
+                i += 1
+
+    def _enabled(self) -> bool:
+        p = self.p
+        broker = self._broker
+        if not broker.config.broker_permission & PERM_WRITE or not p.store.writes_blocks:
+            return False
+        if getattr(broker.replication, "role", None) is not BrokerRole.ASYNC_MASTER:
+            return False
+        if not p._async_flush and p._submit_to is None:
+            return False
+        for interceptor in p.interceptors:
+            if type(interceptor) not in _INTERCEPTORS:
+                return False
+        if broker.config.enable_remoting_message_type_check:
+            return False
+        return all(type(rewriter) in _REWRITERS for rewriter in p.rewriters)
+
+    def _preparer(self, born: HostPort) -> Callable[[RemotingCommand], _Ready | None]:
+        """``prepare(request)`` for one run: the message ``send`` would store for
+        ``request``, or None to let ``send`` decide. The broker's stamps (``CLUSTER``,
+        ``MSG_REGION``/``TRACE_ON``) and each topic's checks are looked up once per run."""
+        config = self._broker.config
+        cluster = config.broker_cluster_name
+        cluster_text = f"{CLUSTER}\x01{cluster}\x02"
+        trace_props: dict[str, str] = {}
+        trace_text = self.p._stamp_trace(trace_props)
+        region, trace_on = trace_props[MSG_REGION], trace_props[TRACE_SWITCH]
+        store_host = self.p._store_host
+        table = self._topic_table
+        #: per topic of the run: (queue id bound, MULTI_TAG), or None when declined
+        topics: dict[str, tuple[int, bool] | None] = {}
+        v1_parse = h.SendMessageRequestHeader.from_ext_fields
+        v2_parse = h.SendMessageRequestHeaderV2.from_ext_fields
+
+        def prepare(request: RemotingCommand) -> _Ready | None:
+            if request.flag or request.serialize_type is not _JSON:
+                return None
+            header: h.SendMessageRequestHeader
+            try:
+                if request.code == _V2:
+                    header = v2_parse(request.ext_fields)
+                else:
+                    header = v1_parse(request.ext_fields)
+            except Exception:  # the per-request path answers it
+                return None
+            topic = header.topic
+            if topic in topics:
+                checked = topics[topic]
+            else:
+                checked = topics[topic] = _topic_check(table.get(topic), topic)
+            if checked is None or header.batch:
+                return None
+            bound, multi_tag = checked
+            queue_id = header.queue_id
+            if queue_id < 0 or queue_id >= bound:
+                return None
+            sys_flag = header.sys_flag
+            props_text = header.properties
+            if not props_text or sys_flag & TRANSACTION_TYPE_MASK:
+                return None
+            props = decode_properties(props_text)
+            uniq = props.get(UNIQ_KEY)
+            if uniq is None or not _SLOW_KEYS.isdisjoint(props):
+                return None
+            if multi_tag:
+                sys_flag |= MULTI_TAGS_FLAG
+            extra = ""
+            if CLUSTER not in props:
+                props[CLUSTER] = cluster
+                extra = cluster_text
+            if MSG_REGION not in props:
+                props[MSG_REGION] = region
+                props[TRACE_SWITCH] = trace_on
+                extra += trace_text
+            if extra and props_text[-1] != "\x02":
+                props_text += "\x02"
+            inner = MessageInner(
+                topic, queue_id, request.body or b"", header.flag, props, sys_flag,
+                header.born_timestamp, born, store_host, header.reconsume_times or 0, 0,
+                props_text + extra,
+            )  # fmt: skip
+            return inner, topic, queue_id, uniq, props.get(WAIT_STORE_MSG_OK) != "false"
+
+        return prepare
+
+    # -- ASYNC_FLUSH: put and answer now ---------------------------------------------------------
+
+    def _put_async(
+        self, channel: Channel, requests: list[RemotingCommand], ready: list[_Ready]
+    ) -> None:
+        p = self.p
+        results = store_put_run(p.store, [one[0] for one in ready])
+        p._after_put(results[-1], True)  # wakes the transfer to slaves (an ASYNC_MASTER)
+        frame = self._framer()
+        frames: list[bytes] = []
+        sizes: dict[str, list[int]] = {}
+        for request, (_inner, topic, queue_id, uniq, _wait), result in zip(
+            requests, ready, results, strict=True
+        ):
+            if result.status is not _PUT_OK or result.msg_num != 1:
+                if frames:  # the answers before it go first
+                    channel.send_frames(frames)
+                    frames = []
+                self._answer_other(channel, request, result, topic, queue_id, uniq)
+                continue
+            per_topic = sizes.get(topic)
+            if per_topic is None:
+                per_topic = sizes[topic] = []
+            per_topic.append(result.wrote_bytes)
+            frames.append(frame(request.opaque, result, queue_id, uniq))
+        stats = p.stats
+        for topic, topic_sizes in sizes.items():
+            stats.on_put_each(topic, topic_sizes)
+        if frames:
+            channel.send_frames(frames)
+
+    def _answer_other(
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        result: PutResult,
+        topic: str,
+        queue_id: int,
+        uniq: str,
+    ) -> None:
+        """A put that did not end in one stored message: ``put_response``, sent as the
+        dispatcher's ``respond`` sends it."""
+        response = self.p.put_response(result, topic, queue_id, uniq)
+        RequestContext(self.dispatcher, channel, request).send_response(response)
+
+    def _framer(self) -> Callable[[int, PutResult, int, str], bytes]:
+        """``frame(opaque, result, queue_id, uniq)``: the SUCCESS answer of one stored single
+        send as frame bytes, the bytes ``encode_parts`` makes of ``put_response``'s command
+        answered by the dispatcher (a JSON header; the broker's region and trace switch
+        fixed, rebuilt when the config object changes)."""
+        config = self._broker.config
+        if config is self._template_config and self._frame is not None:
+            return self._frame
+        self._template_config = config
+        region = orjson.dumps(config.region_id).decode().replace("%", "%%")
+        trace = "true" if config.trace_on else "false"
+        template = (
+            '{"code":0,"extFields":{"msgId":"%s%016X","queueId":"%d","queueOffset":"%d",'
+            f'"MSG_REGION":{region},"TRACE_ON":"{trace}","transactionId":%s}},'
+            f'"flag":{FLAG_RESPONSE},"language":"PYTHON","opaque":%d,'
+            f'"serializeTypeCurrentRPC":"JSON","version":{CURRENT_VERSION}}}'
+        )
+        prefix = self.p._msg_id_prefix
+        pack = _PREFIX.pack
+
+        def frame(opaque: int, result: PutResult, queue_id: int, uniq: str) -> bytes:
+            txid = f'"{uniq}"' if uniq.isalnum() and uniq.isascii() else orjson.dumps(uniq).decode()
+            head = (
+                template % (prefix, result.offsets[0], queue_id, result.logics_offset, txid, opaque)
+            ).encode()
+            return pack(4 + len(head), len(head)) + head
+
+        self._frame = frame
+        return frame
+
+    # -- SYNC_FLUSH: put now, answer after the group commit -------------------------------------
+
+    def _put_sync(
+        self, channel: Channel, requests: list[RemotingCommand], ready: list[_Ready]
+    ) -> None:
+        p = self.p
+        answers = self._sync_answers
+        if answers is None:
+            answers = self._sync_answers = LoopAnswers(p._sync_answers().loop, self._answer_sync)
+        dispatcher = self.dispatcher
+        sends = [
+            SyncSend(answers, RequestContext(dispatcher, channel, request), topic, queue_id, uniq)
+            for request, (_inner, topic, queue_id, uniq, _wait) in zip(requests, ready, strict=True)
+        ]
+        try:
+            store_submit_run(p.store, [one[0] for one in ready], [one[4] for one in ready], sends)
+        finally:
+            for send in sends:
+                send.submitting = False
+        for send, one in zip(sends, ready, strict=True):
+            if send.at_once:  # completed inside the put (WAIT=false, or not stored)
+                self._answer(send, one[4])
+
+    def _answer_sync(self, send: SyncSend) -> None:
+        """Answer a send the group commit completed (on the loop, in a drain of a round's
+        sends with the channels' flushes held)."""
+        self._answer(send, True)
+
+    def _answer(self, send: SyncSend, wait: bool) -> None:
+        """What ``SendMessageProcessor`` answers for a completed SYNC_FLUSH send; a SUCCESS
+        as frame bytes from the template."""
+        p = self.p
+        result = send.result
+        assert result is not None
+        ctx = send.ctx
+        replicated = p._after_put(result, wait)
+        if replicated is not None:
+            response = p._answer_replicated(
+                ctx, result, replicated, send.topic, send.queue_id, send.uniq
+            )
+        elif result.status is _PUT_OK and result.msg_num == 1 and not ctx.responded:
+            p.stats.on_put(send.topic, 1, result.wrote_bytes)
+            ctx.responded = True
+            frame = self._framer()(ctx.request.opaque, result, send.queue_id, send.uniq or "")
+            ctx.channel.send_frames([frame])
+            return
+        else:
+            response = p.put_response(result, send.topic, send.queue_id, send.uniq)
+        if response is not None:
+            ctx.send_response(response)
+
+
+def _host_port(addr: str) -> HostPort:
+    try:
+        return HostPort.parse(addr)
+    except ValueError:
+        return HostPort(b"\x7f\x00\x00\x01", 0)

@@ -1,0 +1,127 @@
+"""Run processors (``Dispatcher.register_run_processor``, ``Channel.data_received``): which
+requests of a read form runs, in what order everything is handled, and which hooks turn runs
+off."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ariane.remoting.channel import Channel
+from ariane.remoting.dispatch import Dispatcher, RequestContext
+from ariane.remoting.metrics import RpcMetrics
+from ariane.remoting.protocol.codec import encode
+from ariane.remoting.protocol.command import FLAG_ONEWAY, RemotingCommand
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1) if name in ("peername", "sockname") else default
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def writelines(self, data: list[bytes]) -> None:
+        for part in data:
+            self.data += part
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+class _Observer:
+    def before_request(self, channel: Channel, request: RemotingCommand) -> None:
+        return None
+
+    def after_response(self, channel: Channel, request: RemotingCommand, response: object) -> None:
+        pass
+
+
+def _setup(log: list[tuple[str, ...]]) -> Dispatcher:
+    dispatcher = Dispatcher()
+
+    def single(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+        log.append(("one", str(request.code), str(request.opaque)))
+        return RemotingCommand.response(0)
+
+    def run_a(channel: Channel, requests: list[RemotingCommand]) -> None:
+        log.append(("a", *(f"{r.code}:{r.opaque}" for r in requests)))
+
+    def run_b(channel: Channel, requests: list[RemotingCommand]) -> None:
+        log.append(("b", *(f"{r.code}:{r.opaque}" for r in requests)))
+
+    for code in (1, 2, 3, 4):
+        dispatcher.register_processor(code, single)
+    dispatcher.register_run_processor((1, 2), run_a)
+    dispatcher.register_run_processor((3,), run_b)
+    return dispatcher
+
+
+def _feed(dispatcher: Dispatcher, codes: list[int], oneway: frozenset[int] = frozenset()) -> bytes:
+    async def main() -> bytes:
+        channel = Channel(dispatcher)
+        transport = _Transport()
+        channel.connection_made(transport)  # type: ignore[arg-type]
+        frames = []
+        for i, code in enumerate(codes):
+            request = RemotingCommand.request(code)
+            request.opaque = i
+            if i in oneway:
+                request.flag |= FLAG_ONEWAY
+            frames.append(encode(request))
+        channel.data_received(b"".join(frames))
+        return bytes(transport.data)
+
+    return asyncio.run(main())
+
+
+def test_consecutive_run_codes_form_runs_in_arrival_order() -> None:
+    log: list[tuple[str, ...]] = []
+    dispatcher = _setup(log)
+    assert dispatcher.run_codes == frozenset({1, 2, 3})
+    _feed(dispatcher, [1, 2, 1, 3, 3, 4, 2, 4, 1, 1])
+    assert log == [
+        ("a", "1:0", "2:1", "1:2"),
+        ("b", "3:3", "3:4"),
+        ("one", "4", "5"),
+        ("one", "2", "6"),  # a run of one is a plain request
+        ("one", "4", "7"),
+        ("a", "1:8", "1:9"),
+    ]
+
+
+def test_hooks_without_ignores_turn_runs_off() -> None:
+    log: list[tuple[str, ...]] = []
+    dispatcher = _setup(log)
+    dispatcher.register_hook(RpcMetrics(timing=False))  # looks at none of these codes
+    assert dispatcher.run_codes == frozenset({1, 2, 3})
+    dispatcher.register_hook(_Observer())  # type: ignore[arg-type]
+    assert dispatcher.run_codes == frozenset()
+    _feed(dispatcher, [1, 2, 3])
+    assert log == [("one", "1", "0"), ("one", "2", "1"), ("one", "3", "2")]
+
+
+def test_timing_metrics_turn_runs_off() -> None:
+    log: list[tuple[str, ...]] = []
+    dispatcher = _setup(log)
+    dispatcher.register_hook(RpcMetrics(timing=True))
+    assert dispatcher.run_codes == frozenset()
+    dispatcher.register_run_processor((4,), lambda channel, requests: None)
+    assert dispatcher.run_codes == frozenset()
+
+
+def test_answers_of_plain_requests_between_runs_are_written() -> None:
+    log: list[tuple[str, ...]] = []
+    dispatcher = _setup(log)
+    data = _feed(dispatcher, [4, 1, 1, 4], oneway=frozenset({3}))
+    assert log == [("one", "4", "0"), ("a", "1:1", "1:2"), ("one", "4", "3")]
+    assert data == encode(_answer(0))  # the runs answer nothing here; one-way 3 gets none
+
+
+def _answer(opaque: int) -> RemotingCommand:
+    response = RemotingCommand.response(0)
+    response.opaque = opaque
+    return response
