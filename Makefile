@@ -9,12 +9,14 @@ STAMP := $(VENV)/.installed
 # The install compiles src/ariane/_speedups.c when a C compiler is present (hatch_build.py);
 # without one the pure-Python twins run. The last line says which build this venv has.
 $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speedups_frame.h \
-		src/ariane/_speedups_trace.h src/ariane/_speedups_acl.h src/ariane/_speedups_aclsig.h \
+		src/ariane/_speedups_trace.h src/ariane/_speedups_tracehook.h src/ariane/_speedups_acl.h src/ariane/_speedups_aclsig.h \
 		src/ariane/_speedups_columns.h src/ariane/_speedups_dispatch.h \
 		src/ariane/_speedups_batchput.h src/ariane/_speedups_sink.h \
-		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_batchenc.h \
+		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_putlog.h \
+		src/ariane/_speedups_batchenc.h \
 		src/ariane/_speedups_crc.h src/ariane/_speedups_header.h \
-		src/ariane/_speedups_int64rows.h src/ariane/_speedups_records.h
+		src/ariane/_speedups_int64rows.h src/ariane/_speedups_records.h \
+		src/ariane/_speedups_client.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,dashboard]'
@@ -33,7 +35,8 @@ typecheck: $(STAMP)
 # the suite on the build this venv has, then the tests of the modules with a compiled twin
 # (properties, batch and record codecs, the store's put paths, the ACL signature and its OpenSSL HMAC, the Java
 # string hash, the JSON frame decoder, the consume trace records, the record-to-columns decoder of Spark reads,
-# SEND_BATCH bodies put straight into the CommitLog, the Spark sink's batch entries, a batch's IndexFile keys)
+# SEND_BATCH bodies put straight into the CommitLog, the Spark sink's batch entries, a batch's IndexFile keys,
+# a single send's frame head and its SendResult)
 # again on the pure-Python twins (ARIANE_PURE=1); test_native_identity compares both builds' output.
 PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.py \
 	tests/unit/common/test_record.py tests/unit/store/test_put_paths.py \
@@ -43,12 +46,14 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/remoting/test_frame_native.py tests/unit/remoting/test_frames_native.py \
 	tests/unit/remoting/test_header_native.py \
 	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py \
-	tests/unit/client/test_trace_before.py \
+	tests/unit/client/test_trace_before.py tests/unit/client/test_trace_hook.py \
 	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py \
 	tests/unit/store/test_record_dispatch.py tests/unit/store/test_batch_put.py \
 	tests/unit/broker/test_batch_bulk.py tests/unit/spark/test_sink_entries.py \
 	tests/unit/store/test_index_put.py tests/unit/store/test_int64_rows.py \
-	tests/unit/common/test_records_native.py
+	tests/unit/common/test_records_native.py tests/unit/store/test_put_log.py \
+	tests/unit/client/test_send_wire.py tests/unit/client/test_send_frame.py \
+	tests/unit/client/test_send_result.py
 
 test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=20

@@ -381,6 +381,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 }
 
 #include "_speedups_trace.h"
+#include "_speedups_tracehook.h" /* trace_hook_before/after: the consume trace hooks in one call */
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
 #include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
 #include "_speedups_dispatch.h" /* dispatch_record: a record's DispatchRequest (DLedger followers) */
@@ -390,9 +391,11 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_index.h" /* index_key_entries, index_write: a batch's IndexFile keys */
 #include "structmember.h" /* T_OBJECT_EX: the put result's slots */
 #include "_speedups_put.h" /* put_prepare, put_write: one message into the CommitLog */
+#include "_speedups_putlog.h" /* put_log: CommitLog.put_message's locked part */
 #include "_speedups_int64rows.h" /* int64_rows: the reput's int columns as int64 rows */
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 #include "_speedups_header.h" /* header_parse: typed headers from extFields */
+#include "_speedups_client.h" /* send_head, send_result: a single send's frame head, its answer */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -416,6 +419,7 @@ static PyMethodDef methods[] = {
     {"sub_pairs", (PyCFunction)(void (*)(void))sub_pairs, METH_FASTCALL,
      "The records of open trace pairs, claimed here (_trace_records.sub_pairs_py), or None."},
     SPEEDUPS_TRACE_HOOK_METHODS
+    SPEEDUPS_TRACEHOOK_METHODS
     SPEEDUPS_FRAME_METHODS
     COLUMNS_METHODS
     DISPATCH_METHODS
@@ -423,9 +427,11 @@ static PyMethodDef methods[] = {
     SINK_METHODS
     INDEX_METHODS
     PUT_METHODS
+    PUTLOG_METHODS
     INT64ROWS_METHODS
     BATCHENC_METHODS
     HEADER_METHODS
+    CLIENT_METHODS
     {NULL, NULL, 0, NULL},
 };
 

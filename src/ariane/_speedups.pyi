@@ -97,4 +97,23 @@ def put_write(
     staged: Any,
     /,
 ) -> Any: ...
+def configure_put_log(state_cls: Any, mapped_file_cls: Any, /) -> None: ...
+def put_log(
+    state: Any, msg: Any, lock: Any, queue_table: dict[Any, int], staged: Any, /
+) -> Any: ...
 def header_parse(cls: Any, plan: tuple[Any, ...], ext: Any, /) -> Any: ...
+def send_head(
+    prefix: bytes,
+    topic: str,
+    queue_id: int,
+    sys_flag: int,
+    born: str,
+    flag: int,
+    properties: str,
+    middle: bytes,
+    opaque: int,
+    suffix: bytes,
+    body_length: int,
+    max_frame_bytes: int,
+    /,
+) -> bytes | None: ...

@@ -162,31 +162,49 @@ static int put_host(PyObject *h, const char **addr, int64_t *port) {
     return put_int(PyTuple_GET_ITEM(h, 1), INT32_MIN, INT32_MAX, port);
 }
 
-/* the UTF-8 of the properties (k\x01v\x02 per entry of the exact-str map, or `text`) as a new
- * bytes object; NULL with no error when they are not of the shape (the pure path decides) */
-static PyObject *put_props(PyObject *props, PyObject *text) {
+/* the parts of a record put_write_parts writes (from a PreparedOne, or from the message for
+ * put_one) */
+typedef struct {
+    PyObject *msg, *topic, *body, *rest, *props, *tags_code, *store_addr_obj, *store_port_obj;
+    PyObject *sys_flag_obj, *total_obj; /* the DispatchRequest's sysFlag and size */
+    const char *born_addr, *store_addr;
+    const char *tail, *props_data; /* without `rest`: topic bytes and properties (put_one) */
+    Py_ssize_t tail_len, props_len;
+    PyObject *props_owned; /* the encoded map's bytes when props_data points into them */
+    int64_t magic, sys_flag, total, crc, qid, flag, born_ts, born_port, store_port, reconsume,
+        prepared;
+} PutOne;
+
+/* the UTF-8 of the properties into p->props_data / props_len: the text's own UTF-8 when
+ * `text` is given (no copy), else k\x01v\x02 per entry of the exact-str map into a new bytes
+ * object kept in p->props_owned; 1, or 0 when they are not of the shape (the pure path
+ * decides), or -1 with an error */
+static int put_props(PyObject *props, PyObject *text, PutOne *p) {
     Py_ssize_t pos = 0, n = 0, len;
     PyObject *k, *v, *out;
     const char *s;
     char *w;
+    p->props_owned = NULL;
     if (text != Py_None) {
         if (!PyUnicode_CheckExact(text) || (s = PyUnicode_AsUTF8AndSize(text, &len)) == NULL) {
             PyErr_Clear();
-            return NULL;
+            return 0;
         }
-        return PyBytes_FromStringAndSize(s, len);
+        p->props_data = s; /* lives as long as the message's text */
+        p->props_len = len;
+        return 1;
     }
     while (PyDict_Next(props, &pos, &k, &v)) {
         Py_ssize_t kl, vl;
         if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v) ||
             PyUnicode_AsUTF8AndSize(k, &kl) == NULL || PyUnicode_AsUTF8AndSize(v, &vl) == NULL) {
             PyErr_Clear();
-            return NULL;
+            return 0;
         }
         n += kl + vl + 2;
     }
     if ((out = PyBytes_FromStringAndSize(NULL, n)) == NULL) {
-        return NULL;
+        return -1;
     }
     w = PyBytes_AS_STRING(out);
     pos = 0;
@@ -195,7 +213,7 @@ static PyObject *put_props(PyObject *props, PyObject *text) {
         const char *ks = PyUnicode_AsUTF8AndSize(k, &kl), *vs = PyUnicode_AsUTF8AndSize(v, &vl);
         if (n < kl + vl + 2) { /* the map changed under us: cannot happen with the GIL held */
             Py_DECREF(out);
-            return NULL;
+            return 0;
         }
         memcpy(w, ks, (size_t)kl);
         w[kl] = '\x01';
@@ -204,7 +222,10 @@ static PyObject *put_props(PyObject *props, PyObject *text) {
         w += kl + vl + 2;
         n -= kl + vl + 2;
     }
-    return out;
+    p->props_owned = out;
+    p->props_data = PyBytes_AS_STRING(out);
+    p->props_len = PyBytes_GET_SIZE(out);
+    return 1;
 }
 
 /* the tags code of props' TAGS: 0 without one, the cached code, or -1 (not cached: the pure
@@ -229,17 +250,6 @@ static int put_tags(PyObject *props, PyObject *tag_codes, PyObject **code) {
     return 0;
 }
 
-/* the parts of a record put_write_parts writes (from a PreparedOne, or from the message for
- * put_one) */
-typedef struct {
-    PyObject *msg, *topic, *body, *rest, *props, *tags_code, *store_addr_obj, *store_port_obj;
-    PyObject *sys_flag_obj, *total_obj; /* the DispatchRequest's sysFlag and size */
-    const char *born_addr, *store_addr;
-    const char *tail, *props_data; /* without `rest`: topic bytes and properties (put_one) */
-    Py_ssize_t tail_len, props_len;
-    int64_t magic, sys_flag, total, crc, qid, flag, born_ts, born_port, store_port, reconsume,
-        prepared;
-} PutOne;
 
 /* the shape checks of put_prepare / put_one; 1 when msg is of the common shape, with its ints,
  * hosts and magic in p (read once: put_one writes from them) */
@@ -277,13 +287,63 @@ static int put_shape(PyObject *msg, PyObject *topics, PyObject **tail, PutOne *p
     return 1;
 }
 
+/* a new tuple of `cls` owning the n items (each a new reference or NULL); NULL on error */
+static PyObject *put_tuple(PyObject *cls, PyObject **items, Py_ssize_t n);
+
+/* max_props and max_size from args[3] and args[4] (put_prepare's and put_one's); 0, or -1 with
+ * an error */
+static int put_limits(PyObject *const *args, Py_ssize_t *max_props, Py_ssize_t *max_size) {
+    *max_props = PyLong_AsSsize_t(args[3]);
+    *max_size = *max_props == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[4]);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* what put_prepare and put_one share: the shape checks, the properties' UTF-8, the stored size
+ * (at most `room` as well), the tags code (p->tags_code, a new reference), the sysFlag without
+ * host bits and the BODYCRC, all into p; 1, or 0 (None: the pure path decides; nothing left to
+ * free), or -1 with an error. On 1 the caller frees p->props_owned and p->tags_code. */
+static int put_encode(PyObject *msg, PyObject *topics, PyObject *tag_codes, Py_ssize_t max_props,
+                      Py_ssize_t max_size, int64_t room, PutOne *p) {
+    PyObject *tail, *body;
+    Py_ssize_t total;
+    int ok;
+    if (!Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG) || !put_shape(msg, topics, &tail, p)) {
+        return 0;
+    }
+    body = PUT_FIELD(msg, M_BODY);
+    if ((ok = put_props(PUT_FIELD(msg, M_PROPS), PUT_FIELD(msg, M_PROPS_STR), p)) <= 0) {
+        return ok;
+    }
+    p->tail_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tail, 0));
+    total = PUT_V4_HEADER + p->tail_len + 2 + PyBytes_GET_SIZE(body) + p->props_len;
+    if (p->props_len > max_props || p->props_len > 0x7FFF || total > max_size ||
+        total > INT32_MAX || total > room ||
+        put_tags(PUT_FIELD(msg, M_PROPS), tag_codes, &p->tags_code) < 0) {
+        Py_CLEAR(p->props_owned);
+        return 0;
+    }
+    if (!BP_CRC_READY) {
+        bp_crc_init();
+    }
+    p->msg = msg;
+    p->topic = PUT_FIELD(msg, M_TOPIC);
+    p->body = body;
+    p->props = PUT_FIELD(msg, M_PROPS);
+    p->rest = NULL;
+    p->tail = PyBytes_AS_STRING(PyTuple_GET_ITEM(tail, 0));
+    p->sys_flag &= ~PUT_V6_FLAGS;
+    p->total = total;
+    p->crc = (int64_t)(bp_crc32((const unsigned char *)PyBytes_AS_STRING(body),
+                                PyBytes_GET_SIZE(body)) & 0x7FFFFFFFu);
+    return 1;
+}
+
 static PyObject *put_prepare(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *msg, *tail, *props_bytes = NULL, *code = NULL, *rest = NULL, *body, *out;
-    PyObject *items[8];
+    PyObject *rest, *items[8];
     PutOne p;
-    Py_ssize_t max_props, max_size, props_len, topic_len, total;
+    Py_ssize_t max_props, max_size;
     char *w;
-    int i;
+    int ok;
     (void)module;
     if (nargs != 5 || PUT_MSG == NULL || !PyDict_CheckExact(args[1]) ||
         !PyDict_CheckExact(args[2])) {
@@ -291,75 +351,37 @@ static PyObject *put_prepare(PyObject *module, PyObject *const *args, Py_ssize_t
                                          "max_size) after configure_put");
         return NULL;
     }
-    msg = args[0];
-    max_props = PyLong_AsSsize_t(args[3]);
-    max_size = max_props == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[4]);
-    if (PyErr_Occurred()) {
+    if (put_limits(args, &max_props, &max_size) < 0) {
         return NULL;
     }
-    if (!Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG) || !put_shape(msg, args[1], &tail, &p)) {
-        Py_RETURN_NONE;
-    }
-    body = PUT_FIELD(msg, M_BODY);
-    props_bytes = put_props(PUT_FIELD(msg, M_PROPS), PUT_FIELD(msg, M_PROPS_STR));
-    if (props_bytes == NULL) {
-        if (PyErr_Occurred()) {
+    ok = put_encode(args[0], args[1], args[2], max_props, max_size, INT64_MAX, &p);
+    if (ok <= 0) {
+        if (ok < 0) {
             return NULL;
         }
         Py_RETURN_NONE;
     }
-    props_len = PyBytes_GET_SIZE(props_bytes);
-    topic_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tail, 0));
-    total = PUT_V4_HEADER + topic_len + 2 + PyBytes_GET_SIZE(body) + props_len;
-    if (props_len > max_props || props_len > 0x7FFF || total > max_size || total > INT32_MAX ||
-        put_tags(PUT_FIELD(msg, M_PROPS), args[2], &code) < 0) {
-        Py_DECREF(props_bytes);
-        Py_RETURN_NONE;
+    rest = PyBytes_FromStringAndSize(NULL, p.tail_len + 2 + p.props_len);
+    if (rest != NULL) {
+        w = PyBytes_AS_STRING(rest);
+        memcpy(w, p.tail, (size_t)p.tail_len);
+        w[p.tail_len] = (char)(p.props_len >> 8);
+        w[p.tail_len + 1] = (char)p.props_len;
+        memcpy(w + p.tail_len + 2, p.props_data, (size_t)p.props_len);
     }
-    rest = PyBytes_FromStringAndSize(NULL, topic_len + 2 + props_len);
-    if (rest == NULL) {
-        goto fail;
-    }
-    w = PyBytes_AS_STRING(rest);
-    memcpy(w, PyBytes_AS_STRING(PyTuple_GET_ITEM(tail, 0)), (size_t)topic_len);
-    w[topic_len] = (char)(props_len >> 8);
-    w[topic_len + 1] = (char)props_len;
-    memcpy(w + topic_len + 2, PyBytes_AS_STRING(props_bytes), (size_t)props_len);
-    if (!BP_CRC_READY) {
-        bp_crc_init();
-    }
-    items[0] = msg;
-    Py_INCREF(msg);
+    Py_XDECREF(p.props_owned);
+    items[0] = p.msg;
+    Py_INCREF(p.msg);
     items[1] = PUT_HEADER;
     Py_INCREF(PUT_HEADER);
-    items[2] = PyTuple_GET_ITEM(tail, 1);
-    Py_INCREF(items[2]);
-    items[3] = PyLong_FromLongLong((long long)(p.sys_flag & ~PUT_V6_FLAGS));
-    items[4] = PyLong_FromSsize_t(total);
-    items[5] = PyLong_FromUnsignedLong(
-        bp_crc32((const unsigned char *)PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body)) &
-        0x7FFFFFFFu);
+    items[2] = PyLong_FromLongLong((long long)p.magic);
+    items[3] = PyLong_FromLongLong((long long)p.sys_flag);
+    items[4] = PyLong_FromLongLong((long long)p.total);
+    items[5] = PyLong_FromLongLong((long long)p.crc);
     items[6] = rest;
-    items[7] = code;
-    rest = code = NULL;
-    out = ((PyTypeObject *)PUT_PREPARED)->tp_alloc((PyTypeObject *)PUT_PREPARED, 8);
-    for (i = 0; i < 8; i++) {
-        if (items[i] == NULL || out == NULL) {
-            Py_XDECREF(items[i]);
-            Py_CLEAR(out);
-            continue;
-        }
-        PyTuple_SET_ITEM(out, i, items[i]); /* steals */
-    }
-    Py_DECREF(props_bytes);
-    return out;
-fail:
-    Py_XDECREF(props_bytes);
-    Py_XDECREF(code);
-    Py_XDECREF(rest);
-    return NULL;
+    items[7] = p.tags_code; /* owned */
+    return put_tuple(PUT_PREPARED, items, 8);
 }
-
 
 static int put_one_parts(PyObject *one, PutOne *p) {
     PyObject *msg, *store;
@@ -454,6 +476,14 @@ static PyObject *put_tuple(PyObject *cls, PyObject **items, Py_ssize_t n) {
     return out;
 }
 
+#if PY_VERSION_HEX < 0x030D0000 /* exported through 3.12 */
+#define PUT_DICT_GET(d, k, h) _PyDict_GetItem_KnownHash((d), (k), (h))
+#define PUT_DICT_SET(d, k, v, h) _PyDict_SetItem_KnownHash((d), (k), (v), (h))
+#else
+#define PUT_DICT_GET(d, k, h) ((void)(h), PyDict_GetItemWithError((d), (k)))
+#define PUT_DICT_SET(d, k, v, h) ((void)(h), PyDict_SetItem((d), (k), (v)))
+#endif
+
 /* the PutResult of one record stored at phys; its ints are the DispatchRequest's (the same
  * values: one object each, borrowed here) */
 static PyObject *put_result(const PutOne *p, PyObject *phys, PyObject *store_ts, PyObject *qoff) {
@@ -506,15 +536,17 @@ static PyObject *put_write_parts(const PutOne *pp, PyObject *mm, int64_t pos, in
     PutOne p = *pp;
     Py_buffer view;
     int64_t qoff = 0;
+    Py_hash_t hash = -1;
     int normal, tx;
     tx = (int)(p.sys_flag & 0xC);
     normal = tx != 0x4 && tx != 0xC;
     if (normal) {
         key = PyTuple_Pack(2, p.topic, PUT_FIELD(p.msg, M_QID));
-        if (key == NULL) {
+        if (key == NULL || (hash = PyObject_Hash(key)) == -1) {
+            Py_XDECREF(key);
             return NULL;
         }
-        qobj = PyDict_GetItemWithError(table, key);
+        qobj = PUT_DICT_GET(table, key, hash); /* the key hashed once for the get and the set */
         if ((qobj == NULL && PyErr_Occurred()) ||
             (qobj != NULL && !put_int(qobj, INT64_MIN, INT64_MAX - 1, &qoff))) {
             PyErr_Clear();
@@ -555,7 +587,7 @@ static PyObject *put_write_parts(const PutOne *pp, PyObject *mm, int64_t pos, in
         Py_CLEAR(res);
     }
     next = normal && res ? PyLong_FromLongLong((long long)(qoff + 1)) : NULL;
-    if (res == NULL || (normal && (next == NULL || PyDict_SetItem(table, key, next) < 0))) {
+    if (res == NULL || (normal && (next == NULL || PUT_DICT_SET(table, key, next, hash) < 0))) {
         Py_CLEAR(res);
         goto done;
     }
@@ -592,15 +624,43 @@ static PyObject *put_write(PyObject *module, PyObject *const *args, Py_ssize_t n
     return put_write_parts(&p, args[1], pos, phys, store_ts, args[5], args[6]);
 }
 
+/* put_one's work once its arguments are read (also put_log's): the PutResult, or None
+ * before any effect, or NULL with an error */
+static PyObject *put_one_at(PyObject *msg, PyObject *topics, PyObject *tag_codes,
+                            Py_ssize_t max_props, Py_ssize_t max_size, PyObject *mm, int64_t pos,
+                            int64_t phys, int64_t room, int64_t store_ts, PyObject *table,
+                            PyObject *staged) {
+    PyObject *store, *res = NULL;
+    PutOne p;
+    int ok = put_encode(msg, topics, tag_codes, max_props, max_size, room, &p);
+    if (ok <= 0) {
+        if (ok < 0) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    store = PUT_FIELD(msg, M_STORE);
+    p.sys_flag_obj = PyLong_FromLongLong((long long)p.sys_flag);
+    p.total_obj = PyLong_FromLongLong((long long)p.total);
+    if (p.sys_flag_obj != NULL && p.total_obj != NULL) { /* the ints: read by put_shape */
+        p.store_addr_obj = PyTuple_GET_ITEM(store, 0);
+        p.store_port_obj = PyTuple_GET_ITEM(store, 1);
+        res = put_write_parts(&p, mm, pos, phys, store_ts, table, staged);
+    }
+    Py_XDECREF(p.sys_flag_obj);
+    Py_XDECREF(p.total_obj);
+    Py_XDECREF(p.props_owned);
+    Py_DECREF(p.tags_code);
+    return res;
+}
+
 /* put_one(msg, topics, tag_codes, max_props, max_size, mm, pos, phys, room, store_ts,
  * queue_table, staged): put_prepare and put_write in one call, without the PreparedOne and
  * its `rest` bytes (the record's tail is copied from the topic cache and the properties);
  * None before any effect when put_prepare would say None or the record is longer than `room` */
 static PyObject *put_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *msg, *tail, *props_bytes, *code = NULL, *body, *store, *res = NULL;
     int64_t pos, phys, room, store_ts;
-    Py_ssize_t max_props, max_size, total;
-    PutOne p;
+    Py_ssize_t max_props, max_size;
     (void)module;
     if (nargs != 12 || PUT_MSG == NULL || !PyDict_CheckExact(args[1]) ||
         !PyDict_CheckExact(args[2]) || !PyDict_CheckExact(args[10])) {
@@ -609,65 +669,16 @@ static PyObject *put_one(PyObject *module, PyObject *const *args, Py_ssize_t nar
                                          "after configure_put");
         return NULL;
     }
-    msg = args[0];
-    max_props = PyLong_AsSsize_t(args[3]);
-    max_size = max_props == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[4]);
-    if (PyErr_Occurred()) {
+    if (put_limits(args, &max_props, &max_size) < 0) {
         return NULL;
     }
     if (!put_int(args[6], 0, INT64_MAX, &pos) || !put_int(args[7], INT64_MIN, INT64_MAX, &phys) ||
         !put_int(args[8], INT64_MIN, INT64_MAX, &room) ||
-        !put_int(args[9], INT64_MIN, INT64_MAX, &store_ts) ||
-        !Py_IS_TYPE(msg, (PyTypeObject *)PUT_MSG) || !put_shape(msg, args[1], &tail, &p)) {
+        !put_int(args[9], INT64_MIN, INT64_MAX, &store_ts)) {
         Py_RETURN_NONE;
     }
-    body = PUT_FIELD(msg, M_BODY);
-    store = PUT_FIELD(msg, M_STORE);
-    props_bytes = put_props(PUT_FIELD(msg, M_PROPS), PUT_FIELD(msg, M_PROPS_STR));
-    if (props_bytes == NULL) {
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
-        Py_RETURN_NONE;
-    }
-    p.props_len = PyBytes_GET_SIZE(props_bytes);
-    p.tail_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tail, 0));
-    total = PUT_V4_HEADER + p.tail_len + 2 + PyBytes_GET_SIZE(body) + p.props_len;
-    if (p.props_len > max_props || p.props_len > 0x7FFF || total > max_size ||
-        total > INT32_MAX || total > room || put_tags(PUT_FIELD(msg, M_PROPS), args[2], &code) < 0) {
-        Py_DECREF(props_bytes);
-        Py_RETURN_NONE;
-    }
-    if (!BP_CRC_READY) {
-        bp_crc_init();
-    }
-    p.msg = msg;
-    p.topic = PUT_FIELD(msg, M_TOPIC);
-    p.body = body;
-    p.props = PUT_FIELD(msg, M_PROPS);
-    p.rest = NULL;
-    p.tail = PyBytes_AS_STRING(PyTuple_GET_ITEM(tail, 0));
-    p.props_data = PyBytes_AS_STRING(props_bytes);
-    p.tags_code = code;
-    p.sys_flag &= ~PUT_V6_FLAGS;
-    p.total = total;
-    p.crc = (int64_t)(bp_crc32((const unsigned char *)PyBytes_AS_STRING(body),
-                               PyBytes_GET_SIZE(body)) & 0x7FFFFFFFu);
-    p.sys_flag_obj = PyLong_FromLongLong((long long)p.sys_flag);
-    p.total_obj = PyLong_FromSsize_t(total);
-    if (p.sys_flag_obj != NULL && p.total_obj != NULL) { /* the ints: read by put_shape */
-        p.store_addr_obj = PyTuple_GET_ITEM(store, 0);
-        p.store_port_obj = PyTuple_GET_ITEM(store, 1);
-        res = put_write_parts(&p, args[5], pos, phys, store_ts, args[10], args[11]);
-    } else if (!PyErr_Occurred()) {
-        res = Py_None;
-        Py_INCREF(res);
-    }
-    Py_XDECREF(p.sys_flag_obj);
-    Py_XDECREF(p.total_obj);
-    Py_DECREF(props_bytes);
-    Py_DECREF(code);
-    return res;
+    return put_one_at(args[0], args[1], args[2], max_props, max_size, args[5], pos, phys, room,
+                      store_ts, args[10], args[11]);
 }
 
 #define PUT_METHODS                                                                             \

@@ -13,6 +13,7 @@ from ariane.client import Message, MessageQueue, SyncAdmin, SyncProducer
 from ariane.errors import BrokerResponseError, DataLossError
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.spark import _cluster as cluster_module
+from ariane.spark import _direct as direct_module
 from ariane.spark._arrow import ARROW_SCHEMA
 from ariane.spark._cluster import QueueReader
 from ariane.spark._columns import records_to_batch
@@ -216,12 +217,30 @@ def test_pushed_filters_narrow_the_planned_ranges(
 BULK_TOPIC = "SparkBulkRead"
 
 
+def _count_direct_pulls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The offsets of the bulk pulls sent on a task's own connection from now on."""
+    sent: list[int] = []
+    real = direct_module.DirectPulls.submit
+
+    def counted(self: Any, header: Any) -> Any:
+        sent.append(header.queue_offset)
+        return real(self, header)
+
+    monkeypatch.setattr(direct_module.DirectPulls, "submit", counted)
+    return sent
+
+
 def test_bulk_pulls_read_what_plain_pulls_read(
-    spark: SparkSession, spark_cluster: Cluster, admin: SyncAdmin, producer: SyncProducer
+    spark: SparkSession,
+    spark_cluster: Cluster,
+    admin: SyncAdmin,
+    producer: SyncProducer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The default raw read (bulk pulls, hundreds of records per answer) gives exactly the
-    rows of plain 32-record pulls, for batches (runs) and interleaved single sends (gaps),
-    in the DataFrame and in each range's Arrow batches."""
+    """The default raw read (bulk pulls, hundreds of records per answer, on the task's own
+    connection) gives exactly the rows of bulk pulls through the SDK's client and of plain
+    32-record pulls, for batches (runs) and interleaved single sends (gaps), in the DataFrame
+    and in each range's Arrow batches."""
     create_topic(admin, BULK_TOPIC, queues=2)
     for k in range(6):
         mq = MessageQueue(BULK_TOPIC, "broker-a", k % 2)
@@ -230,16 +249,25 @@ def test_bulk_pulls_read_what_plain_pulls_read(
     send_to_queues(producer, BULK_TOPIC, 10, queues=2)
     ns = spark_cluster.namesrv_addr
     options = {"nameserver": ns, "topic": BULK_TOPIC}
+    modes = {
+        "socket": {"bulkPull": "true"},  # the default: bulk pulls on the task's own connection
+        "client": {"bulkPull": "true", "bulkPullSocket": "false"},
+        "plain": {"bulkPull": "false"},
+    }
+    own = _count_direct_pulls(monkeypatch)
     for queue in (0, 1):
         rng = QueueRange(BULK_TOPIC, "broker-a", queue, 3, 305)
         got = {}
-        for bulk in ("true", "false"):
-            opts = SourceOptions.parse({**options, "bulkPull": bulk})
+        for mode, extra in modes.items():
+            opts = SourceOptions.parse({**options, **extra})
+            before = len(own)
             bodies = list(QueueReader(opts).read_raw(rng))
-            got[bulk] = (len(bodies), records_to_batch(bodies, "broker-a", opts.properties, 3, 305))
-        assert got["true"][1].equals(got["false"][1])
-        assert got["true"][1].column("queueOffset").to_pylist() == list(range(3, 305))
-        assert got["true"][0] < got["false"][0]
+            assert (len(own) > before) == (mode == "socket")
+            got[mode] = (len(bodies), records_to_batch(bodies, "broker-a", opts.properties, 3, 305))
+        assert got["socket"][1].equals(got["plain"][1])
+        assert got["client"][1].equals(got["plain"][1])
+        assert got["socket"][1].column("queueOffset").to_pylist() == list(range(3, 305))
+        assert got["socket"][0] == got["client"][0] < got["plain"][0]
     frames = {
         bulk: sorted(tuple(r) for r in read(spark, ns, topic=BULK_TOPIC, bulkPull=bulk))
         for bulk in ("true", "false")
@@ -252,8 +280,11 @@ def test_bulk_pull_falls_back_to_plain_pulls(
     spark_cluster: Cluster, topic: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A broker answering REQUEST_CODE_NOT_SUPPORTED to the bulk pull (an older Ariane,
-    Apache RocketMQ) is read with plain pulls, from then on without asking again."""
-    options = SourceOptions.parse({"nameserver": spark_cluster.namesrv_addr, "topic": TOPIC})
+    Apache RocketMQ) is read with plain pulls, from then on without asking again (bulk
+    pulls through the SDK's client here; on the task's own connection: the next test)."""
+    options = SourceOptions.parse(
+        {"nameserver": spark_cluster.namesrv_addr, "topic": TOPIC, "bulkPullSocket": "false"}
+    )
     reader = QueueReader(options)
     api_type = type(reader.admin.api)
     real = api_type.pull_message_raw
@@ -277,3 +308,34 @@ def test_bulk_pull_falls_back_to_plain_pulls(
         assert batch.column("body").to_pylist() == [b"m%d" % (4 * i + 1) for i in range(N // 4)]
     assert asked[0] is True
     assert asked.count(True) == 1
+
+
+def test_bulk_pull_on_its_own_connection_falls_back_to_plain_pulls(
+    spark_cluster: Cluster, topic: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the task's own connection too, a broker answering REQUEST_CODE_NOT_SUPPORTED to the
+    bulk pull (here: a request code it does not know) is read with plain pulls, remembered;
+    and an ACL account keeps bulk pulls on the SDK's client (signed requests)."""
+    options = SourceOptions.parse({"nameserver": spark_cluster.namesrv_addr, "topic": TOPIC})
+    monkeypatch.setattr(direct_module, "BULK_CODE", 64_999)
+    monkeypatch.setattr(cluster_module, "_no_bulk", set())
+    own = _count_direct_pulls(monkeypatch)
+    rng = QueueRange(TOPIC, "broker-a", 1, 0, N // 4)
+    for _ in range(2):
+        bodies = list(QueueReader(options).read_raw(rng))
+        batch = records_to_batch(bodies, "broker-a", options.properties, 0, N // 4)
+        assert batch.column("queueOffset").to_pylist() == list(range(N // 4))
+        assert batch.column("body").to_pylist() == [b"m%d" % (4 * i + 1) for i in range(N // 4)]
+    assert own == [0]
+    assert cluster_module._no_bulk == {spark_cluster.broker_addr()}
+    monkeypatch.setattr(cluster_module, "_no_bulk", set())
+    monkeypatch.setattr(direct_module, "BULK_CODE", ResponseCode.SUCCESS)  # never sent
+    signed = SourceOptions.parse(
+        {"nameserver": spark_cluster.namesrv_addr, "topic": TOPIC, "accessKey": "a"}
+        | {"secretKey": "s"}
+    )
+    bodies = list(QueueReader(signed).read_raw(rng))
+    batch = records_to_batch(bodies, "broker-a", signed.properties, 0, N // 4)
+    assert batch.column("queueOffset").to_pylist() == list(range(N // 4))
+    assert own == [0]
+    assert cluster_module._no_bulk == set()

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.processes import ServerProcess, start_server
+from tests.support.processes import ServerProcess, free_port, start_server
 
 __all__ = ["HA_TEST_CONF", "Cluster", "HACluster", "HAMember", "start_broker", "start_namesrv"]
 
@@ -93,10 +93,24 @@ class Cluster:
     def start_broker(self, name: str, **conf: object) -> ServerProcess:
         merged = dict(self.broker_confs.get(name, {}))
         merged.update({"brokerName": name, **conf})
-        self.broker_confs[name] = merged
-        proc = start_broker(self.root / name, self.namesrv_addr, merged)
-        self.brokers[name] = proc
-        return proc
+        # the broker's ports are picked below the ephemeral range and kept for its restarts:
+        # a port of that range, once the broker is killed, may become the local port of any
+        # outgoing connection on the machine for as long as it lives (CI: a restart refused
+        # for 10 s on its old HA port)
+        picked = [key for key in ("listenPort", "haListenPort") if key not in merged]
+        for attempt in range(_RESTART_ATTEMPTS):
+            merged.update({key: free_port() for key in picked})
+            self.broker_confs[name] = merged
+            try:
+                proc = start_broker(self.root / name, self.namesrv_addr, merged)
+            except RuntimeError as exc:
+                retry = picked and "address already in use" in str(exc)
+                if not retry or attempt + 1 == _RESTART_ATTEMPTS:
+                    raise
+                continue
+            self.brokers[name] = proc
+            return proc
+        raise AssertionError("unreachable")
 
     def restart_broker(self, name: str = "broker-a", *, crash: bool = False) -> ServerProcess:
         """Stop (or SIGKILL) a broker and start it again on the same port and store."""
@@ -111,9 +125,9 @@ class Cluster:
             old.kill()
         else:
             old.stop()
-        # the old port is in the ephemeral range: an outgoing connection of another test may
-        # hold it as its local port for a moment; the broker then exits "address already in
-        # use" and the start is tried again
+        # a port the test chose may be in the ephemeral range: an outgoing connection of
+        # another test may hold it as its local port for a moment; the broker then exits
+        # "address already in use" and the start is tried again
         for attempt in range(_RESTART_ATTEMPTS):
             try:
                 return self.start_broker(name, **pinned)

@@ -4,8 +4,13 @@ branch in RocketMQ).
 How it works: an ``AsyncSend`` holds one asynchronous send: its prepared request parts, the
 caller's future and the deadline. ``attempt`` picks a queue with the producer's fault strategy
 and hands the request to the connection with ``on_response`` as its callback, so a send whose
-route is cached creates no task at all. A transport failure or timeout asks for the route again
-and re-attempts on another broker while retries and time are left; a broker's refusal fails
+route is cached creates no task at all. A single, untraced, non-retry send on a connection
+whose requests go out unsigned and unhooked skips the command object (``_send_frame``):
+``send_head`` (``_send_head``, compiled in ``_speedups_client.h``) writes its frame's head
+from the prepared fields and the send registers itself as the request's waiter
+(``Channel.invoke_frame``), so the answer comes straight to ``complete``; anything else builds
+the command (``build_request``) and goes through ``invoke_callback``, the bytes on the wire
+being the same. A transport failure or timeout asks for the route again and re-attempts on another broker while retries and time are left; a broker's refusal fails
 the future at once (RocketMQ 4.7+). With trace on, the answer also records the Pub trace.
 """
 
@@ -19,18 +24,21 @@ from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
 from ariane.client._route import TopicPublishInfo
-from ariane.client._send import PreparedSend, build_request
+from ariane.client._send import PreparedSend, born_timestamp, build_request
+from ariane.client._send_head import SEND_MIDDLE, SEND_SUFFIX, send_head, send_result
 from ariane.client._trace_hooks import SendTracer
 from ariane.client.errors import BrokerNotFoundError
-from ariane.client.message import MessageQueue, SendResult
+from ariane.client.message import MessageQueue, SendResult, SendStatus
 from ariane.common.message import Message
 from ariane.errors import ConnectionError_, RequestTimeoutError
+from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["TRANSPORT_ERRORS", "AsyncSend", "AsyncSendOwner"]
 
 logger = logging.getLogger(__name__)
 
+_SEND_OK = SendStatus.SEND_OK
 #: failures after which a send moves to another broker (and asks for the route again)
 TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
 
@@ -40,6 +48,7 @@ class AsyncSendOwner(Protocol):
 
     fault: MQFaultStrategy
     _header_base: dict[str, str]
+    _send_prefix: bytes | None
     _publish: dict[str, TopicPublishInfo]
     _tracer: SendTracer | None
 
@@ -58,12 +67,14 @@ class AsyncSend:
 
     __slots__ = (
         "begin_ms",
+        "deadline",
         "deadline_ms",
         "future",
         "mq",
         "prepared",
         "producer",
         "retries",
+        "timeout_ms",
         "trace",
     )
 
@@ -82,6 +93,9 @@ class AsyncSend:
         self.retries = retries
         self.mq: MessageQueue | None = None
         self.begin_ms = 0
+        #: the connection's loop time and timeout of the attempt waiting on it (``Waiter``)
+        self.deadline = 0.0
+        self.timeout_ms = 0
         #: (source, start wall ms, body length) when the producer traces sends
         self.trace: tuple[Message | list[Message], int, int] | None = None
 
@@ -118,31 +132,97 @@ class AsyncSend:
             addr = instance.find_broker_addr_in_publish(mq.broker_name)
             if addr is None:
                 raise BrokerNotFoundError(mq.broker_name)
-            request = build_request(self.prepared, mq, producer._header_base)
             self.begin_ms = now
+            prepared = self.prepared
+            if (
+                not prepared.batch
+                and not prepared.reconsume_times
+                and prepared.max_reconsume_times is None
+                and producer._tracer is None
+                and (channel := instance.api.plain_channel(addr)) is not None
+                and self._send_frame(channel, mq.queue_id, left)
+            ):
+                return
+            request = build_request(prepared, mq, producer._header_base)
             instance.api.invoke_callback(addr, request, left, self.on_response)
         except TRANSPORT_ERRORS as exc:
             self._failed(exc)
         except Exception as exc:
             future.set_exception(exc)
 
+    def _send_frame(self, channel: Channel, queue_id: int, left: int) -> bool:
+        """Write a single send's frame with this send as its waiter; False (nothing done) when
+        ``send_head`` does not take it (the generic path then encodes or refuses it).
+
+        Raises:
+            ConnectionClosedError: the connection closed (a transport error: retried).
+        """
+        prefix = self.producer._send_prefix
+        if prefix is None:
+            return False
+        prepared = self.prepared
+        opaque = channel.new_opaque()
+        body = prepared.body
+        head = send_head(
+            prefix,
+            prepared.topic,
+            queue_id,
+            prepared.sys_flag,
+            born_timestamp(),
+            prepared.flag,
+            prepared.properties,
+            SEND_MIDDLE,
+            opaque,
+            SEND_SUFFIX,
+            len(body),
+            channel.max_frame_bytes,
+        )
+        if head is None:
+            return False
+        self.timeout_ms = left
+        channel.invoke_frame(opaque, head, body or None, self)
+        return True
+
     def on_response(self, response: RemotingCommand | None, exc: BaseException | None) -> None:
+        if response is None:
+            self.fail(exc or RuntimeError("no response and no error"))
+        else:
+            self.complete(response)
+
+    def fail(self, exc: BaseException) -> None:
+        """The attempt got no answer (``Waiter``): retry on a transport error, else fail."""
+        future = self.future
+        if future.done():
+            return
+        if isinstance(exc, TRANSPORT_ERRORS):
+            self._failed(exc)
+        elif isinstance(exc, asyncio.CancelledError):
+            future.cancel()
+        else:
+            future.set_exception(exc)
+
+    def complete(self, response: RemotingCommand) -> None:
+        """The attempt's answer (``Waiter``): the future's result or the broker's refusal."""
         future = self.future
         mq = self.mq
         assert mq is not None
         if future.done():
             return
-        if response is None:
-            if isinstance(exc, TRANSPORT_ERRORS):
-                self._failed(exc)
-            elif isinstance(exc, asyncio.CancelledError):
-                future.cancel()
-            else:
-                future.set_exception(exc or RuntimeError("no response and no error"))
-            return
         producer = self.producer
         try:
-            result = parse_send_response(response, mq, self.prepared.msg_id)
+            result = None
+            if send_result is not None:  # the compiled build: the common answer in one call
+                result = send_result(
+                    SendResult,
+                    _SEND_OK,
+                    response.code,
+                    response.ext_fields,
+                    mq,
+                    mq.queue_id,
+                    self.prepared.msg_id,
+                )
+            if result is None:
+                result = parse_send_response(response, mq, self.prepared.msg_id)
         except Exception as error:
             producer.fault.update_fault_item(
                 mq.broker_name, producer.now_ms() - self.begin_ms, True

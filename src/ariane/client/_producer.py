@@ -49,6 +49,7 @@ from ariane.client._send import (
     prepare_batches,
     prepare_single,
 )
+from ariane.client._send_head import send_head_prefix
 from ariane.client._trace_dispatch import AsyncTraceDispatcher
 from ariane.client._trace_hooks import SendTracer, batch_sources
 from ariane.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
@@ -197,6 +198,7 @@ class Producer(AsyncSends):
             max_message_bytes=max_message_bytes,
         )
         self._header_base = header_base(self.settings)
+        self._send_prefix = send_head_prefix(self._header_base)
         self.fault = MQFaultStrategy(enabled=send_latency_fault_enable, now_ms=self.now_ms)
         self._publish: dict[str, TopicPublishInfo] = {}
         self._instance: ClientInstance | None = None

@@ -50,6 +50,7 @@ class AsyncSends:
     retry_times_async: int
     fault: MQFaultStrategy
     _header_base: dict[str, str]
+    _send_prefix: bytes | None
     _publish: dict[str, TopicPublishInfo]
     _tracer: SendTracer | None
     _ids: UniqueIdGenerator

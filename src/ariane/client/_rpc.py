@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ariane.client.errors import error_for
 from ariane.errors import ConnectError, ConnectionClosedError, InvalidArgumentError
-from ariane.remoting.channel import ResponseCallback
+from ariane.remoting.channel import Channel, ResponseCallback
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
@@ -81,6 +81,14 @@ class RpcBase:
                 remoting.signer(request)
             return channel.invoke_future(request, timeout_ms)
         return asyncio.ensure_future(self.remoting.invoke(addr, request, timeout_ms))
+
+    def plain_channel(self, addr: str) -> Channel | None:
+        """The open connection to ``addr`` when requests go out as encoded (no signer, no
+        hooks), for ``Channel.invoke_frame``; None otherwise (use ``invoke_callback``)."""
+        remoting = self.remoting
+        if remoting.signer is not None or remoting.dispatcher.hooks:
+            return None
+        return remoting.active_channel(addr)
 
     def invoke_callback(
         self, addr: str, request: RemotingCommand, timeout_ms: int, callback: ResponseCallback

@@ -28,6 +28,7 @@ trace topic are never traced (the trace producer's own messages).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -41,6 +42,8 @@ from ariane.client._trace_records import (
     AfterData,
     Call,
     call_data,
+    hook_after,
+    hook_before,
     sub_after,
     sub_before,
     sub_pairs,
@@ -325,7 +328,42 @@ class ConsumeTracer(_Tracer):
     exactly what ``sub_before_record`` and ``sub_after_record`` write.
     """
 
-    __slots__ = ()
+    __slots__ = ("hook_after", "hook_before")
+
+    def __init__(
+        self, dispatcher: AsyncTraceDispatcher, group: str, clock: Clock | None = None
+    ) -> None:
+        super().__init__(dispatcher, group, clock)
+        #: ``before(msgs)`` as the consume service calls it: one compiled call when built
+        #: (``_trace_records.hook_before``, the dispatcher's queueing included), for the
+        #: dispatcher itself; ``before`` for any other (a subclass may queue differently)
+        self.hook_before: Callable[[Sequence[MessageExt]], TraceBefore | None] = self.before
+        #: ``after(pair, count, True, SUCCESS)``: the usual end, likewise
+        self.hook_after: Callable[[TraceBefore, int], None] = self._after_usual
+        if type(dispatcher) is AsyncTraceDispatcher:
+            self.hook_before = functools.partial(
+                hook_before,
+                self,
+                self.trace_topic,
+                self.now_ns,
+                _request_counter,
+                DEFAULT_REGION_ID,
+                dispatcher,
+                dispatcher._queue,
+                dispatcher._queue.append,
+                vars(dispatcher),  # _room and _wake_at, read as dict items
+                dispatcher.stats,
+            )
+            self.hook_after = functools.partial(
+                hook_after, self, self.now_ns, _SUCCESS, dispatcher.stats
+            )
+
+    def _after_usual(self, before: TraceBefore, count: int) -> None:
+        self.after(before, count, True, _SUCCESS)
+
+    def hook_failed(self, what: str, exc: BaseException) -> None:
+        """Log a hook's failure (``what``: SubBefore or SubAfter): the record is dropped."""
+        logger.warning("recording a %s trace failed", what, exc_info=exc)
 
     def before(self, msgs: Sequence[MessageExt]) -> TraceBefore | None:
         """Record that ``msgs`` go to the listener now; what to pass to ``after`` (``None``
@@ -383,10 +421,14 @@ class ConsumeTracer(_Tracer):
             if done is None:
                 self.dispatcher.stats.appended += 1
             else:  # the worker took the pair first, or it was dropped
-                (item,) = self._encode([(call_data(before[1]), done)], sub_before=False)
-                self.dispatcher.append_encoded(item)
+                self.after_late(before, done)
         except Exception:
             logger.warning("recording a SubAfter trace failed", exc_info=True)
+
+    def after_late(self, before: TraceBefore, done: AfterData) -> None:
+        """Ship the SubAfter of a call whose pair the worker took first (or was dropped)."""
+        (item,) = self._encode([(call_data(before[1]), done)], sub_before=False)
+        self.dispatcher.append_encoded(item)
 
     def encode_pairs(self, pairs: list[OpenTrace]) -> list[EncodedTrace]:
         """The worker's side: claim ``pairs`` and write their records (``PairEncoder``)."""

@@ -16,6 +16,11 @@ references; ``sub_records`` and ``sub_pairs`` are the compiled twins (``ariane._
 ``_speedups_trace.h``) when built, falling back to the reference for any input they do not
 handle (they answer ``None``).
 
+``hook_before`` and ``hook_after`` are the consume service's calls (``ConsumeTracer.hook_before``
+/ ``hook_after`` bind their first arguments): ``sub_before`` with the dispatcher's queueing, and
+the usual end; compiled (``_speedups_tracehook.h``) so that no Python frame runs per delivery,
+``hook_before_py`` / ``hook_after_py`` the references.
+
 ``sub_before`` is the hook side (``ConsumeTracer.before`` of a one-message call: the open pair
 of its SubBefore); it is the compiled function itself when built (no Python frame per
 delivery), else ``sub_before_py``; both answer ``NotImplemented`` for what the caller's general
@@ -28,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import NotImplementedType
 from typing import Any
 
+from ariane.client._trace_dispatch import _NEVER
 from ariane.common import native
 from ariane.common.message import MessageExt
 from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
@@ -39,6 +45,10 @@ __all__ = [
     "Call",
     "OneData",
     "call_data",
+    "hook_after",
+    "hook_after_py",
+    "hook_before",
+    "hook_before_py",
     "sub_after",
     "sub_after_py",
     "sub_before",
@@ -272,3 +282,84 @@ sub_before: Callable[
     [object, Sequence[MessageExt], str, Callable[[], int], Iterator[int], str],
     list[Any] | NotImplementedType | None,
 ] = getattr(native.speedups, "sub_before", None) or sub_before_py
+
+
+def _enqueue_py(
+    dispatcher: Any,
+    queue: Any,
+    append: Callable[[Any], None],
+    attrs: dict[str, Any],
+    stats: Any,
+    item: list[Any],
+) -> None:
+    """``AsyncTraceDispatcher._enqueue(item)`` with the dispatcher's ``queue``, its ``append``,
+    its attributes' dict ``attrs`` (``vars(dispatcher)``) and its ``stats`` (what the compiled
+    twin does step for step: room, append, count, wake-up)."""
+    if len(queue) >= attrs["_room"]:  # full, or closed
+        dispatcher._drop(item)
+        return
+    append(item)
+    stats.appended += 1
+    if len(queue) >= attrs["_wake_at"]:  # the first of a round, or a round's worth lingering
+        attrs["_wake_at"] = _NEVER
+        dispatcher._notify()
+
+
+def hook_before_py(
+    owner: Any,
+    trace_topic: str,
+    now_ns: Callable[[], int],
+    counter: Iterator[int],
+    default_region: str,
+    dispatcher: Any,
+    queue: Any,
+    append: Callable[[Any], None],
+    attrs: dict[str, Any],
+    stats: Any,
+    msgs: Sequence[MessageExt],
+) -> list[Any] | None:
+    """``ConsumeTracer.before(msgs)`` for the usual call (``sub_before_py``, the pair queued on
+    the dispatcher as ``_enqueue`` queues it, see ``_enqueue_py``); ``owner.before(msgs)`` for
+    what ``sub_before`` leaves to the general path; an ``Exception`` goes to
+    ``owner.hook_failed`` (logged, ``None``)."""
+    try:
+        pair = sub_before_py(owner, msgs, trace_topic, now_ns, counter, default_region)
+        if pair is NotImplemented:
+            return owner.before(msgs)  # type: ignore[no-any-return]
+        if pair is not None:
+            _enqueue_py(dispatcher, queue, append, attrs, stats, pair)
+        return pair
+    except Exception as exc:
+        return owner.hook_failed("SubBefore", exc)  # type: ignore[no-any-return]
+
+
+def hook_after_py(
+    owner: Any,
+    now_ns: Callable[[], int],
+    usual: object,
+    stats: Any,
+    pair: list[Any],
+    count: int,
+) -> None:
+    """``ConsumeTracer.after(pair, count, True, usual)``: the end appended to the pair
+    (``sub_after_py``) and counted in the dispatcher's ``stats``; when the worker took the
+    pair first, ``owner.after_late`` ships the SubAfter; an ``Exception`` goes to
+    ``owner.hook_failed``."""
+    try:
+        done = sub_after_py(pair, count, True, usual, now_ns, usual)
+        if done is None:
+            stats.appended += 1
+        else:
+            owner.after_late(pair, done)
+    except Exception as exc:
+        owner.hook_failed("SubAfter", exc)
+
+
+#: ``hook_before_py``, or its compiled twin
+hook_before: Callable[..., list[Any] | None] = (
+    getattr(native.speedups, "trace_hook_before", None) or hook_before_py
+)
+#: ``hook_after_py``, or its compiled twin
+hook_after: Callable[..., None] = (
+    getattr(native.speedups, "trace_hook_after", None) or hook_after_py
+)

@@ -47,6 +47,7 @@ __all__ = [
     "Channel",
     "RequestHandler",
     "ResponseCallback",
+    "Waiter",
     "flushes_held",
     "format_address",
     "held_flushes",
@@ -145,6 +146,20 @@ class _Waiter:
             self.callback(None, error)
 
 
+class Waiter(Protocol):
+    """What ``invoke_frame`` registers: ``_Waiter`` or an object of the caller's that is its
+    own waiter (an asynchronous send), saving one object and one call per response."""
+
+    deadline: float
+    timeout_ms: int
+
+    def complete(self, response: RemotingCommand) -> None:
+        """The response arrived."""
+
+    def fail(self, error: BaseException) -> None:
+        """No response: a timeout or the connection went."""
+
+
 class RequestHandler(Protocol):
     """Receives the requests a channel decodes (the dispatcher)."""
 
@@ -175,6 +190,7 @@ class Channel(asyncio.Protocol):
         local_addr: our end as ``"host:port"``.
         attributes: free slots for upper layers (client id, language...).
         last_active: loop time of the last read or write.
+        max_frame_bytes: largest frame accepted from the peer (and written to it).
     """
 
     def __init__(
@@ -195,9 +211,10 @@ class Channel(asyncio.Protocol):
         self._handler = handler
         self._decoder = FrameDecoder(max_frame_bytes)
         self._max_frame_bytes = max_frame_bytes
+        self.max_frame_bytes = max_frame_bytes
         self._transport: asyncio.Transport | None = None
         self._closing = False
-        self._pending: dict[int, _Waiter] = {}
+        self._pending: dict[int, Waiter] = {}
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._out: list[bytes] = []
         self._flush_handle: asyncio.Handle | None = None
@@ -351,6 +368,48 @@ class Channel(asyncio.Protocol):
         """
         self._register(request, _Waiter(None, callback, 0.0, timeout_ms))
 
+    def new_opaque(self) -> int:
+        """A request id no request waiting on this channel has (for ``invoke_frame``)."""
+        pending = self._pending
+        opaque = next_opaque()
+        while opaque in pending:
+            opaque = next_opaque()
+        return opaque
+
+    def invoke_frame(self, opaque: int, head: bytes, body: bytes | None, waiter: Waiter) -> None:
+        """``invoke_callback`` of a request its caller encoded (``head``: length field, header
+        word and header; ``body``) under ``opaque`` from ``new_opaque`` in the same loop turn:
+        ``waiter.complete(response)`` or ``waiter.fail(error)`` runs once, as for a callback
+        (``RequestTimeoutError`` once ``waiter.timeout_ms`` passed, found by the sweep). The
+        frame is queued as ``send`` queues one. The caller skips this path when requests are
+        signed or hooked (``RemotingClient.signer``, the dispatcher's hooks): they amend a
+        command, not bytes.
+
+        Raises:
+            ConnectionClosedError: the connection is already closed.
+            InvalidArgumentError: ``waiter.timeout_ms`` is not positive.
+        """
+        timeout_ms = waiter.timeout_ms
+        if timeout_ms <= 0:
+            raise InvalidArgumentError(f"timeout_ms must be positive, got {timeout_ms}")
+        if self._transport is None or self._closing:
+            raise ConnectionClosedError(f"connection to {self.remote_addr} is closed")
+        waiter.deadline = self._loop.time() + timeout_ms / 1000.0
+        self._pending[opaque] = waiter
+        out = self._out
+        out.append(head)
+        if body is not None:
+            out.append(body)
+        if not self._in_read and self._flush_handle is None and not self._flush_held:
+            held = _held.channels
+            if held is not None:
+                self._flush_held = True
+                held.append(self)
+            else:
+                self._flush_handle = self._loop.call_soon(self._flush)
+        if self._sweep_handle is None:
+            self._arm_sweep()
+
     def _register(self, request: RemotingCommand, waiter: _Waiter) -> None:
         timeout_ms = waiter.timeout_ms
         if timeout_ms <= 0:
@@ -422,7 +481,7 @@ class Channel(asyncio.Protocol):
 
     def _forget(self, opaque: int, future: asyncio.Future[RemotingCommand]) -> None:
         waiter = self._pending.get(opaque)
-        if waiter is not None and waiter.future is future:
+        if isinstance(waiter, _Waiter) and waiter.future is future:
             del self._pending[opaque]
 
     # -- server-side flow control ---------------------------------------------------------------

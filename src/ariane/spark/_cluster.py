@@ -33,6 +33,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from typing import Union
 
 from ariane.acl.credentials import SessionCredentials
 from ariane.client.admin import Admin
@@ -48,6 +49,7 @@ from ariane.errors import (
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.remoting.protocol.route import MASTER_ID, TopicRouteData
+from ariane.spark._direct import DirectPulls, Ticket
 from ariane.spark._pipeline import PullWindow
 from ariane.spark.options import QueueKey, SourceOptions, Subscription
 from ariane.spark.planning import QueueRange
@@ -114,9 +116,11 @@ def pull_header(
     )
 
 
-_Pulled = tuple[PullResult, bytes]
+_Pulled = tuple[PullResult, bytes | bytearray]
 #: a pull to start: (offset, max_nums, the future its answer completes)
 _Pending = tuple[int, int, "concurrent.futures.Future[_Pulled]"]
+#: a pull in flight: through the SDK's client (a future) or on the task's own connection
+_Answer = Union["concurrent.futures.Future[_Pulled]", Ticket]
 
 
 class ClusterOffsets:
@@ -316,7 +320,7 @@ class QueueReader:
             if batch:
                 yield batch
 
-    def read_raw(self, rng: QueueRange) -> Iterator[bytes]:
+    def read_raw(self, rng: QueueRange) -> Iterator[bytes | bytearray]:
         """Yield the stored records of ``rng`` as the broker sent them, a pull at a time, in
         offset order; unlike ``read`` nothing is decoded, so a body may hold records outside
         the range or of other tags (the caller keeps the records of ``[rng.start, rng.end)``
@@ -331,7 +335,9 @@ class QueueReader:
             if body:
                 yield body
 
-    def _pulls(self, rng: QueueRange, raw: bool) -> Iterator[tuple[int, PullResult, bytes]]:
+    def _pulls(
+        self, rng: QueueRange, raw: bool
+    ) -> Iterator[tuple[int, PullResult, bytes | bytearray]]:
         """(offset pulled from, result, raw body) of each pull that found or skipped
         messages, in offset order, while up to ``pullsInFlight`` later pulls are in flight
         (``ariane.spark._pipeline``)."""
@@ -340,71 +346,84 @@ class QueueReader:
         addr = self._addr(rng)
         pending: list[_Pending] = []  # submitted by the window, not yet started
         bulk = raw and self.opts.bulk_pull and addr not in _no_bulk
+        # bulk pulls on a connection of the task's own (ariane.spark._direct), unless the
+        # requests must be signed (ACL)
+        own = bulk and self.opts.bulk_pull_socket and self.opts.credentials is None
+        direct = DirectPulls(addr, self.opts.timeout_ms) if own else None
+        group, sub = self.opts.consumer_group, self.opts.subscription
 
-        def submit(offset: int, count: int) -> concurrent.futures.Future[_Pulled]:
+        def submit(offset: int, count: int) -> _Answer:
+            if direct is not None and bulk:
+                return direct.submit(pull_header(group, rng.key, offset, count, sub))
             done: concurrent.futures.Future[_Pulled] = concurrent.futures.Future()
             pending.append((offset, count, done))
             return done
 
         def send() -> None:
-            if pending:
+            if direct is not None and bulk:
+                direct.flush()
+            elif pending:
                 self._start(addr, rng, raw, bulk, list(pending))
                 pending.clear()
 
-        def new_window(start: int) -> PullWindow[concurrent.futures.Future[_Pulled]]:
+        def new_window(start: int) -> PullWindow[_Answer]:
             opts = self.opts
             depth = opts.bulk_pulls_in_flight if bulk else opts.pulls_in_flight
             batch = BULK_PULL_MESSAGES if bulk else opts.pull_batch_size
             return PullWindow(start, rng.end, batch, depth, submit, refill_at=depth // 2)
 
-        window = new_window(rng.start)
-        send()
-        empty_pulls = 0
-        while not window.done:
-            offset, _, head = window.head()
-            try:
-                result, body = head.result()
-            except BrokerResponseError as exc:
-                if not bulk or exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-                    raise
-                logger.info("broker %s has no bulk pull: plain pulls (%s)", addr, exc)
-                _no_bulk.add(addr)
-                bulk = False
-                window = new_window(offset)
-                send()
-                continue
-            status = result.status
-            found = False
-            if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
-                nxt = result.next_begin_offset
-                if nxt <= offset:
-                    raise RemoteProtocolError(
-                        f"pull of {rng.key} at {offset} did not advance (next {nxt})"
-                    )
-                found = True
-                empty_pulls = 0
-            elif status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
-                self._lost(
-                    rng,
-                    f"offsets {offset}..{min(result.min_offset, rng.end) - 1} were deleted "
-                    f"(the queue starts at {result.min_offset})",
-                )
-                nxt = result.min_offset
-            else:
-                # NO_NEW_MSG, or OFFSET_ILLEGAL past the end: the queue is shorter than planned
-                empty_pulls += 1
-                if empty_pulls <= _EMPTY_PULL_RETRIES and result.max_offset > offset:
-                    time.sleep(0.05 * empty_pulls)
-                    window.restart()
+        try:
+            window = new_window(rng.start)
+            send()
+            empty_pulls = 0
+            while not window.done:
+                offset, _, head = window.head()
+                try:
+                    result, body = head.result()
+                except BrokerResponseError as exc:
+                    if not bulk or exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                        raise
+                    logger.info("broker %s has no bulk pull: plain pulls (%s)", addr, exc)
+                    _no_bulk.add(addr)
+                    bulk = False
+                    window = new_window(offset)
                     send()
                     continue
-                self._lost(
-                    rng,
-                    f"offsets {offset}..{rng.end - 1} are missing "
-                    f"(the queue ends at {result.max_offset})",
-                )
-                return
-            window.advance(nxt, status is PullStatus.FOUND)
-            send()
-            if found:
-                yield offset, result, body
+                status = result.status
+                found = False
+                if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
+                    nxt = result.next_begin_offset
+                    if nxt <= offset:
+                        raise RemoteProtocolError(
+                            f"pull of {rng.key} at {offset} did not advance (next {nxt})"
+                        )
+                    found = True
+                    empty_pulls = 0
+                elif status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
+                    self._lost(
+                        rng,
+                        f"offsets {offset}..{min(result.min_offset, rng.end) - 1} were deleted "
+                        f"(the queue starts at {result.min_offset})",
+                    )
+                    nxt = result.min_offset
+                else:
+                    # NO_NEW_MSG, or OFFSET_ILLEGAL past the end: the queue is shorter than planned
+                    empty_pulls += 1
+                    if empty_pulls <= _EMPTY_PULL_RETRIES and result.max_offset > offset:
+                        time.sleep(0.05 * empty_pulls)
+                        window.restart()
+                        send()
+                        continue
+                    self._lost(
+                        rng,
+                        f"offsets {offset}..{rng.end - 1} are missing "
+                        f"(the queue ends at {result.max_offset})",
+                    )
+                    return
+                window.advance(nxt, status is PullStatus.FOUND)
+                send()
+                if found:
+                    yield offset, result, body
+        finally:
+            if direct is not None:
+                direct.close()

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -84,6 +85,8 @@ _FIELD_OF = {
     "storeTimestamp": "store_us", "bornHost": "born_host", "storeHost": "store_host",
     "reconsumeTimes": "reconsume_times",
 }  # fmt: skip
+#: raw pull bodies: one, or a list (``bytearray`` ones from ``ariane.spark._direct``)
+Bodies = bytes | list[bytes] | list[bytes | bytearray]
 #: columns read from the properties text
 _FROM_PROPERTIES = frozenset({"msgId", "keys", "tags", "properties"})
 
@@ -122,7 +125,7 @@ def decode_plain(
 
 
 def records_to_batch(
-    buf: bytes | list[bytes],
+    buf: Bodies,
     broker: str,
     mode: PropertiesMode,
     start: int,
@@ -274,7 +277,7 @@ def columns_to_batch(
 
 
 def _compiled_to_batch(
-    buf: bytes | list[bytes],
+    buf: Bodies,
     broker: str,
     mode: PropertiesMode,
     start: int,
@@ -287,14 +290,16 @@ def _compiled_to_batch(
     with_props = mode is not PropertiesMode.NONE and (columns is None or "properties" in columns)
     fields = ALL_FIELDS if columns is None else fields_of(columns)
     try:
-        cols = decode_columns(buf, start, end, wanted, with_props, skip, fields)
+        # the compiled call reads any buffer: the bodies may be bytearrays (_direct)
+        raw = cast("bytes | list[bytes]", buf)
+        cols = decode_columns(raw, start, end, wanted, with_props, skip, fields)
     except CorruptionError:
         return None  # the plain path raises its own error for it
     return None if cols is None else columns_to_batch(cols, broker, mode, columns)
 
 
 def try_records_to_batch(
-    buf: bytes | list[bytes],
+    buf: Bodies,
     broker: str,
     mode: PropertiesMode,
     start: int,
@@ -439,8 +444,10 @@ def _entries(
     return tag_col, key_col, uniq_col, prop_col.cast(ARROW_SCHEMA.field("properties").type)
 
 
-def join_bodies(bodies: bytes | Sequence[bytes]) -> bytes:
-    """Raw pull bodies as one buffer (one copy; a single body as it is)."""
+def join_bodies(bodies: Bodies) -> bytes:
+    """Raw pull bodies as one ``bytes`` (one copy; a single ``bytes`` body as it is)."""
     if isinstance(bodies, bytes):
         return bodies
-    return bodies[0] if len(bodies) == 1 else b"".join(bodies)
+    if len(bodies) == 1:
+        return bytes(bodies[0])  # no copy of a bytes body
+    return b"".join(bodies)

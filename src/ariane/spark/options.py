@@ -387,6 +387,9 @@ class SourceOptions:
     bulk_pull: bool = True
     #: bulk pulls of one queue range in flight at once (option ``bulkPullsInFlight``)
     bulk_pulls_in_flight: int = 4
+    #: bulk pulls on a blocking connection of the task's own instead of the SDK's client
+    #: (option ``bulkPullSocket``; never with an ACL account)
+    bulk_pull_socket: bool = True
     #: batch reads take Spark's filters on queueId/queueOffset (option ``pushFilters``)
     push_filters: bool = False
 
@@ -453,6 +456,7 @@ class SourceOptions:
             pulls_in_flight=_int(opts, "pullsInFlight", 16) or 16,
             bulk_pull=_bool(opts, "bulkPull", True),
             bulk_pulls_in_flight=_int(opts, "bulkPullsInFlight", 4) or 4,
+            bulk_pull_socket=_bool(opts, "bulkPullSocket", True),
             push_filters=_bool(opts, "pushFilters", False),
         )
 

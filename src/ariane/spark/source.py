@@ -187,11 +187,11 @@ def read_range(
         return
     tags = opts.subscription.tags
 
-    def batch_of(bodies: list[bytes]) -> pa.RecordBatch:
+    def batch_of(bodies: list[bytes | bytearray]) -> pa.RecordBatch:
         mode = opts.properties
         return records_to_batch(bodies, rng.broker, mode, rng.start, rng.end, tags, columns)
 
-    bodies: list[bytes] = []
+    bodies: list[bytes | bytearray] = []
     size = 0
     for body in reader.read_raw(rng):
         bodies.append(body)

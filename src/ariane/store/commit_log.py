@@ -43,6 +43,7 @@ from ariane.common.topics import SCHEDULE_TOPIC
 from ariane.store.batch_bulk import prepare_records, write_records
 from ariane.store.commit_log_files import delete_expired_files, set_aside
 from ariane.store.commit_log_reads import CommitLogReads
+from ariane.store.commit_log_state import PutLog, PutState, PutStateView, put_log
 from ariane.store.config import StoreConfig
 from ariane.store.disk import OS_DISK, Disk
 from ariane.store.dispatch_block import Pending, drop_topics
@@ -61,7 +62,6 @@ from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.prepared import PreparedBatch, PreparedOne, PreparedRecord
 from ariane.store.put_native import HEADERS as _HEADERS
 from ariane.store.put_native import prepare as _native_prepare
-from ariane.store.put_native import put_one as _native_put_one
 from ariane.store.put_native import write as _native_write
 from ariane.store.record_block import BlockProgress, PackedRecord, write_run
 from ariane.store.results import PutResult, PutStatus
@@ -120,7 +120,7 @@ def _encode_props(props: dict[str, str]) -> str:
 _record_bytes = itemgetter(0)
 
 
-class CommitLog(CommitLogReads):
+class CommitLog(CommitLogReads, PutStateView):
     """The CommitLog files plus the put path.
 
     Args:
@@ -131,7 +131,7 @@ class CommitLog(CommitLogReads):
     def __init__(self, config: StoreConfig, clock: Clock, disk: Disk = OS_DISK) -> None:
         self.config = config
         self.clock = clock
-        self._system_clock = type(clock) is SystemClock  # its now_ms inlined by put_message
+        self._system_clock = type(clock) is SystemClock  # its now_ms read in C by put_log
         self.disk = disk
         self.queue = MappedFileQueue(
             config.commit_log_dir, config.mapped_file_size_commit_log, populate=True, disk=disk
@@ -149,7 +149,6 @@ class CommitLog(CommitLogReads):
         self.staged = self.pending
         self.put_lock = threading.Lock()
         self.on_appended: Callable[[], None] | None = None
-        self._last_store_ts = 0
         self._topics: dict[str, tuple[bytes, int] | str] = {}
         #: (born, store, header struct, sysFlag host bits) of the last put.
         self._last_hosts: tuple[object, object, struct.Struct, int] = (
@@ -157,17 +156,20 @@ class CommitLog(CommitLogReads):
         )  # fmt: skip
         self._levels_ms = config.delay_levels_ms
         self._tag_codes: dict[str, int] = {}
-        self._current: MappedFile | None = None
         self._max_props = config.max_properties_length
         self._max_size = config.max_message_size
-        self.put_times_total = 0
-        self.put_size_total = 0
+        #: what every put reads and advances under the put lock: the current file, the last
+        #: store time, the counters (the properties below), the caches and limits
+        self._state = PutState(
+            self._topics, self._tag_codes, self._max_props, self._max_size,
+            self.file_size - END_FILE_MIN_BLANK_LENGTH, None if self._system_clock else clock,
+        )  # fmt: skip
         #: seconds taken by flushes that made data durable (monitoring)
         self.flush_latency = Histogram(FLUSH_LATENCY_BUCKETS_S)
         #: the compiled single put (None: the pure build, or a test asking for the reference)
         self._fast_prepare = _native_prepare
         self._fast_write = _native_write
-        self._fast_put = _native_put_one
+        self._fast_put: PutLog | None = put_log
 
     # -- validation ----------------------------------------------------------------------
     def _topic_tail(self, topic: str) -> tuple[bytes, int] | str:
@@ -363,46 +365,32 @@ class CommitLog(CommitLogReads):
 
     def next_store_timestamp(self) -> int:
         """Under the put lock: now, never before the last store time (kept monotonic)."""
+        state = self._state
         now = self.clock.now_ms()
-        store_ts = now if now > self._last_store_ts else self._last_store_ts
-        self._last_store_ts = store_ts
+        store_ts = now if now > state.last_store_ts else state.last_store_ts
+        state.last_store_ts = store_ts
         return store_ts
 
     def put_message(self, msg: MessageInner) -> PutResult:
         """Append one message. Never raises for bad input: returns a status instead. One C
-        call (``put_one`` = ``prepare_one`` + ``write_one``) when it can, else two steps.
+        call (``put_log``: the put lock, the store time, ``put_one`` and the bookkeeping) when
+        it can, else two steps (the reference). The queue table and ``staged`` are read before
+        the lock: only loading (before any put) and the DLedger log, which has its own
+        ``put_message``, replace them.
 
         Raises:
             OSError: a new CommitLog file could not be created (reported by the caller).
         """
-        one_call = self._fast_put
-        if one_call is not None:
-            lock = self.put_lock
-            lock.acquire()  # and release(), not `with`: no bound __enter__/__exit__ (hot path)
-            try:
-                mf = self._current
-                if mf is not None:
-                    # = next_store_timestamp(), inline; the system clock without a frame
-                    now = time.time_ns() // 1_000_000 if self._system_clock else self.clock.now_ms()
-                    store_ts = now if now > self._last_store_ts else self._last_store_ts
-                    pos = mf.wrote_position
-                    room = self.file_size - END_FILE_MIN_BLANK_LENGTH - pos
-                    result = one_call(msg, self._topics, self._tag_codes, self._max_props,
-                                      self._max_size, mf.mm, pos, mf.file_from_offset + pos, room,
-                                      store_ts, self.topic_queue_table, self.staged)  # fmt: skip
-                    if result is not None:
-                        self._last_store_ts = mf.store_timestamp = store_ts
-                        mf.wrote_position = pos + result.wrote_bytes
-                        self.put_times_total += 1
-                        self.put_size_total += result.wrote_bytes
-                        return result
-            finally:
-                lock.release()
+        fast = self._fast_put
+        if fast is not None:
+            result = fast(self._state, msg, self.put_lock, self.topic_queue_table, self.staged)
+            if result is not None:
+                return result
         return self._put_two_steps(msg)
 
     def _put_two_steps(self, msg: MessageInner) -> PutResult:
         """:meth:`put_message` by ``prepare_one`` (outside the lock) and ``write_one``."""
-        fast = self._fast_prepare  # = prepare_one / write_one, inline
+        fast = self._fast_prepare  # = prepare_one, inline
         args = (msg, self._topics, self._tag_codes, self._max_props, self._max_size)
         one = fast(*args) if fast else None
         if one is None:
@@ -410,25 +398,22 @@ class CommitLog(CommitLogReads):
             if not isinstance(slow, PreparedOne):
                 return slow
             one = slow
-        total = one.total
         with self.put_lock:
-            now = self.clock.now_ms()  # = next_store_timestamp(), inline (hot path)
-            store_ts = now if now > self._last_store_ts else self._last_store_ts
-            self._last_store_ts = store_ts
-            mf = self._current
-            if mf is None or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
-                mf = self._file_for(total)
-            pos = mf.wrote_position
-            write = self._fast_write
-            result = write(one, mf.mm, pos, mf.file_from_offset + pos, store_ts,
-                           self.topic_queue_table, self.staged) if write else None  # fmt: skip
-            if result is None:
-                result = self.write_one_py(one, mf.mm, pos, mf.file_from_offset + pos, store_ts)
-            else:
-                self.put_times_total += 1
-                self.put_size_total += total
-            mf.wrote_position = pos + total
-            mf.store_timestamp = store_ts
+            return self._write_locked(one)
+
+    def _write_locked(self, one: PreparedOne) -> PutResult:
+        """Under the put lock: write ``one`` at the end of the log (rolling the file when it
+        does not fit) with the next store time, and advance the put state (as ``put_log``)."""
+        state = self._state
+        store_ts = self.next_store_timestamp()
+        total = one.total
+        mf = state.current
+        if mf is None or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
+            mf = self._file_for(total)
+        pos = mf.wrote_position
+        result = self.write_one(one, mf.mm, pos, mf.file_from_offset + pos, store_ts)
+        mf.wrote_position = pos + total
+        mf.store_timestamp = store_ts
         return result
 
     def put_prepared(self, ones: Sequence[PreparedOne], out: list[PutResult]) -> None:
@@ -441,18 +426,7 @@ class CommitLog(CommitLogReads):
         """
         with self.put_lock:
             for one in ones:
-                total = one.total
-                store_ts = self.next_store_timestamp()
-                mf = self._current
-                if (
-                    mf is None
-                    or total + END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position
-                ):
-                    mf = self._file_for(total)
-                pos = mf.wrote_position
-                out.append(self.write_one(one, mf.mm, pos, mf.file_from_offset + pos, store_ts))
-                mf.wrote_position = pos + total
-                mf.store_timestamp = store_ts
+                out.append(self._write_locked(one))
 
     def put_block(self, recs: Sequence[PackedRecord], progress: BlockProgress) -> None:
         """Append records packed by :func:`~ariane.store.record_block.pack`, in order, under

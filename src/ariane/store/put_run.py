@@ -2,10 +2,10 @@
 processor's per-read pass, ``broker/processors/send_run.py``).
 
 How it works. :func:`put_many` is ``CommitLog.put_message`` for each message of a run, in order:
-it takes the put lock once and calls the compiled ``put_one`` (``put_native``) per message,
-with the same arguments and the same bookkeeping (write position, store timestamp, counters)
-that ``put_message`` does after each; a message ``put_one`` declines (a new topic, a shape only
-the pure code takes, a full file) goes through ``CommitLog._put_two_steps`` outside the lock,
+it takes the put lock once and calls the compiled ``put_log`` (``store/commit_log_state.py``:
+``put_one`` and the bookkeeping, as ``put_message`` does) per message with the lock held; a
+message ``put_log`` declines (a new topic, a shape only the pure code takes, a full file) goes
+through ``CommitLog._put_two_steps`` outside the lock,
 exactly as ``put_message`` would send it, and the run goes on. The store's part
 (:func:`store_put_run`, :func:`store_submit_run`) is ``MessageStore.put_message`` /
 ``submit_message_to`` per message (refusals, a CommitLog file that cannot be created, the failed
@@ -16,18 +16,18 @@ record, queue offset and result is what the one-at-a-time calls give (tests:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from functools import partial
 
 from ariane.store.commit_log import CommitLog
 from ariane.store.flush import Completion
-from ariane.store.format import END_FILE_MIN_BLANK_LENGTH
 from ariane.store.inner import MessageInner
 from ariane.store.message_store import MessageStore
-from ariane.store.results import PutResult
+from ariane.store.results import PutResult, PutStatus
 
-__all__ = ["put_many", "store_put_run", "store_submit_run"]
+_PUT_OK = PutStatus.PUT_OK
+
+__all__ = ["RunCompletion", "put_many", "store_put_run", "store_submit_run"]
 
 
 def put_many(log: CommitLog, msgs: Sequence[MessageInner], out: list[PutResult]) -> None:
@@ -37,7 +37,7 @@ def put_many(log: CommitLog, msgs: Sequence[MessageInner], out: list[PutResult])
         OSError: as ``put_message`` (a new CommitLog file could not be created); ``out`` then
             holds the results of the messages before the one that raised.
     """
-    one_call = log._fast_put
+    one_call = log._fast_put  # put_log: put_message's locked part (None: the reference)
     count = len(msgs)
     i = 0
     if one_call is None:
@@ -49,37 +49,16 @@ def put_many(log: CommitLog, msgs: Sequence[MessageInner], out: list[PutResult])
     while i < count:
         lock.acquire()
         try:
-            mf = log._current
-            if mf is not None:
-                topics, tags, table, staged = (
-                    log._topics,
-                    log._tag_codes,
-                    log.topic_queue_table,
-                    log.staged,
-                )
-                max_props, max_size = log._max_props, log._max_size
-                limit = log.file_size - END_FILE_MIN_BLANK_LENGTH
-                base, mm = mf.file_from_offset, mf.mm
-                system_clock = log._system_clock
-                while i < count:
-                    now = time.time_ns() // 1_000_000 if system_clock else log.clock.now_ms()
-                    last = log._last_store_ts
-                    store_ts = now if now > last else last
-                    pos = mf.wrote_position
-                    result = one_call(msgs[i], topics, tags, max_props, max_size, mm, pos,
-                                      base + pos, limit - pos, store_ts, table, staged)  # fmt: skip
-                    if result is None:
-                        break
-                    log._last_store_ts = mf.store_timestamp = store_ts
-                    wrote = result.wrote_bytes
-                    mf.wrote_position = pos + wrote
-                    log.put_times_total += 1
-                    log.put_size_total += wrote
-                    out.append(result)
-                    i += 1
+            state, table, staged = log._state, log.topic_queue_table, log.staged
+            while i < count:
+                result = one_call(state, msgs[i], None, table, staged)  # None: the lock is held
+                if result is None:
+                    break
+                out.append(result)
+                i += 1
         finally:
             lock.release()
-        if i < count:  # what put_message does when put_one declines
+        if i < count:  # what put_message does when put_log declines
             out.append(log._put_two_steps(msgs[i]))
             i += 1
 
@@ -131,12 +110,49 @@ def store_submit_run(
     dones: Sequence[Completion],
 ) -> None:
     """``store.submit_message_to(m, d)`` for each message and completion, in order (SYNC_FLUSH:
-    ``waits[i]`` is false for a ``WAIT=false`` message)."""
+    ``waits[i]`` is false for a ``WAIT=false`` message). The messages that wait share one
+    group-commit request, for the end of the last one: they are answered together once the
+    log is durable up to it (a round's flush covers everything written before it), each with
+    its own result, FLUSH_DISK_TIMEOUT for all of them if that request times out."""
     out = _put_run(store, msgs)
     if out is None:
         for msg, done in zip(msgs, dones, strict=True):
             store.submit_message_to(msg, done)
         return
     complete = store._complete_when_flushed
+    gc = store.group_commit
+    waiting: list[tuple[PutResult, Completion]] = []
     for result, wait, done in zip(out, waits, dones, strict=True):
-        complete(result, wait, done)
+        if gc is None or not wait or result.msg_num == 0:
+            complete(result, wait, done)  # at once (or not SYNC_FLUSH: as the store does)
+        else:
+            waiting.append((result, done))
+    if len(waiting) == 1:
+        complete(waiting[0][0], True, waiting[0][1])
+    elif waiting:
+        assert gc is not None
+        last = waiting[-1][0]
+        shared = PutResult(_PUT_OK, last.wrote_offset, last.wrote_bytes)
+        gc.put_request(last.wrote_offset + last.wrote_bytes, RunCompletion(waiting), shared)
+
+
+class RunCompletion:
+    """The group commit's completion of a run's waiting messages (see
+    :func:`store_submit_run`)."""
+
+    __slots__ = ("_done", "_waiting")
+
+    def __init__(self, waiting: list[tuple[PutResult, Completion]]) -> None:
+        self._waiting = waiting
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, result: PutResult) -> None:
+        self._done = True
+        timeout = result.status is PutStatus.FLUSH_DISK_TIMEOUT
+        for own, completion in self._waiting:
+            if timeout:
+                own.status = PutStatus.FLUSH_DISK_TIMEOUT
+            completion.set_result(own)

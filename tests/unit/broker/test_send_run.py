@@ -15,9 +15,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from ariane.broker.processors import send_run
 from ariane.broker.stats import TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
 from ariane.common.batch import encode_batch
-from ariane.common.properties import encode_properties
+from ariane.common.properties import decode_properties, encode_properties
 from ariane.common.sysflag import PERM_READ, PERM_WRITE
 from ariane.remoting.channel import Channel
 from ariane.remoting.protocol import headers as h
@@ -25,7 +28,8 @@ from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.remoting.protocol.codec import FrameDecoder, encode
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import FLAG_ONEWAY, RemotingCommand
-from ariane.store import FlushDiskType
+from ariane.store import FlushDiskType, PutResult, PutStatus
+from ariane.store.put_run import RunCompletion
 from tests.unit.broker.harness import Broker, run
 
 
@@ -137,14 +141,17 @@ def _frames(data: bytes) -> dict[int, bytes]:
 
 
 def _commit_log(b: Broker) -> bytes:
+    """The CommitLog's bytes up to its end (the allocation thread may or may not have made
+    the next, empty file yet)."""
     files = sorted(Path(b.c.store.config.commit_log_dir).iterdir())
-    return b"".join(f.read_bytes() for f in files)
+    assert files[0].name == "0" * 20
+    return b"".join(f.read_bytes() for f in files)[: b.c.store.commit_log.max_offset]
 
 
 async def _drive(root: Path, *, reference: bool, store: dict[str, Any]) -> dict[str, Any]:
     b = await Broker(root, store=store).start()
     if reference:
-        b.c.remoting.dispatcher.register_hook(_Observer())  # type: ignore[arg-type]
+        b.c.remoting.dispatcher.register_hook(_Observer())
     for name, filter_type in (("TA", "SINGLE_TAG"), ("TB", "MULTI_TAG")):
         b.c.topics.put(TopicConfig(name, 4, 4, PERM_READ | PERM_WRITE, filter_type))
     channel = Channel(b.c.remoting.dispatcher)
@@ -224,5 +231,96 @@ def test_pass_answers_parse_as_send_answers(tmp_path: Path) -> None:
             hdr = h.SendMessageResponseHeader.from_ext_fields(a.ext_fields)
             assert hdr.transaction_id is not None
             assert hdr.transaction_id.startswith("U")
+
+    run(main())
+
+
+class _Done:
+    def __init__(self, log: list[tuple[int, str]], n: int) -> None:
+        self.log, self.n = log, n
+
+    def done(self) -> bool:
+        return False
+
+    def set_result(self, result: PutResult) -> None:
+        self.log.append((self.n, result.status.name))
+
+
+def test_run_completion_gives_each_its_result_and_a_timeout_to_all() -> None:
+    for status in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
+        log: list[tuple[int, str]] = []
+        own = [PutResult(PutStatus.PUT_OK, i * 10, 10) for i in range(3)]
+        run_done = RunCompletion([(r, _Done(log, i)) for i, r in enumerate(own)])
+        assert not run_done.done()
+        run_done.set_result(PutResult(status, 20, 10))
+        assert run_done.done()
+        assert log == [(i, status.name) for i in range(3)]
+        assert all(r.status is status for r in own)
+
+
+def test_sync_flush_run_waits_with_one_group_commit_request(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await Broker(tmp_path, store={"flush_disk_type": FlushDiskType.SYNC_FLUSH}).start()
+        b.c.topics.put(TopicConfig("TA", 4, 4, PERM_READ | PERM_WRITE))
+        gc = b.c.store.group_commit
+        assert gc is not None
+        requests: list[int] = []
+        original = gc.put_request
+
+        def counted(next_offset: int, future: Any, result: PutResult) -> None:
+            requests.append(next_offset)
+            original(next_offset, future, result)
+
+        gc.put_request = counted  # type: ignore[method-assign]
+        channel = Channel(b.c.remoting.dispatcher)
+        transport = _Transport()
+        channel.connection_made(transport)  # type: ignore[arg-type]
+        sends = [
+            _send(b, "TA", i % 4, {"UNIQ_KEY": f"U{i}"}, b"x" * 100, v2=True) for i in range(50)
+        ]
+        channel.data_received(b"".join(encode(r) for r in sends))
+        for _ in range(10_000):
+            if len(_frames(bytes(transport.data))) == 50:
+                break
+            await asyncio.sleep(0.001)
+        answers = FrameDecoder().feed(bytes(transport.data))
+        assert sorted(a.opaque for a in answers) == sorted(r.opaque for r in sends)
+        assert all(a.code == 0 for a in answers)
+        assert len(requests) == 1  # the whole run: one request, for the end of its last record
+        assert requests[0] == b.c.store.commit_log.max_offset
+        await b.stop()
+
+    run(main())
+
+
+def test_a_request_the_pass_cannot_read_goes_the_per_request_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = decode_properties
+
+    def fussy(text: str) -> dict[str, str]:
+        if "BOOM" in text:
+            raise ValueError("cannot read")
+        return real(text)
+
+    monkeypatch.setattr(send_run, "decode_properties", fussy)
+
+    async def main() -> None:
+        b = await Broker(tmp_path).start()
+        b.c.topics.put(TopicConfig("TA", 4, 4, PERM_READ | PERM_WRITE))
+        channel = Channel(b.c.remoting.dispatcher)
+        transport = _Transport()
+        channel.connection_made(transport)  # type: ignore[arg-type]
+        props = [{"UNIQ_KEY": "U1"}, {"UNIQ_KEY": "U2", "K": "BOOM"}, {"UNIQ_KEY": "U3"}]
+        sends = [_send(b, "TA", 0, p, b"x", v2=True) for p in props]
+        channel.data_received(b"".join(encode(r) for r in sends))
+        answers = FrameDecoder().feed(bytes(transport.data))
+        assert [a.opaque for a in answers] == [r.opaque for r in sends]
+        assert [a.code for a in answers] == [0, 0, 0]
+        assert [a.ext_fields["queueOffset"] for a in answers] == ["0", "1", "2"]
+        run_proc = b.c.send_processor.run
+        assert run_proc is not None
+        assert run_proc.handled == 2
+        await b.stop()
 
     run(main())

@@ -46,6 +46,11 @@ class FakeApi:
     oneway: list[tuple[str, RemotingCommand]] = field(default_factory=list)
     ends: list[tuple[str, h.EndTransactionRequestHeader, str | None]] = field(default_factory=list)
     next_offset: int = 100
+    #: connections ``plain_channel`` hands out (the encoded-frame path); others: invoke_callback
+    channels: dict[str, Any] = field(default_factory=dict)
+
+    def plain_channel(self, addr: str) -> Any:
+        return self.channels.get(addr)
 
     def _answer(self, addr: str, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
         self.calls.append(Call(addr, timeout_ms, request))

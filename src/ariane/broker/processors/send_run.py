@@ -185,7 +185,11 @@ class SendRun:
             accepted: list[RemotingCommand] = []
             while i < count:
                 request = requests[i]
-                one = prepare(request)
+                try:
+                    one = prepare(request)
+                except Exception:  # whatever it is, the per-request path answers it
+                    logger.debug("send run: declined a request it could not read", exc_info=True)
+                    one = None
                 if one is None:
                     break
                 ready.append(one)
