@@ -101,7 +101,11 @@ class RemotingClient(DispatchingEndpoint):
         timeout = self.config.connect_timeout_ms / 1000.0
 
         def factory() -> Channel:
-            return Channel(self.dispatcher, max_frame_bytes=self.config.max_frame_bytes)
+            return Channel(
+                self.dispatcher,
+                max_frame_bytes=self.config.max_frame_bytes,
+                write_at_once=self.config.write_at_once,
+            )
 
         try:
             _, channel = await asyncio.wait_for(

@@ -7,6 +7,17 @@ from dataclasses import dataclass
 
 from ariane.errors import ConfigError
 from ariane.remoting.protocol.codec import MAX_FRAME_BYTES
+from ariane.remoting.protocol.codes import RequestCode
+
+#: The pull requests (PULL_MESSAGE, LITE_PULL_MESSAGE, POP_MESSAGE, the bulk pull).
+PULL_CODES = frozenset(
+    {
+        RequestCode.PULL_MESSAGE,
+        RequestCode.LITE_PULL_MESSAGE,
+        RequestCode.POP_MESSAGE,
+        RequestCode.ARIANE_BULK_PULL_MESSAGE,
+    }
+)
 
 __all__ = ["RemotingClientConfig", "RemotingServerConfig"]
 
@@ -74,10 +85,14 @@ class RemotingClientConfig:
     Attributes:
         connect_timeout_ms: time allowed to open a connection (``connectTimeoutMillis``).
         max_frame_bytes: largest accepted frame, length field included (16 MiB).
+        write_at_once: request codes written at once rather than at the next loop turn's
+            flush (the pulls: the broker works on the next pull while the consumer handles
+            the batch it just received).
     """
 
     connect_timeout_ms: int = 3000
     max_frame_bytes: int = MAX_FRAME_BYTES
+    write_at_once: frozenset[int] = PULL_CODES
 
     def __post_init__(self) -> None:
         if self.connect_timeout_ms <= 0:
