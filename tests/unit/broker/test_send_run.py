@@ -142,8 +142,13 @@ def _frames(data: bytes) -> dict[int, bytes]:
 
 def _commit_log(b: Broker) -> bytes:
     """The CommitLog's bytes up to its end (the allocation thread may or may not have made
-    the next, empty file yet)."""
-    files = sorted(Path(b.c.store.config.commit_log_dir).iterdir())
+    the next, empty file yet, and may be renaming its ``.new`` file meanwhile: only the
+    CommitLog's own 20-digit names are read)."""
+    files = sorted(
+        f
+        for f in Path(b.c.store.config.commit_log_dir).iterdir()
+        if len(f.name) == 20 and f.name.isdigit()
+    )
     assert files[0].name == "0" * 20
     return b"".join(f.read_bytes() for f in files)[: b.c.store.commit_log.max_offset]
 
