@@ -5,7 +5,8 @@ How it works: an ``AsyncSend`` holds one asynchronous send: its prepared request
 caller's future and the deadline. ``attempt`` picks a queue with the producer's fault strategy
 and hands the request to the connection with ``on_response`` as its callback, so a send whose
 route is cached creates no task at all. A single, untraced, non-retry send on a connection
-whose requests go out unsigned and unhooked skips the command object (``_send_frame``):
+whose requests go out unsigned and unhooked skips the command object (the frame path of
+``attempt``):
 ``send_head`` (``_send_head``, compiled in ``_speedups_client.h``) writes its frame's head
 from the prepared fields and the send registers itself as the request's waiter
 (``Channel.invoke_frame``), so the answer comes straight to ``complete``; anything else builds
@@ -18,20 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Protocol
 
 from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
 from ariane.client._route import TopicPublishInfo
-from ariane.client._send import PreparedSend, born_timestamp, build_request
+from ariane.client._send import PreparedSend, build_request
 from ariane.client._send_head import SEND_MIDDLE, SEND_SUFFIX, send_head, send_result
 from ariane.client._trace_hooks import SendTracer
 from ariane.client.errors import BrokerNotFoundError
 from ariane.client.message import MessageQueue, SendResult, SendStatus
 from ariane.common.message import Message
 from ariane.errors import ConnectionError_, RequestTimeoutError
-from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.command import RemotingCommand
 
 __all__ = ["TRANSPORT_ERRORS", "AsyncSend", "AsyncSendOwner"]
@@ -39,6 +40,10 @@ __all__ = ["TRANSPORT_ERRORS", "AsyncSend", "AsyncSendOwner"]
 logger = logging.getLogger(__name__)
 
 _SEND_OK = SendStatus.SEND_OK
+_INT_MAX = 2**31 - 1  # ``TopicPublishInfo.next_index`` wraps here, like Java's int
+_time_ns = time.time_ns
+#: the last ``(wall milliseconds, text)`` of the frame path's born timestamp (replaced whole)
+_born: tuple[int, str] = (-1, "")
 #: failures after which a send moves to another broker (and asks for the route again)
 TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
 
@@ -126,7 +131,16 @@ class AsyncSend:
             future.set_exception(RequestTimeoutError("send_async ran out of its timeout"))
             return
         try:
-            mq = producer.fault.select_one_message_queue(info, last_broker)
+            fault = producer.fault
+            queues = info.message_queues
+            if last_broker is None and not fault.enabled and queues:
+                # ``fault.select_one_message_queue(info, None)`` without its two frames:
+                # round robin on ``info.next_index()``
+                index = info.counter
+                info.counter = 0 if index >= _INT_MAX else index + 1
+                mq = queues[index % len(queues)]
+            else:
+                mq = fault.select_one_message_queue(info, last_broker)
             self.mq = mq
             instance = producer.instance
             addr = instance.find_broker_addr_in_publish(mq.broker_name)
@@ -139,49 +153,43 @@ class AsyncSend:
                 and not prepared.reconsume_times
                 and prepared.max_reconsume_times is None
                 and producer._tracer is None
+                and (prefix := producer._send_prefix) is not None
                 and (channel := instance.api.plain_channel(addr)) is not None
-                and self._send_frame(channel, mq.queue_id, left)
             ):
-                return
+                # the encoded-frame path: the head in one call, this send as the waiter;
+                # the born timestamp is ``born_timestamp()``'s, without its frame
+                global _born
+                wall_ms = _time_ns() // 1_000_000
+                born = _born
+                if born[0] != wall_ms:
+                    born = _born = (wall_ms, str(wall_ms))
+                opaque = channel.new_opaque()
+                body = prepared.body
+                head = send_head(
+                    prefix,
+                    prepared.topic,
+                    mq.queue_id,
+                    prepared.sys_flag,
+                    born[1],
+                    prepared.flag,
+                    prepared.properties,
+                    SEND_MIDDLE,
+                    opaque,
+                    SEND_SUFFIX,
+                    len(body),
+                    channel.max_frame_bytes,
+                )
+                if head is not None:
+                    self.timeout_ms = left
+                    channel.invoke_frame(opaque, head, body or None, self)
+                    return
+                # not taken (the generic path encodes or refuses it)
             request = build_request(prepared, mq, producer._header_base)
             instance.api.invoke_callback(addr, request, left, self.on_response)
         except TRANSPORT_ERRORS as exc:
             self._failed(exc)
         except Exception as exc:
             future.set_exception(exc)
-
-    def _send_frame(self, channel: Channel, queue_id: int, left: int) -> bool:
-        """Write a single send's frame with this send as its waiter; False (nothing done) when
-        ``send_head`` does not take it (the generic path then encodes or refuses it).
-
-        Raises:
-            ConnectionClosedError: the connection closed (a transport error: retried).
-        """
-        prefix = self.producer._send_prefix
-        if prefix is None:
-            return False
-        prepared = self.prepared
-        opaque = channel.new_opaque()
-        body = prepared.body
-        head = send_head(
-            prefix,
-            prepared.topic,
-            queue_id,
-            prepared.sys_flag,
-            born_timestamp(),
-            prepared.flag,
-            prepared.properties,
-            SEND_MIDDLE,
-            opaque,
-            SEND_SUFFIX,
-            len(body),
-            channel.max_frame_bytes,
-        )
-        if head is None:
-            return False
-        self.timeout_ms = left
-        channel.invoke_frame(opaque, head, body or None, self)
-        return True
 
     def on_response(self, response: RemotingCommand | None, exc: BaseException | None) -> None:
         if response is None:

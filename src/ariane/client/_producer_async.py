@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Collection, Iterable
+from asyncio import BaseEventLoop
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ariane.client._async_send import TRANSPORT_ERRORS, AsyncSend
@@ -35,10 +36,16 @@ from ariane.client.errors import ClientStateError
 from ariane.client.message import MessageQueue, SendResult
 from ariane.common.message import Message
 from ariane.common.msgid import UniqueIdGenerator
+from ariane.common.properties import SHARDING_KEY
 from ariane.common.topics import RETRY_PREFIX
 from ariane.errors import ArianeError, InvalidArgumentError
 
 __all__ = ["AsyncSends"]
+
+_get_ident = threading.get_ident
+_Future = asyncio.Future
+#: what ``loop.create_future()`` runs on asyncio's own loops: ``Future(loop=loop)``
+_BASE_CREATE_FUTURE = BaseEventLoop.create_future
 
 
 class AsyncSends:
@@ -55,11 +62,16 @@ class AsyncSends:
     _tracer: SendTracer | None
     _ids: UniqueIdGenerator
     _loop: asyncio.AbstractEventLoop | None
+    _instance: ClientInstance | None
+    _closed: bool
     _loop_thread: int
 
     @property
     def instance(self) -> ClientInstance:
         raise NotImplementedError  # Producer's
+
+    #: the client config's clock's ``monotonic`` (``Producer``'s)
+    _monotonic: Callable[[], float]
 
     def now_ms(self) -> int:
         raise NotImplementedError  # Producer's
@@ -109,13 +121,47 @@ class AsyncSends:
             ClientStateError: the producer is not started.
         """
         prepared = prepare_single(msg, self.settings, self._ids)
-        return self._send_prepared_async(
-            prepared,
-            msg,
-            timeout_ms,
-            SendTarget.for_message(msg, queue, selector, arg, sharding_key),
-            len(msg.body),
+        if (
+            queue is not None
+            or selector is not None
+            or sharding_key is not None
+            or self._tracer is not None
+            or msg.properties.get(SHARDING_KEY)
+        ):
+            return self._send_prepared_async(
+                prepared,
+                msg,
+                timeout_ms,
+                SendTarget.for_message(msg, queue, selector, arg, sharding_key),
+                len(msg.body),
+            )
+        # the common send (round robin, untraced): ``_send_prepared_async`` with no target,
+        # inline (one Python frame per send fewer, no ``create_future`` frame)
+        instance = self._instance
+        if instance is None or self._closed:
+            instance = self.instance  # raises ClientStateError
+        loop = self._loop
+        if loop is None or _get_ident() != self._loop_thread:
+            raise ClientStateError("send_async must be called on the producer's event loop")
+        future: asyncio.Future[SendResult] = (
+            _Future(loop=loop)
+            if type(loop).create_future is _BASE_CREATE_FUTURE
+            else loop.create_future()
         )
+        now = int(self._monotonic() * 1000)
+        send = AsyncSend(
+            self,
+            prepared,
+            future,
+            now + (timeout_ms or self.send_timeout_ms),
+            self.retry_times_async,
+        )
+        info = self._publish.get(prepared.topic)
+        if info is not None and info.message_queues:
+            send.attempt(info, None, now)
+        else:
+            instance.spawn(send.attempt_after_route())
+        return future
 
     def send_batch_async(
         self,

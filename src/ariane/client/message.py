@@ -76,7 +76,11 @@ class Message(_common.Message):
         delay_time_ms: int | None = None,
         message_group: str | None = None,
     ) -> None:
-        super().__init__(topic, bytes(body), flag, dict(properties) if properties else {})
+        # the base dataclass's ``__init__``, inline (one frame and a ``super()`` less a message)
+        self.topic = topic
+        self.body = bytes(body)
+        self.flag = flag
+        self.properties = dict(properties) if properties else {}
         if tags:
             self.tags = tags
         if keys:
