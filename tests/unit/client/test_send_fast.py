@@ -254,5 +254,10 @@ def test_a_common_send_runs_few_python_frames() -> None:
         producer.send_async(Message("T", b"x"))  # the flush handle and sweep are armed
         return _python_calls(lambda: producer.send_async(msg))
 
-    names = [n for n in run(go) if n != "UniqueIdGenerator._stem" and "<lambda>" not in n]
+    twins = ("encode_properties_py", "send_head_py")  # the pure build's (compiled: no frame)
+    names = [
+        n
+        for n in run(go)
+        if n != "UniqueIdGenerator._stem" and "<lambda>" not in n and not n.startswith(twins)
+    ]
     assert len(names) <= 15, names
