@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 import numpy as np
@@ -275,15 +275,29 @@ class IndexFile:
             return out
         return out
 
+    def entry_phy(self, number: int) -> int | None:
+        """The CommitLog offset entry ``number`` points at (None: never written, or lost)."""
+        at = self.entries_at + number * INDEX_ENTRY_SIZE
+        entry = INDEX_ENTRY.unpack_from(self.mf.mm, at)
+        return int(entry[1]) if any(entry) else None
+
     def is_time_matched(self, begin_ms: int, end_ms: int) -> bool:
         """True when the file's time range overlaps [begin_ms, end_ms]."""
         return not (end_ms < self.begin_timestamp or begin_ms > self.end_timestamp)
 
     def flush(self) -> None:
-        """Write the header and force the file."""
-        self.write_header()
-        self.mf.sync()
+        """Write the header and force the file.
+
+        The file is marked clean *before* the sync: a key put while it runs marks it dirty
+        again, so the next flush forces it (marking it clean after would lose that mark).
+        """
         self.dirty = False
+        try:
+            self.write_header()
+            self.mf.sync()
+        except BaseException:
+            self.dirty = True
+            raise
 
 
 def _flatten_keys(
@@ -558,19 +572,93 @@ class IndexService:
         return out, last.end_timestamp, last.end_phy_offset
 
     def flush(self) -> int:
-        """Flush dirty files; return the end time of the newest fully flushed file (0 if none)."""
-        flushed_ts = 0
+        """Flush dirty files; return the index checkpoint time: every key of every record
+        stored *before* it is on disk (0 when nothing can be claimed).
+
+        The time is the newest file's end time read *before* any file is forced. Keys are
+        put in store-time order, so every key of a record stored earlier was already put,
+        in a file that exists now and is marked dirty until forced (``IndexFile.flush``):
+        the forces below cover it. Keys of records stored *in* that millisecond may be put
+        after the reading and lost; abnormal recovery re-checks them (``recheck_keys``).
+        """
+        files = self.files
+        if not files:
+            return 0
+        mark = files[-1].end_timestamp
         for f in list(self.files):
             if f.dirty:
-                ts = f.end_timestamp
                 try:
                     f.flush()
-                except (ValueError, OSError):
+                except ValueError:  # unmapped by a concurrent delete of an expired file
                     continue
-                flushed_ts = max(flushed_ts, ts)
-            else:
-                flushed_ts = max(flushed_ts, f.end_timestamp)
-        return flushed_ts
+                except OSError:
+                    logger.exception("could not flush index file %s", f.path)
+                    return 0
+        return mark
+
+    def newest_before(self, stored_before: Callable[[int], bool]) -> int | None:
+        """CommitLog offset of the newest indexed record for which ``stored_before(phys)``
+        holds (None when there is none); ``stored_before`` must hold for a prefix of the
+        entries in put order (store time below a mark; a lost entry never holds), so each
+        file is bisected."""
+
+        def holds(f: IndexFile, number: int) -> bool:
+            phys = f.entry_phy(number)
+            return phys is not None and stored_before(phys)
+
+        for f in reversed(self.files):
+            if f.index_count <= 1 or not holds(f, 1):
+                continue
+            lo, hi = 1, f.index_count  # holds at lo, not at hi (or hi is the end)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if holds(f, mid):
+                    lo = mid
+                else:
+                    hi = mid
+            return f.entry_phy(lo)
+        return None
+
+    def recheck_keys(self, requests: Sequence[DispatchRequest]) -> int:
+        """Put the keys of ``requests`` that no file holds (their records were indexed,
+        then the keys lost with the power); returns how many were put.
+
+        Unlike ``build_index`` it looks every key up first and puts it even below the
+        newest file's end offset, which it leaves where it was (``build_index`` skips what
+        is below it: these records are older than what the file covers).
+        """
+        added = 0
+        f: IndexFile | None = None
+        for topic, _q, phys, _size, _tags, ts, _qo, keys, uniq, sys_flag, _props in requests:
+            if is_rollback(sys_flag):
+                continue
+            split = [k for k in keys.split(" ") if k] if keys else []
+            for key in [uniq, *split] if uniq else split:
+                if self._holds(f"{topic}#{key}", phys, ts):
+                    continue
+                if f is None:
+                    f = self._last_writable()
+                end_phy, end_ts = f.end_phy_offset, f.end_timestamp
+                f = self._put(f, topic + "#", key, phys, ts)
+                f.end_phy_offset = max(f.end_phy_offset, end_phy)
+                f.end_timestamp = max(f.end_timestamp, end_ts)
+                added += 1
+        if f is not None:
+            f.write_header()
+        return added
+
+    def _holds(self, full_key: str, phys: int, ts: int) -> bool:
+        """True when a file has ``full_key`` at ``phys`` (stored at ``ts``; entries keep
+        their time to the second)."""
+        begin = ts - 1000
+        for f in reversed(self.files):
+            if f.is_time_matched(begin, ts) and phys in f.select_phy_offsets(
+                full_key, _INT_MAX, begin, ts
+            ):
+                return True
+            if f.begin_timestamp < begin:
+                break
+        return False
 
     def delete_expired_files(self, min_phy_offset: int) -> int:
         """Delete files (never the last) whose entries all point below ``min_phy_offset``."""
