@@ -250,6 +250,7 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
         for cq in store.all_consume_queues():
             cq.truncate_dirty_logic_files(end)
     if index is not None and not store.last_exit_ok and index_end >= 0 and not index.is_empty:
+        index.relink_torn(checkpoint.index_msg_timestamp)
         recheck_index_keys(
             store, checkpoint.index_msg_timestamp, result.start_offset, min(index_end + 1, end)
         )
