@@ -8,6 +8,22 @@ Files are named by creation time and a new one starts when the last is full, see
 previous file's end offset/time. The header lives in Python attributes and is written into the
 map after every dispatch batch and before a flush.
 
+Durability: the flush thread forces the dirty files, and the checkpoint's index time T is the
+newest file's end time read *before* the first force. Keys are put in store-time order and a
+file is marked clean before it is forced (a put during the force marks it again), so every
+key of every record stored before T is on disk; keys of records stored at T or later may not
+be. After an abnormal exit files whose end time is past T are dropped and rebuilt, but a kept
+file (end time T, its header page on disk) can still miss keys its end offset covers (their
+entry page lost), and its pages written after the force can survive one by one: a slot or a
+prevIndex pointing at a lost entry cuts older, intact keys off its chain. So recovery
+relinks a torn file (``relink_if_torn``: it checks the entries of T's second and the slots,
+and relinks from all entries only when they are torn) and re-checks the records stored at T
+or later below the index's end offset, putting back the keys no file holds
+(``recheck_keys``); the records after the end offset are re-dispatched as before. An exact T
+alone (read after the force) would not do: it would claim keys put during the force, and torn
+pages would still cut chains. The re-check costs the records of T's millisecond, not the
+rebuild of the last file that dropping files whose end time *equals* T would cost.
+
 One deliberate difference from RocketMQ: the first entry of a file computes its timeDiff
 against its own store time (0), not against the seed taken from the previous file, so its time
 reads back exactly.

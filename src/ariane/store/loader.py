@@ -13,6 +13,8 @@ damage and is recovered as RocketMQ does:
 Order (spec §17.21): CommitLog files -> ConsumeQueues -> checkpoint -> index (dropping files
 that may have lost writes after an abnormal exit) -> ConsumeQueue recovery -> CommitLog walk
 and cut (a torn tail is saved to ``<file>.trN`` and zeroed) -> ConsumeQueue truncation ->
+after an abnormal exit, the index's torn chains relinked and the keys of records stored at
+or after the index checkpoint below the index's end put back (``recheck_index_keys``) ->
 re-dispatch -> per-queue next offsets and minimums. ConsumeQueue or index files of a wrong
 size or missing are derived data: they are rebuilt from the CommitLog by re-dispatching from
 the first record that lacks them.
@@ -251,9 +253,7 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
             cq.truncate_dirty_logic_files(end)
     if index is not None and not store.last_exit_ok and index_end >= 0 and not index.is_empty:
         index.relink_torn(checkpoint.index_msg_timestamp)
-        recheck_index_keys(
-            store, checkpoint.index_msg_timestamp, result.start_offset, min(index_end + 1, end)
-        )
+        recheck_index_keys(store, checkpoint.index_msg_timestamp, result.start_offset, index_end)
     # after an abnormal exit too, re-dispatch starts at the first record the queues or the
     # index may lack (RocketMQ re-dispatches the whole walk; the builders skip what they have)
     starts = [p for p in (rebuild_from, *missing) if p is not None]
@@ -266,7 +266,7 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
     return checkpoint
 
 
-def recheck_index_keys(store: LoadTarget, mark_ms: int, walk_start: int, to_offset: int) -> int:
+def recheck_index_keys(store: LoadTarget, mark_ms: int, walk_start: int, index_end: int) -> int:
     """After an abnormal exit, put back the index keys lost of records below the index's end
     offset (re-dispatch covers those after it); returns how many were put.
 
@@ -276,12 +276,14 @@ def recheck_index_keys(store: LoadTarget, mark_ms: int, walk_start: int, to_offs
     from the newest indexed record stored before the mark (found by bisecting the entries)
     or else from the walk's start (every record with lost keys is after it: its store time
     is at least the mark, which is not before the ConsumeQueue checkpoint the walk starts 3
-    s before), to ``to_offset``.
+    s before), to the end of the record at ``index_end`` (the index's end offset).
     """
     index = store.index
     assert index is not None
     commit_log = store.commit_log
     min_offset = commit_log.min_offset
+    last = commit_log.look_message_by_offset(index_end)
+    to_offset = min(index_end + len(last) if last is not None else index_end, commit_log.max_offset)
 
     def stored_before(phys: int) -> bool:
         if phys < min_offset:
