@@ -302,7 +302,9 @@ def recheck_index_keys(store: LoadTarget, mark_ms: int, walk_start: int, index_e
         nonlocal added
         added += index.recheck_keys([r for r in batch if r.store_timestamp_ms >= mark_ms])
 
-    seen = redispatch(commit_log, recheck, start, to_offset, store.config.delay_levels_ms)
+    seen = redispatch(
+        commit_log, recheck, start, to_offset, store.config.delay_levels_ms, from_record=True
+    )
     if added:
         logger.warning(
             "put back %d index keys lost after the index checkpoint (%d records re-checked "
