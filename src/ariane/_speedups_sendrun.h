@@ -315,13 +315,12 @@ static PyObject *sr_prepare_one(PyObject *const *ctx, PyObject *request) {
         }
         Py_SETREF(body, Py_NewRef(SR_EMPTY_B));
     }
-    reconsume = vals[SF_RECONSUME];
-    t = PyObject_IsTrue(reconsume);
+    t = PyObject_IsTrue(vals[SF_RECONSUME]); /* reconsume_times or 0 */
     if (t < 0) {
         Py_DECREF(props_text);
         goto error;
     }
-    reconsume = t ? Py_NewRef(reconsume) : PyLong_FromLong(0);
+    reconsume = t ? Py_NewRef(vals[SF_RECONSUME]) : PyLong_FromLong(0);
     if (reconsume == NULL) {
         Py_DECREF(props_text);
         goto error;
