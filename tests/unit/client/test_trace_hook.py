@@ -626,3 +626,21 @@ def test_the_buffers_refuse_what_they_do_not_hold() -> None:
         assert len(buf) == 1
         assert buf.clear() == 1
         assert buf.end(h, 1, 1, True, 0) == -1
+
+
+def test_the_system_clock_is_read_as_time_ns_reads_it() -> None:
+    """The bound hooks of a tracer on the system clock (``time.time_ns``, which the compiled
+    hooks read themselves): the records' times lie between the calls' neighbours."""
+    dispatcher = _dispatcher()
+    dispatcher._notify = lambda: None  # type: ignore[method-assign]
+    tracer = ConsumeTracer(dispatcher, "cg")
+    t0 = time.time_ns() // 1_000_000
+    handle = tracer.hook_before([_message("T", {UNIQ_KEY: "A"})])
+    t1 = time.time_ns() // 1_000_000
+    tracer.hook_after(cast(Any, handle), 1)
+    t2 = time.time_ns() // 1_000_000
+    ((_topic, text, count, _keys),) = dispatcher._taken_entries()
+    before, after, rest = text.split("\x02")
+    assert (count, rest) == (2, "")
+    assert t0 <= int(before.split("\x01")[1]) <= t1
+    assert t1 <= int(after.split("\x01")[7]) <= t2
