@@ -621,11 +621,12 @@ def hook_after_py(
         owner.hook_failed("SubAfter", exc)
 
 
+#: the compiled hooks of this version (they take an entry buffer): a stale build's hooks of the
+#: same names took the queue's append, so they are used only next to ``trace_entries``
+_hooks = native.speedups if _new_entries_c is not None else None
 #: ``hook_before_py``, or its compiled twin
 hook_before: Callable[..., int | list[Any] | None] = (
-    getattr(native.speedups, "trace_hook_before", None) or hook_before_py
+    getattr(_hooks, "trace_hook_before", None) or hook_before_py
 )
 #: ``hook_after_py``, or its compiled twin
-hook_after: Callable[..., None] = (
-    getattr(native.speedups, "trace_hook_after", None) or hook_after_py
-)
+hook_after: Callable[..., None] = getattr(_hooks, "trace_hook_after", None) or hook_after_py
