@@ -221,15 +221,16 @@ def answer_run_py(
 _speedups = native.speedups
 _V1_PLANS = _header_plans(h.SendMessageRequestHeader) if _speedups else None
 _V2_PLANS = _header_plans(h.SendMessageRequestHeaderV2) if _speedups else None
+# by getattr: a compiled module built before these twins existed runs the reference
+_PREPARE_C = getattr(_speedups, "send_prepare_run", None)
+_ANSWER_C = getattr(_speedups, "send_answer_run", None)
 #: the compiled twins when built (and the header plans plain), else the reference
 prepare_run: Callable[..., int] = (
-    _speedups.send_prepare_run
-    if _speedups is not None and _V1_PLANS is not None and _V2_PLANS is not None
+    _PREPARE_C
+    if _PREPARE_C is not None and _V1_PLANS is not None and _V2_PLANS is not None
     else prepare_run_py
 )
-answer_run: Callable[..., int] = (
-    _speedups.send_answer_run if _speedups is not None else answer_run_py
-)
+answer_run: Callable[..., int] = _ANSWER_C if _ANSWER_C is not None else answer_run_py
 
 
 def _topic_check(tc: TopicConfig | None, topic: str) -> tuple[int, bool] | None:
