@@ -39,7 +39,7 @@ def wait_until(
     timeout_s: float = 20.0,
     interval_s: float = INTERVAL_S,
     *,
-    what: str = "",
+    what: object = "",
 ) -> bool:
     """Call ``check`` until it returns something true; True, or :class:`TimedOut` (an
     ``AssertionError``) after ``timeout_s``."""
@@ -79,7 +79,7 @@ async def await_until(
     timeout_s: float = 20.0,
     interval_s: float = INTERVAL_S,
     *,
-    what: str = "",
+    what: object = "",
 ) -> bool:
     """``wait_until`` on an event loop (``check`` may be a coroutine function)."""
     deadline = time.monotonic() + timeout_s

@@ -52,8 +52,9 @@ async def create_topic(admin: Admin, cluster: HACluster, topic: str, queues: int
             await asyncio.sleep(0.1)
 
 
-async def wait_until(cond: Callable[[], bool], timeout_s: float = 30.0, what: str = "") -> None:
-    """The shared poll (tests/support/polling.py) with this package's default timeout."""
+async def wait_until(cond: Callable[[], bool], timeout_s: float = 30.0, what: object = "") -> None:
+    """The shared poll (tests/support/polling.py) with this package's default timeout;
+    ``what`` is formatted only on a timeout (an object whose ``str`` says what was seen)."""
     await await_until(cond, timeout_s, 0.05, what=what)
 
 

@@ -227,6 +227,22 @@ def test_one_consumer_rides_through_a_master_restart(ha_cluster: HACluster) -> N
     def bodies() -> list[bytes]:
         return sorted(m.body for m in got)
 
+    class Seen:
+        """What had arrived, told when a wait times out: missing or delivered twice."""
+
+        def __init__(self, what: str, expected: list[bytes]) -> None:
+            self.what, self.expected = what, expected
+
+        def __str__(self) -> str:
+            have = bodies()
+            missing = sorted(set(self.expected) - set(have))
+            twice = sorted({b for b in have if have.count(b) > 1})
+            slots = sorted((m.broker_name, m.queue_id, m.queue_offset) for m in got)
+            return (
+                f"{self.what}: {len(have)} received, {len(missing)} missing {missing[:8]}, "
+                f"{len(twice)} twice {twice[:8]}, last slots {slots[-6:]}"
+            )
+
     async def found(admin: Admin, addr: str) -> int:
         return int((await runtime(admin, addr))["getMessageTimesTotalFound"])
 
@@ -270,17 +286,25 @@ def test_one_consumer_rides_through_a_master_restart(ha_cluster: HACluster) -> N
                 await wait_until(lambda: len(got) >= 20, 30, "some consumed from the master")
                 await asyncio.to_thread(ha_cluster.kill, "broker-a/0")
                 assert len(got) < 100
-                await wait_until(lambda: bodies() == sorted(first), 60, "the rest, from the slave")
+                await wait_until(
+                    lambda: bodies() == sorted(first), 60, Seen("the rest, from the slave", first)
+                )
                 assert await found(admin, slave) > 0
                 await asyncio.to_thread(ha_cluster.restart, "broker-a/0")
                 await send_each(second, "p2")
                 await wait_until(
-                    lambda: bodies() == sorted(first + second), 60, "second, after the restart"
+                    lambda: bodies() == sorted(first + second),
+                    120,  # a broker restarted under a loaded CI run can take a while to serve
+                    Seen("second, after the restart", first + second),
                 )
                 await asyncio.sleep(2.0)  # every queue's next pull goes to the master
                 on_slave, on_master = await found(admin, slave), await found(admin, master)
                 await send_each(third, "p3")
-                await wait_until(lambda: bodies() == sorted(first + second + third), 30, "third")
+                await wait_until(
+                    lambda: bodies() == sorted(first + second + third),
+                    30,
+                    Seen("third", first + second + third),
+                )
                 assert await found(admin, master) > on_master  # read from the master again
                 assert await found(admin, slave) == on_slave  # and no longer from the slave
                 deadline = time.monotonic() + 20

@@ -56,7 +56,7 @@ def _torn_store(root: Path, side: Path) -> None:
             f.write(b"%d %d %d\n" % (i, i % 2, r.logics_offset))
     end = store.max_phy_offset
     store.close_without_cleanup()
-    last = sorted((root / "commitlog").glob("0*"))[-1]
+    last = sorted(p for p in (root / "commitlog").glob("0*") if p.name.isdigit())[-1]
     with open(last, "r+b") as f:
         f.seek(end - int(last.name))
         f.write(b"\x00\x00\x01\x00\xda\xa3\x20\xa7" + os.urandom(200))  # a record cut short

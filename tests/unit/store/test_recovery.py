@@ -39,7 +39,8 @@ def body(i: int, size: int = 500) -> bytes:
 
 
 def last_commit_log(root: Path) -> Path:
-    return sorted((root / "commitlog").glob("0*"))[-1]
+    """The newest CommitLog file (an allocation's ``.new`` file is not one)."""
+    return sorted(p for p in (root / "commitlog").glob("0*") if p.name.isdigit())[-1]
 
 
 def test_clean_restart_keeps_everything(tmp_path: Path) -> None:
