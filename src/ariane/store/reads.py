@@ -3,11 +3,15 @@
 Mirrors ``DefaultMessageStore.getMessage``/``queryMessage``/``getOffsetInQueueByTime``. Pulls
 take one copy of the ConsumeQueue entries they need, then copy each record out of the
 CommitLog; transfer limits (bytes and count, hot vs cold data) are RocketMQ's. A pull that
-takes every message (no filter, or ``accepts_all``) of in-memory records copies each run of
+takes every message (no filter, or ``accepts_all``) of in-memory records copies the runs of
 records lying back to back in one CommitLog file (a queue's messages written in a batch or
-by one producer; other queues' records between runs) at once and cuts it into records
-(``_read_run``), with the same result as the per-entry loop, which stays the reference and
-handles everything else (blanks, odd sizes, files gone or being deleted, filters).
+by one producer; other queues' records between runs) at once, joined, straight from the
+mapped file (``_read_run``, the compiled ``join_spans``), and cuts the records out of that
+only when someone asks for them one by one (``JoinedRecords``: a pull answer sends the
+joined bytes as they are), with the same result as the per-entry loop, which stays the
+reference and handles everything else (blanks, odd sizes, files gone or being deleted,
+filters). The ConsumeQueue entries are unpacked a chunk at a time, only as far as the byte
+limit needs.
 Bulk readers (the broker's Ariane-private bulk pull) pass their own ``limits`` (messages and
 bytes per read), which replace both the in-memory and the on-disk transfer limits; the run
 then also serves cold data, and its checks are made over whole lists in C (``accumulate``,

@@ -174,6 +174,12 @@ class JoinedRecords(Sequence[bytes]):
             return self.records() == other
         return NotImplemented
 
+    def __add__(self, other: Sequence[bytes]) -> list[bytes]:
+        return [*self.records(), *other]
+
+    def __radd__(self, other: Sequence[bytes]) -> list[bytes]:
+        return [*other, *self.records()]
+
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:

@@ -268,6 +268,9 @@ def test_a_bulk_read_of_interleaved_runs_is_one_copy_and_cuts_no_record(tmp_path
         assert records != JoinedRecords(res.joined[:-1], [*records.ends[:-1], len(res.joined) - 1])
         assert records != slow[:-1]
         assert (records == "x") is False
+        assert records + [b"z"] == [*slow, b"z"]  # noqa: RUF005
+        assert [b"z"] + records == [b"z", *slow]  # noqa: RUF005
+        assert records + records == slow + slow
 
 
 def _join_both(buf: object, starts: list[int], stops: list[int]) -> list[object]:
