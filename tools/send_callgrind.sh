@@ -3,7 +3,7 @@
 # callgrind: the difference between a run of 640 and one of 2,560 messages, so the start-up
 # (imports, broker load) cancels out. Deterministic: the load of the machine does not move it.
 #
-#   tools/send_callgrind.sh <src dir> single|batch      (about 4 minutes)
+#   tools/send_callgrind.sh <src dir> single|batch|run      (about 4 minutes)
 set -euo pipefail
 src=$1
 mode=$2
@@ -25,6 +25,7 @@ def main_thread(n):
             if line.startswith(("totals:", "summary:")):
                 return int(line.split()[1])
     raise SystemExit(f"no callgrind output for {n}")
-msgs = 2560 - 640 if mode == "single" else (2560 // 64 - 640 // 64) * 64
+per = {"single": 1, "batch": 64, "run": 100}[mode]
+msgs = (2560 // per - 640 // per) * per
 print(f"{mode}: {(main_thread(2560) - main_thread(640)) / msgs:,.0f} instructions per message (main thread)")
 PY

@@ -1,9 +1,10 @@
 """In-process cost of sends through the broker's whole request path (issue 18 item 2): N
-encoded 1 KiB SEND_MESSAGE_V2 requests, or N messages in SEND_BATCH requests of 64, fed to an
+encoded 1 KiB SEND_MESSAGE_V2 requests, or N messages in SEND_BATCH requests of 64, or (``run``)
+N requests in reads of 100 (a read's single sends in one pass, ``SendRun``), fed to an
 in-process broker's server channel (``ariane.bench._micro_broker``); prints the main thread's
 and the process's CPU µs per message, best of ROUNDS.
 
-    PYTHONPATH=src .venv/bin/python tools/send_cost.py N ROUNDS single|batch|both
+    PYTHONPATH=src .venv/bin/python tools/send_cost.py N ROUNDS single|batch|run|both
 
 ``tools/send_callgrind.sh`` runs it under callgrind for instruction counts, which the load of
 a shared machine does not move; ``ariane bench micro --only broker.send_single`` is the same
@@ -21,6 +22,7 @@ from ariane.common import native
 from ariane.remoting.protocol.codec import encode
 
 BATCH = mc.BATCH
+RUN = 100  # requests per read in the ``run`` mode
 
 
 def main(n: int, rounds: int, mode: str) -> None:
@@ -29,7 +31,13 @@ def main(n: int, rounds: int, mode: str) -> None:
         single, batch = mc.send_request(), mc.batch_request()
         broker.request(single)
         broker.request(batch)
-        frames = {"single": (encode(single), n, 1), "batch": (encode(batch), n // BATCH, BATCH)}
+        frames = {
+            "single": (encode(single), n, 1),
+            "batch": (encode(batch), n // BATCH, BATCH),
+            "run": (encode(single) * RUN, n // RUN, RUN),
+        }
+        if mode == "run":
+            broker.feed(frames["run"][0])  # the pass's first run: its lookups made
         for name in ("single", "batch") if mode == "both" else (mode,):
             frame, calls, per = frames[name]
             best_thread = best_process = float("inf")

@@ -398,6 +398,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 #include "_speedups_header.h" /* header_parse: typed headers from extFields */
 #include "_speedups_client.h" /* send_head, send_result: a single send's frame head, its answer */
+#include "_speedups_sendrun.h" /* send_prepare_run, send_answer_run: a read's single sends */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -434,6 +435,7 @@ static PyMethodDef methods[] = {
     BATCHENC_METHODS
     HEADER_METHODS
     CLIENT_METHODS
+    SENDRUN_METHODS
     {NULL, NULL, 0, NULL},
 };
 

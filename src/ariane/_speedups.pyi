@@ -120,3 +120,16 @@ def send_head(
     max_frame_bytes: int,
     /,
 ) -> bytes | None: ...
+def send_prepare_run(
+    ctx: tuple[Any, ...], requests: list[Any], start: int, out: list[Any], /
+) -> int: ...
+def send_answer_run(
+    ctx: tuple[Any, ...],
+    requests: list[Any],
+    ready: list[Any],
+    results: list[Any],
+    start: int,
+    frames: list[bytes],
+    sizes: dict[str, list[int]],
+    /,
+) -> int: ...

@@ -1,29 +1,34 @@
-/* The consume service's trace hooks as one compiled call each (#included by _speedups.c after
- * _speedups_trace.h, whose sub_before and sub_after they call); twins of
- * ariane.client._trace_records.hook_before_py and hook_after_py.
+/* The consume service's trace hooks as one compiled call each, and their entry buffer
+ * (#included by _speedups.c after _speedups_trace.h, whose record writer, sub_before reading and
+ * sub_after they use); twins of ariane.client._trace_records.hook_before_py, hook_after_py and
+ * EntryBufferPy.
  *
  *   trace_hook_before(owner, trace_topic, now_ns, counter, default_region, dispatcher, queue,
- *                     append, attrs, stats, msgs)
- *       -> the open pair (queued), None, or what owner.before(msgs) answers
- *   trace_hook_after(owner, now_ns, usual, stats, pair, count) -> None
+ *                     entries, attrs, stats, msgs)
+ *       -> the call's entry handle (an int), None, or what owner.before(msgs) answers
+ *   trace_hook_after(owner, now_ns, usual, stats, entries, before, count) -> None
+ *   trace_entries() -> a new TraceEntries buffer (see below)
  *
  * How it works: ConsumeTracer binds the first arguments (functools.partial), so the consume
- * service makes one call per hook and no Python frame runs per delivery: before took three
- * (ConsumeTracer.before, AsyncTraceDispatcher._enqueue, ConsumeTracer.after). The queueing is
- * _enqueue's, step for step: the queue length against dispatcher._room (full or closed:
- * dispatcher._drop(pair)), the append, stats.appended += 1, and the wake-up when the length
- * reaches dispatcher._wake_at (which becomes _NEVER before dispatcher._notify() runs). The
- * partial binds the queue's append, the dispatcher's stats and its attributes' dict (attrs:
- * vars(dispatcher); _room and _wake_at are plain instance attributes), so these are dict
- * lookups and calls, not attribute lookups through the type (~150 instructions each). What
- * these hooks do not handle goes to the Python methods: a call of several messages or values
- * that are not exact str/dict (owner.before), an end the worker took first
- * (owner.after_late), and any Exception (owner.hook_failed logs it: nothing reaches the
- * business path, as in ConsumeTracer.before/after).
+ * service makes one call per hook and no Python frame runs per delivery. hook_before reads what
+ * sub_before reads and adds one compact C entry to the tracer's buffer (no pair list, no
+ * 7-tuple, nothing in the dispatcher's queue per delivery); the dispatcher's accounting is
+ * _enqueue's: the queued items plus the buffer's pending entries against dispatcher._room (full
+ * or closed: dispatcher._drop(None), None), stats.appended += 1, and the wake-up when they reach
+ * dispatcher._wake_at (which becomes _NEVER before dispatcher._notify() runs). The partial binds
+ * the dispatcher's queue, stats and attributes' dict (attrs: vars(dispatcher); _room and
+ * _wake_at are plain instance attributes), so these are dict lookups, not attribute lookups
+ * through the type (~150 instructions each). What these hooks do not handle goes to the Python
+ * methods: a call of several messages or values that are not exact str/dict/int, or a str
+ * without a UTF-8 form (owner.before: the open pairs of the queue, as before), an end the worker
+ * took first (owner.entry_late / owner.after_late), and any Exception (owner.hook_failed logs
+ * it: nothing reaches the business path, as in ConsumeTracer.before/after).
  */
 
 #include "structmember.h" /* T_OBJECT_EX, READONLY: the stats' slot */
 
+static PyObject *TH_TIME_NS;
+static int te_ll(PyObject *x, long long *out, int allow_negative);
 static PyObject *TH_ROOM, *TH_WAKE_AT, *TH_APPENDED, *TH_DROP, *TH_NOTIFY,
     *TH_BEFORE, *TH_LATE, *TH_FAILED, *TH_NEVER, *TH_ONE, *TH_SUBBEFORE, *TH_SUBAFTER;
 
@@ -48,8 +53,40 @@ static int th_init(void) {
         TH_SUBBEFORE == NULL) {
         return -1;
     }
+    {
+        PyObject *time = PyImport_ImportModule("time");
+        if (time == NULL) {
+            return -1;
+        }
+        TH_TIME_NS = PyObject_GetAttrString(time, "time_ns");
+        Py_DECREF(time);
+        if (TH_TIME_NS == NULL) {
+            return -1;
+        }
+    }
     TH_SUBAFTER = PyUnicode_InternFromString("SubAfter");
     return TH_SUBAFTER == NULL ? -1 : 0;
+}
+
+/* now_ns() as a non-negative int; time.time_ns itself (the system clock's, what ConsumeTracer
+ * binds) read here with clock_gettime(CLOCK_REALTIME) as it reads it, without the call and the
+ * int object (~200 instructions a call). */
+static int th_now(PyObject *now_ns, long long *out) {
+    PyObject *ns;
+    int rc;
+#if defined(CLOCK_REALTIME)
+    struct timespec ts;
+    if (now_ns == TH_TIME_NS && clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+        *out = (long long)ts.tv_sec * 1000000000LL + (long long)ts.tv_nsec;
+        return 0;
+    }
+#endif
+    if ((ns = PyObject_CallNoArgs(now_ns)) == NULL) {
+        return -1;
+    }
+    rc = te_ll(ns, out, 0);
+    Py_DECREF(ns);
+    return rc;
 }
 
 /* An Exception raised in a hook: owner.hook_failed(what, exc) logs it, None. Anything else
@@ -153,79 +190,563 @@ static int th_count(PyObject *stats) {
     return rc;
 }
 
-/* AsyncTraceDispatcher._enqueue(item), step for step (see the top); args as bound. */
-static int th_enqueue(PyObject *const *args, PyObject *item) {
-    PyObject *dispatcher = args[5], *queue = args[6], *attrs = args[8], *r;
-    Py_ssize_t n, room, wake_at;
-    if ((n = PyObject_Size(queue)) < 0 || th_size_item(attrs, TH_ROOM, &room) < 0) {
-        return -1;
+/* ---- The entry buffer: one compact C entry per traced delivery ------------------------------
+ *
+ * TraceEntries (twin: ariane.client._trace_records.EntryBufferPy): the listener calls of one
+ * message that ConsumeTracer's hooks recorded, in the order their SubBefore was taken, each as
+ * (start ns, region, request number, topic, msgId, retry times, KEYS or NULL) and, once the call
+ * ended, (end ns, messages, success, result code). No Python object per delivery but the handle
+ * (an int, the entry's sequence number, which the consume service passes to the end hook): the
+ * queue of open pairs held a list and a 7-tuple per delivery, and the worker popped, grouped and
+ * claimed each. The dispatcher's worker writes the records of every pending entry in one call
+ * (take: SubBefore and, when the call ended, SubAfter, as sub_records writes them); an entry
+ * whose call is still running stays (its SubBefore written), and its SubAfter goes in a later
+ * round. The GIL is the lock: no Python code runs between reading and changing the entries
+ * (take moves what it writes out of the buffer before it allocates anything).
+ *
+ *   add(began_ns, region, number, topic, msg_id, retries, keys) -> handle   (tests, pure paths)
+ *   end(handle, now_ns, count, success, code) -> 0 (completed), 1 (its SubBefore was already
+ *       written: pending again), -1 (unknown or already ended)
+ *   take(group, request_prefix, item_chars, item_key_chars) -> [(topic, records, count, keys)]
+ *   clear() -> the pending entries dropped;  len() -> the pending entries
+ */
+
+typedef struct {
+    PyObject *region, *topic, *msg_id, *keys; /* keys NULL: None */
+    unsigned long long seq, number;
+    long long began_ns, retries, end_ns, count, code;
+    int state; /* TE_OPEN, TE_SENT (SubBefore written), TE_ENDED, TE_ENDED_SENT */
+    int success;
+} te_entry;
+
+enum { TE_OPEN = 0, TE_SENT = 1, TE_ENDED = 2, TE_ENDED_SENT = 3 };
+
+typedef struct {
+    PyObject_HEAD
+    te_entry *e;
+    Py_ssize_t n, cap, pending;
+    unsigned long long next_seq;
+} te_buf;
+
+static PyTypeObject *TE_TYPE;
+
+static void te_release(te_entry *x) {
+    Py_CLEAR(x->region);
+    Py_CLEAR(x->topic);
+    Py_CLEAR(x->msg_id);
+    Py_CLEAR(x->keys);
+}
+
+static void te_dealloc(PyObject *self) {
+    te_buf *b = (te_buf *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    for (Py_ssize_t i = 0; i < b->n; i++) {
+        te_release(&b->e[i]);
     }
-    if (n >= room) { /* full, or closed */
-        r = PyObject_CallMethodOneArg(dispatcher, TH_DROP, item);
-        Py_XDECREF(r);
-        return r == NULL ? -1 : 0;
+    PyMem_Free(b->e);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static Py_ssize_t te_len(PyObject *self) { return ((te_buf *)self)->pending; }
+
+/* An exact str with a UTF-8 form (compact ASCII: always). */
+static int te_text_ok(PyObject *s) {
+    if (!PyUnicode_CheckExact(s)) {
+        return 0;
     }
-    if ((r = PyObject_CallOneArg(args[7], item)) == NULL) {
-        return -1;
+    if (PyUnicode_IS_ASCII(s)) {
+        return 1;
     }
-    Py_DECREF(r);
-    if (th_count(args[9]) < 0 || (n = PyObject_Size(queue)) < 0 ||
-        th_size_item(attrs, TH_WAKE_AT, &wake_at) < 0) {
-        return -1;
+    if (PyUnicode_AsUTF8AndSize(s, NULL) == NULL) {
+        PyErr_Clear();
+        return 0;
     }
-    if (n >= wake_at) { /* the first of a round, or a round's worth lingering */
-        if (PyDict_SetItem(attrs, TH_WAKE_AT, TH_NEVER) < 0 ||
-            (r = PyObject_CallMethodNoArgs(dispatcher, TH_NOTIFY)) == NULL) {
+    return 1;
+}
+
+/* Append an entry (the values checked by the caller); its handle, or -1 with no memory. */
+static int te_push(te_buf *b, long long began_ns, PyObject *region, unsigned long long number,
+                   PyObject *topic, PyObject *msg_id, long long retries, PyObject *keys,
+                   unsigned long long *seq) {
+    te_entry *x;
+    if (b->n == b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap * 2 : 1024;
+        te_entry *e = PyMem_Realloc(b->e, (size_t)cap * sizeof(te_entry));
+        if (e == NULL) {
+            PyErr_NoMemory();
             return -1;
         }
-        Py_DECREF(r);
+        b->e = e;
+        b->cap = cap;
+    }
+    x = &b->e[b->n++];
+    x->region = Py_NewRef(region);
+    x->topic = Py_NewRef(topic);
+    x->msg_id = Py_NewRef(msg_id);
+    x->keys = keys == Py_None ? NULL : Py_NewRef(keys);
+    x->seq = *seq = b->next_seq++;
+    x->number = number;
+    x->began_ns = began_ns;
+    x->retries = retries;
+    x->end_ns = x->count = x->code = 0;
+    x->state = TE_OPEN;
+    x->success = 0;
+    b->pending++;
+    return 0;
+}
+
+/* A non-negative int below 2**63 (ns, retries), or below 2**64 (numbers); -1 with TypeError. */
+static int te_ll(PyObject *x, long long *out, int allow_negative) {
+    if (tr_ll(x, out) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "not a 64-bit int");
+        }
+        return -1;
+    }
+    if (*out < 0 && !allow_negative) {
+        PyErr_SetString(PyExc_TypeError, "a negative value");
+        return -1;
     }
     return 0;
 }
 
-static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *sb[6], *pair;
-    if (nargs != 11 || !PyDict_CheckExact(args[8])) {
-        PyErr_SetString(PyExc_TypeError, "trace_hook_before() takes 11 arguments (attrs: a dict)");
-        return NULL;
+static int te_ull(PyObject *x, unsigned long long *out) {
+    if (!PyLong_CheckExact(x) || _PyLong_Sign(x) < 0) {
+        PyErr_SetString(PyExc_TypeError, "not an int in [0, 2**64)");
+        return -1;
     }
-    if (th_init() < 0) {
-        return NULL;
+    *out = PyLong_AsUnsignedLongLong(x);
+    if (*out == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "not an int in [0, 2**64)");
+        return -1;
     }
-    /* sub_before(owner, msgs, trace_topic, now_ns, counter, default_region) */
-    sb[0] = args[0];
-    sb[1] = args[10];
-    sb[2] = args[1];
-    sb[3] = args[2];
-    sb[4] = args[3];
-    sb[5] = args[4];
-    pair = sub_before(self, sb, 6);
-    if (pair == NULL) {
-        return th_failed(args[0], TH_SUBBEFORE);
-    }
-    if (pair == Py_NotImplemented) { /* the general path (it catches its own failures) */
-        Py_DECREF(pair);
-        return PyObject_CallMethodOneArg(args[0], TH_BEFORE, args[10]);
-    }
-    if (pair != Py_None && th_enqueue(args, pair) < 0) {
-        Py_DECREF(pair);
-        return th_failed(args[0], TH_SUBBEFORE);
-    }
-    return pair;
+    return 0;
 }
 
+static PyObject *te_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long began, retries;
+    unsigned long long number, seq;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "add() takes 7 arguments");
+        return NULL;
+    }
+    if (te_ll(args[0], &began, 0) < 0 || te_ull(args[2], &number) < 0 ||
+        te_ll(args[5], &retries, 1) < 0) {
+        return NULL;
+    }
+    if (!te_text_ok(args[1]) || !te_text_ok(args[3]) || !te_text_ok(args[4]) ||
+        (args[6] != Py_None && !te_text_ok(args[6]))) {
+        PyErr_SetString(PyExc_TypeError, "not a str with a UTF-8 form");
+        return NULL;
+    }
+    if (te_push((te_buf *)self, began, args[1], number, args[3], args[4], retries, args[6], &seq) <
+        0) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(seq);
+}
+
+/* The entry of handle seq (entries are in handle order: the usual place first, then a binary
+ * search), or NULL. */
+static te_entry *te_find(te_buf *b, unsigned long long seq) {
+    Py_ssize_t lo = 0, hi = b->n;
+    if (b->n == 0 || seq < b->e[0].seq) {
+        return NULL;
+    }
+    if (seq - b->e[0].seq < (unsigned long long)b->n && b->e[seq - b->e[0].seq].seq == seq) {
+        return &b->e[seq - b->e[0].seq];
+    }
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (b->e[mid].seq < seq) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < b->n && b->e[lo].seq == seq ? &b->e[lo] : NULL;
+}
+
+/* The end of the call of handle seq; 0, 1 or -1 as end() answers. */
+static int te_end(te_buf *b, unsigned long long seq, long long now_ns, long long count,
+                  int success, long long code) {
+    te_entry *x = te_find(b, seq);
+    if (x == NULL || x->state >= TE_ENDED) {
+        return -1;
+    }
+    x->end_ns = now_ns;
+    x->count = count;
+    x->success = success;
+    x->code = code;
+    if (x->state == TE_SENT) {
+        x->state = TE_ENDED_SENT;
+        b->pending++;
+        return 1;
+    }
+    x->state = TE_ENDED;
+    return 0;
+}
+
+static PyObject *te_end_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    unsigned long long seq;
+    long long now, count, code;
+    int ok;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "end() takes 5 arguments");
+        return NULL;
+    }
+    if (te_ull(args[0], &seq) < 0 || te_ll(args[1], &now, 0) < 0 || te_ll(args[2], &count, 1) < 0 ||
+        (ok = PyObject_IsTrue(args[3])) < 0 || te_ll(args[4], &code, 1) < 0) {
+        return NULL;
+    }
+    return PyLong_FromLong(te_end((te_buf *)self, seq, now, count, ok, code));
+}
+
+static PyObject *te_clear(PyObject *self, PyObject *unused) {
+    te_buf *b = (te_buf *)self;
+    Py_ssize_t pending = b->pending, n = b->n;
+    te_entry *e = b->e;
+    (void)unused;
+    b->e = NULL;
+    b->n = b->cap = b->pending = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        te_release(&e[i]);
+    }
+    PyMem_Free(e);
+    return PyLong_FromSsize_t(pending);
+}
+
+/* take(group, request_prefix, item_chars, item_key_chars): the records of the pending entries,
+ * cut into items as sub_records cuts them (checked after each entry). */
+static PyObject *te_take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    te_buf *b = (te_buf *)self;
+    te_entry *w = NULL;
+    Py_ssize_t nw = 0, kept = 0, i, size = 0, key_size = 0, records = 0;
+    PyObject *out = NULL, *index = NULL, *topic = NULL;
+    tr_buf buf = {NULL, 0, 0};
+    tr_text group, pre, nulltext = {"null", 4, 4};
+    long long item_chars, item_key_chars;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "take() takes 4 arguments");
+        return NULL;
+    }
+    if (tr_text_of(args[0], &group) < 0 || tr_text_of(args[1], &pre) < 0 ||
+        te_ll(args[2], &item_chars, 1) < 0 || te_ll(args[3], &item_key_chars, 1) < 0) {
+        return NULL;
+    }
+    if (pre.n > 16 || pre.n != pre.chars) {
+        PyErr_SetString(PyExc_ValueError, "request_prefix: at most 16 ASCII characters");
+        return NULL;
+    }
+    /* 1. move what is written out of the buffer (no Python code, no collector) */
+    if (b->pending > 0) {
+        w = PyMem_Malloc((size_t)b->pending * sizeof(te_entry));
+        if (w == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    for (i = 0; i < b->n && nw < b->pending; i++) {
+        te_entry *x = &b->e[i];
+        if (x->state == TE_SENT) {
+            b->e[kept++] = *x;
+            continue;
+        }
+        w[nw] = *x;
+        if (x->state == TE_OPEN) { /* its SubBefore now; it stays for its end */
+            Py_INCREF(x->region);
+            Py_INCREF(x->topic);
+            Py_INCREF(x->msg_id);
+            Py_XINCREF(x->keys);
+            x->state = TE_SENT;
+            b->e[kept++] = *x;
+        }
+        nw++;
+    }
+    for (; i < b->n; i++) { /* only entries still running are left past the pending ones */
+        b->e[kept++] = b->e[i];
+    }
+    b->n = kept;
+    b->pending = 0;
+    /* 2. write them */
+    out = PyList_New(0);
+    index = PyList_New(0);
+    if (out == NULL || index == NULL) {
+        goto fail;
+    }
+    for (i = 0; i < nw; i++) {
+        te_entry *x = &w[i];
+        tr_call c = {0};
+        tr_text region, id, keys;
+        unsigned long long number = x->number;
+        memcpy(c.rid, pre.u, (size_t)pre.n);
+        for (int k = 15; k >= 0; k--, number >>= 4) {
+            c.rid[pre.n + k] = "0123456789ABCDEF"[number & 0xF];
+        }
+        c.rid_n = pre.n + 16;
+        if (tr_text_of(x->region, &region) < 0 || tr_text_of(x->msg_id, &id) < 0) {
+            goto fail;
+        }
+        c.region = region;
+        c.began_ms = x->began_ns / 1000000;
+        c.ended = x->state >= TE_ENDED;
+        if (c.ended) {
+            long long d = x->count > 0 ? x->count : 1;
+            c.now_ms = x->end_ns / 1000000;
+            c.cost = c.now_ms - c.began_ms < 0 ? 0 : (c.now_ms - c.began_ms) / d;
+            c.success = x->success;
+            c.outcome = x->code;
+        }
+        if (x->keys == NULL || PyUnicode_GET_LENGTH(x->keys) == 0) {
+            keys = nulltext;
+        } else if (tr_text_of(x->keys, &keys) < 0) {
+            goto fail;
+        }
+        if (tr_records(&buf, &c, &group, &id, x->retries, &keys,
+                       x->state == TE_OPEN || x->state == TE_ENDED, &size, &records) < 0 ||
+            PyList_Append(index, x->msg_id) < 0) {
+            goto fail;
+        }
+        key_size += id.chars + 1;
+        if (x->keys != NULL && PyUnicode_GET_LENGTH(x->keys) > 0) {
+            if (PyList_Append(index, x->keys) < 0) {
+                goto fail;
+            }
+            key_size += PyUnicode_GET_LENGTH(x->keys) + 1;
+        }
+        topic = x->topic;
+        if (key_size >= item_key_chars || size >= item_chars) {
+            if (tr_close(out, topic, &buf, records, &index) < 0) {
+                goto fail;
+            }
+            size = key_size = records = 0;
+        }
+    }
+    if (records > 0 && tr_close(out, topic, &buf, records, &index) < 0) {
+        goto fail;
+    }
+    Py_DECREF(index);
+    index = NULL;
+    goto done;
+fail:
+    Py_CLEAR(out);
+    Py_XDECREF(index);
+done:
+    for (i = 0; i < nw; i++) {
+        te_release(&w[i]);
+    }
+    PyMem_Free(w);
+    PyMem_Free(buf.p);
+    return out;
+}
+
+static PyMethodDef te_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))te_add, METH_FASTCALL,
+     "add(began_ns, region, number, topic, msg_id, retries, keys) -> handle"},
+    {"end", (PyCFunction)(void (*)(void))te_end_method, METH_FASTCALL,
+     "end(handle, now_ns, count, success, code) -> 0, 1 or -1"},
+    {"take", (PyCFunction)(void (*)(void))te_take, METH_FASTCALL,
+     "take(group, request_prefix, item_chars, item_key_chars) -> items"},
+    {"clear", te_clear, METH_NOARGS, "clear() -> the pending entries dropped"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot te_slots[] = {
+    {Py_tp_dealloc, te_dealloc},
+    {Py_tp_methods, te_methods},
+    {Py_sq_length, te_len},
+    {Py_tp_doc, "The trace hooks' entry buffer (_trace_records.EntryBufferPy)."},
+    {0, NULL},
+};
+
+static PyType_Spec te_spec = {
+    "ariane._speedups.TraceEntries", sizeof(te_buf), 0, Py_TPFLAGS_DEFAULT, te_slots,
+};
+
+/* trace_entries(): a new empty buffer (its type made at the first call). */
+static PyObject *trace_entries(PyObject *self, PyObject *unused) {
+    te_buf *b;
+    (void)self;
+    (void)unused;
+    if (TE_TYPE == NULL && (TE_TYPE = (PyTypeObject *)PyType_FromSpec(&te_spec)) == NULL) {
+        return NULL;
+    }
+    b = PyObject_New(te_buf, TE_TYPE);
+    if (b == NULL) {
+        return NULL;
+    }
+    b->e = NULL;
+    b->n = b->cap = b->pending = 0;
+    b->next_seq = 0;
+    return (PyObject *)b;
+}
+
+/* The pending entries and queued items against attrs[name]. */
+static int th_queued(PyObject *queue, PyObject *entries, Py_ssize_t *out) {
+    Py_ssize_t n = PyObject_Size(queue);
+    if (n < 0) {
+        return -1;
+    }
+    *out = n + ((te_buf *)entries)->pending;
+    return 0;
+}
+
+/* trace_hook_before(owner, trace_topic, now_ns, counter, default_region, dispatcher, queue,
+ * entries, attrs, stats, msgs): sub_before's reading, the entry added (room: queued items and
+ * pending entries against dispatcher._room, else dispatcher._drop(None) and None), counted, and
+ * the worker woken as _enqueue wakes it; the entry's handle. */
+static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    tb_read r = {NULL, NULL, NULL, NULL, NULL, NULL};
+    PyObject *msgs, *msg, *msg_id = NULL, *retries_obj = NULL, *number_obj = NULL;
+    PyObject *region, *out = NULL, *attrs, *rv;
+    te_buf *buf;
+    long long began, retries;
+    unsigned long long number, seq;
+    Py_ssize_t queued, room, wake_at;
+    int rc;
+    (void)self;
+    if (nargs != 11 || !PyDict_CheckExact(args[8]) || !Py_IS_TYPE(args[7], TE_TYPE)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "trace_hook_before() takes 11 arguments (entries: TraceEntries, attrs: a dict)");
+        return NULL;
+    }
+    if (th_init() < 0 || tb_init() < 0) {
+        return NULL;
+    }
+    buf = (te_buf *)args[7];
+    attrs = args[8];
+    msgs = args[10];
+    if (!PyList_CheckExact(msgs) || PyList_GET_SIZE(msgs) != 1 || !PyUnicode_CheckExact(args[1]) ||
+        !PyUnicode_CheckExact(args[4])) {
+        goto general;
+    }
+    msg = PyList_GET_ITEM(msgs, 0);
+    rc = tb_read_msg(msg, &r);
+    if (rc == -2) {
+        goto failed;
+    }
+    if (rc == 1) {
+        goto general;
+    }
+    if ((r.sw != NULL && PyUnicode_CompareWithASCIIString(r.sw, "false") == 0) ||
+        PyUnicode_Tailmatch(r.topic, args[1], 0, PY_SSIZE_T_MAX, -1) == 1) {
+        tb_clear(&r);
+        Py_RETURN_NONE;
+    }
+    region = r.region != NULL && PyUnicode_GET_LENGTH(r.region) ? r.region : args[4];
+    if (r.uniq != NULL && PyUnicode_GET_LENGTH(r.uniq)) {
+        msg_id = Py_NewRef(r.uniq);
+    } else if ((msg_id = PyObject_GetAttr(msg, TB_OFFSET_ID)) == NULL) {
+        goto failed;
+    }
+    if ((retries_obj = PyObject_GetAttr(msg, TB_RETRIES)) == NULL) {
+        goto failed;
+    }
+    if (!PyLong_CheckExact(retries_obj) || !te_text_ok(region) || !te_text_ok(r.topic) ||
+        !te_text_ok(msg_id) || (r.keys != NULL && !te_text_ok(r.keys))) {
+        goto general;
+    }
+    retries = PyLong_AsLongLongAndOverflow(retries_obj, &rc);
+    if (rc != 0 || (retries == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        goto general;
+    }
+    /* the values are usual: the clock and the counter, then the entry */
+    if (th_now(args[2], &began) < 0) {
+        goto failed;
+    }
+    if ((number_obj = PyIter_Next(args[3])) == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetNone(PyExc_StopIteration);
+        }
+        goto failed;
+    }
+    if (te_ull(number_obj, &number) < 0 || th_queued(args[6], args[7], &queued) < 0 ||
+        th_size_item(attrs, TH_ROOM, &room) < 0) {
+        goto failed;
+    }
+    if (queued >= room) { /* full, or closed */
+        if ((rv = PyObject_CallMethodOneArg(args[5], TH_DROP, Py_None)) == NULL) {
+            goto failed;
+        }
+        Py_DECREF(rv);
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (te_push(buf, began, region, number, r.topic, msg_id, retries,
+                r.keys != NULL ? r.keys : Py_None, &seq) < 0 ||
+        (out = PyLong_FromUnsignedLongLong(seq)) == NULL) {
+        goto failed;
+    }
+    if (th_count(args[9]) < 0 || th_queued(args[6], args[7], &queued) < 0 ||
+        th_size_item(attrs, TH_WAKE_AT, &wake_at) < 0) {
+        goto failed;
+    }
+    if (queued >= wake_at) { /* the first of a round, or a round's worth lingering */
+        if (PyDict_SetItem(attrs, TH_WAKE_AT, TH_NEVER) < 0 ||
+            (rv = PyObject_CallMethodNoArgs(args[5], TH_NOTIFY)) == NULL) {
+            goto failed;
+        }
+        Py_DECREF(rv);
+    }
+    goto done;
+general: /* the general path (it catches its own failures) */
+    tb_clear(&r);
+    Py_XDECREF(msg_id);
+    Py_XDECREF(retries_obj);
+    return PyObject_CallMethodOneArg(args[0], TH_BEFORE, msgs);
+failed:
+    Py_CLEAR(out);
+    out = th_failed(args[0], TH_SUBBEFORE);
+done:
+    tb_clear(&r);
+    Py_XDECREF(msg_id);
+    Py_XDECREF(retries_obj);
+    Py_XDECREF(number_obj);
+    return out;
+}
+
+/* trace_hook_after(owner, now_ns, usual, stats, entries, before, count): the usual end (success,
+ * `usual`). An entry's handle (an int): its end recorded in the buffer, counted; when its
+ * SubBefore was already written owner.entry_late(1) (pending again: the worker is woken as for an
+ * append), when unknown owner.entry_late(-1). An open pair (a list: the general path's): appended
+ * as sub_after appends it, as before. */
 static PyObject *trace_hook_after(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *sa[6], *done, *r;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "trace_hook_after() takes 6 arguments");
+    if (nargs != 7 || !Py_IS_TYPE(args[4], TE_TYPE)) {
+        PyErr_SetString(PyExc_TypeError, "trace_hook_after() takes 7 arguments (entries: TraceEntries)");
         return NULL;
     }
     if (th_init() < 0) {
         return NULL;
     }
+    if (PyLong_CheckExact(args[5])) {
+        unsigned long long seq;
+        long long now_ns, count;
+        int rc;
+        if (te_ull(args[5], &seq) < 0 || te_ll(args[6], &count, 1) < 0 ||
+            th_now(args[1], &now_ns) < 0) {
+            return th_failed(args[0], TH_SUBAFTER);
+        }
+        rc = te_end((te_buf *)args[4], seq, now_ns, count, 1, 0);
+        if (rc == 0) {
+            if (th_count(args[3]) < 0) {
+                return th_failed(args[0], TH_SUBAFTER);
+            }
+            Py_RETURN_NONE;
+        }
+        r = PyObject_CallMethod(args[0], "entry_late", "i", rc);
+        if (r == NULL) {
+            return th_failed(args[0], TH_SUBAFTER);
+        }
+        Py_DECREF(r);
+        Py_RETURN_NONE;
+    }
     /* sub_after(pair, count, True, usual, now_ns, usual) */
-    sa[0] = args[4];
-    sa[1] = args[5];
+    sa[0] = args[5];
+    sa[1] = args[6];
     sa[2] = Py_True;
     sa[3] = args[2];
     sa[4] = args[1];
@@ -242,7 +763,7 @@ static PyObject *trace_hook_after(PyObject *self, PyObject *const *args, Py_ssiz
         Py_RETURN_NONE;
     }
     /* the worker took the pair first, or it was dropped: the SubAfter goes alone */
-    r = PyObject_CallMethodObjArgs(args[0], TH_LATE, args[4], done, NULL);
+    r = PyObject_CallMethodObjArgs(args[0], TH_LATE, args[5], done, NULL);
     Py_DECREF(done);
     if (r == NULL) {
         return th_failed(args[0], TH_SUBAFTER);
@@ -255,4 +776,6 @@ static PyObject *trace_hook_after(PyObject *self, PyObject *const *args, Py_ssiz
     {"trace_hook_before", (PyCFunction)(void (*)(void))trace_hook_before, METH_FASTCALL,         \
      "ConsumeTracer's SubBefore hook, queueing included (_trace_records.hook_before_py)."},     \
         {"trace_hook_after", (PyCFunction)(void (*)(void))trace_hook_after, METH_FASTCALL,       \
-         "ConsumeTracer's usual SubAfter hook (_trace_records.hook_after_py)."},
+         "ConsumeTracer's usual SubAfter hook (_trace_records.hook_after_py)."},                 \
+        {"trace_entries", trace_entries, METH_NOARGS,                                            \
+         "A new TraceEntries buffer (_trace_records.EntryBufferPy)."},

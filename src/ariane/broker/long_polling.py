@@ -7,7 +7,8 @@ It is re-executed (without the right to be held again) and answered
 
 * as soon as a matching message arrives on that queue: the store's dispatch thread reports
   arrivals; they are queued and handed to the event loop with one ``call_soon_threadsafe``
-  per batch, and only for queues somebody waits on. An arrival matches when its tag hash
+  per batch, and only for queues somebody waits on (the answers are written at the end of
+  the arrival's wakes, not at the next loop turn). An arrival matches when its tag hash
   passes the pull's filter and, when the store passed the message's properties along, so do
   they (SQL92 filters need them);
 * at the latest when its time is up (a timer per held pull; the client's
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from ariane.broker.filters import PullFilter
 from ariane.broker.loop_relay import LoopRelay
-from ariane.remoting.channel import Channel
+from ariane.remoting.channel import Channel, flushes_held
 from ariane.remoting.dispatch import RequestContext
 from ariane.remoting.eventloop import cancel_and_wait
 from ariane.remoting.protocol.command import RemotingCommand
@@ -227,19 +228,23 @@ class PullRequestHoldService:
         held_list = self.table.get((topic, queue_id))
         if not held_list:
             return
-        for held in list(held_list):
-            newest = max_offset
-            if newest <= held.offset:
-                newest = self.max_offset(topic, queue_id)
-            if newest <= held.offset:
-                continue
-            flt = held.message_filter
-            if tags_code is None or (
-                flt.is_matched_by_consume_queue(tags_code)
-                and (properties is None or flt.is_matched_by_properties(properties))
-            ):
-                self.woken_by_arrival += 1
-                self._wake(held)
+        # the answers are written when this arrival's wakes are done (one write per
+        # connection), not at the next loop turn: that turn's poll lets the dispatch thread
+        # take the GIL first
+        with flushes_held():
+            for held in list(held_list):
+                newest = max_offset
+                if newest <= held.offset:
+                    newest = self.max_offset(topic, queue_id)
+                if newest <= held.offset:
+                    continue
+                flt = held.message_filter
+                if tags_code is None or (
+                    flt.is_matched_by_consume_queue(tags_code)
+                    and (properties is None or flt.is_matched_by_properties(properties))
+                ):
+                    self.woken_by_arrival += 1
+                    self._wake(held)
 
     def arriving(
         self,

@@ -308,7 +308,7 @@ class ConcurrentConsumeService(_ServiceBase):
         if before is not None:
             if status is _SUCCESS and seconds * 1000 < self.consumer.consume_timeout_ms:
                 # the usual end (``trace_after``'s first case) without its frame
-                before[0].hook_after(before, len(msgs))  # [0]: the tracer
+                tracer.hook_after(before, len(msgs))  # type: ignore[union-attr]
             else:
                 self.trace_after(before, len(msgs), status, raised, seconds)
         pending = self._apply(msgs, pq, mq, ctx, status, seconds)

@@ -46,7 +46,6 @@ from ariane.client.consumer_types import ConsumeFromWhere, MessageModel, Message
 from ariane.client.errors import ClientStateError
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
 from ariane.common.clock import monotonic_ms
-from ariane.common.trace import ConsumeReturnType
 from ariane.errors import ArianeError, InvalidArgumentError
 from ariane.remoting.protocol.client_bodies import ConsumeType, SubscriptionData
 
@@ -395,9 +394,9 @@ class PullConsumer(ConsumerBase):
                 reset_retry_topic(msgs, self.retry_topic)
                 tracer = self.tracer
                 if tracer is not None:  # polled = consumed (Java's lite pull trace)
-                    before = tracer.before(msgs)
+                    before = tracer.hook_before(msgs)  # the compiled hooks when built
                     if before is not None:
-                        tracer.after(before, len(msgs), True, ConsumeReturnType.SUCCESS)
+                        tracer.hook_after(before, len(msgs))
                 await self._maybe_auto_commit()
                 return msgs
             remaining = deadline - time.monotonic()

@@ -10,7 +10,9 @@ are dropped and ``stats.discarded`` counted), and at most once per round an appe
 the worker (``call_soon_threadsafe`` when called from a listener thread). The worker task
 runs on the host client's event loop: it lingers ``linger_ms`` (50 ms) after the first
 entry of a round, or until ``batch_size`` (2000) entries are queued, then takes everything
-queued, has the open pairs encoded in one loop per owner and packs the records into trace
+queued, has the open pairs encoded in one loop per owner, has a consume tracer's entry buffer
+(``attach_entries``: one compact entry per traced delivery, filled by the tracer's hooks,
+whose pending entries count as queued) write its records in one call, and packs the records into trace
 messages of at most ~118000 characters whose ``KEYS`` are the traced msgIds and business
 keys. Big trace messages matter: a send costs the client as much as encoding a hundred
 records. Each trace message is sent by the dispatcher's own producer (group
@@ -38,7 +40,7 @@ import operator
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -363,6 +365,10 @@ class AsyncTraceDispatcher:
         self._factory = sender_factory
         self._sender: TraceSender | None = None
         self._queue: deque[EncodedTrace | OpenTrace] = deque()
+        #: a consume tracer's entry buffer (``_trace_records.EntryBuffer``; its ``len``: the
+        #: entries with records to write) and its ``take`` with the tracer's arguments bound
+        self._entries: Sized | None = None
+        self._take_entries: Callable[[], list[EncodedTrace]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._wake: asyncio.Event | None = None
@@ -394,19 +400,36 @@ class AsyncTraceDispatcher:
         keys = tuple(transfer.keys)
         return self.append_encoded((ctx.beans[0].topic, transfer.data, len(ctx.beans), keys))
 
+    def attach_entries(self, entries: Sized, take: Callable[[], list[EncodedTrace]]) -> None:
+        """Have the worker write the records of ``entries`` (an entry buffer its owner's hooks
+        fill, counting their appends and waking the worker as ``_enqueue`` does) with ``take()``
+        in each round, after the queued items; its pending entries count as queued."""
+        self._entries = entries
+        self._take_entries = take
+
+    def _queued(self) -> int:
+        entries = self._entries
+        return len(self._queue) + (len(entries) if entries is not None else 0)
+
     def _enqueue(self, item: EncodedTrace | OpenTrace) -> bool:
         """``append_encoded`` and ``append_open`` (one function: one call per hook)."""
         queue = self._queue
-        if len(queue) >= self._room:  # full, or closed
-            return self._drop(item)
+        entries = self._entries
+        if len(queue) + (len(entries) if entries is not None else 0) >= self._room:
+            return self._drop(item)  # full, or closed
         queue.append(item)
         self.stats.appended += 1
-        if len(queue) >= self._wake_at:  # the first of a round, or a round's worth lingering
-            self._wake_at = _NEVER  # the worker re-arms it
-            self._notify()
+        self.wake_if_due()
         return True
 
-    def _drop(self, item: EncodedTrace | OpenTrace) -> bool:
+    def wake_if_due(self) -> None:
+        """Wake the worker when what is queued reached ``_wake_at`` (the first of a round, or a
+        round's worth lingering)."""
+        if self._queued() >= self._wake_at:
+            self._wake_at = _NEVER  # the worker re-arms it
+            self._notify()
+
+    def _drop(self, item: EncodedTrace | OpenTrace | None) -> bool:
         self.stats.discarded += 1
         if item.__class__ is list:  # an open pair is claimed at once: ``attach`` fails
             item.append(_TAKEN)
@@ -445,7 +468,7 @@ class AsyncTraceDispatcher:
     @property
     def queued(self) -> int:
         """Contexts waiting to be sent."""
-        return len(self._queue)
+        return self._queued()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -459,7 +482,7 @@ class AsyncTraceDispatcher:
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(self.settings.max_in_flight)
         self._worker = asyncio.create_task(self._run(), name=f"trace-{self.group}")
-        if self._queue:
+        if self._queued():
             self._wake_at = _NEVER
             self._wake.set()
 
@@ -467,8 +490,8 @@ class AsyncTraceDispatcher:
         """Wait until every queued context is sent (or failed); ``False`` on timeout."""
         wait_ms = self.settings.flush_timeout_ms if timeout_ms is None else timeout_ms
         deadline = time.monotonic() + wait_ms / 1000
-        while self._queue or self._sending:
-            if self._wake is not None and self._queue:
+        while self._queued() or self._sending:
+            if self._wake is not None and self._queued():
                 self._wake.set()
             left = deadline - time.monotonic()
             if left <= 0 or self._worker is None:
@@ -494,7 +517,9 @@ class AsyncTraceDispatcher:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self.stats.discarded += len(self._queue)
+        entries = self._entries
+        clear = getattr(entries, "clear", None)
+        self.stats.discarded += len(self._queue) + (clear() if clear is not None else 0)
         self._queue.clear()
         sender, self._sender = self._sender, None
         if sender is not None:
@@ -511,20 +536,23 @@ class AsyncTraceDispatcher:
         while True:
             await wake.wait()
             wake.clear()
-            if len(queue) < settings.batch_size and settings.linger_ms:
+            if self._queued() < settings.batch_size and settings.linger_ms:
                 # appends do not wake us while we linger, unless a round's worth is queued
                 self._wake_at = settings.batch_size
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), settings.linger_ms / 1000)
                 wake.clear()
             self._wake_at = 1  # before draining: later appends wake us again
-            while queue:
+            while self._queued():
                 await self._dispatch(_take(queue, len(queue)))
 
     async def _dispatch(self, items: list[EncodedTrace | OpenTrace]) -> None:
         slots = self._slots
         assert slots is not None
-        for packed in pack(self._encoded(items), self.settings.max_message_chars):
+        ready = self._encoded(items)
+        if self._entries:  # pending entries (the items first: the order of the old queue)
+            ready = ready + self._taken_entries()
+        for packed in pack(ready, self.settings.max_message_chars):
             await slots.acquire()
             task = asyncio.create_task(self._send(packed))
             self._sending.add(task)
@@ -536,6 +564,20 @@ class AsyncTraceDispatcher:
         except Exception:  # an encoder failed (a bug): the round is lost, and counted
             logger.warning("encoding trace records failed", exc_info=True)
             self.stats.lost_records += len(items)
+            return []
+
+    def _taken_entries(self) -> list[EncodedTrace]:
+        take, entries = self._take_entries, self._entries
+        assert take is not None
+        assert entries is not None
+        pending = len(entries)
+        try:
+            return take()
+        except Exception:  # a bug: the entries are lost, and counted
+            logger.warning("encoding trace entries failed", exc_info=True)
+            self.stats.lost_records += pending
+            with contextlib.suppress(Exception):  # never taken again: the worker would spin
+                entries.clear()  # type: ignore[attr-defined]
             return []
 
     async def _send(self, packed: _Packed) -> None:

@@ -41,9 +41,11 @@ from ariane.client._trace_dispatch import TAKEN, AsyncTraceDispatcher, EncodedTr
 from ariane.client._trace_records import (
     AfterData,
     Call,
+    EntryBuffer,
     call_data,
     hook_after,
     hook_before,
+    new_entries,
     sub_after,
     sub_before,
     sub_pairs,
@@ -299,10 +301,11 @@ def consume_outcome(
     return success, kind
 
 
-#: What ``ConsumeTracer.before`` recorded, for its ``after``: the open pair
+#: What ``ConsumeTracer.before`` recorded, for its ``after``: the handle of the call's entry in
+#: the tracer's entry buffer (an int: the hooks' usual call), or the open pair
 #: (``_trace_dispatch.OpenTrace``) ``[tracer, (start ns, region, request number, topic,
 #: ((msgId, retry times, KEYS or None) per traced message))]``.
-TraceBefore = OpenTrace
+TraceBefore = OpenTrace | int
 
 #: Request ids: a per-process random prefix and a counter (32 hex digits like Java's).
 _REQUEST_PREFIX = os.urandom(8).hex().upper()
@@ -318,7 +321,11 @@ class ConsumeTracer(_Tracer):
     """SubBefore and SubAfter records of one consumer group (callable from listener
     threads; see ``_Tracer``).
 
-    A listener call is one queue item holding both records: ``before`` queues an open pair
+    The consume services call ``hook_before`` / ``hook_after``: a listener call of one message
+    is one compact entry of the tracer's entry buffer (``entries``), whose records the
+    dispatcher's worker writes in one call; the end of an entry the worker already took goes in
+    a later round (``entry_late``). Otherwise (several messages, unusual values, another
+    dispatcher) a listener call is one queue item holding both records: ``before`` queues an open pair
     with what it read from the messages (no encoding), ``after`` completes it, and the
     dispatcher's worker has ``encode_pairs`` write the records of every pair of its round in
     one loop. When the worker took a pair before its listener returned (a call longer than
@@ -328,19 +335,30 @@ class ConsumeTracer(_Tracer):
     exactly what ``sub_before_record`` and ``sub_after_record`` write.
     """
 
-    __slots__ = ("hook_after", "hook_before")
+    __slots__ = ("entries", "hook_after", "hook_before")
 
     def __init__(
         self, dispatcher: AsyncTraceDispatcher, group: str, clock: Clock | None = None
     ) -> None:
         super().__init__(dispatcher, group, clock)
         #: ``before(msgs)`` as the consume service calls it: one compiled call when built
-        #: (``_trace_records.hook_before``, the dispatcher's queueing included), for the
-        #: dispatcher itself; ``before`` for any other (a subclass may queue differently)
+        #: (``_trace_records.hook_before``: the call's entry added to ``entries``, the
+        #: dispatcher's counting and wake-up included), for the dispatcher itself; ``before``
+        #: for any other (a subclass may queue differently)
         self.hook_before: Callable[[Sequence[MessageExt]], TraceBefore | None] = self.before
-        #: ``after(pair, count, True, SUCCESS)``: the usual end, likewise
+        #: ``after(before, count, True, SUCCESS)``: the usual end, likewise
         self.hook_after: Callable[[TraceBefore, int], None] = self._after_usual
+        #: the hooks' entries (one compact entry per listener call of one message, written
+        #: by the dispatcher's worker: ``attach_entries``); None with any other dispatcher
+        self.entries: EntryBuffer | None = None
         if type(dispatcher) is AsyncTraceDispatcher:
+            entries = self.entries = new_entries()
+            dispatcher.attach_entries(
+                entries,
+                functools.partial(
+                    entries.take, group, _REQUEST_PREFIX, _ITEM_CHARS, _ITEM_KEY_CHARS
+                ),
+            )
             self.hook_before = functools.partial(
                 hook_before,
                 self,
@@ -350,16 +368,27 @@ class ConsumeTracer(_Tracer):
                 DEFAULT_REGION_ID,
                 dispatcher,
                 dispatcher._queue,
-                dispatcher._queue.append,
+                entries,
                 vars(dispatcher),  # _room and _wake_at, read as dict items
                 dispatcher.stats,
             )
             self.hook_after = functools.partial(
-                hook_after, self, self.now_ns, _SUCCESS, dispatcher.stats
+                hook_after, self, self.now_ns, _SUCCESS, dispatcher.stats, entries
             )
 
     def _after_usual(self, before: TraceBefore, count: int) -> None:
         self.after(before, count, True, _SUCCESS)
+
+    def entry_late(self, answer: int) -> None:
+        """The end of an entry the worker had taken (``answer`` 1: its SubBefore went, the
+        SubAfter is pending: counted, the worker woken as for an append), or of an unknown
+        entry (-1: dropped when the dispatcher closed, or ended twice: counted as discarded)."""
+        dispatcher = self.dispatcher
+        if answer > 0:
+            dispatcher.stats.appended += 1
+            dispatcher.wake_if_due()
+        else:
+            dispatcher.stats.discarded += 1
 
     def hook_failed(self, what: str, exc: BaseException) -> None:
         """Log a hook's failure (``what``: SubBefore or SubAfter): the record is dropped."""
@@ -413,10 +442,29 @@ class ConsumeTracer(_Tracer):
     ) -> None:
         """Record the end of the listener call ``before`` started (``count`` messages)."""
         try:
+            if before.__class__ is int:  # an entry of the hooks' buffer
+                assert self.entries is not None
+                answer = self.entries.end(
+                    before,
+                    self.now_ns(),
+                    count,
+                    success,
+                    int(outcome),
+                )
+                if answer == 0:
+                    self.dispatcher.stats.appended += 1
+                else:
+                    self.entry_late(answer)
+                return
             # the usual end as its time alone (``AfterData``), appended to the pair (the
             # dispatcher's ``attach``, inlined), compiled when built: one call per delivery
             done: AfterData | None = sub_after(
-                before, count, success, outcome, self.now_ns, _SUCCESS
+                before,  # type: ignore[arg-type]
+                count,
+                success,
+                outcome,
+                self.now_ns,
+                _SUCCESS,
             )
             if done is None:
                 self.dispatcher.stats.appended += 1
@@ -427,7 +475,7 @@ class ConsumeTracer(_Tracer):
 
     def after_late(self, before: TraceBefore, done: AfterData) -> None:
         """Ship the SubAfter of a call whose pair the worker took first (or was dropped)."""
-        (item,) = self._encode([(call_data(before[1]), done)], sub_before=False)
+        (item,) = self._encode([(call_data(before[1]), done)], sub_before=False)  # type: ignore[index]
         self.dispatcher.append_encoded(item)
 
     def encode_pairs(self, pairs: list[OpenTrace]) -> list[EncodedTrace]:

@@ -17,9 +17,13 @@ references; ``sub_records`` and ``sub_pairs`` are the compiled twins (``ariane._
 handle (they answer ``None``).
 
 ``hook_before`` and ``hook_after`` are the consume service's calls (``ConsumeTracer.hook_before``
-/ ``hook_after`` bind their first arguments): ``sub_before`` with the dispatcher's queueing, and
-the usual end; compiled (``_speedups_tracehook.h``) so that no Python frame runs per delivery,
-``hook_before_py`` / ``hook_after_py`` the references.
+/ ``hook_after`` bind their first arguments): what ``sub_before`` reads, added as one compact
+entry to the tracer's entry buffer (``EntryBufferPy``, or the compiled ``TraceEntries``) with
+the dispatcher's accounting, and the usual end recorded in it; the dispatcher's worker has the
+buffer write the records of a round in one call (``take``). Compiled
+(``_speedups_tracehook.h``) so that no Python frame and no per-delivery container (an open pair
+and its 7-tuple before) is made per delivery; ``hook_before_py`` / ``hook_after_py`` /
+``EntryBufferPy`` the references.
 
 ``sub_before`` is the hook side (``ConsumeTracer.before`` of a one-message call: the open pair
 of its SubBefore); it is the compiled function itself when built (no Python frame per
@@ -29,9 +33,10 @@ path handles.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import NotImplementedType
-from typing import Any
+from typing import Any, Protocol
 
 from ariane.client._trace_dispatch import _NEVER
 from ariane.common import native
@@ -43,12 +48,15 @@ __all__ = [
     "AfterData",
     "BeforeData",
     "Call",
+    "EntryBuffer",
+    "EntryBufferPy",
     "OneData",
     "call_data",
     "hook_after",
     "hook_after_py",
     "hook_before",
     "hook_before_py",
+    "new_entries",
     "sub_after",
     "sub_after_py",
     "sub_before",
@@ -284,25 +292,233 @@ sub_before: Callable[
 ] = getattr(native.speedups, "sub_before", None) or sub_before_py
 
 
-def _enqueue_py(
-    dispatcher: Any,
-    queue: Any,
-    append: Callable[[Any], None],
-    attrs: dict[str, Any],
-    stats: Any,
-    item: list[Any],
-) -> None:
-    """``AsyncTraceDispatcher._enqueue(item)`` with the dispatcher's ``queue``, its ``append``,
-    its attributes' dict ``attrs`` (``vars(dispatcher)``) and its ``stats`` (what the compiled
-    twin does step for step: room, append, count, wake-up)."""
-    if len(queue) >= attrs["_room"]:  # full, or closed
-        dispatcher._drop(item)
-        return
-    append(item)
-    stats.appended += 1
-    if len(queue) >= attrs["_wake_at"]:  # the first of a round, or a round's worth lingering
-        attrs["_wake_at"] = _NEVER
-        dispatcher._notify()
+_U64 = 1 << 64
+_I64 = 1 << 63
+#: entry states (``EntryBufferPy``): running, running with its SubBefore written, ended, ended
+#: with its SubBefore written
+_OPEN, _SENT, _ENDED, _ENDED_SENT = 0, 1, 2, 3
+
+
+def _ns(x: Any) -> int:
+    """``x`` when it is an exact int in [0, 2**63) (a time in ns), else ``TypeError``."""
+    if x.__class__ is not int or not 0 <= x < _I64:
+        raise TypeError("not a time in ns")
+    return x
+
+
+def _u64(x: Any) -> int:
+    if x.__class__ is not int or not 0 <= x < _U64:
+        raise TypeError("not an int in [0, 2**64)")
+    return x
+
+
+def _i64(x: Any) -> int:
+    if x.__class__ is not int or not -_I64 <= x < _I64:
+        raise TypeError("not a 64-bit int")
+    return x
+
+
+def _text_ok(s: Any) -> bool:
+    """An exact str with a UTF-8 form (no lone surrogates)."""
+    if s.__class__ is not str:
+        return False
+    if s.isascii():
+        return True
+    try:
+        s.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class EntryBufferPy:
+    """The consume hooks' entries (twin of the compiled ``TraceEntries``,
+    ``_speedups_tracehook.h``): per listener call of one traced message, what ``before`` read
+    (start ns, region, request number, topic, msgId, retry times, KEYS or None) and, once the
+    call ended, (end ns, messages, success, result code); no open pair per delivery. ``add``
+    answers the entry's handle (its sequence number), which the end hook passes to ``end``;
+    the dispatcher's worker has ``take`` write the records of every pending entry in one call
+    (SubBefore, and SubAfter when the call ended, as ``sub_records_py`` writes them, cut into
+    items as it cuts them); an entry whose call still runs stays with its SubBefore written,
+    and its SubAfter goes in a later round. ``len``: the entries with records to write. Any
+    thread (a lock here; the GIL in the compiled twin)."""
+
+    __slots__ = ("_by_seq", "_entries", "_lock", "_next", "_pending")
+
+    def __init__(self) -> None:
+        #: [seq, state, began ns, region, number, topic, msgId, retries, keys, end ns, count,
+        #: success, code] in handle order
+        self._entries: list[list[Any]] = []
+        self._by_seq: dict[int, list[Any]] = {}
+        self._lock = threading.Lock()
+        self._next = 0
+        self._pending = 0
+
+    def __len__(self) -> int:
+        return self._pending
+
+    def add(
+        self,
+        began_ns: int,
+        region: str,
+        number: int,
+        topic: str,
+        msg_id: str,
+        retries: int,
+        keys: str | None,
+    ) -> int:
+        """Record a listener call's SubBefore values; its handle."""
+        _ns(began_ns)
+        _u64(number)
+        _i64(retries)
+        if not all(map(_text_ok, (region, topic, msg_id))) or not (keys is None or _text_ok(keys)):
+            raise TypeError("not a str with a UTF-8 form")
+        with self._lock:
+            seq = self._next
+            self._next += 1
+            entry = [
+                seq,
+                _OPEN,
+                began_ns,
+                region,
+                number,
+                topic,
+                msg_id,
+                retries,
+                keys,
+                0,
+                0,
+                False,
+                0,
+            ]
+            self._entries.append(entry)
+            self._by_seq[seq] = entry
+            self._pending += 1
+        return seq
+
+    def end(self, handle: int, now_ns: int, count: int, success: bool, code: int) -> int:
+        """The end of the call ``handle``: 0 (recorded), 1 (its SubBefore was already written:
+        pending again), -1 (unknown handle, or already ended)."""
+        _u64(handle)
+        _ns(now_ns)
+        _i64(count)
+        ok = bool(success)
+        _i64(code)
+        with self._lock:
+            entry = self._by_seq.get(handle)
+            if entry is None or entry[1] >= _ENDED:
+                return -1
+            entry[9:13] = [now_ns, count, ok, code]
+            if entry[1] == _SENT:
+                entry[1] = _ENDED_SENT
+                self._pending += 1
+                return 1
+            entry[1] = _ENDED
+            return 0
+
+    def clear(self) -> int:
+        """Drop every entry; how many had records to write."""
+        with self._lock:
+            pending, self._pending = self._pending, 0
+            self._entries, self._by_seq = [], {}
+        return pending
+
+    def take(
+        self, group: str, request_prefix: str, item_chars: int, item_key_chars: int
+    ) -> list[Item]:
+        """The records of the pending entries (see the class)."""
+        if group.__class__ is not str or request_prefix.__class__ is not str:
+            raise TypeError("not a str")
+        _i64(item_chars)
+        _i64(item_key_chars)
+        if len(request_prefix) > 16 or not request_prefix.isascii():
+            raise ValueError("request_prefix: at most 16 ASCII characters")
+        with self._lock:
+            kept: list[list[Any]] = []
+            written: list[list[Any]] = []
+            for entry in self._entries:
+                state = entry[1]
+                if state == _SENT:
+                    kept.append(entry)
+                    continue
+                written.append(entry[:])
+                if state == _OPEN:
+                    entry[1] = _SENT
+                    kept.append(entry)
+                else:
+                    del self._by_seq[entry[0]]
+            self._entries = kept
+            self._pending = 0
+        out: list[Item] = []
+        texts: list[str] = []
+        index: list[str] = []
+        size = key_size = 0
+        topic = ""
+        for (_seq, state, began_ns, region, number, topic, msg_id, retries, text, end_ns,
+             count, success, code) in written:  # fmt: skip
+            rid = f"{request_prefix}{number:016X}"
+            began = began_ns // 1_000_000
+            keys = text or JAVA_NULL
+            if state in (_OPEN, _ENDED):
+                record = (
+                    f"SubBefore\x01{began}\x01{region}\x01{group}\x01{rid}\x01{msg_id}\x01"
+                    f"{retries}\x01{keys}\x02"
+                )
+                texts.append(record)
+                size += len(record)
+            if state >= _ENDED:
+                now = end_ns // 1_000_000
+                cost = max((now - began) // (count if count > 0 else 1), 0)
+                record = (
+                    f"SubAfter\x01{rid}\x01{msg_id}\x01{cost}\x01{'true' if success else 'false'}"
+                    f"\x01{keys}\x01{code}\x01{now}\x01{group}\x02"
+                )
+                texts.append(record)
+                size += len(record)
+            index.append(msg_id)
+            key_size += len(msg_id) + 1
+            if text:
+                index.append(text)
+                key_size += len(text) + 1
+            if key_size >= item_key_chars or size >= item_chars:
+                out.append((topic, "".join(texts), len(texts), tuple(index)))
+                texts, index, size, key_size = [], [], 0, 0
+        if texts:
+            out.append((topic, "".join(texts), len(texts), tuple(index)))
+        return out
+
+
+class EntryBuffer(Protocol):
+    """``EntryBufferPy`` or the compiled ``TraceEntries``."""
+
+    def __len__(self) -> int: ...
+
+    def add(
+        self,
+        began_ns: int,
+        region: str,
+        number: int,
+        topic: str,
+        msg_id: str,
+        retries: int,
+        keys: str | None,
+    ) -> int: ...
+
+    def end(self, handle: int, now_ns: int, count: int, success: bool, code: int) -> int: ...
+
+    def clear(self) -> int: ...
+
+    def take(
+        self, group: str, request_prefix: str, item_chars: int, item_key_chars: int
+    ) -> list[Item]: ...
+
+
+_new_entries_c: Callable[[], EntryBuffer] | None = getattr(native.speedups, "trace_entries", None)
+
+
+def new_entries() -> EntryBuffer:
+    """A new entry buffer: the compiled ``TraceEntries`` when built, else ``EntryBufferPy``."""
+    return _new_entries_c() if _new_entries_c is not None else EntryBufferPy()
 
 
 def hook_before_py(
@@ -313,22 +529,60 @@ def hook_before_py(
     default_region: str,
     dispatcher: Any,
     queue: Any,
-    append: Callable[[Any], None],
+    entries: EntryBuffer,
     attrs: dict[str, Any],
     stats: Any,
     msgs: Sequence[MessageExt],
-) -> list[Any] | None:
-    """``ConsumeTracer.before(msgs)`` for the usual call (``sub_before_py``, the pair queued on
-    the dispatcher as ``_enqueue`` queues it, see ``_enqueue_py``); ``owner.before(msgs)`` for
-    what ``sub_before`` leaves to the general path; an ``Exception`` goes to
+) -> int | list[Any] | None:
+    """``ConsumeTracer.before(msgs)`` for the usual call, into ``entries``: what
+    ``sub_before_py`` reads, then the clock and the counter; when the queued items and pending
+    entries reach ``attrs["_room"]`` (``vars(dispatcher)``) ``dispatcher._drop(None)`` and
+    ``None``, else the entry is added (its handle answered), counted in ``stats.appended``, and
+    the worker woken as ``_enqueue`` wakes it (``_wake_at``). ``owner.before(msgs)`` for what
+    the buffer does not hold (not one message, values that are not exact ``str``/``dict``/``int``
+    or a str without a UTF-8 form); ``None`` for untraced messages; an ``Exception`` goes to
     ``owner.hook_failed`` (logged, ``None``)."""
     try:
-        pair = sub_before_py(owner, msgs, trace_topic, now_ns, counter, default_region)
-        if pair is NotImplemented:
+        if (
+            msgs.__class__ is not list
+            or len(msgs) != 1
+            or trace_topic.__class__ is not str
+            or default_region.__class__ is not str
+        ):
             return owner.before(msgs)  # type: ignore[no-any-return]
-        if pair is not None:
-            _enqueue_py(dispatcher, queue, append, attrs, stats, pair)
-        return pair
+        msg = msgs[0]
+        p = msg.properties
+        topic = msg.topic
+        if p.__class__ is not dict or topic.__class__ is not str:
+            return owner.before(msgs)  # type: ignore[no-any-return]
+        switch, region, uniq, keys = (
+            p.get(TRACE_SWITCH), p.get(MSG_REGION), p.get(UNIQ_KEY), p.get(KEYS)
+        )  # fmt: skip
+        if any(v is not None and v.__class__ is not str for v in (switch, region, uniq, keys)):
+            return owner.before(msgs)  # type: ignore[no-any-return]
+        if switch == "false" or topic.startswith(trace_topic):
+            return None
+        region = region or default_region
+        msg_id = uniq or msg.offset_msg_id
+        retries = msg.reconsume_times
+        if (
+            retries.__class__ is not int
+            or not all(map(_text_ok, (region, topic, msg_id)))
+            or (keys is not None and not _text_ok(keys))
+            or not -_I64 <= retries < _I64
+        ):
+            return owner.before(msgs)  # type: ignore[no-any-return]
+        began = _ns(now_ns())
+        number = _u64(next(counter))
+        if len(queue) + len(entries) >= attrs["_room"]:  # full, or closed
+            dispatcher._drop(None)
+            return None
+        handle = entries.add(began, region, number, topic, msg_id, retries, keys)
+        stats.appended += 1
+        if len(queue) + len(entries) >= attrs["_wake_at"]:
+            attrs["_wake_at"] = _NEVER
+            dispatcher._notify()
+        return handle
     except Exception as exc:
         return owner.hook_failed("SubBefore", exc)  # type: ignore[no-any-return]
 
@@ -338,28 +592,41 @@ def hook_after_py(
     now_ns: Callable[[], int],
     usual: object,
     stats: Any,
-    pair: list[Any],
+    entries: EntryBuffer,
+    before: int | list[Any],
     count: int,
 ) -> None:
-    """``ConsumeTracer.after(pair, count, True, usual)``: the end appended to the pair
-    (``sub_after_py``) and counted in the dispatcher's ``stats``; when the worker took the
-    pair first, ``owner.after_late`` ships the SubAfter; an ``Exception`` goes to
+    """``ConsumeTracer.after(before, count, True, usual)``. An entry's handle: its end recorded
+    in ``entries`` (``end``) and counted in ``stats``; ``owner.entry_late(answer)`` when the
+    entry's SubBefore was already written (1) or it is unknown (-1). An open pair (the general
+    path's): its end appended (``sub_after_py``) and counted; when the worker took the pair
+    first, ``owner.after_late`` ships the SubAfter. An ``Exception`` goes to
     ``owner.hook_failed``."""
     try:
-        done = sub_after_py(pair, count, True, usual, now_ns, usual)
+        if before.__class__ is int:
+            handle = _u64(before)
+            _i64(count)
+            answer = entries.end(handle, _ns(now_ns()), count, True, 0)
+            if answer == 0:
+                stats.appended += 1
+            else:
+                owner.entry_late(answer)
+            return
+        done = sub_after_py(before, count, True, usual, now_ns, usual)  # type: ignore[arg-type]
         if done is None:
             stats.appended += 1
         else:
-            owner.after_late(pair, done)
+            owner.after_late(before, done)
     except Exception as exc:
         owner.hook_failed("SubAfter", exc)
 
 
+#: the compiled hooks of this version (they take an entry buffer): a stale build's hooks of the
+#: same names took the queue's append, so they are used only next to ``trace_entries``
+_hooks = native.speedups if _new_entries_c is not None else None
 #: ``hook_before_py``, or its compiled twin
-hook_before: Callable[..., list[Any] | None] = (
-    getattr(native.speedups, "trace_hook_before", None) or hook_before_py
+hook_before: Callable[..., int | list[Any] | None] = (
+    getattr(_hooks, "trace_hook_before", None) or hook_before_py
 )
 #: ``hook_after_py``, or its compiled twin
-hook_after: Callable[..., None] = (
-    getattr(native.speedups, "trace_hook_after", None) or hook_after_py
-)
+hook_after: Callable[..., None] = getattr(_hooks, "trace_hook_after", None) or hook_after_py

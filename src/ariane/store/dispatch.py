@@ -229,7 +229,12 @@ class ReputService(ServiceThread):
         self.on_error = on_error
         self.listener: ArrivingListener | None = None
         self.reput_from_offset = 0
+        #: True while the thread waits to be woken by a put (the writer then calls wakeup).
         self.idle = False
+        #: a round that dispatched at least this many requests is followed by a 1 ms wait
+        #: that puts do not cut short (they gather into the next batch); after a smaller
+        #: round the thread is idle, woken by the next put.
+        self.gather_from = 32
         self._failing = False
 
     def visibility_limit(self) -> int:
@@ -370,9 +375,13 @@ class ReputService(ServiceThread):
     def run_once(self) -> None:
         if self._failing:
             self.wait(1.0)
-        if self.do_reput():
+        if self.do_reput() >= self.gather_from:
+            # a busy writer: let the next batch gather (no wake-up per put meanwhile)
             self.wait(0.001)
             return
+        # idle, or a few records (a light load: 2,000 single sends/s dispatch one at a time):
+        # the next put wakes this thread at once instead of finding it in a 1 ms sleep (the
+        # idle flag is set before ``pending`` is read, so a put in between is not missed)
         self.idle = True
         self.wait(0.001 if self.commit_log.pending else 0.05)
         self.idle = False

@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 GATHER_S = 0.001
 #: Most requests a group commit waits for.
 MAX_GATHER = 1024
+#: Fewest requests a round must have completed for the next one to gather.
+GATHER_FROM = 8
 
 
 def _flush_commit_log_fully(commit_log: CommitLog, checkpoint: StoreCheckpoint) -> None:
@@ -234,9 +236,11 @@ class GroupCommitService(ServiceThread):
             if not self._inflight and not self.stopped:
                 if not self._write:
                     self._cond.wait(0.01)
-                if self._write and len(self._write) < self._expect:
+                if self._write and GATHER_FROM <= self._expect > len(self._write):
                     # Gather: the writers the last round released usually put again at
-                    # once; one fsync for all of them beats one per half of them.
+                    # once; one fsync for all of them beats one per half of them. Not
+                    # after a round of a few (a light load: the next put is no writer the
+                    # round released, so waiting for it only delays this one's answer).
                     self._cond.wait(GATHER_S)
             batch = self._write
             self._write = []

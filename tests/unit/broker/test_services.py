@@ -220,3 +220,44 @@ def test_short_polling_ignores_arrivals() -> None:
         await svc.stop()
 
     asyncio.run(main())
+
+
+class _ChannelCtx:
+    """A held pull's context on a real channel: answers go through ``Channel.send``."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+
+    def send_response(self, response: RemotingCommand) -> bool:
+        return bool(self.channel.send(response))
+
+
+def test_an_arrival_writes_the_woken_answers_without_waiting_for_the_loop_turn() -> None:
+    """Issue 18 (latency): the answers of the pulls an arrival wakes are written before the
+    arrival's callback returns, one write per connection, not at the next loop turn (whose
+    poll lets the dispatch thread take the GIL first)."""
+    from ariane.remoting.channel import Channel
+    from tests.unit.remoting.test_held_flushes import _NoHandler, _Transport
+
+    async def main() -> None:
+        offsets = {("T", 0): 5}
+        svc = hold_service(offsets)
+        svc.start()
+        channel = Channel(_NoHandler())
+        transport = _Transport()
+        channel.connection_made(transport)  # type: ignore[arg-type]
+        flt = FilterFactory().build("*", None)
+        for _ in range(2):  # two pulls of one connection held on the queue
+            ctx = _ChannelCtx(channel)
+            assert svc.suspend(ctx, RemotingCommand.request(11), "T", 0, 5, flt, 15000)  # type: ignore[arg-type]
+        assert svc.held_count == 2
+        assert transport.writes == []
+        offsets[("T", 0)] = 6
+        svc.notify_message_arriving("T", 0, 6, tags_code("A"))
+        assert svc.held_count == 0
+        assert len(transport.writes) == 1  # both answers, at once, in one write
+        await asyncio.sleep(0)
+        assert len(transport.writes) == 1  # nothing left for the loop turn
+        await svc.stop()
+
+    asyncio.run(main())

@@ -1,12 +1,15 @@
 """The consume service's trace hooks in one call (``_speedups_tracehook.h``) against their pure
-twins ``hook_before_py`` / ``hook_after_py``: the same answers, the same queue (pairs, their
-ends, the SubAfter a late end ships), the same counters, wake-ups and threshold, the same
-clock and counter calls, the same logged failures, and the same records once the worker
-encodes the round. Also how ``ConsumeTracer`` binds them."""
+twins ``hook_before_py`` / ``hook_after_py``, each with its entry buffer (``TraceEntries`` /
+``EntryBufferPy``): the same answers, the same queue (the general path's pairs, their ends,
+the SubAfter a late end ships), the same counters, wake-ups and threshold, the same clock and
+counter calls, the same logged failures, and the same records once the worker writes the
+round. The buffers' records against ``sub_records_py`` (the reference the golden bytes
+check). Also how ``ConsumeTracer`` binds them."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import logging
 import os
@@ -18,18 +21,23 @@ from typing import Any, cast
 
 import pytest
 
-from ariane.client import _trace_hooks, _trace_records
+from ariane.client import _trace_dispatch, _trace_hooks, _trace_records
 from ariane.client._trace_dispatch import (
-    _NEVER,
     TAKEN,
     AsyncTraceDispatcher,
     TraceSettings,
     TraceStats,
 )
-from ariane.client._trace_hooks import ConsumeTracer
-from ariane.client._trace_records import hook_after_py, hook_before_py
+from ariane.client._trace_hooks import _ITEM_CHARS, _ITEM_KEY_CHARS, ConsumeTracer
+from ariane.client._trace_records import (
+    EntryBufferPy,
+    hook_after_py,
+    hook_before_py,
+    sub_records_py,
+)
 from ariane.client.config import ClientConfig
 from ariane.common import native
+from ariane.common.clock import ManualClock
 from ariane.common.message import HostPort, MessageExt
 from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
 from ariane.common.trace import DEFAULT_REGION_ID, ConsumeReturnType
@@ -75,7 +83,11 @@ class _World:
     the wake-ups; ``before``/``after`` run one hook build with the tracer's bound values."""
 
     def __init__(
-        self, before: Callable[..., Any], after: Callable[..., Any], **settings: Any
+        self,
+        before: Callable[..., Any],
+        after: Callable[..., Any],
+        entries: Callable[[], Any],
+        **settings: Any,
     ) -> None:
         self.dispatcher = AsyncTraceDispatcher(
             trace_topic=None,
@@ -86,6 +98,10 @@ class _World:
             settings=TraceSettings(**settings),
         )
         self.tracer = ConsumeTracer(self.dispatcher, "cg")
+        self.entries = self.tracer.entries = entries()  # the twin's buffer
+        self.dispatcher.attach_entries(
+            self.entries, functools.partial(self.entries.take, "cg", "PFX", 900, 120)
+        )
         self.clock = _Clock()
         self.counter = itertools.count(41)
         self.wakes = 0
@@ -108,14 +124,21 @@ class _World:
             DEFAULT_REGION_ID,
             self.dispatcher,
             self.dispatcher._queue,
-            self.dispatcher._queue.append,
+            self.entries,
             vars(self.dispatcher),
             self.dispatcher.stats,
             msgs,
         )
 
     def after(self, pair: Any, count: int) -> Any:
-        return self._after(self.tracer, self.clock, SUCCESS, self.dispatcher.stats, pair, count)
+        return self._after(
+            self.tracer, self.clock, SUCCESS, self.dispatcher.stats, self.entries, pair, count
+        )
+
+    def take(self) -> Any:
+        """The worker's take of the entries (small items: several per round)."""
+        assert self.dispatcher._take_entries is not None
+        return self.dispatcher._take_entries()
 
     def state(self) -> dict[str, Any]:
         """Everything observable, the tracer shown as ``"T"`` and the worker's mark as
@@ -132,6 +155,7 @@ class _World:
 
         return {
             "queue": plain(list(self.dispatcher._queue)),
+            "pending": len(self.entries),
             "stats": dataclasses.asdict(self.dispatcher.stats),
             "wake_at": self.dispatcher._wake_at,
             "wakes": self.wakes,
@@ -141,13 +165,26 @@ class _World:
         }
 
 
-def _both() -> list[tuple[Callable[..., Any], Callable[..., Any]]]:
-    """The pure hooks, then the compiled ones when built (on the pure build the scenarios
-    run the references alone)."""
-    out: list[tuple[Callable[..., Any], Callable[..., Any]]] = [(hook_before_py, hook_after_py)]
+Twin = tuple[Callable[..., Any], Callable[..., Any], Callable[[], Any]]
+
+
+def _both() -> list[Twin]:
+    """The pure hooks and buffer, then the compiled ones when built (on the pure build the
+    scenarios run the references alone)."""
+    out: list[Twin] = [(hook_before_py, hook_after_py, EntryBufferPy)]
     if not native.PURE_REQUESTED:
-        out.append((_compiled("trace_hook_before"), _compiled("trace_hook_after")))
+        out.append(
+            (
+                _compiled("trace_hook_before"),
+                _compiled("trace_hook_after"),
+                _compiled("trace_entries"),
+            )
+        )
     return out
+
+
+def _buffers() -> list[Callable[[], Any]]:
+    return [twin[2] for twin in _both()]
 
 
 def _scenario(
@@ -162,9 +199,9 @@ def _scenario(
     pairs' shapes when ``shapes`` is false: the general path's data of a one-message call is
     a ``BeforeData`` where ``sub_before_py`` writes a ``OneData``; the same records)."""
     seen = []
-    for before, after in _both():
+    for before, after, entries in _both():
         caplog.clear()
-        world = _World(before, after, **settings)
+        world = _World(before, after, entries, **settings)
         with (
             pytest.MonkeyPatch.context() as mp,  # the general path's request numbers
             caplog.at_level(logging.WARNING),
@@ -176,6 +213,7 @@ def _scenario(
         items = list(world.dispatcher._queue)
         pairs = [i for i in items if isinstance(i, list)]
         records = world.tracer.encode_pairs(pairs) if pairs else []
+        records += world.take()
         logged = [
             (r.getMessage().replace(world.dispatcher.group, "G"), bool(r.exc_info))
             for r in caplog.records
@@ -190,47 +228,57 @@ def _scenario(
 def test_the_compiled_hooks_are_used_when_built() -> None:
     assert _trace_records.hook_before is _compiled("trace_hook_before")
     assert _trace_records.hook_after is _compiled("trace_hook_after")
+    assert type(_trace_records.new_entries()) is type(_compiled("trace_entries")())
+
+
+def _dispatcher(cls: type[AsyncTraceDispatcher] = AsyncTraceDispatcher) -> AsyncTraceDispatcher:
+    return cls(
+        trace_topic=None,
+        host_config=ClientConfig(namesrv_addr="127.0.0.1:9876"),
+        host_group="g",
+        kind="CONSUME",
+        sender_factory=cast(Any, None),
+    )
 
 
 def test_consume_tracer_binds_the_hooks_to_its_dispatcher_only() -> None:
-    world = _World(hook_before_py, hook_after_py)
-    hb = world.tracer.hook_before
+    dispatcher = _dispatcher()
+    tracer = ConsumeTracer(dispatcher, "cg")
+    entries = tracer.entries
+    assert entries is not None
+    assert type(entries) is type(_trace_records.new_entries())
+    assert dispatcher._entries is entries
+    take = dispatcher._take_entries
+    assert getattr(take, "args", None) == (
+        "cg",
+        _trace_hooks._REQUEST_PREFIX,
+        _ITEM_CHARS,
+        _ITEM_KEY_CHARS,
+    )
+    hb = tracer.hook_before
     assert getattr(hb, "func", None) is _trace_records.hook_before
     assert getattr(hb, "args", None) == (
-        world.tracer,
-        world.tracer.trace_topic,
+        tracer,
+        tracer.trace_topic,
         time.time_ns,  # the system clock's
         hb.args[3],  # type: ignore[attr-defined]  # the process's request counter
         DEFAULT_REGION_ID,
-        world.dispatcher,
-        world.dispatcher._queue,
-        world.dispatcher._queue.append,
-        vars(world.dispatcher),
-        world.dispatcher.stats,
+        dispatcher,
+        dispatcher._queue,
+        entries,
+        vars(dispatcher),
+        dispatcher.stats,
     )
-    ha = world.tracer.hook_after
+    ha = tracer.hook_after
     assert getattr(ha, "func", None) is _trace_records.hook_after
-    assert getattr(ha, "args", None) == (
-        world.tracer,
-        time.time_ns,
-        SUCCESS,
-        world.dispatcher.stats,
-    )
+    assert getattr(ha, "args", None) == (tracer, time.time_ns, SUCCESS, dispatcher.stats, entries)
 
     class Sink(AsyncTraceDispatcher):  # may queue differently: the Python methods
         pass
 
-    other = ConsumeTracer(
-        Sink(
-            trace_topic=None,
-            host_config=ClientConfig(namesrv_addr="127.0.0.1:9876"),
-            host_group="g",
-            kind="CONSUME",
-            sender_factory=cast(Any, None),
-        ),
-        "cg",
-    )
+    other = ConsumeTracer(_dispatcher(Sink), "cg")
     assert other.hook_before == other.before
+    assert other.entries is None
 
 
 def test_usual_deliveries_wake_once_per_round(caplog: pytest.LogCaptureFixture) -> None:
@@ -238,11 +286,14 @@ def test_usual_deliveries_wake_once_per_round(caplog: pytest.LogCaptureFixture) 
         out = []
         for i in range(3):
             msg = _message("T", {UNIQ_KEY: f"ID{i}", MSG_REGION: "R1", KEYS: "k1 k2"}, retries=i)
-            pair = w.before([msg])
-            out += [pair, w.dispatcher._wake_at, w.wakes]
-            out.append(w.after(pair, 1))
+            handle = w.before([msg])
+            out += [handle, w.dispatcher._wake_at, w.wakes]
+            out.append(w.after(handle, 1))
         w.dispatcher._wake_at = 4  # the worker lingers: a round's worth wakes it
         out += [w.before([_message("T", {UNIQ_KEY: "ID9"})]), w.dispatcher._wake_at, w.wakes]
+        w.dispatcher._queue.append(("T", "x", 1, ()))  # queued items count too
+        w.dispatcher._wake_at = 6
+        out += [w.before([_message("T", {UNIQ_KEY: "ID10"})]), w.dispatcher._wake_at, w.wakes]
         return out
 
     _scenario(script, caplog)
@@ -253,10 +304,15 @@ def test_a_full_queue_and_a_closed_dispatcher_drop_and_count(
 ) -> None:
     def script(w: _World) -> list[Any]:
         first = w.before([_message("T", {UNIQ_KEY: "A"})])
-        dropped = w.before([_message("T", {UNIQ_KEY: "B"})])  # queue_size 1
-        out = [first, dropped, w.after(dropped, 1), w.after(first, 1)]
+        dropped = w.before([_message("T", {UNIQ_KEY: "B"})])  # queue_size 1: no handle
+        out = [first, dropped, w.after(first, 1), len(w.take())]
+        out.append(w.before([_message("T", {UNIQ_KEY: "C"})]))  # room again
+        w.dispatcher._queue.append(("T", "x", 1, ()))
+        w.take()
+        out.append(w.before([_message("T", {UNIQ_KEY: "D"})]))  # a queued item fills it
+        w.dispatcher._queue.clear()
         w.dispatcher._room = 0  # closed
-        out.append(w.before([_message("T", {UNIQ_KEY: "C"})]))
+        out.append(w.before([_message("T", {UNIQ_KEY: "E"})]))
         return out
 
     _scenario(script, caplog, queue_size=1)
@@ -269,8 +325,10 @@ def test_untraced_and_general_path_calls(caplog: pytest.LogCaptureFixture) -> No
             w.before([_message("T", {UNIQ_KEY: "X", TRACE_SWITCH: "false"})]),
             w.before([_message("RMQ_SYS_TRACE_TOPIC", {UNIQ_KEY: "Y"})]),
             w.before([_message("T", {})]),  # no UNIQ_KEY: the offset msgId
+            w.before([_message("T", {UNIQ_KEY: "", KEYS: "", MSG_REGION: ""})]),  # empty values
             w.before(two),
             w.before([]),
+            w.before((_message("T", {UNIQ_KEY: "Z"}),)),  # not a list: the general path
         ]
 
     _scenario(script, caplog)
@@ -282,18 +340,26 @@ def test_values_the_compiled_hook_leaves_to_the_general_path(
     def script(w: _World) -> list[Any]:
         odd = _message("T", {UNIQ_KEY: "M3", MSG_REGION: 7, KEYS: "k"})  # not a str
         pair = w.before([odd])
-        return [pair, w.after(pair, 1), w.before([_message("T", {UNIQ_KEY: "M4"})])]
+        out = [pair, w.after(pair, 1), w.before([_message("T", {UNIQ_KEY: "M4"})])]
+        lone = w.before([_message("T", {UNIQ_KEY: "M5\ud800"})])  # no UTF-8 form
+        out += [lone, w.before([_message("T", {UNIQ_KEY: "M6"}, retries=1 << 70)])]
+        out.append(w.before([_message("T", {UNIQ_KEY: "M7", KEYS: "k\u00e9\U0001f600"})]))
+        return out
 
     _scenario(script, caplog, shapes=False)
 
 
-def test_ends_the_worker_took_first_go_alone(caplog: pytest.LogCaptureFixture) -> None:
+def test_ends_after_the_worker_wrote_the_subbefore(caplog: pytest.LogCaptureFixture) -> None:
     def script(w: _World) -> list[Any]:
         a = w.before([_message("T", {UNIQ_KEY: "A", KEYS: "ka"})])
         b = w.before([_message("T", {UNIQ_KEY: "B"})])
-        a.append(TAKEN)  # the worker claimed it before the listener returned
-        b.append(TAKEN)
-        return [w.after(a, 1), w.after(b, 2), a, b]
+        c = w.before([_message("T", {UNIQ_KEY: "C"})])
+        w.after(c, 1)
+        first = w.take()  # the worker came before the listeners of a and b returned
+        w.dispatcher._wake_at = 1  # re-armed
+        out = [first, len(w.entries), w.after(a, 1), w.wakes, w.dispatcher._wake_at]
+        out += [w.after(b, 2), len(w.entries), w.after(c, 1), w.after(a, 1)]  # ended twice
+        return out
 
     _scenario(script, caplog)
 
@@ -312,12 +378,16 @@ def test_failures_are_logged_never_raised(caplog: pytest.LogCaptureFixture) -> N
         out = []
         w.clock.fail_at = 1  # the clock raises in the SubBefore hook
         out.append(w.before([_message("T", {UNIQ_KEY: "A"})]))
-        pair = w.before([_message("T", {UNIQ_KEY: "B"})])
+        handle = w.before([_message("T", {UNIQ_KEY: "B"})])
         w.clock.fail_at = 3  # and in the SubAfter hook
-        out += [pair, w.after(pair, 1), pair]
+        out += [handle, w.after(handle, 1), len(w.entries)]
         w.notify_error = ValueError("no loop")  # the wake-up fails: queued, counted, logged
         w.dispatcher._wake_at = 1
         out.append(w.before([_message("T", {UNIQ_KEY: "C"})]))
+        w.notify_error = None
+        w.clock.fail_at = 0
+        out.append(w.after(-1, 1))  # not a handle
+        out.append(w.after(12345, 1))  # unknown: discarded
         return out
 
     _scenario(script, caplog)
@@ -326,46 +396,55 @@ def test_failures_are_logged_never_raised(caplog: pytest.LogCaptureFixture) -> N
 
 
 def test_a_bad_pair_is_logged(caplog: pytest.LogCaptureFixture) -> None:
-    for before, after in _both():
+    for twin in _both():
         caplog.clear()
-        world = _World(before, after)
+        world = _World(*twin)
         assert world.after(cast(Any, ("not", "a", "list")), 1) is None
         assert [r.getMessage() for r in caplog.records] == ["recording a SubAfter trace failed"]
         assert world.dispatcher.stats.appended == 0
 
 
 def test_base_exceptions_propagate() -> None:
-    for before, _after in _both():
-        world = _World(before, _after)
+    for twin in _both():
+        world = _World(*twin)
         world.notify_error = cast(Exception, KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
             world.before([_message("T", {UNIQ_KEY: "A"})])
 
 
-def test_the_bound_hooks_queue_what_before_and_after_queue() -> None:
-    """``ConsumeTracer.hook_before``/``hook_after`` against ``before``/``after``: the same
-    queue and counters (the clock's times and request numbers aside)."""
-    queues = []
+def test_the_bound_hooks_write_what_before_and_after_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ConsumeTracer.hook_before``/``hook_after`` (the entries) against ``before``/``after``
+    (the open pairs of the queue, ``sub_pairs``): byte for byte the same records, the same
+    counters."""
+    seen = []
     for hooked in (False, True):
-        world = _World(hook_before_py, hook_after_py)
-        tracer = world.tracer
-        for i in range(5):
-            msg = _message("T", {UNIQ_KEY: f"ID{i}", KEYS: f"k{i}"}, retries=i % 2)
+        monkeypatch.setattr(_trace_hooks, "_request_counter", itertools.count(1 << 40))
+        dispatcher = _dispatcher()
+        clock = ManualClock(1_765_000_000_000)
+        tracer = ConsumeTracer(dispatcher, "cg", clock)
+        dispatcher._notify = lambda: None  # type: ignore[method-assign]
+        for i in range(700):
+            msg = _message("T", {UNIQ_KEY: f"ID{i:05}", KEYS: f"k{i}" if i % 3 else ""}, i % 2)
             if hooked:
-                tracer.hook_after(tracer.hook_before([msg]), 1)
+                handle = tracer.hook_before([msg])
+                clock.advance(i % 5)
+                tracer.hook_after(cast(Any, handle), 1)
             else:
-                tracer.after(tracer.before([msg]), 1, True, SUCCESS)  # type: ignore[arg-type]
-        queues.append(
-            (
-                [(p[1][3:], isinstance(p[2], int), len(p)) for p in world.dispatcher._queue],
-                dataclasses.asdict(world.dispatcher.stats),
-                world.dispatcher._wake_at,
-                world.wakes,
-            )
-        )
-    assert queues[0] == queues[1]
-    assert queues[1][1]["appended"] == 10
-    assert queues[1][2] == _NEVER
+                pair = tracer.before([msg])
+                clock.advance(i % 5)
+                tracer.after(cast(Any, pair), 1, True, SUCCESS)
+        pairs = list(dispatcher._queue)
+        dispatcher._queue.clear()
+        items = _trace_dispatch.encoded(pairs)
+        assert dispatcher._entries is not None
+        if dispatcher._entries:
+            items += dispatcher._taken_entries()
+        seen.append((_trace_dispatch.pack(items), dataclasses.asdict(dispatcher.stats)))
+    assert seen[0] == seen[1]
+    assert seen[1][1]["appended"] == 1400
+    assert len(seen[1][0]) > 1
 
 
 def test_the_count_goes_to_any_stats_object() -> None:
@@ -384,21 +463,23 @@ def test_the_count_goes_to_any_stats_object() -> None:
         pass
 
     counts: list[list[int]] = []
-    for before, after in _both():
+    for before, after, entries in _both():
         seen = []
         for stats in (TraceStats(appended=7), Sub(appended=9), Plain()):
-            world = _World(before, after)
-            pair = world.before([_message("T", {UNIQ_KEY: "A"})])
-            after(world.tracer, world.clock, SUCCESS, stats, pair, 1)
-            after(world.tracer, world.clock, SUCCESS, stats, [world.tracer, pair[1]], 1)
+            world = _World(before, after, entries)
+            handle = world.before([_message("T", {UNIQ_KEY: "A"})])
+            after(world.tracer, world.clock, SUCCESS, stats, world.entries, handle, 1)
+            fresh = [world.tracer, (0, "R", 1, "T", "M", 0, None)]
+            after(world.tracer, world.clock, SUCCESS, stats, world.entries, fresh, 1)
             seen.append(stats.appended)
         watched = Watched()
-        world = _World(before, after)
+        world = _World(before, after, entries)
         after(
             world.tracer,
             world.clock,
             SUCCESS,
             watched,
+            world.entries,
             [world.tracer, (0, "R", 1, "T", "M", 0, None)],
             1,
         )
@@ -408,11 +489,158 @@ def test_the_count_goes_to_any_stats_object() -> None:
             world.clock,
             SUCCESS,
             watched,
+            world.entries,
             [world.tracer, (0, "R", 1, "T", "M", 0, None)],
             1,
         )
         del Watched.appended
         seen.append(watched.appended)
         counts.append(seen)
-    assert counts[0] == [9, 11, 42, 101, 1]  # two ends each (a pair, then a fresh one)
+    assert counts[0] == [9, 11, 42, 101, 1]  # two ends each (an entry, then a fresh pair)
     assert all(c == counts[0] for c in counts[1:])
+
+
+# -- the buffers ---------------------------------------------------------------------------------
+
+_CALLS = [
+    # (began ns, region, number, topic, msgId, retries, keys), end (ns, count, success, code)
+    ((1_765_000_000_123_456_789, "R1", 0x41, "T", "ID1", 0, "k1 k2"), (1_765_000_000_125_000_000, 1, True, 0)),
+    ((1_765_000_000_123_999_999, "R1", 0x1FF, "T", "ID2", 3, None), None),
+    ((1_765_000_000_124_000_000, "R\u00e9", 0x200, "T2", "ID\U0001f600", 1, ""), (1_765_000_000_124_000_000, 3, False, 4)),
+    ((5, "R", (1 << 64) - 1, "T", "M", -2, "k"), (1_000_000, 0, True, 1)),  # cost < 0: 0
+    ((1_765_000_000_130_000_000, "R", 7, "T", "ID5", 0, "kk"), (1_765_000_000_131_000_000, 1, True, 0)),
+]  # fmt: skip
+
+
+def _reference(calls: list[Any], sub_before: bool, chars: int, key_chars: int) -> list[Any]:
+    return sub_records_py(
+        [((b[0], b[1], b[2], b[3], ((b[4], b[5], b[6]),)), e) for b, e in calls],
+        "cg",
+        "PFX",
+        sub_before,
+        chars,
+        key_chars,
+    )
+
+
+@pytest.mark.parametrize(("chars", "key_chars"), [(1 << 20, 1 << 20), (200, 1 << 20), (1 << 20, 9)])
+def test_the_buffers_write_what_sub_records_writes(chars: int, key_chars: int) -> None:
+    for new in _buffers():
+        buf = new()
+        handles = [buf.add(*b) for b, _e in _CALLS]
+        assert handles == list(range(len(_CALLS)))
+        assert len(buf) == len(_CALLS)
+        ended = [(h, e) for h, (_b, e) in zip(handles, _CALLS, strict=True) if e is not None]
+        assert [buf.end(h, *e) for h, e in ended] == [0] * len(ended)
+        assert buf.take("cg", "PFX", chars, key_chars) == _reference(_CALLS, True, chars, key_chars)
+        assert len(buf) == 0
+        assert buf.take("cg", "PFX", chars, key_chars) == []
+        # the running call: its SubAfter alone once it ends
+        assert buf.end(handles[1], 1_765_000_000_200_000_000, 1, True, 0) == 1
+        assert buf.end(handles[1], 1_765_000_000_200_000_000, 1, True, 0) == -1
+        assert buf.end(handles[0], 1, 1, True, 0) == -1  # written and gone
+        assert len(buf) == 1
+        late = [(_CALLS[1][0], (1_765_000_000_200_000_000, 1, True, 0))]
+        assert buf.take("cg", "PFX", chars, key_chars) == _reference(late, False, chars, key_chars)
+        assert buf.end(handles[1], 1, 1, True, 0) == -1
+
+
+def test_the_buffers_agree_on_many_calls() -> None:
+    """Random interleavings of adds, ends and takes: the same answers and records."""
+    import random
+
+    runs = []
+    for new in _buffers():
+        rng = random.Random(7)
+        buf = new()
+        open_handles: list[int] = []
+        out: list[Any] = []
+        for step in range(3000):
+            op = rng.random()
+            if op < 0.5:
+                keys = rng.choice([None, "", "k", f"key{step}", "k\u00e9"])
+                h = buf.add(
+                    step * 1_000_003,
+                    rng.choice(["R", "R2"]),
+                    step,
+                    rng.choice(["T", "U"]),
+                    f"M{step}",
+                    step % 4,
+                    keys,
+                )
+                open_handles.append(h)
+                out.append(h)
+            elif op < 0.9 and open_handles:
+                h = open_handles.pop(rng.randrange(len(open_handles)))
+                out.append(
+                    buf.end(
+                        h,
+                        step * 1_000_003 + rng.randrange(10**8),
+                        rng.randrange(4),
+                        rng.random() < 0.8,
+                        rng.randrange(5),
+                    )
+                )
+            elif op < 0.95:
+                out.append(buf.end(rng.randrange(4000), 1, 1, True, 0))
+            else:
+                out.append(buf.take("cg", "P", rng.choice([300, 4000]), rng.choice([40, 900])))
+            out.append(len(buf))
+        out.append(buf.take("cg", "P", 4000, 900))
+        out.append(buf.clear())
+        out.append((len(buf), buf.take("cg", "P", 4000, 900)))
+        runs.append(out)
+    assert all(r == runs[0] for r in runs[1:])
+
+
+def test_the_buffers_refuse_what_they_do_not_hold() -> None:
+    bad_adds = [
+        (-1, "R", 1, "T", "M", 0, None),  # negative time
+        (1, "R", -1, "T", "M", 0, None),  # negative number
+        (1, "R", 1 << 64, "T", "M", 0, None),
+        (1, "R", 1, "T", "M", 1 << 63, None),
+        (1, "R", 1, "T", "M", 0, b"k"),
+        (1, "R", 1, "T", "M\ud800", 0, None),
+        (1, 1, 1, "T", "M", 0, None),
+        (True, "R", 1, "T", "M", 0, None),  # not an exact int
+    ]
+    for new in _buffers():
+        buf = new()
+        for args in bad_adds:
+            with pytest.raises(TypeError):
+                buf.add(*args)
+        assert len(buf) == 0
+        h = buf.add(1, "R", 1, "T", "M", 0, None)
+        for args in [
+            (h, -1, 1, True, 0),
+            (-1, 1, 1, True, 0),
+            (h, 1, 1.0, True, 0),
+            (h, 1, 1, True, "0"),
+        ]:
+            with pytest.raises(TypeError):
+                buf.end(*args)
+        with pytest.raises(ValueError, match="request_prefix"):
+            buf.take("cg", "P" * 17, 10, 10)
+        with pytest.raises(TypeError):
+            buf.take(1, "P", 10, 10)
+        assert len(buf) == 1
+        assert buf.clear() == 1
+        assert buf.end(h, 1, 1, True, 0) == -1
+
+
+def test_the_system_clock_is_read_as_time_ns_reads_it() -> None:
+    """The bound hooks of a tracer on the system clock (``time.time_ns``, which the compiled
+    hooks read themselves): the records' times lie between the calls' neighbours."""
+    dispatcher = _dispatcher()
+    dispatcher._notify = lambda: None  # type: ignore[method-assign]
+    tracer = ConsumeTracer(dispatcher, "cg")
+    t0 = time.time_ns() // 1_000_000
+    handle = tracer.hook_before([_message("T", {UNIQ_KEY: "A"})])
+    t1 = time.time_ns() // 1_000_000
+    tracer.hook_after(cast(Any, handle), 1)
+    t2 = time.time_ns() // 1_000_000
+    ((_topic, text, count, _keys),) = dispatcher._taken_entries()
+    before, after, rest = text.split("\x02")
+    assert (count, rest) == (2, "")
+    assert t0 <= int(before.split("\x01")[1]) <= t1
+    assert t1 <= int(after.split("\x01")[7]) <= t2

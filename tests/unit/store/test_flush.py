@@ -1,13 +1,15 @@
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
 from ariane.common.properties import WAIT_STORE_MSG_OK
 from ariane.store.config import FlushDiskType
+from ariane.store.flush import GATHER_FROM, GATHER_S, GroupCommitService, _Request
 from ariane.store.inner import BatchItem, MessageBatchInner
-from ariane.store.results import GetStatus, PutStatus
+from ariane.store.results import GetStatus, PutResult, PutStatus
 
 from .helpers import HOST, msg, open_store
 
@@ -188,3 +190,54 @@ def test_commit_log_files_are_prepared_ahead_of_the_writer(tmp_path: Path) -> No
     assert queue.get_last_mapped_file(0) is prepared  # the writer takes the prepared file
     queue.shutdown()
     assert not MappedFileQueue(str(tmp_path / "plain"), size).prepare_ahead(0, 16384, buf)
+
+
+class _RecordingCond:
+    """A Condition stand-in that records its waits instead of blocking."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return False
+
+    def notify(self) -> None:
+        return None
+
+
+def _gather_waits(expect: int, queued: int) -> list[float]:
+    """The waits of one group-commit round after a round that completed ``expect``
+    requests, with ``queued`` requests queued (no thread, no fsync)."""
+
+    class _Round(GroupCommitService):
+        def _do_commit(self) -> int:
+            done = len(self._inflight)
+            self._inflight = []
+            return done
+
+    gc = _Round(None, None, timeout_ms=5000, on_flushed=lambda: None)  # type: ignore[arg-type]
+    cond = _RecordingCond()
+    gc._cond = cond  # type: ignore[assignment]
+    gc._expect = expect
+    for i in range(queued):
+        future: Future[PutResult] = Future()
+        gc._write.append(_Request(i, future, PutResult(PutStatus.PUT_OK), 1e18))
+    gc.run_once()
+    assert gc._expect == queued
+    return cond.waits
+
+
+def test_group_commit_gathers_only_after_a_big_round() -> None:
+    """Issue 18 (latency): after a round of a few requests (2,000 sends/s) the next round
+    flushes at once instead of waiting up to 1 ms for as many requests as the last one had;
+    after a big round (many blocked writers) it still gathers them."""
+    assert _gather_waits(2, 1) == []  # light load: no gather wait
+    assert _gather_waits(GATHER_FROM, 1) == [GATHER_S]  # many writers: gather them
+    assert _gather_waits(GATHER_FROM, GATHER_FROM) == []  # all back already

@@ -20,14 +20,21 @@ each send gets its :class:`~.send_sync.SyncSend` and is answered after the group
 before. The whole pass is off (every request goes through the dispatcher) unless the broker
 is a writable ASYNC_MASTER on its own CommitLog with only the built-in send interceptors and
 rewriters (the message-type check off).
+
+The per-message loops are one call each: :func:`prepare_run` (a run's requests to the ready
+sends, up to the first declined one) and :func:`answer_run` (the SUCCESS frames and the sizes
+per topic, up to the first other result). The compiled twins (``_speedups_sendrun.h``) make
+no Python frame per message and hand anything but the plain case to ``prepare`` / ``frame``;
+:func:`prepare_run_py` and :func:`answer_run_py` (those two in a loop) are the reference.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import struct
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
 
@@ -37,6 +44,7 @@ from ariane.broker.processors.send_sync import LoopAnswers, SyncSend
 from ariane.broker.retry import RetryToDlqInterceptor
 from ariane.broker.schedule import DelayLevelRewriter
 from ariane.broker.timer import TimerHook
+from ariane.common import native
 from ariane.common.message import HostPort
 from ariane.common.properties import (
     CLUSTER,
@@ -66,7 +74,9 @@ from ariane.remoting.protocol.command import (
     RemotingCommand,
     SerializeType,
 )
+from ariane.remoting.protocol.headers import _base as header_base
 from ariane.store import MessageInner, PutResult, PutStatus
+from ariane.store.inner import MessageInner as _InnerClass
 from ariane.store.put_run import store_put_run, store_submit_run
 
 if TYPE_CHECKING:
@@ -113,7 +123,7 @@ class SendSide(Protocol):
     ) -> RemotingCommand: ...
 
 
-__all__ = ["RUN_CODES", "SendRun", "SendSide"]
+__all__ = ["RUN_CODES", "SendRun", "SendSide", "answer_run_py", "prepare_run_py"]
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +141,96 @@ _INTERCEPTORS = (RetryToDlqInterceptor, MessageTypeInterceptor)
 _REWRITERS = (DelayLevelRewriter, TimerHook)
 #: one accepted send: (message, topic, queue id, UNIQ_KEY, WAIT is not false)
 _Ready = tuple[MessageInner, str, int, str, bool]
+#: the header fields the pass reads, in the order of the compiled prepare's plan
+_PLAN_FIELDS = (
+    "topic", "queue_id", "sys_flag", "born_timestamp", "flag", "properties", "reconsume_times",
+    "batch",
+)  # fmt: skip
+#: MessageInner's slots in its field order (the compiled prepare sets them)
+_INNER_SLOTS = tuple(getattr(_InnerClass, f.name) for f in dataclasses.fields(_InnerClass))
+
+
+def _header_plans(
+    cls: type[h.SendMessageRequestHeader],
+) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+    """(the plan of ``_PLAN_FIELDS``, the plan of the header's other fields): ``header_parse``'s
+    plan entries of ``cls``, or None in the pure build."""
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(cast(Any, cls))
+        if f.default is not dataclasses.MISSING
+    }
+    plan = header_base._plan(cls, cls.FIELDS, defaults)
+    if plan is None:
+        return None
+    by_name = {spec.name: entry for spec, entry in zip(cls.FIELDS, plan, strict=True)}
+    rest = tuple(entry for name, entry in by_name.items() if name not in _PLAN_FIELDS)
+    return tuple(by_name[name] for name in _PLAN_FIELDS), rest
+
+
+def prepare_run_py(
+    ctx: tuple[Any, ...], requests: list[RemotingCommand], start: int, out: list[_Ready]
+) -> int:
+    """The ready sends of ``requests[start:]`` appended to ``out`` up to the first one
+    declined; its index (``len(requests)`` when none is). ``ctx[1]`` is ``prepare(request)``
+    (the reference); the compiled twin reads the rest of ``ctx``."""
+    prepare = ctx[1]
+    count = len(requests)
+    i = start
+    while i < count:
+        one = prepare(requests[i])
+        if one is None:
+            break
+        out.append(one)
+        i += 1
+    return i
+
+
+def answer_run_py(
+    ctx: tuple[Any, ...],
+    requests: list[RemotingCommand],
+    ready: list[_Ready],
+    results: list[PutResult],
+    start: int,
+    frames: list[bytes],
+    sizes: dict[str, list[int]],
+) -> int:
+    """For ``results[start:]`` up to the first that is not one message stored with PUT_OK:
+    its SUCCESS frame appended to ``frames`` and its size to ``sizes[topic]``; that result's
+    index (``len(results)`` when none is). ``ctx[0]`` is PUT_OK, ``ctx[5]`` is ``frame(opaque,
+    result, queue_id, uniq)`` (the reference); the compiled twin writes ``ctx[1:5]``."""
+    put_ok, frame = ctx[0], ctx[5]
+    count = len(results)
+    if len(requests) != count or len(ready) != count:
+        raise ValueError("answer_run: requests, ready and results differ in length")
+    i = start
+    while i < count:
+        result = results[i]
+        if result.status is not put_ok or result.msg_num != 1:
+            break
+        _inner, topic, queue_id, uniq, _wait = ready[i]
+        per_topic = sizes.get(topic)
+        if per_topic is None:
+            per_topic = sizes[topic] = []
+        per_topic.append(result.wrote_bytes)
+        frames.append(frame(requests[i].opaque, result, queue_id, uniq))
+        i += 1
+    return i
+
+
+_speedups = native.speedups
+_V1_PLANS = _header_plans(h.SendMessageRequestHeader) if _speedups else None
+_V2_PLANS = _header_plans(h.SendMessageRequestHeaderV2) if _speedups else None
+# by getattr: a compiled module built before these twins existed runs the reference
+_PREPARE_C = getattr(_speedups, "send_prepare_run", None)
+_ANSWER_C = getattr(_speedups, "send_answer_run", None)
+#: the compiled twins when built (and the header plans plain), else the reference
+prepare_run: Callable[..., int] = (
+    _PREPARE_C
+    if _PREPARE_C is not None and _V1_PLANS is not None and _V2_PLANS is not None
+    else prepare_run_py
+)
+answer_run: Callable[..., int] = _ANSWER_C if _ANSWER_C is not None else answer_run_py
 
 
 def _topic_check(tc: TopicConfig | None, topic: str) -> tuple[int, bool] | None:
@@ -163,6 +263,7 @@ class SendRun:
         self._template_config: object = None
         self._frame: Callable[[int, PutResult, int, str], bytes] | None = None
         self._sync_answers: LoopAnswers | None = None
+        self._answer_parts: tuple[Any, ...] = ()
 
     # -- the pass -------------------------------------------------------------------------------
 
@@ -176,28 +277,19 @@ class SendRun:
         born = channel.attributes.get("born_host")
         if born is None:
             born = channel.attributes["born_host"] = _host_port(channel.remote_addr)
-        prepare = self._preparer(born)
+        ctx = self._prepare_ctx(born)
         put = self._put_async if self.p._async_flush else self._put_sync
+        if type(requests) is not list:
+            requests = list(requests)
         count = len(requests)
         i = 0
         while i < count:
             ready: list[_Ready] = []
-            accepted: list[RemotingCommand] = []
-            while i < count:
-                request = requests[i]
-                try:
-                    one = prepare(request)
-                except Exception:  # whatever it is, the per-request path answers it
-                    logger.debug("send run: declined a request it could not read", exc_info=True)
-                    one = None
-                if one is None:
-                    break
-                ready.append(one)
-                accepted.append(request)
-                i += 1
+            end = prepare_run(ctx, requests, i, ready)
             if ready:
                 self.handled += len(ready)
-                put(channel, accepted, ready)
+                put(channel, requests[i:end], ready)
+            i = end
             if i < count:  # declined: the per-request path, in its place
                 handle(channel, requests[i])
                 i += 1
@@ -218,10 +310,12 @@ class SendRun:
             return False
         return all(type(rewriter) in _REWRITERS for rewriter in p.rewriters)
 
-    def _preparer(self, born: HostPort) -> Callable[[RemotingCommand], _Ready | None]:
-        """``prepare(request)`` for one run: the message ``send`` would store for
-        ``request``, or None to let ``send`` decide. The broker's stamps (``CLUSTER``,
-        ``MSG_REGION``/``TRACE_ON``) and each topic's checks are looked up once per run."""
+    def _prepare_ctx(self, born: HostPort) -> tuple[Any, ...]:
+        """``prepare_run``'s context for one run: ``prepare(request)``, the message ``send``
+        would store for ``request`` or None to let ``send`` decide (an error: None), and
+        what the compiled twin reads (the topics checked in this run, the header plans, the
+        broker's stamps). The broker's stamps (``CLUSTER``, ``MSG_REGION``/``TRACE_ON``) and
+        each topic's checks are looked up once per run."""
         config = self._broker.config
         cluster = config.broker_cluster_name
         cluster_text = f"{CLUSTER}\x01{cluster}\x02"
@@ -284,7 +378,20 @@ class SendRun:
             )  # fmt: skip
             return inner, topic, queue_id, uniq, props.get(WAIT_STORE_MSG_OK) != "false"
 
-        return prepare
+        def safe_prepare(request: RemotingCommand) -> _Ready | None:
+            try:
+                return prepare(request)
+            except Exception:  # whatever it is, the per-request path answers it
+                logger.debug("send run: declined a request it could not read", exc_info=True)
+                return None
+
+        v1, v2 = _V1_PLANS or ((), ()), _V2_PLANS or ((), ())
+        return (
+            topics, safe_prepare, _InnerClass, _INNER_SLOTS, v1[0], v1[1], v2[0], v2[1], _V2,
+            _JSON, UNIQ_KEY, _SLOW_KEYS, CLUSTER, cluster, cluster_text, MSG_REGION, region,
+            TRACE_SWITCH, trace_on, trace_text, WAIT_STORE_MSG_OK, born, store_host,
+            MULTI_TAGS_FLAG, TRANSACTION_TYPE_MASK,
+        )  # fmt: skip
 
     # -- ASYNC_FLUSH: put and answer now ---------------------------------------------------------
 
@@ -294,23 +401,21 @@ class SendRun:
         p = self.p
         results = store_put_run(p.store, [one[0] for one in ready])
         p._after_put(results[-1], True)  # wakes the transfer to slaves (an ASYNC_MASTER)
-        frame = self._framer()
+        ctx = self._answer_ctx()
         frames: list[bytes] = []
         sizes: dict[str, list[int]] = {}
-        for request, (_inner, topic, queue_id, uniq, _wait), result in zip(
-            requests, ready, results, strict=True
-        ):
-            if result.status is not _PUT_OK or result.msg_num != 1:
-                if frames:  # the answers before it go first
-                    channel.send_frames(frames)
-                    frames = []
-                self._answer_other(channel, request, result, topic, queue_id, uniq)
-                continue
-            per_topic = sizes.get(topic)
-            if per_topic is None:
-                per_topic = sizes[topic] = []
-            per_topic.append(result.wrote_bytes)
-            frames.append(frame(request.opaque, result, queue_id, uniq))
+        count = len(ready)
+        i = 0
+        while True:
+            i = answer_run(ctx, requests, ready, results, i, frames, sizes)
+            if i >= count:
+                break
+            if frames:  # the answers before it go first
+                channel.send_frames(frames)
+                frames = []
+            _inner, topic, queue_id, uniq, _wait = ready[i]
+            self._answer_other(channel, requests[i], results[i], topic, queue_id, uniq)
+            i += 1
         stats = p.stats
         for topic, topic_sizes in sizes.items():
             stats.on_put_each(topic, topic_sizes)
@@ -359,7 +464,20 @@ class SendRun:
             return pack(4 + len(head), len(head)) + head
 
         self._frame = frame
+        head_a = '{"code":0,"extFields":{"msgId":"' + prefix
+        head_b = f'"MSG_REGION":{orjson.dumps(config.region_id).decode()},"TRACE_ON":"{trace}","transactionId":'
+        head_c = f'}},"flag":{FLAG_RESPONSE},"language":"PYTHON","opaque":'
+        head_d = f',"serializeTypeCurrentRPC":"JSON","version":{CURRENT_VERSION}}}'
+        self._answer_parts = (
+            _PUT_OK, head_a.encode(), head_b.encode(), head_c.encode(), head_d.encode(), frame,
+        )  # fmt: skip
         return frame
+
+    def _answer_ctx(self) -> tuple[Any, ...]:
+        """``answer_run``'s context: PUT_OK, the template's parts around the varying fields
+        (for the compiled twin) and ``frame`` (see :meth:`_framer`)."""
+        self._framer()
+        return self._answer_parts
 
     # -- SYNC_FLUSH: put now, answer after the group commit -------------------------------------
 
