@@ -37,6 +37,9 @@
 static PyObject *PUT_PREPARED, *PUT_REQUEST, *PUT_RESULT, *PUT_OK, *PUT_MSG, *PUT_HOST;
 static PyObject *PUT_HEADER, *PUT_SCHEDULE, *PUT_K_TAGS, *PUT_K_KEYS, *PUT_K_UNIQ, *PUT_ONE;
 static PyObject *PUT_K_APPEND;
+/* collections.deque and its `append` (the method descriptor, called without a lookup when
+ * `staged` is an exact deque) */
+static PyObject *PUT_DEQUE, *PUT_DEQUE_APPEND;
 static long PUT_V6_FLAGS;
 /* MessageInner's slots, in this order */
 static const char *const PUT_MSG_NAMES[] = {
@@ -106,6 +109,16 @@ static PyObject *configure_put(PyObject *module, PyObject *const *args, Py_ssize
         PUT_ONE = PyLong_FromLong(1);
         if (PUT_K_TAGS == NULL || PUT_K_KEYS == NULL || PUT_K_UNIQ == NULL || PUT_ONE == NULL ||
             PUT_K_APPEND == NULL) {
+            return NULL;
+        }
+    }
+    if (PUT_DEQUE == NULL) {
+        PyObject *mod = PyImport_ImportModule("collections");
+        PUT_DEQUE = mod != NULL ? PyObject_GetAttrString(mod, "deque") : NULL;
+        Py_XDECREF(mod);
+        PUT_DEQUE_APPEND = PUT_DEQUE != NULL ? PyObject_GetAttr(PUT_DEQUE, PUT_K_APPEND) : NULL;
+        if (PUT_DEQUE_APPEND == NULL) {
+            Py_CLEAR(PUT_DEQUE);
             return NULL;
         }
     }
@@ -484,6 +497,55 @@ static PyObject *put_tuple(PyObject *cls, PyObject **items, Py_ssize_t n) {
 #define PUT_DICT_SET(d, k, v, h) ((void)(h), PyDict_SetItem((d), (k), (v)))
 #endif
 
+/* The queue table's key (topic, queue id) of a put, one object per pair kept here (topic ->
+ * list of keys by queue id, queue ids 0-1023, at most PUT_KEYS_MAX topics before it starts
+ * over): the table finds its own key by identity (no tuple made, compared and freed per put)
+ * when it was stored from here, and by equality as before otherwise (a table loaded from
+ * disk). A new reference, or NULL with an error. */
+#define PUT_KEYS_MAX 4096
+static PyObject *PUT_KEYS;
+
+static PyObject *put_key(PyObject *topic, PyObject *qid_obj, int64_t qid) {
+    PyObject *row, *key;
+    Py_ssize_t n;
+    if (qid < 0 || qid >= 1024) {
+        return PyTuple_Pack(2, topic, qid_obj);
+    }
+    if (PUT_KEYS == NULL && (PUT_KEYS = PyDict_New()) == NULL) {
+        return NULL;
+    }
+    row = PyDict_GetItemWithError(PUT_KEYS, topic);
+    if (row == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        if (PyDict_GET_SIZE(PUT_KEYS) >= PUT_KEYS_MAX) {
+            PyDict_Clear(PUT_KEYS);
+        }
+        if ((row = PyList_New(0)) == NULL || PyDict_SetItem(PUT_KEYS, topic, row) < 0) {
+            Py_XDECREF(row);
+            return NULL;
+        }
+        Py_DECREF(row); /* the cache's */
+    }
+    n = PyList_GET_SIZE(row);
+    if (qid < n && (key = PyList_GET_ITEM(row, qid)) != Py_None) {
+        Py_INCREF(key);
+        return key;
+    }
+    for (; n <= qid; n++) {
+        if (PyList_Append(row, Py_None) < 0) {
+            return NULL;
+        }
+    }
+    if ((key = PyTuple_Pack(2, topic, qid_obj)) == NULL) {
+        return NULL;
+    }
+    Py_INCREF(key);
+    PyList_SetItem(row, qid, key); /* steals one; replaces None */
+    return key;
+}
+
 /* the PutResult of one record stored at phys; its ints are the DispatchRequest's (the same
  * values: one object each, borrowed here) */
 static PyObject *put_result(const PutOne *p, PyObject *phys, PyObject *store_ts, PyObject *qoff) {
@@ -541,7 +603,7 @@ static PyObject *put_write_parts(const PutOne *pp, PyObject *mm, int64_t pos, in
     tx = (int)(p.sys_flag & 0xC);
     normal = tx != 0x4 && tx != 0xC;
     if (normal) {
-        key = PyTuple_Pack(2, p.topic, PUT_FIELD(p.msg, M_QID));
+        key = put_key(p.topic, PUT_FIELD(p.msg, M_QID), p.qid);
         if (key == NULL || (hash = PyObject_Hash(key)) == -1) {
             Py_XDECREF(key);
             return NULL;
@@ -585,6 +647,9 @@ static PyObject *put_write_parts(const PutOne *pp, PyObject *mm, int64_t pos, in
     req = put_tuple(PUT_REQUEST, items, 11); /* steals the items */
     if (req == NULL) {
         Py_CLEAR(res);
+    } else { /* no cycle goes through it (str, int, None and the message's str map): the
+              * collector need not walk the requests waiting for dispatch */
+        PyObject_GC_UnTrack(req);
     }
     next = normal && res ? PyLong_FromLongLong((long long)(qoff + 1)) : NULL;
     if (res == NULL || (normal && (next == NULL || PUT_DICT_SET(table, key, next, hash) < 0))) {
@@ -593,7 +658,10 @@ static PyObject *put_write_parts(const PutOne *pp, PyObject *mm, int64_t pos, in
     }
     put_record((unsigned char *)view.buf + pos, &p, qoff, phys, store_ts);
     {
-        PyObject *r = PyObject_CallMethodOneArg(staged, PUT_K_APPEND, req);
+        PyObject *call[2] = {staged, req};
+        PyObject *r = Py_IS_TYPE(staged, (PyTypeObject *)PUT_DEQUE)
+                          ? PyObject_Vectorcall(PUT_DEQUE_APPEND, call, 2, NULL)
+                          : PyObject_CallMethodOneArg(staged, PUT_K_APPEND, req);
         if (r == NULL) {
             Py_CLEAR(res);
         }

@@ -8,7 +8,8 @@
  * and written here through their offsets): the topic and tags caches, the limits, the clock
  * (None: the system clock, read here as time.time_ns() // 1_000_000 is), the current
  * MappedFile, the last store time and the put counters. put_log takes `lock` (the put lock;
- * None: the caller holds it, as store/put_run.py does for a run of puts),
+ * None: the caller holds it, as store/put_run.py does for a run of puts; a free
+ * threading.Lock without its methods, see pl_try_lock),
  * stamps the store time (kept monotonic), and makes put_one's call (_speedups_put.h) on the
  * current file with the room left before END_FILE_MIN_BLANK_LENGTH; when it wrote the record
  * it advances what CommitLog._put_two_steps advances (the file's wrote position and store
@@ -36,6 +37,54 @@ static const char *const PL_MF_NAMES[PL_MF_COUNT] = {
 static Py_ssize_t PL_STATE_AT[PL_COUNT], PL_MF_AT[PL_MF_COUNT];
 static PyObject *PL_STATE_CLS, *PL_MF_CLS, *PL_K_ACQUIRE, *PL_K_RELEASE, *PL_K_NOW_MS;
 
+/* The put lock taken and released without its methods (issue 18: `acquire` parses its
+ * arguments as keywords, ~700 instructions of the put for the two method calls). Through 3.12
+ * a threading.Lock is Modules/_threadmodule.c's lockobject, laid out as below: a free lock is
+ * taken here the way its `acquire` first tries, without waiting and with the GIL held
+ * (PyThread_acquire_lock_timed(lock, 0, 0), then `locked` = 1), and released the way `release`
+ * does; a held lock (another thread's put) and any other lock (another type, another layout,
+ * Python 3.13+) go through the methods, which wait with the GIL released. PL_LOCK_TYPE is
+ * _thread.LockType when its size is this layout's, else NULL (methods always). */
+#if PY_VERSION_HEX < 0x030D0000
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock_lock;
+    PyObject *in_weakreflist;
+    char locked;
+} PlLock;
+#define PL_LOCK_LAYOUT 1
+#else
+#define PL_LOCK_LAYOUT 0
+#endif
+static PyTypeObject *PL_LOCK_TYPE;
+
+/* 1 when `lock` was taken without waiting, 0 when not (take it by its method) */
+static int pl_try_lock(PyObject *lock) {
+#if PL_LOCK_LAYOUT
+    if (PL_LOCK_TYPE != NULL && Py_IS_TYPE(lock, PL_LOCK_TYPE)) {
+        PlLock *l = (PlLock *)lock;
+        if (PyThread_acquire_lock_timed(l->lock_lock, 0, 0) == PY_LOCK_ACQUIRED) {
+            l->locked = 1;
+            return 1;
+        }
+    }
+#else
+    (void)lock;
+#endif
+    return 0;
+}
+
+/* release a lock pl_try_lock took (as its `release` does) */
+static void pl_unlock(PyObject *lock) {
+#if PL_LOCK_LAYOUT
+    PlLock *l = (PlLock *)lock;
+    PyThread_release_lock(l->lock_lock);
+    l->locked = 0;
+#else
+    (void)lock;
+#endif
+}
+
 static PyObject *configure_put_log(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 2 || !PyType_Check(args[0]) || !PyType_Check(args[1])) {
@@ -54,6 +103,24 @@ static PyObject *configure_put_log(PyObject *module, PyObject *const *args, Py_s
             return NULL;
         }
     }
+#if PL_LOCK_LAYOUT
+    if (PL_LOCK_TYPE == NULL) {
+        PyObject *thread = PyImport_ImportModule("_thread"), *type;
+        if (thread == NULL) {
+            return NULL;
+        }
+        type = PyObject_GetAttrString(thread, "LockType");
+        Py_DECREF(thread);
+        if (type == NULL) {
+            return NULL;
+        }
+        if (PyType_Check(type) && ((PyTypeObject *)type)->tp_basicsize == sizeof(PlLock)) {
+            PL_LOCK_TYPE = (PyTypeObject *)type; /* kept */
+        } else {
+            Py_DECREF(type);
+        }
+    }
+#endif
     Py_INCREF(args[0]);
     Py_XSETREF(PL_STATE_CLS, args[0]);
     Py_INCREF(args[1]);
@@ -160,6 +227,11 @@ static PyObject *put_log(PyObject *module, PyObject *const *args, Py_ssize_t nar
     }
     if (args[2] == Py_None) { /* the caller holds the put lock (a run of puts) */
         return pl_locked(args[0], args[1], args[3], args[4]);
+    }
+    if (pl_try_lock(args[2])) { /* a free threading.Lock: taken and released here */
+        res = pl_locked(args[0], args[1], args[3], args[4]);
+        pl_unlock(args[2]);
+        return res;
     }
     if ((r = PyObject_CallMethodNoArgs(args[2], PL_K_ACQUIRE)) == NULL) {
         return NULL;

@@ -6,6 +6,7 @@ take a put. The put state tests run in both builds (``ARIANE_PURE=1`` too)."""
 
 from __future__ import annotations
 
+import gc
 import tempfile
 import threading
 import time
@@ -223,3 +224,78 @@ def test_system_clock_store_times_lie_between_two_readings() -> None:
             assert max(before, last) <= r.store_timestamp_ms <= max(after, last)
             last = r.store_timestamp_ms
         assert log._state.clock is None
+
+
+@compiled
+def test_put_log_takes_a_free_lock_and_any_other_lock_by_its_methods() -> None:
+    """A free ``threading.Lock`` is taken and released in C; a lock of another type (here an
+    ``RLock``, and a wrapper counting its calls) through its ``acquire``/``release``: the same
+    puts, each lock free afterwards."""
+
+    class Counting:
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+            self.calls: list[str] = []
+
+        def acquire(self) -> bool:
+            self.calls.append("acquire")
+            return self.lock.acquire()
+
+        def release(self) -> None:
+            self.calls.append("release")
+            self.lock.release()
+
+    with _log(ManualClock()) as log, _log(ManualClock(), reference=True) as pure:
+        assert put_log is not None
+        counting, rlock = Counting(), threading.RLock()
+        for i, lock in enumerate([log.put_lock, counting, rlock, log.put_lock] * 3):
+            msg = _msg(i)
+            expected = pure.put_message(msg)
+            got = None
+            if log._state.current is not None:
+                got = put_log(log._state, msg, lock, log.topic_queue_table, log.staged)
+            if got is None:
+                got = log.put_message(msg)
+            assert _result(got) == _result(expected)
+        assert counting.calls == ["acquire", "release"] * 3
+        assert not log.put_lock.locked()
+        assert not counting.lock.locked()
+        assert rlock.acquire(blocking=False)  # free: not held by this thread either
+        rlock.release()
+        assert list(log.pending) == list(pure.pending)
+
+
+@compiled
+def test_put_log_queue_offsets_across_topics_and_queue_ids() -> None:
+    """Queue offsets per (topic, queue id) as the reference counts them, for queue ids past
+    the key cache's 1,024, topic names built anew per message (equal, not identical) and more
+    topics than the cache keeps (it starts over); one key object per pair in the table."""
+    with _log(ManualClock()) as log, _log(ManualClock(), reference=True) as pure:
+        for i in range(4200):
+            topic = "".join(("t", str(i % 4100 if i < 4150 else i % 3)))
+            msg = _msg(i, 16)
+            msg.topic = topic
+            msg.queue_id = (0, 1, 1023, 1024, 70000)[i % 5]
+            assert _result(log.put_message(msg)) == _result(pure.put_message(msg))
+        assert log.topic_queue_table == pure.topic_queue_table
+        assert list(log.pending) == list(pure.pending)
+    with _log(ManualClock()) as one, _log(ManualClock()) as two:
+        for log in (one, two):
+            for _ in range(3):
+                log.put_message(_msg(1))  # topic "T", queue 1
+        assert one.topic_queue_table[("T", 1)] == 3
+        (key_one,) = [k for k in one.topic_queue_table if k == ("T", 1)]
+        (key_two,) = [k for k in two.topic_queue_table if k == ("T", 1)]
+        assert key_one is key_two  # the cached key: no tuple made per put
+
+
+@compiled
+def test_put_log_requests_are_not_tracked_by_the_collector() -> None:
+    """The dispatch requests a compiled put queues hold no cycle: untracked, so the
+    collector does not walk the requests waiting for dispatch; equal to the reference's."""
+    with _log(ManualClock()) as log, _log(ManualClock(), reference=True) as pure:
+        for i in range(5):
+            log.put_message(_msg(i))
+            pure.put_message(_msg(i))
+        assert list(log.pending) == list(pure.pending)
+        assert not any(gc.is_tracked(r) for r in list(log.pending)[2:])  # after the cold puts
