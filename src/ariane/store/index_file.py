@@ -8,6 +8,22 @@ Files are named by creation time and a new one starts when the last is full, see
 previous file's end offset/time. The header lives in Python attributes and is written into the
 map after every dispatch batch and before a flush.
 
+Durability: the flush thread forces the dirty files, and the checkpoint's index time T is the
+newest file's end time read *before* the first force. Keys are put in store-time order and a
+file is marked clean before it is forced (a put during the force marks it again), so every
+key of every record stored before T is on disk; keys of records stored at T or later may not
+be. After an abnormal exit files whose end time is past T are dropped and rebuilt, but a kept
+file (end time T, its header page on disk) can still miss keys its end offset covers (their
+entry page lost), and its pages written after the force can survive one by one: a slot or a
+prevIndex pointing at a lost entry cuts older, intact keys off its chain. So recovery
+relinks a torn file (``relink_if_torn``: it checks the entries of T's second and the slots,
+and relinks from all entries only when they are torn) and re-checks the records stored at T
+or later below the index's end offset, putting back the keys no file holds
+(``recheck_keys``); the records after the end offset are re-dispatched as before. An exact T
+alone (read after the force) would not do: it would claim keys put during the force, and torn
+pages would still cut chains. The re-check costs the records of T's millisecond, not the
+rebuild of the last file that dropping files whose end time *equals* T would cost.
+
 One deliberate difference from RocketMQ: the first entry of a file computes its timeDiff
 against its own store time (0), not against the seed taken from the previous file, so its time
 reads back exactly.
@@ -19,7 +35,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 import numpy as np
@@ -58,6 +74,8 @@ __all__ = ["IndexFile", "IndexService"]
 logger = logging.getLogger(__name__)
 
 _INT_MAX = 0x7FFFFFFF
+#: prevIndex of a dead entry (one lost to a power cut, left out of every chain)
+_DEAD = -1
 
 
 class IndexFile:
@@ -275,15 +293,150 @@ class IndexFile:
             return out
         return out
 
+    def entry_phy(self, number: int) -> int | None:
+        """The CommitLog offset entry ``number`` points at (None: never written, or lost)."""
+        at = self.entries_at + number * INDEX_ENTRY_SIZE
+        entry = INDEX_ENTRY.unpack_from(self.mf.mm, at)
+        return int(entry[1]) if any(entry) else None
+
+    def relink_if_torn(self, mark_ms: int) -> bool:
+        """After a power cut, relink the slot chains if the entries put at or after
+        ``mark_ms`` (the index checkpoint) reached the disk only in part; True if it did.
+
+        Entries put before the mark were forced (``IndexService.flush``), but later ones,
+        the slots pointing at them and the header are separate pages that the power may have
+        kept or lost one by one: a slot or a prevIndex can point at a lost entry (cutting
+        the chain of older, intact ones off), or a slot can miss a kept entry. The check
+        looks at the suspect entries only (those from the mark's second on, found by
+        bisection: before them every entry is intact) and the slot table; only a torn file
+        is relinked, from all its entries. A lost entry (all zeros) becomes a dead one: in
+        no chain, prevIndex -1, its predecessor's offset and time (so that the entries
+        stay ordered for the bisections); its key is put back by
+        ``IndexService.recheck_keys``.
+        """
+        count = self.index_count
+        if count <= 1:
+            return False
+        mm = self.mf.mm
+        entries = np.frombuffer(mm, dtype=INDEX_ENTRY_DTYPE, count=count, offset=self.entries_at)
+        table = np.frombuffer(mm, dtype=">i4", count=self.slot_num, offset=INDEX_HEADER_SIZE)
+        try:
+            if not self._is_torn(entries, table, self._first_suspect(entries, mark_ms)):
+                return False
+            body = entries[1:]
+            written = _written(body)
+            lost = np.flatnonzero(~written) + 1
+            if len(lost):  # dead entries: in no chain, their neighbour's phys and time
+                ahead = np.maximum.accumulate(np.where(written, np.arange(1, count), 0))
+                near = ahead[lost - 1]
+                entries["phys"][lost] = np.where(
+                    near > 0, entries["phys"][near], self.begin_phy_offset
+                )
+                entries["diff"][lost] = np.where(near > 0, entries["diff"][near], 0)
+                entries["hash"][lost] = 0
+                entries["prev"][lost] = _DEAD
+            live = np.flatnonzero(written & (body["prev"] != _DEAD)) + 1
+            slots = entries["hash"][live].astype(np.int64) % self.slot_num
+            prev, heads, head_entries = chain_links(
+                slots, live.astype(np.int64), np.zeros(len(live), dtype=np.int64)
+            )
+            entries["prev"][live] = prev
+            table[:] = 0
+            table[heads] = head_entries
+            self.hash_slot_count = len(heads)
+        finally:
+            del entries, table  # release the exports so the map can be closed
+        self.dirty = True
+        self.write_header()
+        logger.warning("%s: relinked its slot chains (pages torn by a power cut)", self.path)
+        return True
+
+    def _first_suspect(self, entries: npt.NDArray[np.void], mark_ms: int) -> int:
+        """The first entry that may have been put at or after ``mark_ms``: the entries
+        before it are written and from seconds before the mark's (a prefix, in put order)."""
+        begin = self.begin_timestamp
+        second = (mark_ms - begin) // 1000 if begin > 0 else 0  # no begin: no diff either
+
+        def before(number: int) -> bool:
+            one = entries[number : number + 1]
+            return bool(_written(one)[0]) and int(one["diff"][0]) < second
+
+        lo, hi = 0, len(entries)  # before() holds up to lo (0: none), not at hi (or the end)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if before(mid):
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    def _is_torn(
+        self, entries: npt.NDArray[np.void], table: npt.NDArray[np.int32], first: int
+    ) -> bool:
+        """True when the suspect entries (from ``first``) or the slots are inconsistent."""
+        count = len(entries)
+        tail = entries[first:]
+        if not _written(tail).all():
+            return True  # a lost entry under the header's count
+        live = tail["prev"] != _DEAD
+        numbers = np.arange(first, count, dtype=np.int64)[live]
+        tail = tail[live]
+        slot_num = self.slot_num
+        slots = tail["hash"].astype(np.int64) % slot_num
+        heads = table.astype(np.int64)
+        in_tail = np.zeros(slot_num, dtype=bool)
+        in_tail[slots] = True
+        if np.any((heads >= first) & ~in_tail):
+            return True  # a slot pointing past the intact entries with none of its own there
+        if not len(tail):
+            return False
+        order = np.argsort(slots, kind="stable")
+        s_sorted, e_sorted = slots[order], numbers[order]
+        prev = tail["prev"].astype(np.int64)[order]
+        first_of = np.ones(len(order), dtype=bool)
+        first_of[1:] = s_sorted[1:] != s_sorted[:-1]
+        last_of = np.ones(len(order), dtype=bool)
+        last_of[:-1] = first_of[1:]
+        if np.any(prev[1:][~first_of[1:]] != e_sorted[:-1][~first_of[1:]]):
+            return True  # a chain inside the suspect entries skips or invents an entry
+        if np.any(heads[s_sorted[last_of]] != e_sorted[last_of]):
+            return True  # a slot missing its newest entry
+        older = prev[first_of]
+        if np.any((older < 0) | (older >= first)):
+            return True
+        linked = older[older > 0]
+        older_slots = entries["hash"][linked].astype(np.int64) % slot_num
+        return bool(
+            np.any(older_slots != s_sorted[first_of][older > 0])
+            or np.any(entries["prev"][linked] == _DEAD)
+        )
+
     def is_time_matched(self, begin_ms: int, end_ms: int) -> bool:
         """True when the file's time range overlaps [begin_ms, end_ms]."""
         return not (end_ms < self.begin_timestamp or begin_ms > self.end_timestamp)
 
     def flush(self) -> None:
-        """Write the header and force the file."""
-        self.write_header()
-        self.mf.sync()
+        """Write the header and force the file.
+
+        The file is marked clean *before* the sync: a key put while it runs marks it dirty
+        again, so the next flush forces it (marking it clean after would lose that mark).
+        """
         self.dirty = False
+        try:
+            self.write_header()
+            self.mf.sync()
+        except BaseException:
+            self.dirty = True
+            raise
+
+
+def _written(entries: npt.NDArray[np.void]) -> npt.NDArray[np.bool_]:
+    """Which entries were written (a lost or never written entry is all zeros)."""
+    written: npt.NDArray[np.bool_] = (
+        (entries["hash"] != 0) | (entries["phys"] != 0) | (entries["diff"] != 0)
+        | (entries["prev"] != 0)
+    )  # fmt: skip
+    return written
 
 
 def _flatten_keys(
@@ -558,19 +711,104 @@ class IndexService:
         return out, last.end_timestamp, last.end_phy_offset
 
     def flush(self) -> int:
-        """Flush dirty files; return the end time of the newest fully flushed file (0 if none)."""
-        flushed_ts = 0
+        """Flush dirty files; return the index checkpoint time: every key of every record
+        stored *before* it is on disk (0 when nothing can be claimed).
+
+        The time is the newest file's end time read *before* any file is forced. Keys are
+        put in store-time order, so every key of a record stored earlier was already put,
+        in a file that exists now and is marked dirty until forced (``IndexFile.flush``):
+        the forces below cover it. Keys of records stored *in* that millisecond may be put
+        after the reading and lost; abnormal recovery re-checks them (``recheck_keys``).
+        """
+        files = self.files
+        if not files:
+            return 0
+        mark = files[-1].end_timestamp
         for f in list(self.files):
             if f.dirty:
-                ts = f.end_timestamp
                 try:
                     f.flush()
-                except (ValueError, OSError):
+                except ValueError:  # unmapped by a concurrent delete of an expired file
                     continue
-                flushed_ts = max(flushed_ts, ts)
-            else:
-                flushed_ts = max(flushed_ts, f.end_timestamp)
-        return flushed_ts
+                except OSError:
+                    logger.exception("could not flush index file %s", f.path)
+                    return 0
+        return mark
+
+    def newest_before(self, stored_before: Callable[[int], bool]) -> int | None:
+        """CommitLog offset of the newest indexed record for which ``stored_before(phys)``
+        holds (None when there is none); ``stored_before`` must hold for a prefix of the
+        entries in put order (store time below a mark; a lost entry never holds), so each
+        file is bisected."""
+
+        def holds(f: IndexFile, number: int) -> bool:
+            phys = f.entry_phy(number)
+            return phys is not None and stored_before(phys)
+
+        for f in reversed(self.files):
+            if f.index_count <= 1 or not holds(f, 1):
+                continue
+            lo, hi = 1, f.index_count  # holds at lo, not at hi (or hi is the end)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if holds(f, mid):
+                    lo = mid
+                else:
+                    hi = mid
+            return f.entry_phy(lo)
+        return None
+
+    def relink_torn(self, mark_ms: int) -> int:
+        """``IndexFile.relink_if_torn`` for every file that may hold entries put at or after
+        ``mark_ms`` (not those followed by a file begun before it); returns how many were."""
+        files = self.files
+        torn = 0
+        for i, f in enumerate(files):
+            if i + 1 < len(files) and files[i + 1].begin_timestamp < mark_ms:
+                continue
+            torn += f.relink_if_torn(mark_ms)
+        return torn
+
+    def recheck_keys(self, requests: Sequence[DispatchRequest]) -> int:
+        """Put the keys of ``requests`` that no file holds (their records were indexed,
+        then the keys lost with the power); returns how many were put.
+
+        Unlike ``build_index`` it looks every key up first and puts it even below the
+        newest file's end offset, which it leaves where it was (``build_index`` skips what
+        is below it: these records are older than what the file covers).
+        """
+        added = 0
+        f: IndexFile | None = None
+        for topic, _q, phys, _size, _tags, ts, _qo, keys, uniq, sys_flag, _props in requests:
+            if is_rollback(sys_flag):
+                continue
+            split = [k for k in keys.split(" ") if k] if keys else []
+            for key in [uniq, *split] if uniq else split:
+                if self._holds(f"{topic}#{key}", phys, ts):
+                    continue
+                if f is None:
+                    f = self._last_writable()
+                end_phy, end_ts = f.end_phy_offset, f.end_timestamp
+                f = self._put(f, topic + "#", key, phys, ts)
+                f.end_phy_offset = max(f.end_phy_offset, end_phy)
+                f.end_timestamp = max(f.end_timestamp, end_ts)
+                added += 1
+        if f is not None:
+            f.write_header()
+        return added
+
+    def _holds(self, full_key: str, phys: int, ts: int) -> bool:
+        """True when a file has ``full_key`` at ``phys`` (stored at ``ts``; entries keep
+        their time to the second)."""
+        begin = ts - 1000
+        for f in reversed(self.files):
+            if f.is_time_matched(begin, ts) and phys in f.select_phy_offsets(
+                full_key, _INT_MAX, begin, ts
+            ):
+                return True
+            if f.begin_timestamp < begin:
+                break
+        return False
 
     def delete_expired_files(self, min_phy_offset: int) -> int:
         """Delete files (never the last) whose entries all point below ``min_phy_offset``."""

@@ -13,6 +13,8 @@ damage and is recovered as RocketMQ does:
 Order (spec §17.21): CommitLog files -> ConsumeQueues -> checkpoint -> index (dropping files
 that may have lost writes after an abnormal exit) -> ConsumeQueue recovery -> CommitLog walk
 and cut (a torn tail is saved to ``<file>.trN`` and zeroed) -> ConsumeQueue truncation ->
+after an abnormal exit, the index's torn chains relinked and the keys of records stored at
+or after the index checkpoint below the index's end put back (``recheck_index_keys``) ->
 re-dispatch -> per-queue next offsets and minimums. ConsumeQueue or index files of a wrong
 size or missing are derived data: they are rebuilt from the CommitLog by re-dispatching from
 the first record that lacks them.
@@ -31,7 +33,7 @@ from ariane.store.commit_log import CommitLog
 from ariane.store.config import StoreConfig
 from ariane.store.consume_queue import ConsumeQueue
 from ariane.store.dispatch import Dispatcher, ReputService
-from ariane.store.format import Decoded, DispatchRequest, check_record
+from ariane.store.format import Decoded, DispatchRequest, check_record, record_route
 from ariane.store.index_file import IndexService
 from ariane.store.recovery import (
     choose_abnormal_start,
@@ -40,7 +42,13 @@ from ariane.store.recovery import (
     walk,
 )
 
-__all__ = ["LoadTarget", "finish_load", "load_consume_queues", "load_store"]
+__all__ = [
+    "LoadTarget",
+    "finish_load",
+    "load_consume_queues",
+    "load_store",
+    "recheck_index_keys",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -243,6 +251,9 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
     if max_phy_cq >= end:
         for cq in store.all_consume_queues():
             cq.truncate_dirty_logic_files(end)
+    if index is not None and not store.last_exit_ok and index_end >= 0 and not index.is_empty:
+        index.relink_torn(checkpoint.index_msg_timestamp)
+        recheck_index_keys(store, checkpoint.index_msg_timestamp, result.start_offset, index_end)
     # after an abnormal exit too, re-dispatch starts at the first record the queues or the
     # index may lack (RocketMQ re-dispatches the whole walk; the builders skip what they have)
     starts = [p for p in (rebuild_from, *missing) if p is not None]
@@ -253,6 +264,53 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
     finish_load(store, max(result.last_store_timestamp_ms, checkpoint.physic_msg_timestamp))
     commit_log.queue.flushed_where = commit_log.max_offset
     return checkpoint
+
+
+def recheck_index_keys(store: LoadTarget, mark_ms: int, walk_start: int, index_end: int) -> int:
+    """After an abnormal exit, put back the index keys lost of records below the index's end
+    offset (re-dispatch covers those after it); returns how many were put.
+
+    The index checkpoint ``mark_ms`` promises every key of records stored before it (see
+    ``IndexService.flush``); keys of records stored at or after it may be lost while their
+    file is kept (its end time is not past the mark). Only those records are re-checked:
+    from the newest indexed record stored before the mark (found by bisecting the entries)
+    or else from the walk's start (every record with lost keys is after it: its store time
+    is at least the mark, which is not before the ConsumeQueue checkpoint the walk starts 3
+    s before), to the end of the record at ``index_end`` (the index's end offset).
+    """
+    index = store.index
+    assert index is not None
+    commit_log = store.commit_log
+    min_offset = commit_log.min_offset
+    last = commit_log.look_message_by_offset(index_end)
+    to_offset = min(index_end + len(last) if last is not None else index_end, commit_log.max_offset)
+
+    def stored_before(phys: int) -> bool:
+        if phys < min_offset:
+            return True
+        if phys >= to_offset:
+            return False
+        raw = commit_log.look_message_by_offset(phys)
+        return raw is not None and record_route(raw, 0)[3] < mark_ms
+
+    start = index.newest_before(stored_before)
+    if start is None:
+        start = walk_start
+    added = 0
+
+    def recheck(batch: list[DispatchRequest]) -> None:
+        nonlocal added
+        added += index.recheck_keys([r for r in batch if r.store_timestamp_ms >= mark_ms])
+
+    seen = redispatch(
+        commit_log, recheck, start, to_offset, store.config.delay_levels_ms, from_record=True
+    )
+    if added:
+        logger.warning(
+            "put back %d index keys lost after the index checkpoint (%d records re-checked "
+            "from %d to %d)", added, seen, start, to_offset,
+        )  # fmt: skip
+    return added
 
 
 def finish_load(store: LoadTarget, last_store_timestamp_ms: int) -> None:

@@ -161,9 +161,13 @@ def redispatch(
     from_offset: int,
     to_offset: int,
     levels_ms: tuple[int, ...],
+    *,
+    from_record: bool = False,
 ) -> int:
     """Re-dispatch records in [from_offset, to_offset); return how many were dispatched.
 
+    Records are decoded from the start of the file holding ``from_offset``, or from
+    ``from_offset`` itself when the caller knows a record starts there (``from_record``).
     Damaged records (in files older than the validity walk) make the walk skip to the next
     file, with an error log.
     """
@@ -179,7 +183,8 @@ def redispatch(
             continue
         if mf.file_from_offset >= to_offset:
             break
-        pos = 0
+        pos = from_offset - mf.file_from_offset if from_record else 0
+        pos = max(pos, 0)
         limit = min(size, to_offset - mf.file_from_offset)
         while pos < limit:
             res = check_record(

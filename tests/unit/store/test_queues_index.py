@@ -1,13 +1,23 @@
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ariane.common.clock import ManualClock
+from ariane.common.hashing import index_key_hash
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.consume_queue import ConsumeQueue
-from ariane.store.format import CQ_BLANK_ENTRY, INDEX_HEADER
+from ariane.store.format import (
+    CQ_BLANK_ENTRY,
+    INDEX_ENTRY_SIZE,
+    INDEX_HEADER,
+    INDEX_HEADER_SIZE,
+    INDEX_SLOT,
+    DispatchRequest,
+)
 from ariane.store.index_file import IndexFile, IndexService
+from ariane.store.mapped_file import MappedFile
 from ariane.store.results import PutStatus
 
 from .helpers import msg, open_store
@@ -97,6 +107,91 @@ def test_entries_past_a_stale_header_are_found_and_kept(tmp_path: Path) -> None:
     for i in range(7):
         assert g.select_phy_offsets(f"T#k{i}", 4, 0, 2**62) == [100 + i]
     g.mf.close()
+
+
+def test_index_flush_claims_only_what_it_forced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the checkpoint time is read before any file is forced, and a file is marked clean
+    # before its force: a key put during the force (the dispatch thread does not wait for
+    # the flush thread) leaves it dirty for the next flush
+    svc = IndexService(str(tmp_path), 4, 20, ManualClock())
+    assert svc.load(True, 0) is None
+    svc.ensure_file()
+
+    def req(i: int, ts: int) -> DispatchRequest:
+        return DispatchRequest("T", 0, 10 * i, 10, 0, ts, i, f"k{i}", None, 0, None)
+
+    svc.build_index([req(0, 5000), req(1, 5001)])
+    f = svc.files[-1]
+    forced = MappedFile.sync
+    puts = [req(2, 5002)]
+
+    def force_then_put(mf: MappedFile) -> None:
+        forced(mf)
+        if puts:
+            svc.build_index([puts.pop()])
+
+    monkeypatch.setattr(MappedFile, "sync", force_then_put)
+    assert svc.flush() == 5001
+    assert f.dirty
+    assert svc.flush() == 5002
+    assert not f.dirty
+    svc.shutdown()
+
+
+def test_recheck_puts_back_only_the_keys_no_file_holds(tmp_path: Path) -> None:
+    svc = IndexService(str(tmp_path), 4, 20, ManualClock())
+    assert svc.load(True, 0) is None
+    svc.ensure_file()
+    reqs = [
+        DispatchRequest("T", 0, 10 * i, 10, 0, 5000 + i // 2, i, f"k{i} s", f"U{i}", 0, None)
+        for i in range(4)
+    ]
+    svc.build_index(reqs[:2])
+    f = svc.files[-1]
+    assert svc.newest_before(lambda phys: phys < 10) == 0
+    assert svc.newest_before(lambda phys: phys < 0) is None
+    assert svc.recheck_keys(reqs[:2]) == 0
+    assert svc.recheck_keys(reqs) == 6  # records 2 and 3 lost their 3 keys each
+    assert (f.end_phy_offset, f.end_timestamp) == (30, 5001)
+    # an older record's lost key goes back without moving the end (build_index skips below)
+    assert svc.recheck_keys([reqs[1]._replace(keys="k1 s extra")]) == 1
+    assert (f.end_phy_offset, f.end_timestamp) == (30, 5001)
+    assert svc.query_offsets("T", "extra", 8, 0, 2**62)[0] == [10]
+    for i in range(4):
+        assert svc.query_offsets("T", f"k{i}", 8, 0, 2**62)[0] == [10 * i]
+        assert svc.query_offsets("T", f"U{i}", 8, 0, 2**62)[0] == [10 * i]
+    assert sorted(svc.query_offsets("T", "s", 8, 0, 2**62)[0]) == [0, 10, 20, 30]
+    svc.shutdown()
+
+
+def test_a_file_torn_by_a_power_cut_is_relinked(tmp_path: Path) -> None:
+    # 2 slots: every chain holds several keys. Entries put after the index checkpoint live
+    # on pages the power may keep or lose apart from the slots and the header
+    base = 1_000_000_000
+    f = IndexFile(str(tmp_path / "20240101000000000"), 2, 40, create=True)
+    for i in range(12):
+        assert f.put_key(f"T#k{i}", 100 + i, base + i * 400)  # 5 seconds
+    mark = base + 8 * 400  # k8 and later may be lost; k0-k7 were forced
+    assert not f.relink_if_torn(mark)  # intact: left alone
+
+    def found() -> list[int]:
+        return [i for i in range(12) if f.select_phy_offsets(f"T#k{i}", 4, 0, 2**62)]
+
+    at = f.entries_at + 10 * INDEX_ENTRY_SIZE  # k9 (entry 10) lost, the slot pointing at it kept
+    f.mf.mm[at : at + INDEX_ENTRY_SIZE] = bytes(INDEX_ENTRY_SIZE)
+    assert len(found()) < 11  # the chain through k9 is cut
+    assert f.relink_if_torn(mark)
+    assert found() == [i for i in range(12) if i != 9]
+    assert not f.relink_if_torn(mark)
+    # a slot page older than the entries (k11 kept, its slot still pointing at an older one)
+    slot_at = INDEX_HEADER_SIZE + (index_key_hash("T#k11") % 2) * 4
+    INDEX_SLOT.pack_into(f.mf.mm, slot_at, 1)
+    assert 11 not in found()
+    assert f.relink_if_torn(mark)
+    assert found() == [i for i in range(12) if i != 9]
+    f.mf.close()
 
 
 @settings(max_examples=30, deadline=None)
