@@ -36,7 +36,8 @@ typecheck: $(STAMP)
 # (properties, batch and record codecs, the store's put paths, the ACL signature and its OpenSSL HMAC, the Java
 # string hash, the JSON frame decoder, the consume trace records, the record-to-columns decoder of Spark reads,
 # SEND_BATCH bodies put straight into the CommitLog, the Spark sink's batch entries, a batch's IndexFile keys,
-# a single send's frame head and its SendResult, a read's single sends prepared and answered)
+# a single send's frame head and its SendResult, a read's single sends prepared and answered,
+# a bulk pull's runs joined)
 # again on the pure-Python twins (ARIANE_PURE=1); test_native_identity compares both builds' output.
 PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.py \
 	tests/unit/common/test_record.py tests/unit/store/test_put_paths.py \
@@ -53,7 +54,8 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/store/test_index_put.py tests/unit/store/test_int64_rows.py \
 	tests/unit/common/test_records_native.py tests/unit/store/test_put_log.py \
 	tests/unit/client/test_send_wire.py tests/unit/client/test_send_frame.py \
-	tests/unit/client/test_send_result.py tests/unit/broker/test_send_run_native.py
+	tests/unit/client/test_send_result.py tests/unit/broker/test_send_run_native.py \
+	tests/unit/store/test_read_run.py
 
 test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=20

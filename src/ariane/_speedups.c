@@ -14,6 +14,8 @@
  *   decode_records_v4(buf, skip_flags)      MessageDecoder.decodesBatch of a PULL body: a list
  *       of MessageExt built through their slots, or None if any record is unusual
  *       (_speedups_records.h, with configure_records)
+ *   join_spans(buf, starts, stops)          spans of a mapped file joined in one copy (a bulk
+ *       pull answer's runs of records; _speedups_records.h, twin store.reads._join_spans_py)
  *   acl_canonical(ext, skip) -> bytes       AclUtils.combineRequestContent without the body:
  *       the values of ext but "Signature" (and skip) in key order, UTF-8
  *   acl_signature(ext, body, mac, skip) -> str   Base64(HmacSHA1) of that content then the

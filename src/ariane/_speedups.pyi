@@ -14,6 +14,9 @@ def configure_records(names: tuple[str, ...], /) -> bool: ...
 def decode_records_v4(
     buf: bytes | bytearray | memoryview, skip_flags: int, /
 ) -> list[Any] | None: ...
+def join_spans(
+    buf: bytes | bytearray | memoryview | Any, starts: list[int], stops: list[int], /
+) -> bytes: ...
 def sub_records(
     calls: list[Any],
     group: str,

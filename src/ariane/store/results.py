@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 from ariane.common.msgid import create_offset_msg_id
 
 __all__ = [
     "GetResult",
     "GetStatus",
+    "JoinedRecords",
     "PutResult",
     "PutStatus",
     "QueryResult",
@@ -129,12 +132,67 @@ class PutResult:
         )
 
 
+class JoinedRecords(Sequence[bytes]):
+    """Records stored back to back in one ``bytes`` (``joined``), cut into one ``bytes``
+    each only when one is asked for: a pull answer sends ``joined`` as it is and needs only
+    the count. ``ends[i]`` is where record ``i`` ends in ``joined``. Equal to a list (or
+    another ``JoinedRecords``) of the same records."""
+
+    __slots__ = ("_cut", "ends", "joined")
+
+    def __init__(self, joined: bytes, ends: list[int]) -> None:
+        self.joined = joined
+        self.ends = ends
+        self._cut: list[bytes] | None = None
+
+    def records(self) -> list[bytes]:
+        """The records, each its own ``bytes`` (cut once, then kept)."""
+        cut = self._cut
+        if cut is None:
+            ends = self.ends
+            starts = [0, *ends]
+            cut = self._cut = list(map(self.joined.__getitem__, map(slice, starts, ends)))
+        return cut
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        return self.records()[index]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.records())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, JoinedRecords):
+            return self.ends == other.ends and self.joined == other.joined
+        if isinstance(other, list):
+            return self.records() == other
+        return NotImplemented
+
+    def __add__(self, other: Sequence[bytes]) -> list[bytes]:
+        return [*self.records(), *other]
+
+    def __radd__(self, other: Sequence[bytes]) -> list[bytes]:
+        return [*other, *self.records()]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"JoinedRecords({len(self.ends)} records, {len(self.joined)} bytes)"
+
+
 @dataclass(slots=True)
 class GetResult:
     """``GetMessageResult``.
 
     ``messages`` holds each stored record's exact bytes, in queue order, ready to be
-    concatenated into a PULL response body. ``next_begin_offset`` is where the next pull
+    concatenated into a PULL response body (a :class:`JoinedRecords` when the store read them
+    as runs of back-to-back records: ``joined`` is then their concatenation). ``next_begin_offset`` is where the next pull
     should start; ``min_offset``/``max_offset`` are the queue's bounds at the time of the call.
     """
 
@@ -142,13 +200,13 @@ class GetResult:
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    messages: list[bytes] = field(default_factory=list)
+    messages: list[bytes] | JoinedRecords = field(default_factory=list)
     buffer_total_size: int = 0
     suggest_pulling_from_slave: bool = False
     max_phy_offset_pulling: int = 0
     message_queue_offsets: list[int] = field(default_factory=list)
-    #: ``messages`` joined, when the store read them in one piece (a single run of
-    #: back-to-back records), else None; not part of equality
+    #: ``messages`` joined, when the store read them as runs of back-to-back records (then
+    #: ``messages`` is a :class:`JoinedRecords` of it), else None; not part of equality
     joined: bytes | None = field(default=None, compare=False)
 
     @property

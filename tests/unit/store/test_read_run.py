@@ -2,21 +2,28 @@
 loop gives: every ``GetResult`` field and the store's counters, for queues whose records are
 back to back (batches), interleaved with other queues, across rolled CommitLog files, under
 the count and byte limits (the loop is forced with a filter that matches everything but does
-not say so)."""
+not say so). The run path copies the runs once, joined (``join_spans``, compiled and pure
+twins compared here), and cuts records out of them only when asked (``JoinedRecords``)."""
 
 from __future__ import annotations
 
+import mmap
 import tempfile
 from dataclasses import astuple, replace
+from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ariane.common import native
+from ariane.store import reads
 from ariane.store.filter import TagFilter
 from ariane.store.inner import BatchItem, MessageBatchInner
+from ariane.store.mapped_file import MappedFile
 from ariane.store.message_store import MessageStore
-from ariane.store.reads import ReadLimits
-from ariane.store.results import GetResult
+from ariane.store.reads import ReadLimits, _join_spans_py
+from ariane.store.results import GetResult, JoinedRecords
 
 from .helpers import BORN, HOST, msg, open_store
 
@@ -206,3 +213,107 @@ def test_interleaved_queues_are_read_run_by_run(tmp_path: object) -> None:
             store.get_message("g", "TopicA", 0, o, 1, _EverythingQuietly()).messages[0]
             for o in range(2, 10)
         ]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    writes=_writes,
+    limits=st.builds(ReadLimits, st.integers(1, 300), st.sampled_from([1, 1024, 5000, 4 << 20])),
+    chunk=st.integers(1, 4),
+)
+def test_entries_unpacked_in_chunks_read_as_the_loop(
+    writes: list[tuple[int, list[int]]], limits: ReadLimits, chunk: int
+) -> None:
+    """The run unpacks the queue entries a chunk at a time, up to the chunk where the sizes
+    pass the byte limit: any chunk size gives the loop's result."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        open_store(tmp) as store,
+        mock.patch.object(reads, "_UNPACK_CHUNK", chunk),
+    ):
+        _write(store, writes)
+        for queue in range(3):
+            for offset in range(store.get_max_offset_in_queue("TopicA", queue) + 1):
+                fast, slow = _both(store, queue, offset, 4096, limits)
+                assert astuple(fast) == astuple(slow)
+
+
+def test_a_bulk_read_of_interleaved_runs_is_one_copy_and_cuts_no_record(tmp_path: object) -> None:
+    """Runs of one queue between another queue's records: the answer's body is the runs
+    joined straight from their file (no read per run, no record cut), and the records are
+    the loop's when asked for."""
+    with open_store(str(tmp_path), mapped_file_size_commit_log=1 << 20) as store:
+        for k in range(6):
+            items = [BatchItem(b"q%d-%d" % (k % 2, i), properties={"KEYS": "k"}) for i in range(5)]
+            assert store.put_messages(MessageBatchInner("TopicA", k % 2, items, born_host=BORN)).ok
+        assert store.wait_dispatched()
+        with mock.patch.object(MappedFile, "read", side_effect=AssertionError("a run read")):
+            res = store.get_message("g", "TopicA", 0, 1, 4096, None, ReadLimits(100, 1 << 20))
+        records = res.messages
+        assert isinstance(records, JoinedRecords)
+        assert records._cut is None
+        assert len(records) == res.message_count == 14
+        slow = [
+            store.get_message("g", "TopicA", 0, o, 1, _EverythingQuietly()).messages[0]
+            for o in range(1, 15)
+        ]
+        assert res.joined == b"".join(slow)
+        assert res.buffer_total_size == len(res.joined)
+        assert records._cut is None  # nothing so far needed the records one by one
+        assert records == slow
+        assert list(records) == slow
+        assert records[3] == slow[3]
+        assert records[-2:] == slow[-2:]
+        assert records == JoinedRecords(res.joined, records.ends)
+        assert records != JoinedRecords(res.joined[:-1], [*records.ends[:-1], len(res.joined) - 1])
+        assert records != slow[:-1]
+        assert (records == "x") is False
+        assert records + [b"z"] == [*slow, b"z"]  # noqa: RUF005
+        assert [b"z"] + records == [b"z", *slow]  # noqa: RUF005
+        assert records + records == slow + slow
+
+
+def _join_both(buf: object, starts: list[int], stops: list[int]) -> list[object]:
+    """The outcome (bytes, or the exception type) of each build of ``join_spans``."""
+    funcs = [_join_spans_py]
+    if native.speedups is not None:
+        funcs.append(native.speedups.join_spans)
+    got: list[object] = []
+    for func in funcs:
+        try:
+            got.append(func(buf, starts, stops))
+        except (TypeError, ValueError) as exc:
+            got.append(type(exc))
+    return got
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.binary(max_size=300),
+    spans=st.lists(st.tuples(st.integers(-3, 310), st.integers(-3, 310)), max_size=6),
+)
+def test_join_spans_twins_agree(data: bytes, spans: list[tuple[int, int]]) -> None:
+    starts = [a for a, _ in spans]
+    stops = [b for _, b in spans]
+    outcomes = _join_both(bytearray(data), starts, stops)
+    if all(0 <= a <= b <= len(data) for a, b in spans):
+        expected: object = b"".join(data[a:b] for a, b in spans)
+    else:
+        expected = ValueError
+    assert outcomes == [expected] * len(outcomes)
+
+
+def test_join_spans_of_a_map_and_its_errors() -> None:
+    mm = mmap.mmap(-1, 4096)
+    mm[:8] = b"abcdefgh"
+    assert _join_both(mm, [6, 0, 2], [8, 1, 2]) == [b"gha"] * len(_join_both(mm, [], []))
+    assert set(_join_both(mm, [0], [1 << 70])) == {ValueError}
+    assert set(_join_both(mm, [0, 1], [1])) == {TypeError}
+    assert set(_join_both(mm, [0.0], [1])) == {TypeError}  # type: ignore[list-item]
+    mm.close()  # unmapped by a concurrent destroy: ValueError, the read gives None
+    assert set(_join_both(mm, [0], [1])) == {ValueError}
+
+
+@pytest.mark.skipif(native.speedups is None, reason="the compiled build is not there")
+def test_the_compiled_join_is_the_one_used() -> None:
+    assert reads._join_spans is native.speedups.join_spans  # type: ignore[union-attr]

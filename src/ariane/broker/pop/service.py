@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -471,7 +471,7 @@ class PopService:
         topic: str,
         queue_id: int,
         start: int,
-        records: list[bytes],
+        records: Sequence[bytes],
         offsets: list[int],
         counts: dict[int, int],
     ) -> None:
