@@ -17,6 +17,7 @@ from ariane.store.format import (
     DispatchRequest,
 )
 from ariane.store.index_file import IndexFile, IndexService
+from ariane.store.index_repair import newest_before, relink_if_torn
 from ariane.store.mapped_file import MappedFile
 from ariane.store.results import PutStatus
 
@@ -150,8 +151,8 @@ def test_recheck_puts_back_only_the_keys_no_file_holds(tmp_path: Path) -> None:
     ]
     svc.build_index(reqs[:2])
     f = svc.files[-1]
-    assert svc.newest_before(lambda phys: phys < 10) == 0
-    assert svc.newest_before(lambda phys: phys < 0) is None
+    assert newest_before(svc, lambda phys: phys < 10) == 0
+    assert newest_before(svc, lambda phys: phys < 0) is None
     assert svc.recheck_keys(reqs[:2]) == 0
     assert svc.recheck_keys(reqs) == 6  # records 2 and 3 lost their 3 keys each
     assert (f.end_phy_offset, f.end_timestamp) == (30, 5001)
@@ -174,7 +175,7 @@ def test_a_file_torn_by_a_power_cut_is_relinked(tmp_path: Path) -> None:
     for i in range(12):
         assert f.put_key(f"T#k{i}", 100 + i, base + i * 400)  # 5 seconds
     mark = base + 8 * 400  # k8 and later may be lost; k0-k7 were forced
-    assert not f.relink_if_torn(mark)  # intact: left alone
+    assert not relink_if_torn(f, mark)  # intact: left alone
 
     def found() -> list[int]:
         return [i for i in range(12) if f.select_phy_offsets(f"T#k{i}", 4, 0, 2**62)]
@@ -182,14 +183,14 @@ def test_a_file_torn_by_a_power_cut_is_relinked(tmp_path: Path) -> None:
     at = f.entries_at + 10 * INDEX_ENTRY_SIZE  # k9 (entry 10) lost, the slot pointing at it kept
     f.mf.mm[at : at + INDEX_ENTRY_SIZE] = bytes(INDEX_ENTRY_SIZE)
     assert len(found()) < 11  # the chain through k9 is cut
-    assert f.relink_if_torn(mark)
+    assert relink_if_torn(f, mark)
     assert found() == [i for i in range(12) if i != 9]
-    assert not f.relink_if_torn(mark)
+    assert not relink_if_torn(f, mark)
     # a slot page older than the entries (k11 kept, its slot still pointing at an older one)
     slot_at = INDEX_HEADER_SIZE + (index_key_hash("T#k11") % 2) * 4
     INDEX_SLOT.pack_into(f.mf.mm, slot_at, 1)
     assert 11 not in found()
-    assert f.relink_if_torn(mark)
+    assert relink_if_torn(f, mark)
     assert found() == [i for i in range(12) if i != 9]
     f.mf.close()
 
