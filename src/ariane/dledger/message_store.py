@@ -30,13 +30,14 @@ from ariane.dledger.dedup import MasterWindow, rebuild_from_log
 from ariane.dledger.format import ENTRY_HEADER_SIZE
 from ariane.dledger.upgrade import prepare_old_commit_log
 from ariane.errors import ConfigError
+from ariane.store import index_repair
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.cleanup import DiskUsage
 from ariane.store.commit_log import CommitLog, PreparedOne
 from ariane.store.config import StoreConfig
 from ariane.store.dispatch import ArrivingListener, ReputService
 from ariane.store.flush import Completion, FlushCommitLogService
-from ariane.store.format import DispatchRequest
+from ariane.store.format import DispatchRequest, record_route
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import finish_load, load_consume_queues
 from ariane.store.message_store import MessageStore
@@ -360,6 +361,37 @@ class DLedgerMessageStore(MessageStore):
         return info
 
 
+def _repair_index(store: DLedgerMessageStore, mark_ms: int, committed: int) -> None:
+    """After an abnormal exit, the plain store's index repairs over the committed entries
+    (``store/index_repair.py``): torn files relinked, and the keys of the records stored at
+    or after the index checkpoint ``mark_ms``, below the index's end, put back where no file
+    holds them (the records after the end are re-dispatched as usual)."""
+    index = store.index
+    assert index is not None
+    cl = store.commit_log
+    index_repair.relink_torn(index, mark_ms)
+    index_end = index.files[-1].end_phy_offset
+
+    def stored_before(phys: int) -> bool:
+        raw = cl.look_message_by_offset(phys)
+        return raw is not None and record_route(raw, 0)[3] < mark_ms
+
+    start = index_repair.newest_before(index, stored_before)
+    if start is None:  # every indexed record is at or after the mark: from the oldest one
+        start = index.files[0].entry_phy(1) if index.files[0].index_count > 1 else None
+    if start is None:
+        return
+    last = min(cl.index_at(index_end + 1), committed)
+    batch = [
+        r
+        for r in cl.records(cl.index_at(start), last)
+        if r.commit_log_offset <= index_end and r.store_timestamp_ms >= mark_ms
+    ]
+    added = index.recheck_keys(batch)
+    if added:
+        logger.warning("put back %d index keys lost after the index checkpoint", added)
+
+
 def load_dledger_store(store: DLedgerMessageStore) -> StoreCheckpoint:
     """Load and recover a DLedger store; returns the store checkpoint.
 
@@ -398,6 +430,8 @@ def load_dledger_store(store: DLedgerMessageStore) -> StoreCheckpoint:
     cl.committed_pos = (
         unit[1] + unit[2] if unit is not None else max(files.begin.pos, cl.divided_offset)
     )
+    if index is not None and not store.last_exit_ok and not index.is_empty:
+        _repair_index(store, checkpoint.index_msg_timestamp, committed)
     if cl.old_queue.files and (
         upgraded or (rebuild_from is not None and rebuild_from < cl.divided_offset)
     ):
