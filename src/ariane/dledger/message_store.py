@@ -30,7 +30,6 @@ from ariane.dledger.dedup import MasterWindow, rebuild_from_log
 from ariane.dledger.format import ENTRY_HEADER_SIZE
 from ariane.dledger.upgrade import prepare_old_commit_log
 from ariane.errors import ConfigError
-from ariane.store import index_repair
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.cleanup import DiskUsage
 from ariane.store.commit_log import CommitLog, PreparedOne
@@ -38,6 +37,7 @@ from ariane.store.config import StoreConfig
 from ariane.store.dispatch import ArrivingListener, ReputService
 from ariane.store.flush import Completion, FlushCommitLogService
 from ariane.store.format import DispatchRequest, record_route
+from ariane.store.index_repair import newest_before, relink_torn
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import finish_load, load_consume_queues
 from ariane.store.message_store import MessageStore
@@ -369,14 +369,14 @@ def _repair_index(store: DLedgerMessageStore, mark_ms: int, committed: int) -> N
     index = store.index
     assert index is not None
     cl = store.commit_log
-    index_repair.relink_torn(index, mark_ms)
+    relink_torn(index, mark_ms)
     index_end = index.files[-1].end_phy_offset
 
     def stored_before(phys: int) -> bool:
         raw = cl.look_message_by_offset(phys)
         return raw is not None and record_route(raw, 0)[3] < mark_ms
 
-    start = index_repair.newest_before(index, stored_before)
+    start = newest_before(index, stored_before)
     if start is None:  # every indexed record is at or after the mark: from the oldest one
         start = index.files[0].entry_phy(1) if index.files[0].index_count > 1 else None
     if start is None:

@@ -28,7 +28,6 @@ from typing import Protocol
 
 from ariane.common.sysflag import enters_consume_queue, is_rollback
 from ariane.errors import CorruptionError, StoreDamagedError
-from ariane.store import index_repair
 from ariane.store.checkpoint import StoreCheckpoint
 from ariane.store.commit_log import CommitLog
 from ariane.store.config import StoreConfig
@@ -36,6 +35,7 @@ from ariane.store.consume_queue import ConsumeQueue
 from ariane.store.dispatch import Dispatcher, ReputService
 from ariane.store.format import Decoded, DispatchRequest, check_record, record_route
 from ariane.store.index_file import IndexService
+from ariane.store.index_repair import newest_before, relink_torn
 from ariane.store.recovery import (
     choose_abnormal_start,
     redispatch,
@@ -253,7 +253,7 @@ def load_store(store: LoadTarget) -> StoreCheckpoint:
         for cq in store.all_consume_queues():
             cq.truncate_dirty_logic_files(end)
     if index is not None and not store.last_exit_ok and index_end >= 0 and not index.is_empty:
-        index_repair.relink_torn(index, checkpoint.index_msg_timestamp)
+        relink_torn(index, checkpoint.index_msg_timestamp)
         recheck_index_keys(store, checkpoint.index_msg_timestamp, result.start_offset, index_end)
     # after an abnormal exit too, re-dispatch starts at the first record the queues or the
     # index may lack (RocketMQ re-dispatches the whole walk; the builders skip what they have)
@@ -294,7 +294,7 @@ def recheck_index_keys(store: LoadTarget, mark_ms: int, walk_start: int, index_e
         raw = commit_log.look_message_by_offset(phys)
         return raw is not None and record_route(raw, 0)[3] < mark_ms
 
-    start = index_repair.newest_before(index, stored_before)
+    start = newest_before(index, stored_before)
     if start is None:
         start = walk_start
     added = 0

@@ -30,36 +30,8 @@ from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import FLAG_ONEWAY, RemotingCommand
 from ariane.store import FlushDiskType, PutResult, PutStatus
 from ariane.store.put_run import RunCompletion
+from tests.support.transport import RecordingTransport
 from tests.unit.broker.harness import Broker, run
-
-
-class _Transport:
-    """Records what the channel writes."""
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 50000) if name in ("peername", "sockname") else default
-
-    def write(self, data: bytes) -> None:
-        self.data += data
-
-    def writelines(self, data: list[bytes]) -> None:
-        for part in data:
-            self.data += part
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def is_closing(self) -> bool:
-        return False
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
 
 
 class _Observer:
@@ -160,7 +132,7 @@ async def _drive(root: Path, *, reference: bool, store: dict[str, Any]) -> dict[
     for name, filter_type in (("TA", "SINGLE_TAG"), ("TB", "MULTI_TAG")):
         b.c.topics.put(TopicConfig(name, 4, 4, PERM_READ | PERM_WRITE, filter_type))
     channel = Channel(b.c.remoting.dispatcher)
-    transport = _Transport()
+    transport = RecordingTransport(("127.0.0.1", 50000))
     channel.connection_made(transport)  # type: ignore[arg-type]
     opaque = 1000
     expected = 0
@@ -173,7 +145,7 @@ async def _drive(root: Path, *, reference: bool, store: dict[str, Any]) -> dict[
             chunks.append(encode(request))
         channel.data_received(b"".join(chunks))
     for _ in range(10_000):  # SYNC_FLUSH answers follow the group commit
-        if len(_frames(bytes(transport.data))) == expected:
+        if len(_frames(transport.data)) == expected:
             break
         await asyncio.sleep(0.001)
     b.c.store.wait_dispatched()
@@ -182,8 +154,8 @@ async def _drive(root: Path, *, reference: bool, store: dict[str, Any]) -> dict[
     hists = {t: (list(x.counts), x.sum, x.count) for t, x in stats.message_size.items()}
     run_proc = b.c.send_processor.run
     out = {
-        "bytes": bytes(transport.data),
-        "frames": _frames(bytes(transport.data)),
+        "bytes": transport.data,
+        "frames": _frames(transport.data),
         "expected": expected,
         "log": _commit_log(b),
         "stats": (counters, hists, stats.put_total),
@@ -278,17 +250,17 @@ def test_sync_flush_run_waits_with_one_group_commit_request(tmp_path: Path) -> N
 
         gc.put_request = counted  # type: ignore[method-assign]
         channel = Channel(b.c.remoting.dispatcher)
-        transport = _Transport()
+        transport = RecordingTransport(("127.0.0.1", 50000))
         channel.connection_made(transport)  # type: ignore[arg-type]
         sends = [
             _send(b, "TA", i % 4, {"UNIQ_KEY": f"U{i}"}, b"x" * 100, v2=True) for i in range(50)
         ]
         channel.data_received(b"".join(encode(r) for r in sends))
         for _ in range(10_000):
-            if len(_frames(bytes(transport.data))) == 50:
+            if len(_frames(transport.data)) == 50:
                 break
             await asyncio.sleep(0.001)
-        answers = FrameDecoder().feed(bytes(transport.data))
+        answers = FrameDecoder().feed(transport.data)
         assert sorted(a.opaque for a in answers) == sorted(r.opaque for r in sends)
         assert all(a.code == 0 for a in answers)
         assert len(requests) == 1  # the whole run: one request, for the end of its last record
@@ -316,12 +288,12 @@ def test_a_request_the_pass_cannot_read_goes_the_per_request_way(
         b = await Broker(tmp_path).start()
         b.c.topics.put(TopicConfig("TA", 4, 4, PERM_READ | PERM_WRITE))
         channel = Channel(b.c.remoting.dispatcher)
-        transport = _Transport()
+        transport = RecordingTransport(("127.0.0.1", 50000))
         channel.connection_made(transport)  # type: ignore[arg-type]
         props = [{"UNIQ_KEY": "U1"}, {"UNIQ_KEY": "U2", "K": "BOOM"}, {"UNIQ_KEY": "U3"}]
         sends = [_send(b, "TA", 0, p, b"x", v2=True) for p in props]
         channel.data_received(b"".join(encode(r) for r in sends))
-        answers = FrameDecoder().feed(bytes(transport.data))
+        answers = FrameDecoder().feed(transport.data)
         assert [a.opaque for a in answers] == [r.opaque for r in sends]
         assert [a.code for a in answers] == [0, 0, 0]
         assert [a.ext_fields["queueOffset"] for a in answers] == ["0", "1", "2"]

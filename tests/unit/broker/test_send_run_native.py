@@ -33,8 +33,9 @@ from ariane.remoting.protocol.codec import FrameDecoder, encode
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import FLAG_ONEWAY, RemotingCommand, SerializeType
 from ariane.store import PutResult, PutStatus
+from tests.support.transport import RecordingTransport
 from tests.unit.broker.harness import Broker, run
-from tests.unit.broker.test_send_run import _commit_log, _frames, _Transport
+from tests.unit.broker.test_send_run import _commit_log, _frames
 
 LONG = "L" * TOPIC_MAX_LENGTH
 TOPICS = (("TA", "SINGLE_TAG"), ("TB", "MULTI_TAG"), (LONG, "SINGLE_TAG"))
@@ -269,13 +270,13 @@ def test_answer_run_gives_the_references_frames(tmp_path: Path, region: str) -> 
 async def _drive(root: Path, requests: list[RemotingCommand]) -> tuple[bytes, bytes, int]:
     b = await _broker(root)
     channel = Channel(b.c.remoting.dispatcher)
-    transport = _Transport()
+    transport = RecordingTransport(("127.0.0.1", 50000))
     channel.connection_made(transport)  # type: ignore[arg-type]
     channel.data_received(b"".join(encode(r) for r in requests))
     b.c.store.wait_dispatched()
     run_proc = b.c.send_processor.run
     assert run_proc is not None
-    out = (bytes(transport.data), _commit_log(b), run_proc.handled)
+    out = (transport.data, _commit_log(b), run_proc.handled)
     await b.stop()
     return out
 

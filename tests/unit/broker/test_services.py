@@ -237,14 +237,15 @@ def test_an_arrival_writes_the_woken_answers_without_waiting_for_the_loop_turn()
     arrival's callback returns, one write per connection, not at the next loop turn (whose
     poll lets the dispatch thread take the GIL first)."""
     from ariane.remoting.channel import Channel
-    from tests.unit.remoting.test_held_flushes import _NoHandler, _Transport
+    from tests.support.transport import RecordingTransport
+    from tests.unit.remoting.test_held_flushes import _NoHandler
 
     async def main() -> None:
         offsets = {("T", 0): 5}
         svc = hold_service(offsets)
         svc.start()
         channel = Channel(_NoHandler())
-        transport = _Transport()
+        transport = RecordingTransport()
         channel.connection_made(transport)  # type: ignore[arg-type]
         flt = FilterFactory().build("*", None)
         for _ in range(2):  # two pulls of one connection held on the queue

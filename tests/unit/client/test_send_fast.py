@@ -24,28 +24,12 @@ from ariane.common.message import Message as BaseMessage
 from ariane.remoting.channel import Channel
 from ariane.remoting.protocol.codec import decode_frame
 from ariane.remoting.protocol.command import RemotingCommand
+from tests.support.transport import RecordingTransport
 from tests.unit.client.fakes import FakeApi, bind_loop, install, run
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"
 QUEUES = [MessageQueue("T", "a", 0), MessageQueue("T", "a", 1), MessageQueue("T", "b", 0)]
 INT_MAX = 2**31 - 1
-
-
-class _Transport:
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 1) if name in ("peername", "sockname") else default
-
-    def write(self, data: bytes) -> None:
-        self.writes.append(bytes(data))
-
-    def writelines(self, data: list[bytes]) -> None:
-        self.writes.append(b"".join(data))
-
-    def get_write_buffer_size(self) -> int:
-        return 0
 
 
 class _NoHandler:
@@ -63,13 +47,14 @@ def _setup(counter: int = 0, **kwargs: Any) -> tuple[Producer, FakeApi]:
     return producer, api
 
 
-def _sent(channels: dict[str, tuple[Channel, _Transport]]) -> list[tuple[str, RemotingCommand]]:
+def _sent(
+    channels: dict[str, tuple[Channel, RecordingTransport]],
+) -> list[tuple[str, RemotingCommand]]:
     """(address, request) of every frame written, in order of the addresses' first writes."""
     out = []
     for addr, (channel, transport) in channels.items():
         channel._flush()
-        blob = b"".join(transport.writes)
-        transport.writes.clear()
+        blob = b"".join(transport.take())
         i = 0
         while i < len(blob):
             length = int.from_bytes(blob[i : i + 4], "big")
@@ -78,11 +63,11 @@ def _sent(channels: dict[str, tuple[Channel, _Transport]]) -> list[tuple[str, Re
     return out
 
 
-def _channels(api: FakeApi) -> dict[str, tuple[Channel, _Transport]]:
+def _channels(api: FakeApi) -> dict[str, tuple[Channel, RecordingTransport]]:
     pairs = {}
     for addr in (A, B):
         channel = Channel(_NoHandler())
-        transport = _Transport()
+        transport = RecordingTransport()
         channel.connection_made(transport)  # type: ignore[arg-type]
         pairs[addr] = (channel, transport)
     api.channels = {addr: pair[0] for addr, pair in pairs.items()}

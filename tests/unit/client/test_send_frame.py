@@ -20,29 +20,11 @@ from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.protocol.codec import decode_frame, encode
 from ariane.remoting.protocol.command import RemotingCommand
+from tests.support.transport import RecordingTransport
 from tests.unit.client.fakes import FakeApi, bind_loop, install, run
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"
 QA, QB = MessageQueue("T", "a", 1), MessageQueue("T", "b", 0)
-
-
-class _Transport:
-    """Records what the channel writes."""
-
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 1) if name in ("peername", "sockname") else default
-
-    def write(self, data: bytes) -> None:
-        self.writes.append(data)
-
-    def writelines(self, data: list[bytes]) -> None:
-        self.writes.append(b"".join(data))
-
-    def get_write_buffer_size(self) -> int:
-        return 0
 
 
 class _NoHandler:
@@ -50,9 +32,9 @@ class _NoHandler:
         raise AssertionError("no request expected")
 
 
-def _channel() -> tuple[Channel, _Transport]:
+def _channel() -> tuple[Channel, RecordingTransport]:
     channel = Channel(_NoHandler())
-    transport = _Transport()
+    transport = RecordingTransport()
     channel.connection_made(transport)  # type: ignore[arg-type]
     return channel, transport
 
@@ -67,10 +49,9 @@ def _setup(**kwargs: Any) -> tuple[Producer, FakeApi]:
     return producer, api
 
 
-def _written(channel: Channel, transport: _Transport) -> list[RemotingCommand]:
+def _written(channel: Channel, transport: RecordingTransport) -> list[RemotingCommand]:
     channel._flush()  # what the loop's next turn does
-    frames, transport.writes = transport.writes, []
-    return [decode_frame(frame[4:]) for frame in frames]
+    return [decode_frame(frame[4:]) for frame in transport.take()]
 
 
 def _answer(channel: Channel, request: RemotingCommand, code: int = 0, offset: int = 42) -> None:
@@ -91,7 +72,7 @@ def test_a_single_send_writes_the_encoded_request_and_its_answer_completes_it() 
         future = producer.send_async(msg)
         (channel, transport) = channels[A]
         channel._flush()
-        frame = b"".join(transport.writes)
+        frame = transport.data
         (sent,) = [decode_frame(frame[4:])]
         assert _written(*channels[B]) == []
         expected = build_request(

@@ -5,31 +5,13 @@ off."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from ariane.remoting.channel import Channel
 from ariane.remoting.dispatch import Dispatcher, RequestContext
 from ariane.remoting.metrics import RpcMetrics
 from ariane.remoting.protocol.codec import encode
 from ariane.remoting.protocol.command import FLAG_ONEWAY, RemotingCommand
-
-
-class _Transport:
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 1) if name in ("peername", "sockname") else default
-
-    def write(self, data: bytes) -> None:
-        self.data += data
-
-    def writelines(self, data: list[bytes]) -> None:
-        for part in data:
-            self.data += part
-
-    def get_write_buffer_size(self) -> int:
-        return 0
+from tests.support.transport import RecordingTransport
 
 
 class _Observer:
@@ -63,7 +45,7 @@ def _setup(log: list[tuple[str, ...]]) -> Dispatcher:
 def _feed(dispatcher: Dispatcher, codes: list[int], oneway: frozenset[int] = frozenset()) -> bytes:
     async def main() -> bytes:
         channel = Channel(dispatcher)
-        transport = _Transport()
+        transport = RecordingTransport()
         channel.connection_made(transport)  # type: ignore[arg-type]
         frames = []
         for i, code in enumerate(codes):
@@ -73,7 +55,7 @@ def _feed(dispatcher: Dispatcher, codes: list[int], oneway: frozenset[int] = fro
                 request.flag |= FLAG_ONEWAY
             frames.append(encode(request))
         channel.data_received(b"".join(frames))
-        return bytes(transport.data)
+        return transport.data
 
     return asyncio.run(main())
 

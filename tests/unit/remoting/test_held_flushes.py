@@ -6,34 +6,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import Future
-from typing import Any
 
 from ariane.broker.processors import finish_on_loop
 from ariane.remoting.channel import Channel, flushes_held, held_flushes, release_flushes
 from ariane.remoting.protocol.codec import encode
 from ariane.remoting.protocol.command import RemotingCommand
-
-
-class _Transport:
-    """Records what the channel writes, one entry per write call."""
-
-    def __init__(self) -> None:
-        self.writes: list[list[bytes]] = []
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 1) if name in ("peername", "sockname") else default
-
-    def write(self, data: bytes) -> None:
-        self.writes.append([data])
-
-    def writelines(self, data: list[bytes]) -> None:
-        self.writes.append(list(data))
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def is_closing(self) -> bool:
-        return False
+from tests.support.transport import RecordingTransport
 
 
 class _NoHandler:
@@ -41,9 +19,9 @@ class _NoHandler:
         raise AssertionError("no request expected")
 
 
-def _channel() -> tuple[Channel, _Transport]:
+def _channel() -> tuple[Channel, RecordingTransport]:
     channel = Channel(_NoHandler())
-    transport = _Transport()
+    transport = RecordingTransport()
     channel.connection_made(transport)  # type: ignore[arg-type]
     return channel, transport
 
@@ -54,8 +32,8 @@ def _answer(n: int) -> RemotingCommand:
     return cmd
 
 
-def _sent(transport: _Transport) -> list[bytes]:
-    return [b"".join(call) for call in transport.writes]
+def _sent(transport: RecordingTransport) -> list[bytes]:
+    return transport.sent()
 
 
 def test_a_held_block_flushes_each_channel_once_at_its_end() -> None:

@@ -11,12 +11,13 @@ from ariane.remoting.config import PULL_CODES, RemotingClientConfig
 from ariane.remoting.protocol.codec import encode
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
-from tests.unit.remoting.test_held_flushes import _NoHandler, _sent, _Transport
+from tests.support.transport import RecordingTransport
+from tests.unit.remoting.test_held_flushes import _NoHandler, _sent
 
 
-def _channel(write_at_once: frozenset[int] = PULL_CODES) -> tuple[Channel, _Transport]:
+def _channel(write_at_once: frozenset[int] = PULL_CODES) -> tuple[Channel, RecordingTransport]:
     channel = Channel(_NoHandler(), write_at_once=write_at_once)
-    transport = _Transport()
+    transport = RecordingTransport()
     channel.connection_made(transport)  # type: ignore[arg-type]
     return channel, transport
 
