@@ -445,29 +445,35 @@ class SendRun:
         if config is self._template_config and self._frame is not None:
             return self._frame
         self._template_config = config
-        region = orjson.dumps(config.region_id).decode().replace("%", "%%")
         trace = "true" if config.trace_on else "false"
-        template = (
-            '{"code":0,"extFields":{"msgId":"%s%016X","queueId":"%d","queueOffset":"%d",'
-            f'"MSG_REGION":{region},"TRACE_ON":"{trace}","transactionId":%s}},'
-            f'"flag":{FLAG_RESPONSE},"language":"PYTHON","opaque":%d,'
-            f'"serializeTypeCurrentRPC":"JSON","version":{CURRENT_VERSION}}}'
+        # the answer's JSON around its varying fields, once: the compiled answer writes these
+        # parts, the reference formats a template made of them
+        head_a = '{"code":0,"extFields":{"msgId":"' + self.p._msg_id_prefix
+        head_b = (
+            f'"MSG_REGION":{orjson.dumps(config.region_id).decode()},"TRACE_ON":"{trace}",'
+            '"transactionId":'
         )
-        prefix = self.p._msg_id_prefix
+        head_c = f'}},"flag":{FLAG_RESPONSE},"language":"PYTHON","opaque":'
+        head_d = f',"serializeTypeCurrentRPC":"JSON","version":{CURRENT_VERSION}}}'
+        template = (
+            head_a.replace("%", "%%")
+            + '%016X","queueId":"%d","queueOffset":"%d",'
+            + head_b.replace("%", "%%")
+            + "%s"
+            + head_c
+            + "%d"
+            + head_d
+        )
         pack = _PREFIX.pack
 
         def frame(opaque: int, result: PutResult, queue_id: int, uniq: str) -> bytes:
             txid = f'"{uniq}"' if uniq.isalnum() and uniq.isascii() else orjson.dumps(uniq).decode()
             head = (
-                template % (prefix, result.offsets[0], queue_id, result.logics_offset, txid, opaque)
+                template % (result.offsets[0], queue_id, result.logics_offset, txid, opaque)
             ).encode()
             return pack(4 + len(head), len(head)) + head
 
         self._frame = frame
-        head_a = '{"code":0,"extFields":{"msgId":"' + prefix
-        head_b = f'"MSG_REGION":{orjson.dumps(config.region_id).decode()},"TRACE_ON":"{trace}","transactionId":'
-        head_c = f'}},"flag":{FLAG_RESPONSE},"language":"PYTHON","opaque":'
-        head_d = f',"serializeTypeCurrentRPC":"JSON","version":{CURRENT_VERSION}}}'
         self._answer_parts = (
             _PUT_OK, head_a.encode(), head_b.encode(), head_c.encode(), head_d.encode(), frame,
         )  # fmt: skip
