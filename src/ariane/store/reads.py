@@ -283,7 +283,6 @@ class StoreReads:
             max_offset_py - last > memory,
             last,
             list(range(offset, offset + taken)),
-            joined,
         )
 
     def _read_segments(

@@ -192,8 +192,9 @@ class GetResult:
 
     ``messages`` holds each stored record's exact bytes, in queue order, ready to be
     concatenated into a PULL response body (a :class:`JoinedRecords` when the store read them
-    as runs of back-to-back records: ``joined`` is then their concatenation). ``next_begin_offset`` is where the next pull
-    should start; ``min_offset``/``max_offset`` are the queue's bounds at the time of the call.
+    as runs of back-to-back records: ``joined`` is then their concatenation).
+    ``next_begin_offset`` is where the next pull should start; ``min_offset``/``max_offset``
+    are the queue's bounds at the time of the call.
     """
 
     status: GetStatus
@@ -205,9 +206,13 @@ class GetResult:
     suggest_pulling_from_slave: bool = False
     max_phy_offset_pulling: int = 0
     message_queue_offsets: list[int] = field(default_factory=list)
-    #: ``messages`` joined, when the store read them as runs of back-to-back records (then
-    #: ``messages`` is a :class:`JoinedRecords` of it), else None; not part of equality
-    joined: bytes | None = field(default=None, compare=False)
+
+    @property
+    def joined(self) -> bytes | None:
+        """``messages`` joined, when the store read them as runs of back-to-back records
+        (``messages`` is then a :class:`JoinedRecords`), else None."""
+        messages = self.messages
+        return messages.joined if type(messages) is JoinedRecords else None
 
     @property
     def message_count(self) -> int:
