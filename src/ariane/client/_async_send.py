@@ -25,7 +25,7 @@ from typing import Protocol
 from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
-from ariane.client._route import TopicPublishInfo
+from ariane.client._route import _INT_MAX, TopicPublishInfo
 from ariane.client._send import PreparedSend, build_request
 from ariane.client._send_head import SEND_MIDDLE, SEND_SUFFIX, send_head, send_result
 from ariane.client._trace_hooks import SendTracer
@@ -40,7 +40,6 @@ __all__ = ["TRANSPORT_ERRORS", "AsyncSend", "AsyncSendOwner"]
 logger = logging.getLogger(__name__)
 
 _SEND_OK = SendStatus.SEND_OK
-_INT_MAX = 2**31 - 1  # ``TopicPublishInfo.next_index`` wraps here, like Java's int
 _time_ns = time.time_ns
 #: the last ``(wall milliseconds, text)`` of the frame path's born timestamp (replaced whole)
 _born: tuple[int, str] = (-1, "")

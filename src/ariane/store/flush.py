@@ -236,7 +236,7 @@ class GroupCommitService(ServiceThread):
             if not self._inflight and not self.stopped:
                 if not self._write:
                     self._cond.wait(0.01)
-                if self._write and GATHER_FROM <= self._expect > len(self._write):
+                if self._write and self._expect >= GATHER_FROM and len(self._write) < self._expect:
                     # Gather: the writers the last round released usually put again at
                     # once; one fsync for all of them beats one per half of them. Not
                     # after a round of a few (a light load: the next put is no writer the
