@@ -22,6 +22,7 @@ import logging
 import time
 from typing import Protocol
 
+import ariane.client._send as _send
 from ariane.client._api import parse_send_response
 from ariane.client._fault import MQFaultStrategy
 from ariane.client._instance import ClientInstance
@@ -41,8 +42,6 @@ logger = logging.getLogger(__name__)
 
 _SEND_OK = SendStatus.SEND_OK
 _time_ns = time.time_ns
-#: the last ``(wall milliseconds, text)`` of the frame path's born timestamp (replaced whole)
-_born: tuple[int, str] = (-1, "")
 #: failures after which a send moves to another broker (and asks for the route again)
 TRANSPORT_ERRORS = (ConnectionError_, RequestTimeoutError, BrokerNotFoundError)
 
@@ -157,11 +156,11 @@ class AsyncSend:
             ):
                 # the encoded-frame path: the head in one call, this send as the waiter;
                 # the born timestamp is ``born_timestamp()``'s, without its frame
-                global _born
+                # (its cache, ``_send._born``, shared: one text per millisecond for both paths)
                 wall_ms = _time_ns() // 1_000_000
-                born = _born
+                born = _send._born
                 if born[0] != wall_ms:
-                    born = _born = (wall_ms, str(wall_ms))
+                    born = _send._born = (wall_ms, str(wall_ms))
                 opaque = channel.new_opaque()
                 body = prepared.body
                 head = send_head(
