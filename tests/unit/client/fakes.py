@@ -10,12 +10,25 @@ from typing import Any
 from ariane.client._route import TopicPublishInfo
 from ariane.client.message import MessageQueue
 from ariane.common.clock import ManualClock
+from ariane.common.message import HostPort, MessageExt
 from ariane.common.msgid import create_offset_msg_id
 from ariane.remoting.channel import ResponseCallback
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.command import RemotingCommand
 
 Outcome = BaseException | int  # an exception to raise, or a response code
+
+
+def consumed_message(topic: str, properties: dict[str, Any], retries: int = 0) -> MessageExt:
+    """A message as a consumer gets it (a store host and offset: its offset msgId)."""
+    return MessageExt(
+        topic,
+        b"body",
+        properties=properties,
+        reconsume_times=retries,
+        store_host=HostPort(b"\x7f\x00\x00\x01", 10911),
+        commit_log_offset=1 << 20,
+    )
 
 
 class FakeClock:

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-import os
-import shutil
-import sysconfig
 from typing import Any
 
 import pytest
@@ -19,34 +16,16 @@ from hypothesis import strategies as st
 from ariane.client import _trace_records
 from ariane.client._trace_records import sub_before_py
 from ariane.common import native
-from ariane.common.message import HostPort, MessageExt
 from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
+from tests.support.native import compiled
+from tests.unit.client.fakes import consumed_message
 
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 REGION = "DefaultRegion"
-OFFSET_ID = "7F00000100002A9F0000000000100000"  # the offset msgId of _message's store host/offset
+OFFSET_ID = (
+    "7F00000100002A9F0000000000100000"  # the offset msgId of consumed_message's store host/offset
+)
 _text = st.text(alphabet=st.sampled_from(["a", "Z", "7", " ", "é", "字", "\U0001f600"]), max_size=8)
-
-
-def _compiled() -> Any:
-    fast = getattr(native.speedups, "sub_before", None)
-    if fast is None:
-        cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-        if native.PURE_REQUESTED or shutil.which(cc.split()[0]) is None:
-            pytest.skip(f"pure-Python build ({native.build_name()}): nothing compiled to compare")
-        pytest.fail("a C compiler is present but ariane._speedups.sub_before is not built")
-    return fast
-
-
-def _message(topic: str, properties: dict[str, Any], retries: int = 0) -> MessageExt:
-    return MessageExt(
-        topic,
-        b"body",
-        properties=properties,
-        reconsume_times=retries,
-        store_host=HostPort(b"\x7f\x00\x00\x01", 10911),
-        commit_log_offset=1 << 20,
-    )
 
 
 class _Clock:
@@ -69,11 +48,11 @@ def _run(fn: Any, msgs: Any) -> tuple[Any, int, int]:
 
 
 def test_the_compiled_twin_is_used_when_built() -> None:
-    assert _trace_records.sub_before is _compiled()
+    assert _trace_records.sub_before is compiled("sub_before")
 
 
 def test_the_pair_of_one_traced_message() -> None:
-    msg = _message("T", {UNIQ_KEY: "ID1", MSG_REGION: "R1", KEYS: "k1 k2"}, retries=3)
+    msg = consumed_message("T", {UNIQ_KEY: "ID1", MSG_REGION: "R1", KEYS: "k1 k2"}, retries=3)
     for fn in (sub_before_py, _trace_records.sub_before):
         pair, calls, counter = _run(fn, [msg])
         assert pair == [None, (1_765_000_000_123_456_790, "R1", 41, "T", "ID1", 3, "k1 k2")]
@@ -84,9 +63,9 @@ def test_the_compiled_pair_is_out_of_the_collectors_sight() -> None:
     """The pairs wait up to a linger in the dispatcher's queue: the compiled twin untracks the
     pair and its tuple of atoms (same contents as the pure twin's), and they still work as the
     dispatcher uses them (``after`` appends its end, the worker its marker)."""
-    msg = _message("T", {UNIQ_KEY: "ID1"})
+    msg = consumed_message("T", {UNIQ_KEY: "ID1"})
     owner = object()
-    pair = _compiled()(owner, [msg], TRACE_TOPIC, _Clock(), itertools.count(1), REGION)
+    pair = compiled("sub_before")(owner, [msg], TRACE_TOPIC, _Clock(), itertools.count(1), REGION)
     assert not gc.is_tracked(pair)
     assert not gc.is_tracked(pair[1])
     pair.append(7)
@@ -101,7 +80,7 @@ def test_the_compiled_pair_is_out_of_the_collectors_sight() -> None:
 
 
 def test_defaults_without_region_uniq_key_or_keys() -> None:
-    msg = _message("T", {MSG_REGION: ""})
+    msg = consumed_message("T", {MSG_REGION: ""})
     for fn in (sub_before_py, _trace_records.sub_before):
         pair, _, _ = _run(fn, [msg])
         assert pair[1][1:] == (REGION, 41, "T", OFFSET_ID, 0, None)
@@ -115,22 +94,22 @@ def test_untraced_messages_give_none_and_call_nothing(
     topic: str, properties: dict[str, str]
 ) -> None:
     for fn in (sub_before_py, _trace_records.sub_before):
-        assert _run(fn, [_message(topic, properties)]) == (None, 0, 41)
+        assert _run(fn, [consumed_message(topic, properties)]) == (None, 0, 41)
 
 
 def test_not_one_message_is_left_to_the_caller() -> None:
-    msg = _message("T", {UNIQ_KEY: "I"})
+    msg = consumed_message("T", {UNIQ_KEY: "I"})
     for fn in (sub_before_py, _trace_records.sub_before):
         assert _run(fn, []) == (NotImplemented, 0, 41)
         assert _run(fn, [msg, msg]) == (NotImplemented, 0, 41)
 
 
 def test_unusual_values_are_left_to_the_caller_by_the_compiled_twin() -> None:
-    fast = _compiled()
+    fast = compiled("sub_before")
     for msgs in (
-        (_message("T", {UNIQ_KEY: "I"}),),  # a tuple, not a list
-        [_message("T", {UNIQ_KEY: 7})],  # a property that is not a str
-        [_message("T", {TRACE_SWITCH: None})],
+        (consumed_message("T", {UNIQ_KEY: "I"}),),  # a tuple, not a list
+        [consumed_message("T", {UNIQ_KEY: 7})],  # a property that is not a str
+        [consumed_message("T", {TRACE_SWITCH: None})],
     ):
         assert _run(fast, msgs) == (NotImplemented, 0, 41)
 
@@ -141,7 +120,14 @@ def test_what_the_clock_raises_propagates() -> None:
 
     for fn in (sub_before_py, _trace_records.sub_before):
         with pytest.raises(RuntimeError, match="clock"):
-            fn(object(), [_message("T", {})], TRACE_TOPIC, broken, itertools.count(), REGION)
+            fn(
+                object(),
+                [consumed_message("T", {})],
+                TRACE_TOPIC,
+                broken,
+                itertools.count(),
+                REGION,
+            )
 
 
 _properties = st.fixed_dictionaries(
@@ -166,8 +152,8 @@ _properties = st.fixed_dictionaries(
 def test_sub_before_identical(
     topic: str, properties: dict[str, str], retries: int, count: int
 ) -> None:
-    fast = _compiled()
-    msgs = [_message(topic, properties, retries)] * count
+    fast = compiled("sub_before")
+    msgs = [consumed_message(topic, properties, retries)] * count
     assert _run(fast, msgs) == _run(sub_before_py, msgs)
 
 
@@ -190,8 +176,8 @@ def test_after_keeps_the_usual_end_as_its_time_alone() -> None:
     )
     tracer = ConsumeTracer(dispatcher, "g", ManualClock(1_765_000_000_123))
     ok, failed = ConsumeReturnType.SUCCESS, ConsumeReturnType.FAILED
-    usual = tracer.before([_message("T", {UNIQ_KEY: "I1"})])
-    odd = tracer.before([_message("T", {UNIQ_KEY: "I2"})])
+    usual = tracer.before([consumed_message("T", {UNIQ_KEY: "I1"})])
+    odd = tracer.before([consumed_message("T", {UNIQ_KEY: "I2"})])
     assert usual is not None
     assert odd is not None
     tracer.after(usual, 1, True, ok)
@@ -223,7 +209,7 @@ def _after_outcome(fn: Any, pair: list[Any], count: int, success: bool, outcome:
 def test_sub_after_identical(taken: int, count: int, success: bool, usual: bool) -> None:
     fast = getattr(native.speedups, "sub_after", None)
     if fast is None:
-        _compiled()  # skips on the pure build, fails when a compiler is present
+        compiled("sub_before")  # skips on the pure build, fails when a compiler is present
     marker = "TAKEN"
     outcome = _USUAL if usual else "FAILED"
     want = _after_outcome(_trace_records.sub_after_py, ["o", "d", marker][: taken + 1], count,

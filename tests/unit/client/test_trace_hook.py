@@ -12,9 +12,6 @@ import dataclasses
 import functools
 import itertools
 import logging
-import os
-import shutil
-import sysconfig
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -38,32 +35,12 @@ from ariane.client._trace_records import (
 from ariane.client.config import ClientConfig
 from ariane.common import native
 from ariane.common.clock import ManualClock
-from ariane.common.message import HostPort, MessageExt
 from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
 from ariane.common.trace import DEFAULT_REGION_ID, ConsumeReturnType
+from tests.support.native import compiled
+from tests.unit.client.fakes import consumed_message
 
 SUCCESS = ConsumeReturnType.SUCCESS
-
-
-def _compiled(name: str) -> Any:
-    fast = getattr(native.speedups, name, None)
-    if fast is None:
-        cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-        if native.PURE_REQUESTED or shutil.which(cc.split()[0]) is None:
-            pytest.skip(f"pure-Python build ({native.build_name()}): nothing compiled to compare")
-        pytest.fail(f"a C compiler is present but ariane._speedups.{name} is not built")
-    return fast
-
-
-def _message(topic: str, properties: dict[str, Any], retries: int = 0) -> MessageExt:
-    return MessageExt(
-        topic,
-        b"body",
-        properties=properties,
-        reconsume_times=retries,
-        store_host=HostPort(b"\x7f\x00\x00\x01", 10911),
-        commit_log_offset=1 << 20,
-    )
 
 
 class _Clock:
@@ -175,9 +152,9 @@ def _both() -> list[Twin]:
     if not native.PURE_REQUESTED:
         out.append(
             (
-                _compiled("trace_hook_before"),
-                _compiled("trace_hook_after"),
-                _compiled("trace_entries"),
+                compiled("trace_hook_before"),
+                compiled("trace_hook_after"),
+                compiled("trace_entries"),
             )
         )
     return out
@@ -226,9 +203,9 @@ def _scenario(
 
 
 def test_the_compiled_hooks_are_used_when_built() -> None:
-    assert _trace_records.hook_before is _compiled("trace_hook_before")
-    assert _trace_records.hook_after is _compiled("trace_hook_after")
-    assert type(_trace_records.new_entries()) is type(_compiled("trace_entries")())
+    assert _trace_records.hook_before is compiled("trace_hook_before")
+    assert _trace_records.hook_after is compiled("trace_hook_after")
+    assert type(_trace_records.new_entries()) is type(compiled("trace_entries")())
 
 
 def _dispatcher(cls: type[AsyncTraceDispatcher] = AsyncTraceDispatcher) -> AsyncTraceDispatcher:
@@ -285,15 +262,25 @@ def test_usual_deliveries_wake_once_per_round(caplog: pytest.LogCaptureFixture) 
     def script(w: _World) -> list[Any]:
         out = []
         for i in range(3):
-            msg = _message("T", {UNIQ_KEY: f"ID{i}", MSG_REGION: "R1", KEYS: "k1 k2"}, retries=i)
+            msg = consumed_message(
+                "T", {UNIQ_KEY: f"ID{i}", MSG_REGION: "R1", KEYS: "k1 k2"}, retries=i
+            )
             handle = w.before([msg])
             out += [handle, w.dispatcher._wake_at, w.wakes]
             out.append(w.after(handle, 1))
         w.dispatcher._wake_at = 4  # the worker lingers: a round's worth wakes it
-        out += [w.before([_message("T", {UNIQ_KEY: "ID9"})]), w.dispatcher._wake_at, w.wakes]
+        out += [
+            w.before([consumed_message("T", {UNIQ_KEY: "ID9"})]),
+            w.dispatcher._wake_at,
+            w.wakes,
+        ]
         w.dispatcher._queue.append(("T", "x", 1, ()))  # queued items count too
         w.dispatcher._wake_at = 6
-        out += [w.before([_message("T", {UNIQ_KEY: "ID10"})]), w.dispatcher._wake_at, w.wakes]
+        out += [
+            w.before([consumed_message("T", {UNIQ_KEY: "ID10"})]),
+            w.dispatcher._wake_at,
+            w.wakes,
+        ]
         return out
 
     _scenario(script, caplog)
@@ -303,16 +290,16 @@ def test_a_full_queue_and_a_closed_dispatcher_drop_and_count(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     def script(w: _World) -> list[Any]:
-        first = w.before([_message("T", {UNIQ_KEY: "A"})])
-        dropped = w.before([_message("T", {UNIQ_KEY: "B"})])  # queue_size 1: no handle
+        first = w.before([consumed_message("T", {UNIQ_KEY: "A"})])
+        dropped = w.before([consumed_message("T", {UNIQ_KEY: "B"})])  # queue_size 1: no handle
         out = [first, dropped, w.after(first, 1), len(w.take())]
-        out.append(w.before([_message("T", {UNIQ_KEY: "C"})]))  # room again
+        out.append(w.before([consumed_message("T", {UNIQ_KEY: "C"})]))  # room again
         w.dispatcher._queue.append(("T", "x", 1, ()))
         w.take()
-        out.append(w.before([_message("T", {UNIQ_KEY: "D"})]))  # a queued item fills it
+        out.append(w.before([consumed_message("T", {UNIQ_KEY: "D"})]))  # a queued item fills it
         w.dispatcher._queue.clear()
         w.dispatcher._room = 0  # closed
-        out.append(w.before([_message("T", {UNIQ_KEY: "E"})]))
+        out.append(w.before([consumed_message("T", {UNIQ_KEY: "E"})]))
         return out
 
     _scenario(script, caplog, queue_size=1)
@@ -320,15 +307,20 @@ def test_a_full_queue_and_a_closed_dispatcher_drop_and_count(
 
 def test_untraced_and_general_path_calls(caplog: pytest.LogCaptureFixture) -> None:
     def script(w: _World) -> list[Any]:
-        two = [_message("T", {UNIQ_KEY: "M1", KEYS: "a"}), _message("T", {UNIQ_KEY: "M2"}, 2)]
+        two = [
+            consumed_message("T", {UNIQ_KEY: "M1", KEYS: "a"}),
+            consumed_message("T", {UNIQ_KEY: "M2"}, 2),
+        ]
         return [
-            w.before([_message("T", {UNIQ_KEY: "X", TRACE_SWITCH: "false"})]),
-            w.before([_message("RMQ_SYS_TRACE_TOPIC", {UNIQ_KEY: "Y"})]),
-            w.before([_message("T", {})]),  # no UNIQ_KEY: the offset msgId
-            w.before([_message("T", {UNIQ_KEY: "", KEYS: "", MSG_REGION: ""})]),  # empty values
+            w.before([consumed_message("T", {UNIQ_KEY: "X", TRACE_SWITCH: "false"})]),
+            w.before([consumed_message("RMQ_SYS_TRACE_TOPIC", {UNIQ_KEY: "Y"})]),
+            w.before([consumed_message("T", {})]),  # no UNIQ_KEY: the offset msgId
+            w.before(
+                [consumed_message("T", {UNIQ_KEY: "", KEYS: "", MSG_REGION: ""})]
+            ),  # empty values
             w.before(two),
             w.before([]),
-            w.before((_message("T", {UNIQ_KEY: "Z"}),)),  # not a list: the general path
+            w.before((consumed_message("T", {UNIQ_KEY: "Z"}),)),  # not a list: the general path
         ]
 
     _scenario(script, caplog)
@@ -338,12 +330,12 @@ def test_values_the_compiled_hook_leaves_to_the_general_path(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     def script(w: _World) -> list[Any]:
-        odd = _message("T", {UNIQ_KEY: "M3", MSG_REGION: 7, KEYS: "k"})  # not a str
+        odd = consumed_message("T", {UNIQ_KEY: "M3", MSG_REGION: 7, KEYS: "k"})  # not a str
         pair = w.before([odd])
-        out = [pair, w.after(pair, 1), w.before([_message("T", {UNIQ_KEY: "M4"})])]
-        lone = w.before([_message("T", {UNIQ_KEY: "M5\ud800"})])  # no UTF-8 form
-        out += [lone, w.before([_message("T", {UNIQ_KEY: "M6"}, retries=1 << 70)])]
-        out.append(w.before([_message("T", {UNIQ_KEY: "M7", KEYS: "k\u00e9\U0001f600"})]))
+        out = [pair, w.after(pair, 1), w.before([consumed_message("T", {UNIQ_KEY: "M4"})])]
+        lone = w.before([consumed_message("T", {UNIQ_KEY: "M5\ud800"})])  # no UTF-8 form
+        out += [lone, w.before([consumed_message("T", {UNIQ_KEY: "M6"}, retries=1 << 70)])]
+        out.append(w.before([consumed_message("T", {UNIQ_KEY: "M7", KEYS: "k\u00e9\U0001f600"})]))
         return out
 
     _scenario(script, caplog, shapes=False)
@@ -351,9 +343,9 @@ def test_values_the_compiled_hook_leaves_to_the_general_path(
 
 def test_ends_after_the_worker_wrote_the_subbefore(caplog: pytest.LogCaptureFixture) -> None:
     def script(w: _World) -> list[Any]:
-        a = w.before([_message("T", {UNIQ_KEY: "A", KEYS: "ka"})])
-        b = w.before([_message("T", {UNIQ_KEY: "B"})])
-        c = w.before([_message("T", {UNIQ_KEY: "C"})])
+        a = w.before([consumed_message("T", {UNIQ_KEY: "A", KEYS: "ka"})])
+        b = w.before([consumed_message("T", {UNIQ_KEY: "B"})])
+        c = w.before([consumed_message("T", {UNIQ_KEY: "C"})])
         w.after(c, 1)
         first = w.take()  # the worker came before the listeners of a and b returned
         w.dispatcher._wake_at = 1  # re-armed
@@ -366,7 +358,7 @@ def test_ends_after_the_worker_wrote_the_subbefore(caplog: pytest.LogCaptureFixt
 
 def test_several_messages_end_as_a_tuple(caplog: pytest.LogCaptureFixture) -> None:
     def script(w: _World) -> list[Any]:
-        msgs = [_message("T", {UNIQ_KEY: f"M{i}"}) for i in range(3)]
+        msgs = [consumed_message("T", {UNIQ_KEY: f"M{i}"}) for i in range(3)]
         pair = w.before(msgs)
         return [w.after(pair, 3), pair]
 
@@ -377,13 +369,13 @@ def test_failures_are_logged_never_raised(caplog: pytest.LogCaptureFixture) -> N
     def script(w: _World) -> list[Any]:
         out = []
         w.clock.fail_at = 1  # the clock raises in the SubBefore hook
-        out.append(w.before([_message("T", {UNIQ_KEY: "A"})]))
-        handle = w.before([_message("T", {UNIQ_KEY: "B"})])
+        out.append(w.before([consumed_message("T", {UNIQ_KEY: "A"})]))
+        handle = w.before([consumed_message("T", {UNIQ_KEY: "B"})])
         w.clock.fail_at = 3  # and in the SubAfter hook
         out += [handle, w.after(handle, 1), len(w.entries)]
         w.notify_error = ValueError("no loop")  # the wake-up fails: queued, counted, logged
         w.dispatcher._wake_at = 1
-        out.append(w.before([_message("T", {UNIQ_KEY: "C"})]))
+        out.append(w.before([consumed_message("T", {UNIQ_KEY: "C"})]))
         w.notify_error = None
         w.clock.fail_at = 0
         out.append(w.after(-1, 1))  # not a handle
@@ -409,7 +401,7 @@ def test_base_exceptions_propagate() -> None:
         world = _World(*twin)
         world.notify_error = cast(Exception, KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
-            world.before([_message("T", {UNIQ_KEY: "A"})])
+            world.before([consumed_message("T", {UNIQ_KEY: "A"})])
 
 
 def test_the_bound_hooks_write_what_before_and_after_write(
@@ -426,7 +418,9 @@ def test_the_bound_hooks_write_what_before_and_after_write(
         tracer = ConsumeTracer(dispatcher, "cg", clock)
         dispatcher._notify = lambda: None  # type: ignore[method-assign]
         for i in range(700):
-            msg = _message("T", {UNIQ_KEY: f"ID{i:05}", KEYS: f"k{i}" if i % 3 else ""}, i % 2)
+            msg = consumed_message(
+                "T", {UNIQ_KEY: f"ID{i:05}", KEYS: f"k{i}" if i % 3 else ""}, i % 2
+            )
             if hooked:
                 handle = tracer.hook_before([msg])
                 clock.advance(i % 5)
@@ -467,7 +461,7 @@ def test_the_count_goes_to_any_stats_object() -> None:
         seen = []
         for stats in (TraceStats(appended=7), Sub(appended=9), Plain()):
             world = _World(before, after, entries)
-            handle = world.before([_message("T", {UNIQ_KEY: "A"})])
+            handle = world.before([consumed_message("T", {UNIQ_KEY: "A"})])
             after(world.tracer, world.clock, SUCCESS, stats, world.entries, handle, 1)
             fresh = [world.tracer, (0, "R", 1, "T", "M", 0, None)]
             after(world.tracer, world.clock, SUCCESS, stats, world.entries, fresh, 1)
@@ -635,7 +629,7 @@ def test_the_system_clock_is_read_as_time_ns_reads_it() -> None:
     dispatcher._notify = lambda: None  # type: ignore[method-assign]
     tracer = ConsumeTracer(dispatcher, "cg")
     t0 = time.time_ns() // 1_000_000
-    handle = tracer.hook_before([_message("T", {UNIQ_KEY: "A"})])
+    handle = tracer.hook_before([consumed_message("T", {UNIQ_KEY: "A"})])
     t1 = time.time_ns() // 1_000_000
     tracer.hook_after(cast(Any, handle), 1)
     t2 = time.time_ns() // 1_000_000

@@ -4,9 +4,6 @@ listener calls, and the pure result for anything the compiled one does not handl
 
 from __future__ import annotations
 
-import os
-import shutil
-import sysconfig
 from typing import Any
 
 import pytest
@@ -25,6 +22,7 @@ from ariane.client._trace_records import (
 )
 from ariane.common import native
 from ariane.common.trace import ConsumeReturnType, sub_after_record, sub_before_record
+from tests.support.native import compiled
 
 PREFIX = "0123456789ABCDEF"
 _text = st.text(
@@ -43,18 +41,8 @@ _after = (
 _calls = st.lists(st.tuples(_before, _after), max_size=12)
 
 
-def _compiled() -> Any:
-    fast = getattr(native.speedups, "sub_records", None)
-    if fast is None:
-        cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-        if native.PURE_REQUESTED or shutil.which(cc.split()[0]) is None:
-            pytest.skip(f"pure-Python build ({native.build_name()}): nothing compiled to compare")
-        pytest.fail("a C compiler is present but ariane._speedups.sub_records is not built")
-    return fast
-
-
 def test_the_compiled_twin_is_used_when_built() -> None:
-    fast = _compiled()
+    fast = compiled("sub_records")
     assert _trace_records._compiled is fast
 
 
@@ -67,7 +55,7 @@ def test_the_compiled_twin_is_used_when_built() -> None:
 def test_sub_records_identical(
     calls: list[Call], sub_before: bool, limits: tuple[int, int]
 ) -> None:
-    fast = _compiled()
+    fast = compiled("sub_records")
     want = sub_records_py(calls, "cg%1", PREFIX, sub_before, *limits)
     assert fast(calls, "cg%1", PREFIX, sub_before, *limits) == want
     assert sub_records(calls, "cg%1", PREFIX, sub_before, *limits) == want
@@ -104,9 +92,9 @@ def test_records_are_the_reference_encoders_bytes() -> None:
         ]
 
 
-@pytest.mark.parametrize("compiled", [False, True])
-def test_an_end_time_alone_is_the_usual_end(compiled: bool) -> None:
-    fn = _compiled() if compiled else sub_records_py
+@pytest.mark.parametrize("use_compiled", [False, True])
+def test_an_end_time_alone_is_the_usual_end(use_compiled: bool) -> None:
+    fn = compiled("sub_records") if use_compiled else sub_records_py
     before = (1_765_000_000_123_999_999, "R", 7, "T", (("ID1", 2, "k"),))
     end = 1_765_000_000_130_000_000
     usual = (end, 1, True, ConsumeReturnType.SUCCESS)
@@ -120,7 +108,7 @@ def test_an_end_time_alone_is_the_usual_end(compiled: bool) -> None:
 
 
 def test_unusual_input_falls_back_to_the_pure_twin() -> None:
-    fast = _compiled()
+    fast = compiled("sub_records")
     odd: list[list[Any]] = [
         [((1, "R", -1, "T", (("I", 0, None),)), None)],  # a negative request number
         [((1, "R", 2**64, "T", (("I", 0, None),)), None)],  # beyond 64 bits
@@ -173,7 +161,7 @@ def _pairs(drawn: list[tuple[Any, Any, str]], taken: object) -> list[list[Any]]:
     limits=st.tuples(st.integers(1, 600), st.integers(1, 200)) | st.just((29_500, 8_191)),
 )
 def test_sub_pairs_identical(drawn: list[tuple[Any, Any, str]], limits: tuple[int, int]) -> None:
-    _compiled()  # skips or fails when not built
+    compiled("sub_records")  # skips or fails when not built
     fast = native.speedups.sub_pairs  # type: ignore[union-attr]
     taken = object()
     slow_pairs, fast_pairs, mixed_pairs = (_pairs(drawn, taken) for _ in range(3))
@@ -190,7 +178,7 @@ def test_sub_pairs_identical(drawn: list[tuple[Any, Any, str]], limits: tuple[in
 
 
 def test_sub_pairs_unusual_input_falls_back() -> None:
-    _compiled()
+    compiled("sub_records")
     fast = native.speedups.sub_pairs  # type: ignore[union-attr]
     taken = object()
     done = (5, 1, True, ConsumeReturnType.SUCCESS)
@@ -224,7 +212,8 @@ _key = st.text(
 
 
 def _compiled_keys() -> tuple[Any, Any]:
-    _compiled()  # skips on the pure build, fails when a compiler exists but nothing was built
+    # skips on the pure build, fails when a compiler exists but nothing was built
+    compiled("sub_records")
     join, chars = native.speedups.trace_join_keys, native.speedups.trace_key_chars
     assert _trace_dispatch._join_keys_c is join
     assert _trace_dispatch._key_chars_c is chars

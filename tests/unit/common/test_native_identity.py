@@ -11,11 +11,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import shutil
 import struct
 import subprocess
 import sys
-import sysconfig
 import zlib
 from collections import OrderedDict
 from pathlib import Path
@@ -29,6 +27,7 @@ from ariane.common import batch, hashing, native, properties, record
 from ariane.common.message import HostPort, MessageExt
 from ariane.common.record import decode_record, encode_record
 from ariane.errors import CorruptionError
+from tests.support.native import compiled
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -40,20 +39,8 @@ _key = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12)
 _props = st.dictionaries(_key, st.one_of(st.none(), _key), max_size=8)
 
 
-def _compiled() -> ModuleType:
-    if native.speedups is None:
-        cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-        if native.PURE_REQUESTED or shutil.which(cc.split()[0]) is None:
-            pytest.skip(f"pure-Python build ({native.build_name()}): nothing compiled to compare")
-        pytest.fail(
-            "a C compiler is present but ariane._speedups is not built: run `make install`"
-            " (pip install -e .) to build it"
-        )
-    return native.speedups
-
-
 def test_compiled_build_is_used_when_present() -> None:
-    fast = _compiled()
+    fast = compiled()
     assert properties.encode_properties is fast.encode_properties
     assert properties.decode_properties is fast.decode_properties
     assert native.build_name() == "compiled"
@@ -62,14 +49,14 @@ def test_compiled_build_is_used_when_present() -> None:
 @settings(max_examples=300, deadline=None)
 @given(props=_props)
 def test_encode_properties_identical(props: dict[str, str]) -> None:
-    fast = _compiled()
+    fast = compiled()
     assert fast.encode_properties(props) == properties.encode_properties_py(props)
     ordered = OrderedDict(props)  # a Mapping that is not an exact dict takes the items() path
     assert fast.encode_properties(ordered) == properties.encode_properties_py(ordered)
 
 
 def test_encode_properties_formats_non_strings_like_the_pure_twin() -> None:
-    fast = _compiled()
+    fast = compiled()
     odd = {"n": 7, 3: "x", "f": 1.5, "none": None, "b": True}
     assert fast.encode_properties(odd) == properties.encode_properties_py(odd)  # type: ignore[arg-type]
     assert fast.encode_properties(odd) == "n\x017\x023\x01x\x02f\x011.5\x02b\x01True\x02"
@@ -82,13 +69,13 @@ def test_encode_properties_formats_non_strings_like_the_pure_twin() -> None:
 @settings(max_examples=300, deadline=None)
 @given(text=_text)
 def test_decode_properties_identical(text: str) -> None:
-    fast = _compiled()
+    fast = compiled()
     got, want = fast.decode_properties(text), properties.decode_properties_py(text)
     assert list(got.items()) == list(want.items())
 
 
 def test_decode_properties_edges() -> None:
-    fast = _compiled()
+    fast = compiled()
     cases = ["", "\x02", "\x01", "a\x01", "\x01b", "a\x01b\x01c\x02", "a\x01b\x02a\x01c", "k\x01v"]
     for text in cases:
         assert list(fast.decode_properties(text).items()) == list(
@@ -127,7 +114,7 @@ def test_decode_batch_identical(
     flips: list[tuple[int, int]],
     junk: bytes,
 ) -> None:
-    _compiled()
+    compiled()
     body = batch.encode_batch(entries)
     whole = batch.decode_batch(body)
     assert whole == batch.decode_batch_py(body)
@@ -144,7 +131,7 @@ def test_decode_batch_identical(
 
 
 def test_decode_batch_errors_name_the_entry() -> None:
-    _compiled()
+    compiled()
     one = batch.encode_batch([(b"xy", 0, {"A": "b"})])
     bad_utf8 = one[:-1] + b"\xff"
     for data in (one[:10], one + one[:21], bad_utf8, b"\x00\x00\x00\x16" + one[4:]):
@@ -184,7 +171,7 @@ def _record_bytes() -> bytes:
 
 
 def test_records_identical() -> None:
-    _compiled()
+    compiled()
     assert _record_bytes() == _pure_child("print(m._record_bytes().hex())").strip()
 
 
@@ -293,7 +280,7 @@ def test_decode_record_identical(
     cut: int,
     check_crc: bool,
 ) -> None:
-    _compiled()
+    compiled()
     flag, offset, reconsume = ints
     if compressed:
         body = zlib.compress(body)
@@ -320,12 +307,12 @@ def test_decode_record_identical(
 @given(s=st.text(max_size=300))
 def test_java_hash_identical(s: str) -> None:
     """Any str, lone surrogates and astral code points included (one and two UTF-16 units)."""
-    fast = _compiled()
+    fast = compiled()
     assert fast.java_hash_units(s) == hashing.unsigned_hash_and_units_py(s)
 
 
 def test_java_hash_edges() -> None:
-    fast = _compiled()
+    fast = compiled()
     assert hashing.unsigned_hash_and_units is fast.java_hash_units
     assert fast.java_hash_units("") == (0, 0)
     assert fast.java_hash_units("hello") == (99162322, 5)
