@@ -41,7 +41,7 @@ static int th_init(void) {
     TH_APPENDED = PyUnicode_InternFromString("appended");
     TH_DROP = PyUnicode_InternFromString("_drop");
     TH_NOTIFY = PyUnicode_InternFromString("_notify");
-        TH_BEFORE = PyUnicode_InternFromString("before");
+    TH_BEFORE = PyUnicode_InternFromString("before");
     TH_LATE = PyUnicode_InternFromString("after_late");
     TH_FAILED = PyUnicode_InternFromString("hook_failed");
     TH_NEVER = PyLong_FromLongLong(1LL << 62); /* _trace_dispatch._NEVER */
