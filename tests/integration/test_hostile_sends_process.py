@@ -1,4 +1,4 @@
-"""Mutated SEND frames against a real broker process: the compiled send paths (a read's single
+"""Mutated SEND frames, SEND_BATCH bodies and PULL headers against a real broker process: the compiled send paths (a read's single
 sends prepared in one pass, the header parsed from the frame's bytes, the answers written from
 a template) meet odd, broken and hostile headers many frames per read. The broker must stay up,
 answer or drop each connection, and store exactly what it acknowledged: every SUCCESS answer
@@ -24,6 +24,7 @@ import pytest
 
 from ariane.common.batch import decode_batch_py, encode_batch
 from ariane.common.msgid import decode_offset_msg_id
+from ariane.common.properties import encode_properties
 from ariane.common.record import decode_records
 from ariane.errors import CorruptionError
 from ariane.remoting.protocol import headers as h
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.integration
 
 CONNECTIONS = 700
 BATCH_CONNECTIONS = 250
+PULL_CONNECTIONS = 300
 _TOKENS = [
     b'"', b"\\", b"\\u00e9", b"\\ud800", b'\\"', b"\\n", b",", b":", b"{", b"}", b"[", b"]",
     b" ", b"\n", b"null", b"true", b"1e5", b"-0", b"9" * 25, "é".encode(), b"\xff", b"\x00",
@@ -52,9 +54,10 @@ _VALUES = [
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A NameServer and one broker, started by each test (SQL92 filters enabled)."""
     c = Cluster(tmp_path / "cluster")
     try:
-        yield c.start()
+        yield c.start(enablePropertyFilter="true")
     finally:
         c.stop()
 
@@ -321,3 +324,64 @@ def test_mutated_batch_bodies_never_take_the_broker_down(cluster: Cluster) -> No
     print(f"{BATCH_CONNECTIONS} mutated batches: {stored_batches} stored, {refused} refused")
     assert stored_batches > 0  # the fixed seed gives mutated batches that still decode
     assert refused > 0  # and ones refused
+
+
+_EXPRESSIONS = [
+    ("TAG", "*"), ("TAG", "a || b"), ("TAG", "||"), ("TAG", ""), ("TAG", "a" * 3000),
+    ("SQL92", "price > 3 AND color = 'red'"), ("SQL92", "price >"), ("SQL92", "((((((((a"),
+    ("SQL92", "price BETWEEN 9 AND 2"), ("SQL92", "color IN ('red', 'é😀')"),
+    ("SQL92", "price = 99999999999999999999999"), ("SQL92", "color LIKE '%\\'"),
+    ("SQL92", "NOT NOT NOT price IS NULL"), ("SQL92", "a = 'x" + "'" * 50), ("BOGUS", "x"),
+]  # fmt: skip
+
+
+def _pull_frame(n: int, rng: random.Random, mutate: bool) -> bytes:
+    kind, expression = rng.choice(_EXPRESSIONS) if mutate else ("TAG", "*")
+    header = h.PullMessageRequestHeader(
+        consumer_group="GH", topic="HostilePull", queue_id=0, queue_offset=0, max_msg_nums=32,
+        sys_flag=0x4 | (0x2 if mutate and rng.random() < 0.2 else 0), commit_offset=0,
+        suspend_timeout_millis=rng.choice([0, 1, 50]), sub_version=0, subscription=expression,
+        expression_type=kind,
+    )  # fmt: skip
+    command = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
+    command.opaque = n + 1
+    frame = encode(command)
+    if not mutate or rng.random() < 0.3:
+        return frame
+    kind_byte, raw, body = _split(frame)
+    return _join(kind_byte, _mutate_json(raw, rng), body)
+
+
+def test_mutated_pulls_never_take_the_broker_down(cluster: Cluster) -> None:
+    """Pull headers with mutated JSON, hostile tag and SQL92 expressions, odd offsets and
+    sizes, each between plain pulls on one connection: the plain pulls before it get the
+    queue's exact messages, and the broker keeps serving."""
+    addr = cluster.broker_addr()
+    for i in range(20):
+        props = encode_properties({"price": str(i), "color": "red" if i % 2 else "blue"})
+        sent = send_message(addr, "HostilePull", b"p%d" % i, properties=props)
+        assert sent.code == ResponseCode.SUCCESS
+    expected = [b"p%d" % i for i in range(20)]
+    assert wait_until(
+        lambda: (
+            [m.body for m in decode_records(pull(addr, "HostilePull", "GH").body or b"")]
+            == expected
+        ),
+        10,
+    )
+    rng = random.Random(11)
+    outlived = 0
+    for c in range(PULL_CONNECTIONS):
+        first = 3 * c
+        frames = [_pull_frame(first, rng, False), _pull_frame(first + 1, rng, True)]
+        frames.append(_pull_frame(first + 2, rng, False))
+        answers = {a.opaque: a for a in _exchange(addr, frames)}
+        plain = answers[first + 1]
+        assert plain.code == ResponseCode.SUCCESS
+        assert [m.body for m in decode_records(plain.body or b"")] == expected
+        if first + 3 in answers:
+            outlived += 1
+            assert [m.body for m in decode_records(answers[first + 3].body or b"")] == expected
+    assert cluster.brokers["broker-a"].proc.poll() is None, "the broker died"
+    print(f"{outlived} of {PULL_CONNECTIONS} connections outlived their hostile pull")
+    assert outlived > PULL_CONNECTIONS // 4
