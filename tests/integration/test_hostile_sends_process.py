@@ -1,6 +1,7 @@
-"""Mutated SEND frames, SEND_BATCH bodies and PULL headers against a real broker process: the compiled send paths (a read's single
-sends prepared in one pass, the header parsed from the frame's bytes, the answers written from
-a template) meet odd, broken and hostile headers many frames per read. The broker must stay up,
+"""Mutated SEND frames, SEND_BATCH bodies and PULL headers against a real broker process: the
+compiled send paths (a read's single sends prepared in one pass, the header parsed from the
+frame's bytes, the answers written from a template, batch bodies put straight into the
+CommitLog) meet odd, broken and hostile input many frames per read. The broker must stay up,
 answer or drop each connection, and store exactly what it acknowledged: every SUCCESS answer
 names a record that holds that frame's body, under the topic and queue its header gave.
 
@@ -8,7 +9,7 @@ The frames are built from valid SEND_MESSAGE (V1) and SEND_MESSAGE_V2 requests w
 headers are then mutated (bytes flipped, cut, duplicated; tokens and escapes inserted; values
 replaced by other types, huge numbers, signs, escapes; keys reordered or doubled); the frame's
 length fields are written to match, so the mutations reach the header decoders. A few frames
-also get a broken length or serialisation byte. The seed is fixed: the run is reproducible.
+also get a broken length or serialisation byte. The seeds are fixed: the runs are reproducible.
 """
 
 from __future__ import annotations
