@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The install compiles src/ariane/_speedups.c when a C compiler is present (hatch_build.py);
 # without one the pure-Python twins run. The last line says which build this venv has.
 $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speedups_frame.h \
-		src/ariane/_speedups_trace.h src/ariane/_speedups_tracehook.h src/ariane/_speedups_acl.h src/ariane/_speedups_aclsig.h \
+		src/ariane/_speedups_trace.h src/ariane/_speedups_tracehook.h src/ariane/_speedups_tracepack.h src/ariane/_speedups_acl.h src/ariane/_speedups_aclsig.h \
 		src/ariane/_speedups_columns.h src/ariane/_speedups_dispatch.h \
 		src/ariane/_speedups_batchput.h src/ariane/_speedups_sink.h \
 		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_putlog.h \
@@ -48,6 +48,7 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/remoting/test_header_native.py \
 	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py \
 	tests/unit/client/test_trace_before.py tests/unit/client/test_trace_hook.py \
+	tests/unit/client/test_trace_pack.py \
 	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py \
 	tests/unit/store/test_record_dispatch.py tests/unit/store/test_batch_put.py \
 	tests/unit/broker/test_batch_bulk.py tests/unit/spark/test_sink_entries.py \

@@ -382,6 +382,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(kn)", (unsigned long)h, units);
 }
 
+#include "_speedups_slotread.h" /* sr_get: a slots attribute where its descriptor says */
 #include "_speedups_trace.h"
 #include "_speedups_tracehook.h" /* trace_hook_before/after: the consume trace hooks in one call */
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
@@ -423,6 +424,7 @@ static PyMethodDef methods[] = {
      "The records of open trace pairs, claimed here (_trace_records.sub_pairs_py), or None."},
     SPEEDUPS_TRACE_HOOK_METHODS
     SPEEDUPS_TRACEHOOK_METHODS
+    SPEEDUPS_TRACEPACK_METHODS
     SPEEDUPS_FRAME_METHODS
     COLUMNS_METHODS
     DISPATCH_METHODS

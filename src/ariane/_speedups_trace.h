@@ -505,13 +505,15 @@ static void tb_clear(tb_read *r) {
     Py_CLEAR(r->keys);
 }
 
+static sr_cache TB_PROPS_AT, TB_TOPIC_AT, TB_RETRIES_AT; /* _speedups_slotread.h */
+
 static int tb_read_msg(PyObject *msg, tb_read *r) {
     int rc;
-    r->props = PyObject_GetAttr(msg, TB_PROPERTIES);
+    r->props = sr_get(msg, TB_PROPERTIES, &TB_PROPS_AT);
     if (r->props == NULL) {
         return -2;
     }
-    r->topic = PyObject_GetAttr(msg, TB_TOPIC);
+    r->topic = sr_get(msg, TB_TOPIC, &TB_TOPIC_AT);
     if (r->topic == NULL) {
         return -2;
     }
@@ -546,7 +548,7 @@ static PyObject *tb_pair(PyObject *const *args, PyObject *msg, tb_read *r) {
     } else if ((uniq = PyObject_GetAttr(msg, TB_OFFSET_ID)) == NULL) {
         goto done;
     }
-    if ((retries = PyObject_GetAttr(msg, TB_RETRIES)) == NULL) {
+    if ((retries = sr_get(msg, TB_RETRIES, &TB_RETRIES_AT)) == NULL) {
         goto done;
     }
     data = PyTuple_Pack(7, ns, region, number, r->topic, uniq, retries,

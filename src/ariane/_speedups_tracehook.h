@@ -208,6 +208,8 @@ static int th_count(PyObject *stats) {
  *   end(handle, now_ns, count, success, code) -> 0 (completed), 1 (its SubBefore was already
  *       written: pending again), -1 (unknown or already ended)
  *   take(group, request_prefix, item_chars, item_key_chars) -> [(topic, records, count, keys)]
+ *   pack(group, request_prefix, item_chars, item_key_chars, max_chars, max_key_chars)
+ *       -> [(UTF-8 body, records, KEYS)]: whole trace messages, or None (_speedups_tracepack.h)
  *   clear() -> the pending entries dropped;  len() -> the pending entries
  */
 
@@ -419,128 +421,7 @@ static PyObject *te_clear(PyObject *self, PyObject *unused) {
     return PyLong_FromSsize_t(pending);
 }
 
-/* take(group, request_prefix, item_chars, item_key_chars): the records of the pending entries,
- * cut into items as sub_records cuts them (checked after each entry). */
-static PyObject *te_take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    te_buf *b = (te_buf *)self;
-    te_entry *w = NULL;
-    Py_ssize_t nw = 0, kept = 0, i, size = 0, key_size = 0, records = 0;
-    PyObject *out = NULL, *index = NULL, *topic = NULL;
-    tr_buf buf = {NULL, 0, 0};
-    tr_text group, pre, nulltext = {"null", 4, 4};
-    long long item_chars, item_key_chars;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "take() takes 4 arguments");
-        return NULL;
-    }
-    if (tr_text_of(args[0], &group) < 0 || tr_text_of(args[1], &pre) < 0 ||
-        te_ll(args[2], &item_chars, 1) < 0 || te_ll(args[3], &item_key_chars, 1) < 0) {
-        return NULL;
-    }
-    if (pre.n > 16 || pre.n != pre.chars) {
-        PyErr_SetString(PyExc_ValueError, "request_prefix: at most 16 ASCII characters");
-        return NULL;
-    }
-    /* 1. move what is written out of the buffer (no Python code, no collector) */
-    if (b->pending > 0) {
-        w = PyMem_Malloc((size_t)b->pending * sizeof(te_entry));
-        if (w == NULL) {
-            return PyErr_NoMemory();
-        }
-    }
-    for (i = 0; i < b->n && nw < b->pending; i++) {
-        te_entry *x = &b->e[i];
-        if (x->state == TE_SENT) {
-            b->e[kept++] = *x;
-            continue;
-        }
-        w[nw] = *x;
-        if (x->state == TE_OPEN) { /* its SubBefore now; it stays for its end */
-            Py_INCREF(x->region);
-            Py_INCREF(x->topic);
-            Py_INCREF(x->msg_id);
-            Py_XINCREF(x->keys);
-            x->state = TE_SENT;
-            b->e[kept++] = *x;
-        }
-        nw++;
-    }
-    for (; i < b->n; i++) { /* only entries still running are left past the pending ones */
-        b->e[kept++] = b->e[i];
-    }
-    b->n = kept;
-    b->pending = 0;
-    /* 2. write them */
-    out = PyList_New(0);
-    index = PyList_New(0);
-    if (out == NULL || index == NULL) {
-        goto fail;
-    }
-    for (i = 0; i < nw; i++) {
-        te_entry *x = &w[i];
-        tr_call c = {0};
-        tr_text region, id, keys;
-        unsigned long long number = x->number;
-        memcpy(c.rid, pre.u, (size_t)pre.n);
-        for (int k = 15; k >= 0; k--, number >>= 4) {
-            c.rid[pre.n + k] = "0123456789ABCDEF"[number & 0xF];
-        }
-        c.rid_n = pre.n + 16;
-        if (tr_text_of(x->region, &region) < 0 || tr_text_of(x->msg_id, &id) < 0) {
-            goto fail;
-        }
-        c.region = region;
-        c.began_ms = x->began_ns / 1000000;
-        c.ended = x->state >= TE_ENDED;
-        if (c.ended) {
-            long long d = x->count > 0 ? x->count : 1;
-            c.now_ms = x->end_ns / 1000000;
-            c.cost = c.now_ms - c.began_ms < 0 ? 0 : (c.now_ms - c.began_ms) / d;
-            c.success = x->success;
-            c.outcome = x->code;
-        }
-        if (x->keys == NULL || PyUnicode_GET_LENGTH(x->keys) == 0) {
-            keys = nulltext;
-        } else if (tr_text_of(x->keys, &keys) < 0) {
-            goto fail;
-        }
-        if (tr_records(&buf, &c, &group, &id, x->retries, &keys,
-                       x->state == TE_OPEN || x->state == TE_ENDED, &size, &records) < 0 ||
-            PyList_Append(index, x->msg_id) < 0) {
-            goto fail;
-        }
-        key_size += id.chars + 1;
-        if (x->keys != NULL && PyUnicode_GET_LENGTH(x->keys) > 0) {
-            if (PyList_Append(index, x->keys) < 0) {
-                goto fail;
-            }
-            key_size += PyUnicode_GET_LENGTH(x->keys) + 1;
-        }
-        topic = x->topic;
-        if (key_size >= item_key_chars || size >= item_chars) {
-            if (tr_close(out, topic, &buf, records, &index) < 0) {
-                goto fail;
-            }
-            size = key_size = records = 0;
-        }
-    }
-    if (records > 0 && tr_close(out, topic, &buf, records, &index) < 0) {
-        goto fail;
-    }
-    Py_DECREF(index);
-    index = NULL;
-    goto done;
-fail:
-    Py_CLEAR(out);
-    Py_XDECREF(index);
-done:
-    for (i = 0; i < nw; i++) {
-        te_release(&w[i]);
-    }
-    PyMem_Free(w);
-    PyMem_Free(buf.p);
-    return out;
-}
+#include "_speedups_tracepack.h" /* take, pack: the pending entries' records */
 
 static PyMethodDef te_methods[] = {
     {"add", (PyCFunction)(void (*)(void))te_add, METH_FASTCALL,
@@ -549,6 +430,9 @@ static PyMethodDef te_methods[] = {
      "end(handle, now_ns, count, success, code) -> 0, 1 or -1"},
     {"take", (PyCFunction)(void (*)(void))te_take, METH_FASTCALL,
      "take(group, request_prefix, item_chars, item_key_chars) -> items"},
+    {"pack", (PyCFunction)(void (*)(void))te_pack, METH_FASTCALL,
+     "pack(group, request_prefix, item_chars, item_key_chars, max_chars, max_key_chars) -> "
+     "[(body, records, KEYS)] or None"},
     {"clear", te_clear, METH_NOARGS, "clear() -> the pending entries dropped"},
     {NULL, NULL, 0, NULL},
 };
@@ -599,7 +483,7 @@ static int th_queued(PyObject *queue, PyObject *entries, Py_ssize_t *out) {
  * the worker woken as _enqueue wakes it; the entry's handle. */
 static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     tb_read r = {NULL, NULL, NULL, NULL, NULL, NULL};
-    PyObject *msgs, *msg, *msg_id = NULL, *retries_obj = NULL, *number_obj = NULL;
+    PyObject *msgs, *msg, *msg_id = NULL, *retries_obj = NULL;
     PyObject *region, *out = NULL, *attrs, *rv;
     te_buf *buf;
     long long began, retries;
@@ -641,7 +525,7 @@ static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssi
     } else if ((msg_id = PyObject_GetAttr(msg, TB_OFFSET_ID)) == NULL) {
         goto failed;
     }
-    if ((retries_obj = PyObject_GetAttr(msg, TB_RETRIES)) == NULL) {
+    if ((retries_obj = sr_get(msg, TB_RETRIES, &TB_RETRIES_AT)) == NULL) {
         goto failed;
     }
     if (!PyLong_CheckExact(retries_obj) || !te_text_ok(region) || !te_text_ok(r.topic) ||
@@ -657,13 +541,7 @@ static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssi
     if (th_now(args[2], &began) < 0) {
         goto failed;
     }
-    if ((number_obj = PyIter_Next(args[3])) == NULL) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetNone(PyExc_StopIteration);
-        }
-        goto failed;
-    }
-    if (te_ull(number_obj, &number) < 0 || th_queued(args[6], args[7], &queued) < 0 ||
+    if (tc_next(args[3], &number) < 0 || th_queued(args[6], args[7], &queued) < 0 ||
         th_size_item(attrs, TH_ROOM, &room) < 0) {
         goto failed;
     }
@@ -704,7 +582,6 @@ done:
     tb_clear(&r);
     Py_XDECREF(msg_id);
     Py_XDECREF(retries_obj);
-    Py_XDECREF(number_obj);
     return out;
 }
 

@@ -14,8 +14,9 @@ queued, has the open pairs encoded in one loop per owner, has a consume tracer's
 (``attach_entries``: one compact entry per traced delivery, filled by the tracer's hooks,
 whose pending entries count as queued) write its records in one call, and packs the records into trace
 messages of at most ~118000 characters whose ``KEYS`` are the traced msgIds and business
-keys. Big trace messages matter: a send costs the client as much as encoding a hundred
-records. Each trace message is sent by the dispatcher's own producer (group
+keys (a round of entries alone: the buffer writes the messages whole, bodies already UTF-8).
+Big trace messages matter: a send costs the client as much as encoding a hundred records.
+Each trace message is sent by the dispatcher's own producer (group
 ``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>``, client instance
 ``PID_CLIENT_INNER_TRACE_PRODUCER_<namesrv>``, so trace traffic has its own connections)
 with a 5 s timeout; at most ``max_in_flight`` sends run at once. The producer is the normal
@@ -238,7 +239,7 @@ def _take(queue: deque[Any], n: int) -> list[Any]:
 
 
 class _Packed(NamedTuple):
-    data: str
+    data: str | bytes  # bytes: already UTF-8 (an entry buffer's ``pack``)
     records: int
     keys: str
 
@@ -369,6 +370,9 @@ class AsyncTraceDispatcher:
         #: entries with records to write) and its ``take`` with the tracer's arguments bound
         self._entries: Sized | None = None
         self._take_entries: Callable[[], list[EncodedTrace]] | None = None
+        #: its ``pack`` with the tracer's arguments bound: ``(max_chars, max_key_chars)`` ->
+        #: whole trace messages ``(UTF-8 body, records, KEYS)``, or None (``take`` then)
+        self._pack_entries: Callable[[int, int], list[tuple[bytes, int, str]] | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._wake: asyncio.Event | None = None
@@ -400,12 +404,21 @@ class AsyncTraceDispatcher:
         keys = tuple(transfer.keys)
         return self.append_encoded((ctx.beans[0].topic, transfer.data, len(ctx.beans), keys))
 
-    def attach_entries(self, entries: Sized, take: Callable[[], list[EncodedTrace]]) -> None:
+    def attach_entries(
+        self,
+        entries: Sized,
+        take: Callable[[], list[EncodedTrace]],
+        pack_whole: Callable[[int, int], list[tuple[bytes, int, str]] | None] | None = None,
+    ) -> None:
         """Have the worker write the records of ``entries`` (an entry buffer its owner's hooks
         fill, counting their appends and waking the worker as ``_enqueue`` does) with ``take()``
-        in each round, after the queued items; its pending entries count as queued."""
+        in each round, after the queued items; its pending entries count as queued. With
+        ``pack_whole``, a round with no queued item has it write whole trace messages instead
+        (``pack_whole(max_chars, max_key_chars)``: what ``pack`` makes of ``take()``'s items,
+        or None to take them)."""
         self._entries = entries
         self._take_entries = take
+        self._pack_entries = pack_whole
 
     def _queued(self) -> int:
         entries = self._entries
@@ -549,14 +562,40 @@ class AsyncTraceDispatcher:
     async def _dispatch(self, items: list[EncodedTrace | OpenTrace]) -> None:
         slots = self._slots
         assert slots is not None
-        ready = self._encoded(items)
-        if self._entries:  # pending entries (the items first: the order of the old queue)
-            ready = ready + self._taken_entries()
-        for packed in pack(ready, self.settings.max_message_chars):
+        for packed in self._packed(items):
             await slots.acquire()
             task = asyncio.create_task(self._send(packed))
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
+
+    def _packed(self, items: list[EncodedTrace | OpenTrace]) -> list[_Packed]:
+        """The trace messages of a round: ``items`` encoded, then the pending entries' records
+        (the items first: the order of the old queue), packed; with no item, the entry buffer
+        writes whole messages itself when it can (``_packed_entries``)."""
+        ready = self._encoded(items)
+        if self._entries:
+            if not ready and self._pack_entries is not None:
+                whole = self._packed_entries(self._pack_entries)
+                if whole is not None:
+                    return whole
+            ready = ready + self._taken_entries()
+        return pack(ready, self.settings.max_message_chars)
+
+    def _packed_entries(
+        self, pack_whole: Callable[[int, int], list[tuple[bytes, int, str]] | None]
+    ) -> list[_Packed] | None:
+        entries = self._entries
+        assert entries is not None
+        pending = len(entries)
+        try:
+            whole = pack_whole(self.settings.max_message_chars, MAX_TRACE_KEY_CHARS)
+        except Exception:  # a bug: the entries are lost, and counted
+            logger.warning("encoding trace entries failed", exc_info=True)
+            self.stats.lost_records += pending
+            with contextlib.suppress(Exception):  # never taken again: the worker would spin
+                entries.clear()  # type: ignore[attr-defined]
+            return []
+        return None if whole is None else [_Packed._make(one) for one in whole]
 
     def _encoded(self, items: list[EncodedTrace | OpenTrace]) -> list[EncodedTrace]:
         try:
@@ -583,7 +622,8 @@ class AsyncTraceDispatcher:
     async def _send(self, packed: _Packed) -> None:
         try:
             sender = await self._started_sender()
-            body = packed.data.encode("utf-8")
+            data = packed.data
+            body = data if isinstance(data, bytes) else data.encode("utf-8")
             msg = Message(self.trace_topic, body, properties={props.KEYS: packed.keys})
             await sender.send(msg, timeout_ms=self.settings.send_timeout_ms)
         except asyncio.CancelledError:

@@ -29,7 +29,6 @@ trace topic are never traced (the trace producer's own messages).
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import os
 import time
@@ -42,9 +41,11 @@ from ariane.client._trace_records import (
     AfterData,
     Call,
     EntryBuffer,
+    bind,
     call_data,
     hook_after,
     hook_before,
+    new_counter,
     new_entries,
     sub_after,
     sub_before,
@@ -309,7 +310,7 @@ TraceBefore = OpenTrace | int
 
 #: Request ids: a per-process random prefix and a counter (32 hex digits like Java's).
 _REQUEST_PREFIX = os.urandom(8).hex().upper()
-_request_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
+_request_counter = new_counter(int.from_bytes(os.urandom(3), "big"))
 
 
 def request_id(number: int) -> str:
@@ -358,8 +359,11 @@ class ConsumeTracer(_Tracer):
                 functools.partial(
                     entries.take, group, _REQUEST_PREFIX, _ITEM_CHARS, _ITEM_KEY_CHARS
                 ),
+                functools.partial(
+                    entries.pack, group, _REQUEST_PREFIX, _ITEM_CHARS, _ITEM_KEY_CHARS
+                ),
             )
-            self.hook_before = functools.partial(
+            self.hook_before = bind(
                 hook_before,
                 self,
                 self.trace_topic,
@@ -372,7 +376,7 @@ class ConsumeTracer(_Tracer):
                 vars(dispatcher),  # _room and _wake_at, read as dict items
                 dispatcher.stats,
             )
-            self.hook_after = functools.partial(
+            self.hook_after = bind(
                 hook_after, self, self.now_ns, _SUCCESS, dispatcher.stats, entries
             )
 

@@ -20,7 +20,11 @@ handle (they answer ``None``).
 / ``hook_after`` bind their first arguments): what ``sub_before`` reads, added as one compact
 entry to the tracer's entry buffer (``EntryBufferPy``, or the compiled ``TraceEntries``) with
 the dispatcher's accounting, and the usual end recorded in it; the dispatcher's worker has the
-buffer write the records of a round in one call (``take``). Compiled
+buffer write the records of a round in one call: whole trace messages (``pack``: each body's
+UTF-8 and its KEYS, what ``_trace_dispatch.pack`` makes of ``take``'s items, without the items,
+their joins and the second encoding), or the items (``take``) when other records are queued.
+``bind`` (``functools.partial``) and ``new_counter`` (``itertools.count``) are compiled too when
+built: the bound hooks' arguments on the C stack, the request numbers without an int each. Compiled
 (``_speedups_tracehook.h``) so that no Python frame and no per-delivery container (an open pair
 and its 7-tuple before) is made per delivery; ``hook_before_py`` / ``hook_after_py`` /
 ``EntryBufferPy`` the references.
@@ -33,12 +37,14 @@ path handles.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import NotImplementedType
 from typing import Any, Protocol
 
-from ariane.client._trace_dispatch import _NEVER
+from ariane.client._trace_dispatch import _NEVER, pack
 from ariane.common import native
 from ariane.common.message import MessageExt
 from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
@@ -51,11 +57,14 @@ __all__ = [
     "EntryBuffer",
     "EntryBufferPy",
     "OneData",
+    "Packed",
+    "bind",
     "call_data",
     "hook_after",
     "hook_after_py",
     "hook_before",
     "hook_before_py",
+    "new_counter",
     "new_entries",
     "sub_after",
     "sub_after_py",
@@ -84,6 +93,8 @@ OneData = tuple[int, str, int, str, str, int, str | None]
 Call = tuple[BeforeData, AfterData | None]
 #: (traced topic, records, how many, index keys): ``_trace_dispatch.EncodedTrace``.
 Item = tuple[str, str, int, tuple[str, ...]]
+#: A whole trace message: (its body's UTF-8, records, KEYS).
+Packed = tuple[bytes, int, str]
 
 _HEX2 = [f"{i:02X}" for i in range(256)]
 _SUCCESS = ConsumeReturnType.SUCCESS
@@ -427,65 +438,119 @@ class EntryBufferPy:
         self, group: str, request_prefix: str, item_chars: int, item_key_chars: int
     ) -> list[Item]:
         """The records of the pending entries (see the class)."""
-        if group.__class__ is not str or request_prefix.__class__ is not str:
-            raise TypeError("not a str")
-        _i64(item_chars)
-        _i64(item_key_chars)
-        if len(request_prefix) > 16 or not request_prefix.isascii():
-            raise ValueError("request_prefix: at most 16 ASCII characters")
+        _take_args(group, request_prefix, item_chars, item_key_chars)
+        _prefix_ok(request_prefix)
         with self._lock:
-            kept: list[list[Any]] = []
-            written: list[list[Any]] = []
+            written = self._move()
+        return _write(written, group, request_prefix, item_chars, item_key_chars)
+
+    def pack(
+        self,
+        group: str,
+        request_prefix: str,
+        item_chars: int,
+        item_key_chars: int,
+        max_chars: int,
+        max_key_chars: int,
+    ) -> list[Packed] | None:
+        """The trace messages of the pending entries: ``take``'s items packed as
+        ``_trace_dispatch.pack(items, max_chars, max_key_chars)`` packs them, each as (its
+        body's UTF-8, records, KEYS); ``None`` (nothing taken) when a pending entry's keys
+        (msgId and KEYS, each with its separator) pass ``max_key_chars - max(item_key_chars,
+        0)``: an item could then pass ``max_key_chars``, which ``pack`` cuts differently."""
+        _take_args(group, request_prefix, item_chars, item_key_chars)
+        _i64(max_chars)
+        _i64(max_key_chars)
+        _prefix_ok(request_prefix)
+        limit = max_key_chars - max(item_key_chars, 0)
+        with self._lock:
             for entry in self._entries:
-                state = entry[1]
-                if state == _SENT:
-                    kept.append(entry)
-                    continue
-                written.append(entry[:])
-                if state == _OPEN:
-                    entry[1] = _SENT
-                    kept.append(entry)
-                else:
-                    del self._by_seq[entry[0]]
-            self._entries = kept
-            self._pending = 0
-        out: list[Item] = []
-        texts: list[str] = []
-        index: list[str] = []
-        size = key_size = 0
-        topic = ""
-        for (_seq, state, began_ns, region, number, topic, msg_id, retries, text, end_ns,
-             count, success, code) in written:  # fmt: skip
-            rid = f"{request_prefix}{number:016X}"
-            began = began_ns // 1_000_000
-            keys = text or JAVA_NULL
-            if state in (_OPEN, _ENDED):
-                record = (
-                    f"SubBefore\x01{began}\x01{region}\x01{group}\x01{rid}\x01{msg_id}\x01"
-                    f"{retries}\x01{keys}\x02"
-                )
-                texts.append(record)
-                size += len(record)
-            if state >= _ENDED:
-                now = end_ns // 1_000_000
-                cost = max((now - began) // (count if count > 0 else 1), 0)
-                record = (
-                    f"SubAfter\x01{rid}\x01{msg_id}\x01{cost}\x01{'true' if success else 'false'}"
-                    f"\x01{keys}\x01{code}\x01{now}\x01{group}\x02"
-                )
-                texts.append(record)
-                size += len(record)
-            index.append(msg_id)
-            key_size += len(msg_id) + 1
-            if text:
-                index.append(text)
-                key_size += len(text) + 1
-            if key_size >= item_key_chars or size >= item_chars:
-                out.append((topic, "".join(texts), len(texts), tuple(index)))
-                texts, index, size, key_size = [], [], 0, 0
-        if texts:
+                keys = entry[8]
+                chars = len(entry[6]) + 1 + (len(keys) + 1 if keys else 0)
+                if entry[1] != _SENT and chars > limit:
+                    return None
+            written = self._move()
+        items = _write(written, group, request_prefix, item_chars, item_key_chars)
+        return [(_utf8(p.data), p.records, p.keys) for p in pack(items, max_chars, max_key_chars)]
+
+    def _move(self) -> list[list[Any]]:
+        """Move the pending entries out (copies; the running ones stay, their SubBefore
+        taken); under the lock."""
+        kept: list[list[Any]] = []
+        written: list[list[Any]] = []
+        for entry in self._entries:
+            state = entry[1]
+            if state == _SENT:
+                kept.append(entry)
+                continue
+            written.append(entry[:])
+            if state == _OPEN:
+                entry[1] = _SENT
+                kept.append(entry)
+            else:
+                del self._by_seq[entry[0]]
+        self._entries = kept
+        self._pending = 0
+        return written
+
+
+def _utf8(data: str | bytes) -> bytes:
+    return data if isinstance(data, bytes) else data.encode()
+
+
+def _take_args(group: Any, request_prefix: Any, item_chars: Any, item_key_chars: Any) -> None:
+    if group.__class__ is not str or request_prefix.__class__ is not str:
+        raise TypeError("not a str")
+    _i64(item_chars)
+    _i64(item_key_chars)
+
+
+def _prefix_ok(request_prefix: str) -> None:
+    if len(request_prefix) > 16 or not request_prefix.isascii():
+        raise ValueError("request_prefix: at most 16 ASCII characters")
+
+
+def _write(
+    written: list[list[Any]], group: str, request_prefix: str, item_chars: int, item_key_chars: int
+) -> list[Item]:
+    """The records of the entries ``EntryBufferPy`` moved out, cut into items."""
+    out: list[Item] = []
+    texts: list[str] = []
+    index: list[str] = []
+    size = key_size = 0
+    topic = ""
+    for (_seq, state, began_ns, region, number, topic, msg_id, retries, text, end_ns,
+         count, success, code) in written:  # fmt: skip
+        rid = f"{request_prefix}{number:016X}"
+        began = began_ns // 1_000_000
+        keys = text or JAVA_NULL
+        if state in (_OPEN, _ENDED):
+            record = (
+                f"SubBefore\x01{began}\x01{region}\x01{group}\x01{rid}\x01{msg_id}\x01"
+                f"{retries}\x01{keys}\x02"
+            )
+            texts.append(record)
+            size += len(record)
+        if state >= _ENDED:
+            now = end_ns // 1_000_000
+            cost = max((now - began) // (count if count > 0 else 1), 0)
+            record = (
+                f"SubAfter\x01{rid}\x01{msg_id}\x01{cost}\x01{'true' if success else 'false'}"
+                f"\x01{keys}\x01{code}\x01{now}\x01{group}\x02"
+            )
+            texts.append(record)
+            size += len(record)
+        index.append(msg_id)
+        key_size += len(msg_id) + 1
+        if text:
+            index.append(text)
+            key_size += len(text) + 1
+        if key_size >= item_key_chars or size >= item_chars:
             out.append((topic, "".join(texts), len(texts), tuple(index)))
-        return out
+            texts, index, size, key_size = [], [], 0, 0
+    if texts:
+        out.append((topic, "".join(texts), len(texts), tuple(index)))
+    return out
 
 
 class EntryBuffer(Protocol):
@@ -511,6 +576,16 @@ class EntryBuffer(Protocol):
     def take(
         self, group: str, request_prefix: str, item_chars: int, item_key_chars: int
     ) -> list[Item]: ...
+
+    def pack(
+        self,
+        group: str,
+        request_prefix: str,
+        item_chars: int,
+        item_key_chars: int,
+        max_chars: int,
+        max_key_chars: int,
+    ) -> list[Packed] | None: ...
 
 
 _new_entries_c: Callable[[], EntryBuffer] | None = getattr(native.speedups, "trace_entries", None)
@@ -630,3 +705,11 @@ hook_before: Callable[..., int | list[Any] | None] = (
 )
 #: ``hook_after_py``, or its compiled twin
 hook_after: Callable[..., None] = getattr(_hooks, "trace_hook_after", None) or hook_after_py
+#: ``functools.partial``, or its compiled twin (``trace_bind``: the hooks' bound arguments laid
+#: out on the C stack, where a partial allocates a stack per call of more than five arguments)
+bind: Callable[..., Callable[..., Any]] = getattr(_hooks, "trace_bind", None) or functools.partial
+#: ``itertools.count(start)``, or its compiled twin (``trace_counter``: the compiled hook takes
+#: its numbers without an int each)
+new_counter: Callable[[int], Iterator[int]] = (
+    getattr(_hooks, "trace_counter", None) or itertools.count
+)
