@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speed
 		src/ariane/_speedups_trace.h src/ariane/_speedups_tracehook.h src/ariane/_speedups_tracepack.h src/ariane/_speedups_acl.h src/ariane/_speedups_aclsig.h \
 		src/ariane/_speedups_columns.h src/ariane/_speedups_dispatch.h \
 		src/ariane/_speedups_batchput.h src/ariane/_speedups_sink.h \
-		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_putlog.h \
+		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_putlog.h src/ariane/_speedups_storeput.h \
 		src/ariane/_speedups_batchenc.h \
 		src/ariane/_speedups_crc.h src/ariane/_speedups_header.h \
 		src/ariane/_speedups_int64rows.h src/ariane/_speedups_records.h \
@@ -53,6 +53,7 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/store/test_record_dispatch.py tests/unit/store/test_batch_put.py \
 	tests/unit/broker/test_batch_bulk.py tests/unit/spark/test_sink_entries.py \
 	tests/unit/store/test_index_put.py tests/unit/store/test_int64_rows.py \
+	tests/unit/store/test_put_direct.py \
 	tests/unit/common/test_records_native.py tests/unit/store/test_put_log.py \
 	tests/unit/client/test_send_wire.py tests/unit/client/test_send_frame.py \
 	tests/unit/client/test_send_result.py tests/unit/broker/test_send_run_native.py \

@@ -395,6 +395,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "structmember.h" /* T_OBJECT_EX: the put result's slots */
 #include "_speedups_put.h" /* put_prepare, put_write: one message into the CommitLog */
 #include "_speedups_putlog.h" /* put_log: CommitLog.put_message's locked part */
+#include "_speedups_storeput.h" /* store_put_method: MessageStore.put_message's common put */
 #include "_speedups_int64rows.h" /* int64_rows: the reput's int columns as int64 rows */
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 #include "_speedups_header.h" /* header_parse: typed headers from extFields */
@@ -433,6 +434,7 @@ static PyMethodDef methods[] = {
     INDEX_METHODS
     PUT_METHODS
     PUTLOG_METHODS
+    STOREPUT_METHODS
     INT64ROWS_METHODS
     BATCHENC_METHODS
     HEADER_METHODS

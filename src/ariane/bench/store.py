@@ -47,6 +47,7 @@ from ariane.store.disk import OsDisk
 from ariane.store.inner import MessageInner
 from ariane.store.mapped_file import MappedFile
 from ariane.store.message_store import MessageStore
+from ariane.store.put_native import new_inner
 from ariane.store.results import GetStatus
 
 __all__ = ["store_bench"]
@@ -150,10 +151,11 @@ def _config(root: str, flush: FlushDiskType, size: int, index: bool = True) -> S
 
 
 def _message(body: bytes, i: int, prefix: str) -> MessageInner:
-    """Message ``i`` the way the send processor hands one to the store: built positionally,
-    with its property map and the properties' text as it came off the wire."""
+    """Message ``i`` the way the send processor hands one to the store: built positionally
+    (``new_inner``, as the processor builds it), with its property map and the properties'
+    text as it came off the wire."""
     uniq = f"{prefix}{i:012X}"
-    return MessageInner(
+    return new_inner(
         _TOPIC, i % _QUEUES, body, 0, {"TAGS": "TagA", "UNIQ_KEY": uniq}, 0, 0, _HOST, _HOST,
         0, 0, f"TAGS\x01TagA\x02UNIQ_KEY\x01{uniq}\x02",
     )  # fmt: skip

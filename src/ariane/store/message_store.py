@@ -48,6 +48,8 @@ from ariane.store.index_file import IndexService
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import load_store
 from ariane.store.maintenance import StoreMaintenance
+from ariane.store.put_direct import Direct, direct_put
+from ariane.store.put_direct import method as _direct_method
 from ariane.store.reads import ReadLimits, StoreReads
 from ariane.store.record_block import BlockProgress, PackedRecord
 from ariane.store.replica import ReplicaResult, ReplicaStatus, ReplicaWriter
@@ -138,6 +140,9 @@ class MessageStore(StoreReads, StoreMaintenance):
         #: replication (a slave's store): replicated appends, and puts refused while on
         self.replica_writer = ReplicaWriter(self.commit_log, config.delay_levels_ms)
         self._replica_mode = False
+        #: what the compiled put_message puts with, None while the Python one decides
+        #: (store/put_direct.py; kept by _refresh_direct)
+        self._direct: Direct | None = None
         #: ids of idempotent sends stored lately (the broker reads and feeds it)
         self.dedup = DedupWindow(config.dedup_window_size, config.dedup_window_ms)
 
@@ -238,6 +243,7 @@ class MessageStore(StoreReads, StoreMaintenance):
         self.cleaner._space_check()
         self.cleaner.start()
         self._running = True
+        self._refresh_direct()
 
     def _start_commit_log_flush(self, cp: StoreCheckpoint) -> None:
         """Start the CommitLog flush: group commit under SYNC_FLUSH, else periodic."""
@@ -267,6 +273,7 @@ class MessageStore(StoreReads, StoreMaintenance):
         self._shutdown = True
         was_running = self._running
         self._running = False
+        self._direct = None
         if was_running:
             assert self.cleaner is not None
             assert self.flush_consume_queue is not None
@@ -306,6 +313,7 @@ class MessageStore(StoreReads, StoreMaintenance):
         abort file left in place: the state a killed process leaves (tests and tools)."""
         self._shutdown = True
         self._running = False
+        self._direct = None
         services = [self.allocator, self.cleaner, self.flush_consume_queue, self.group_commit]
         for svc in [*services, self.flush_commit_log, self.reput]:
             if svc is not None:
@@ -328,6 +336,13 @@ class MessageStore(StoreReads, StoreMaintenance):
             self._not_writeable[kind] = reason
         else:
             self._not_writeable[kind] = reason
+        self._refresh_direct()
+
+    def _refresh_direct(self) -> None:
+        """Open the compiled put_message's path (``_direct``) exactly while the Python
+        one would put at once: running, ASYNC_FLUSH, writeable, not a replica."""
+        open_ = self._running and not (self._sync or self._not_writeable or self._replica_mode)
+        self._direct = direct_put(self.commit_log, self.reput, open_)
 
     @property
     def is_writeable_ignoring_run(self) -> bool:
@@ -503,7 +518,9 @@ class MessageStore(StoreReads, StoreMaintenance):
         return waiter.wait()
 
     def put_message(self, msg: MessageInner) -> PutResult:
-        """Append ``msg`` and block until it is durable per the flush policy."""
+        """Append ``msg`` and block until it is durable per the flush policy. (The compiled
+        build serves the common ASYNC_FLUSH case in C and comes here for the rest:
+        store/put_direct.py.)"""
         if self._sync:
             result = self._append(lambda: self.commit_log.put_message(msg))
             return self._put_and_wait(result, msg.properties.get(WAIT_STORE_MSG_OK) != "false")
@@ -609,6 +626,7 @@ class MessageStore(StoreReads, StoreMaintenance):
             return
         self.replica_writer.reset()
         self._replica_mode = on
+        self._refresh_direct()
         if on:
             logger.info("message store in replica mode from offset %d", self.max_phy_offset)
         else:
@@ -716,3 +734,7 @@ def _block_end(progress: BlockProgress) -> PutResult:
     return PutResult(
         PutStatus.PUT_OK, progress.end_offset - 1, 1, progress.store_timestamp_ms, msg_num=1
     )
+
+
+if _direct_method is not None:  # the compiled put_message; the Python one is its fallback
+    MessageStore.put_message = _direct_method(MessageStore.put_message)  # type: ignore[method-assign]

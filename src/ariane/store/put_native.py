@@ -29,7 +29,7 @@ from ariane.store.inner import MessageInner
 from ariane.store.prepared import PreparedOne
 from ariane.store.results import PutResult, PutStatus
 
-__all__ = ["HEADERS", "Prepare", "PutOne", "Write", "prepare", "put_one", "write"]
+__all__ = ["HEADERS", "Prepare", "PutOne", "Write", "new_inner", "prepare", "put_one", "write"]
 
 #: Fixed header up to and including BODYLENGTH, one struct per (born v6, store v6).
 HEADERS = {
@@ -69,3 +69,18 @@ def _load() -> tuple[Prepare | None, Write | None, PutOne | None]:
 
 #: the compiled calls (None: the pure build)
 prepare, write, put_one = _load()
+
+
+def _new_inner() -> Callable[..., MessageInner]:
+    fast = native.speedups
+    if put_one is None or fast is None or not hasattr(fast, "message_inner"):
+        return MessageInner
+    made: Callable[..., MessageInner] = fast.message_inner
+    return made
+
+
+#: ``new_inner(topic, queue_id, body, flag, properties, sys_flag, born_timestamp_ms,
+#: born_host, store_host, reconsume_times, prepared_transaction_offset, properties_string)``:
+#: ``MessageInner`` of its twelve fields given positionally; compiled, without the dataclass's
+#: Python ``__init__`` (``_speedups_storeput.h``); the class itself in the pure build
+new_inner = _new_inner()

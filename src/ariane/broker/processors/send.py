@@ -71,6 +71,7 @@ from ariane.remoting.server import RemotingServer
 from ariane.store import (
     MessageInner,
 )
+from ariane.store.put_native import new_inner
 
 if TYPE_CHECKING:
     from ariane.broker.transaction import TransactionBrokerContext
@@ -212,7 +213,7 @@ class SendMessageProcessor(BatchSends):
                 first = self._dedup.seen(header.topic, dedup_id, self._clock.now_ms())  # type: ignore[union-attr]
                 if first is not None:
                     return self._answer_duplicate(ctx, header.topic, (first,), uniq)
-        inner = MessageInner(
+        inner = new_inner(  # MessageInner(...), compiled without its Python __init__
             header.topic, queue_id, request.body or b"", header.flag, props, sys_flag,
             header.born_timestamp, born, self._store_host, header.reconsume_times or 0, 0,
             props_text + extra,
