@@ -190,7 +190,16 @@ static int utf8_ok(const unsigned char *s, Py_ssize_t n) {
     while (i < n) {
         unsigned char c = s[i], c1;
         if (c < 0x80) {
+            uint64_t word;
             i++;
+            /* ASCII (names, topics, ids): eight bytes per step while none has its top bit */
+            while (i + 8 <= n) {
+                memcpy(&word, s + i, 8);
+                if (word & 0x8080808080808080ULL) {
+                    break;
+                }
+                i += 8;
+            }
             continue;
         }
         if (c >= 0xC2 && c <= 0xDF) {
@@ -252,7 +261,8 @@ static int parse_props(col_state *s, const unsigned char *t, Py_ssize_t n) {
         }
         for (k = 0; k < s->ent_n; k++) {
             const prop_entry *e = &s->ent[k];
-            if (e->nlen == sep - seg && memcmp(e->name, seg, (size_t)(sep - seg)) == 0) {
+            if (e->nlen == sep - seg && e->name[0] == seg[0] &&
+                memcmp(e->name, seg, (size_t)(sep - seg)) == 0) {
                 break;
             }
         }
@@ -314,7 +324,8 @@ static int in_names(const name_set *ns, const unsigned char *v, Py_ssize_t n) {
         return 0;
     }
     for (i = 0; i < ns->n; i++) {
-        if (ns->len[i] == n && memcmp(ns->name[i], v, (size_t)n) == 0) {
+        if (ns->len[i] == n && ns->name[i][0] == (char)v[0] &&
+            memcmp(ns->name[i], v, (size_t)n) == 0) {
             return 1;
         }
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
@@ -14,6 +15,7 @@ from ariane.errors import BrokerResponseError, DataLossError
 from ariane.remoting.protocol.codes import ResponseCode
 from ariane.spark import _cluster as cluster_module
 from ariane.spark import _direct as direct_module
+from ariane.spark import source as source_module
 from ariane.spark._arrow import ARROW_SCHEMA
 from ariane.spark._cluster import QueueReader
 from ariane.spark._columns import records_to_batch
@@ -339,3 +341,47 @@ def test_bulk_pull_on_its_own_connection_falls_back_to_plain_pulls(
     assert batch.column("queueOffset").to_pylist() == list(range(N // 4))
     assert own == [0]
     assert cluster_module._no_bulk == set()
+
+
+RECYCLE_TOPIC = "SparkRecycledBodies"
+
+
+def test_answers_are_read_into_recycled_bodies(
+    spark_cluster: Cluster,
+    admin: SyncAdmin,
+    producer: SyncProducer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A range read as Arrow batches (``read_range``) hands each decoded answer's body back to
+    its reader and later answers are read into those bodies, shrunk or grown to their size;
+    the batches hold exactly the rows a read through the SDK's client (whose bodies are
+    ``bytes``, never reused) gives, and the range's bodies in order."""
+    create_topic(admin, RECYCLE_TOPIC, queues=1)
+    mq = MessageQueue(RECYCLE_TOPIC, "broker-a", 0)
+    sent: list[bytes] = []
+    for k in range(6):
+        batch = [b"r%d-%d-" % (k, i) + b"x" * (7 * k + i % 5) for i in range(40)]
+        producer.send_batch([Message(RECYCLE_TOPIC, b) for b in batch], queue=mq)
+        sent += batch
+    # answers of at most 16 records, each decoded into a batch of its own
+    monkeypatch.setattr(cluster_module, "BULK_PULL_MESSAGES", 16)
+    monkeypatch.setattr(source_module, "BATCH_BYTES", 1)
+    taken: list[int] = []
+    real = direct_module.take_buffer
+
+    def spy(spare: list[bytearray], size: int) -> bytearray:
+        taken.append(len(spare))
+        return real(spare, size)
+
+    monkeypatch.setattr(direct_module, "take_buffer", spy)
+    options = {"nameserver": spark_cluster.namesrv_addr, "topic": RECYCLE_TOPIC}
+    rng = QueueRange(RECYCLE_TOPIC, "broker-a", 0, 5, 230)
+    got = {}
+    for mode, extra in {"socket": {}, "client": {"bulkPullSocket": "false"}}.items():
+        opts = SourceOptions.parse({**options, **extra})
+        got[mode] = pa.Table.from_batches(list(source_module.read_range(opts, rng)), ARROW_SCHEMA)
+    assert got["socket"].equals(got["client"])
+    assert got["socket"].column("body").to_pylist() == sent[5:230]
+    assert got["socket"].column("queueOffset").to_pylist() == list(range(5, 230))
+    assert len(taken) >= 14
+    assert sum(1 for n in taken if n) >= len(taken) - 4  # all but the first window's reads

@@ -32,7 +32,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Union
 
 from ariane.acl.credentials import SessionCredentials
@@ -63,6 +63,9 @@ _admins_lock = threading.Lock()
 #: Messages a bulk pull asks for (the broker answers fewer: its bulkPullMaxMessages and
 #: bulkPullMaxBytes, 8192 and 4 MiB by default).
 BULK_PULL_MESSAGES = 65_536
+#: Answer bodies a reader keeps for reuse (``QueueReader.recycle``): the pulls in flight by
+#: default and the one being decoded, a few MiB each.
+_SPARE_BODIES = 6
 #: Broker addresses that answered a bulk pull REQUEST_CODE_NOT_SUPPORTED (this process).
 _no_bulk: set[str] = set()
 #: How often a pull that finds nothing below the planned end is retried before it counts
@@ -265,6 +268,8 @@ class QueueReader:
         self.admin = shared_admin(opts.nameserver, opts.timeout_ms, opts.credentials)
         self._bg = background_loop()
         self._tags = opts.subscription.tags
+        #: answer bodies handed back by ``recycle``, read into again (``ariane.spark._direct``)
+        self._spare: list[bytearray] = []
 
     def _addr(self, rng: QueueRange) -> str:
         route = self._bg.run(self.admin.topic_route(rng.topic))
@@ -320,6 +325,14 @@ class QueueReader:
             if batch:
                 yield batch
 
+    def recycle(self, bodies: Iterable[bytes | bytearray]) -> None:
+        """Hand back bodies of ``read_raw`` that nothing refers to any more (their records
+        copied out, no view of them kept): later answers are read into them."""
+        spare = self._spare
+        for body in bodies:
+            if isinstance(body, bytearray) and len(spare) < _SPARE_BODIES:
+                spare.append(body)
+
     def read_raw(self, rng: QueueRange) -> Iterator[bytes | bytearray]:
         """Yield the stored records of ``rng`` as the broker sent them, a pull at a time, in
         offset order; unlike ``read`` nothing is decoded, so a body may hold records outside
@@ -349,7 +362,7 @@ class QueueReader:
         # bulk pulls on a connection of the task's own (ariane.spark._direct), unless the
         # requests must be signed (ACL)
         own = bulk and self.opts.bulk_pull_socket and self.opts.credentials is None
-        direct = DirectPulls(addr, self.opts.timeout_ms) if own else None
+        direct = DirectPulls(addr, self.opts.timeout_ms, self._spare) if own else None
         group, sub = self.opts.consumer_group, self.opts.subscription
 
         def submit(offset: int, count: int) -> _Answer:

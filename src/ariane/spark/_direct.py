@@ -16,6 +16,11 @@ The caller (``QueueReader``) takes this path only for raw bulk reads without an 
 (no request signing here); everything else, and the plain pulls after a broker answered
 REQUEST_CODE_NOT_SUPPORTED, uses the SDK's client. Answers are decoded with the same
 ``decode_pull_response`` as the SDK's pulls (same statuses, same errors).
+
+Receive buffers are reused: a body the caller is done with (its records decoded into columns
+of their own, no view of it kept) can be handed back to the connection's ``spare`` list, and
+the next answer is read into it (``take_buffer``) instead of a fresh, zero-filled
+``bytearray``: a few MiB of ``memset`` and page faults per answer fewer.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from ariane.remoting.protocol.codec import MAX_FRAME_BYTES, decode_frame, encode
 from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import RemotingCommand
 
-__all__ = ["DirectPulls", "Ticket"]
+__all__ = ["DirectPulls", "Ticket", "take_buffer"]
 
 #: the request code sent (a module constant so a test can send one the broker does not know)
 BULK_CODE = RequestCode.ARIANE_BULK_PULL_MESSAGE
@@ -42,6 +47,22 @@ _PREFIX = struct.Struct(">iI")  # frame length, header word
 _HEADER_LENGTH_MASK = 0xFFFFFF
 #: a body read with recv_into in pieces of at most this many bytes
 _READ = 1 << 20
+
+
+def take_buffer(spare: list[bytearray], size: int) -> bytearray:
+    """A ``bytearray`` of ``size`` bytes for an answer's body: the last of ``spare`` (taken
+    off it) resized, its old bytes left in place (the read overwrites them all), else a new
+    one. Shrinking keeps the allocation unless it falls below half, growing by a little
+    stays within CPython's over-allocation, so answers of about one size reuse one block."""
+    if not spare:
+        return bytearray(size)
+    buf = spare.pop()
+    have = len(buf)
+    if have > size:
+        del buf[size:]
+    elif have < size:
+        buf += bytes(size - have)
+    return buf
 
 
 class Ticket:
@@ -77,12 +98,13 @@ class DirectPulls:
     Args:
         addr: the broker's ``host:port``.
         timeout_ms: connect timeout, and the longest wait for any read of an answer.
+        spare: bodies the caller is done with, read into again before new ones are made.
 
     Raises:
         ConnectError: the connection could not be opened.
     """
 
-    def __init__(self, addr: str, timeout_ms: int) -> None:
+    def __init__(self, addr: str, timeout_ms: int, spare: list[bytearray] | None = None) -> None:
         host, _, port = addr.rpartition(":")
         self._timeout_ms = timeout_ms
         try:
@@ -95,6 +117,7 @@ class DirectPulls:
         self._tickets: weakref.WeakValueDictionary[int, Ticket] = weakref.WeakValueDictionary()
         self._prefix = bytearray(_PREFIX.size)
         self._broken: str | None = None
+        self._spare: list[bytearray] = [] if spare is None else spare
 
     def __enter__(self) -> DirectPulls:
         return self
@@ -138,7 +161,7 @@ class DirectPulls:
         head = bytearray(4 + header_len)
         head[:4] = prefix[4:]
         self._fill(memoryview(head)[4:])
-        body = bytearray(length - 4 - header_len)
+        body = take_buffer(self._spare, length - 4 - header_len)
         self._fill(memoryview(body))
         try:
             answer = decode_frame(head)

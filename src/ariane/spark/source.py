@@ -199,6 +199,9 @@ def read_range(
         if size < BATCH_BYTES:
             continue
         batch = batch_of(bodies)
+        # the batch holds copies of the records (every path of records_to_batch copies), so
+        # the next answers may be read into these bodies
+        reader.recycle(bodies)
         bodies, size = [], 0
         if batch.num_rows:
             yield rename(batch)

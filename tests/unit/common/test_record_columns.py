@@ -367,6 +367,17 @@ def test_utf8_checks_match_bytes_decode(topic: bytes, text: bytes) -> None:
         assert rows(got) == expected(buf, 0, 9, None, True, ())
 
 
+#: ASCII runs of 0-20 bytes between the edges: the compiled check steps over eight at a time
+_ascii = st.integers(0, 20).map(lambda n: b"abcdefghijklmnopqrstu"[:n])
+_runs = st.lists(_ascii | _utf8_edges, max_size=10).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(_runs.filter(lambda b: len(b) < 128), _runs)
+def test_utf8_checks_across_ascii_runs_match_bytes_decode(topic: bytes, text: bytes) -> None:
+    test_utf8_checks_match_bytes_decode.hypothesis.inner_test(topic, text)  # type: ignore[attr-defined]
+
+
 @settings(max_examples=100, deadline=None, derandomize=True)
 @given(st.lists(_spec, max_size=10), _args, st.lists(st.integers(0, 10), max_size=4))
 def test_a_list_of_bodies_decodes_as_their_join(
