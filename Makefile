@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speed
 		src/ariane/_speedups_batchenc.h \
 		src/ariane/_speedups_crc.h src/ariane/_speedups_header.h \
 		src/ariane/_speedups_int64rows.h src/ariane/_speedups_records.h \
-		src/ariane/_speedups_client.h src/ariane/_speedups_sendrun.h
+		src/ariane/_speedups_client.h src/ariane/_speedups_sendrun.h \
+		src/ariane/_speedups_sendscan.h src/ariane/_speedups_sendraw.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,dashboard]'
@@ -57,7 +58,8 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/common/test_records_native.py tests/unit/store/test_put_log.py \
 	tests/unit/client/test_send_wire.py tests/unit/client/test_send_frame.py \
 	tests/unit/client/test_send_result.py tests/unit/broker/test_send_run_native.py \
-	tests/unit/store/test_read_run.py
+	tests/unit/store/test_read_run.py tests/unit/remoting/test_sendscan.py \
+	tests/unit/broker/test_send_raw.py
 
 test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=20

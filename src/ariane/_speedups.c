@@ -385,6 +385,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_slotread.h" /* sr_get: a slots attribute where its descriptor says */
 #include "_speedups_trace.h"
 #include "_speedups_tracehook.h" /* trace_hook_before/after: the consume trace hooks in one call */
+#include "_speedups_sendscan.h" /* rs_scan: a single send's JSON header from its bytes */
 #include "_speedups_frame.h" /* decode_json_frame: the frame family */
 #include "_speedups_columns.h" /* decode_columns: records to Arrow-layout column buffers */
 #include "_speedups_dispatch.h" /* dispatch_record: a record's DispatchRequest (DLedger followers) */
@@ -401,6 +402,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_header.h" /* header_parse: typed headers from extFields */
 #include "_speedups_client.h" /* send_head, send_result: a single send's frame head, its answer */
 #include "_speedups_sendrun.h" /* send_prepare_run, send_answer_run: a read's single sends */
+#include "_speedups_sendraw.h" /* sr_prepare_raw: a RawSend's ready send */
 
 static PyMethodDef methods[] = {
     {"encode_properties", (PyCFunction)encode_properties, METH_O,
@@ -427,6 +429,7 @@ static PyMethodDef methods[] = {
     SPEEDUPS_TRACEHOOK_METHODS
     SPEEDUPS_TRACEPACK_METHODS
     SPEEDUPS_FRAME_METHODS
+    SENDSCAN_METHODS
     COLUMNS_METHODS
     DISPATCH_METHODS
     BATCHPUT_METHODS

@@ -375,22 +375,31 @@ static PyObject *decode_json_frame(PyObject *module, PyObject *const *args, Py_s
     return frame_decode_at(args[0], start, end);
 }
 
-/* decode_json_frames(source, pos, max_frame_bytes, commands) -> pos: decode_json_frame of
- * every complete frame of a bytes source from pos on, appended to commands, in one call (a
+/* decode_json_frames(source, pos, max_frame_bytes, commands[, raw]) -> pos: decode_json_frame
+ * of every complete frame of a bytes source from pos on, appended to commands, in one call (a
  * read carries ~100 single sends); stops where a frame is incomplete, its length is out of
  * bounds or decode_json_frame would return None, and returns where it stopped: the pure
- * FrameDecoder._run then takes that frame (and raises or reads it as it always did). */
+ * FrameDecoder._run then takes that frame (and raises or reads it as it always did). With a
+ * true `raw`, a plain single send's frame becomes a RawSend (rs_raw_frame,
+ * _speedups_sendscan.h) instead of a command. */
 static PyObject *decode_json_frames(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *source, *commands;
     const unsigned char *b;
     Py_ssize_t pos, limit, total;
     (void)module;
-    if (nargs != 4 || FRAME_CMD_CLS == NULL || !PyBytes_CheckExact(args[0]) ||
+    int raw = 0;
+    if ((nargs != 4 && nargs != 5) || FRAME_CMD_CLS == NULL || !PyBytes_CheckExact(args[0]) ||
         !PyList_CheckExact(args[3])) {
         PyErr_SetString(PyExc_TypeError,
-                        "decode_json_frames(source: bytes, pos, max_frame_bytes, commands: list) "
-                        "after configure");
+                        "decode_json_frames(source: bytes, pos, max_frame_bytes, commands: list"
+                        "[, raw]) after configure");
         return NULL;
+    }
+    if (nargs == 5) {
+        raw = PyObject_IsTrue(args[4]);
+        if (raw < 0) {
+            return NULL;
+        }
     }
     source = args[0];
     commands = args[3];
@@ -411,7 +420,11 @@ static PyObject *decode_json_frames(PyObject *module, PyObject *const *args, Py_
         if (end > total) {
             break;
         }
-        cmd = frame_decode_at(source, pos + 4, end);
+        cmd = raw ? rs_raw_frame(source, pos + 4, end) : Py_NewRef(Py_None);
+        if (cmd == Py_None) {
+            Py_DECREF(cmd);
+            cmd = frame_decode_at(source, pos + 4, end);
+        }
         if (cmd == NULL) {
             return NULL;
         }

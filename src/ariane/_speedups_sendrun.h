@@ -97,69 +97,15 @@ static int sr_fields(PyObject *ext, PyObject *fields, PyObject **vals) {
     return 1;
 }
 
-/* the ready tuple of one request: a new reference, Py_None (declined), NULL with no error
- * set (not the plain case: the fallback decides) or NULL with an error set */
-static PyObject *sr_prepare_one(PyObject *const *ctx, PyObject *request) {
-    PyObject *vals[SF_COUNT] = {NULL};
-    PyObject *flag = NULL, *serial = NULL, *code = NULL, *ext = NULL, *body = NULL;
-    PyObject *props = NULL, *props_text = NULL, *checked, *uniq, *out = NULL, *inner = NULL;
-    PyObject *sys_flag = NULL, *reconsume = NULL, *wait_v;
-    PyObject *plan, *rest;
+/* the ready tuple of a request whose header fields vals[] (the plan's order) read plainly,
+ * its body from request.body; the same answers as sr_prepare_one */
+static PyObject *sr_ready(PyObject *const *ctx, PyObject *const *vals, PyObject *request) {
+    PyObject *body = NULL, *props = NULL, *props_text = NULL, *checked, *uniq, *out = NULL;
+    PyObject *inner = NULL, *sys_flag = NULL, *reconsume = NULL, *wait_v;
     long long queue_id, bound, sys_bits;
-    int is_v2, t, multi_tag, add_cluster, add_region;
+    int t, multi_tag, add_cluster, add_region;
     Py_ssize_t text_len;
 
-    flag = PyObject_GetAttr(request, SR_A_FLAG);
-    if (flag == NULL) {
-        goto error;
-    }
-    t = PyObject_IsTrue(flag);
-    if (t != 0) {
-        if (t < 0) {
-            goto error;
-        }
-        out = Py_NewRef(Py_None);
-        goto done;
-    }
-    serial = PyObject_GetAttr(request, SR_A_SERIAL);
-    if (serial == NULL) {
-        goto error;
-    }
-    if (serial != ctx[SR_JSON]) {
-        out = Py_NewRef(Py_None);
-        goto done;
-    }
-    code = PyObject_GetAttr(request, SR_A_CODE);
-    if (code == NULL) {
-        goto error;
-    }
-    is_v2 = PyObject_RichCompareBool(code, ctx[SR_V2_CODE], Py_EQ);
-    if (is_v2 < 0) {
-        goto error;
-    }
-    plan = ctx[is_v2 ? SR_V2_PLAN : SR_V1_PLAN];
-    rest = ctx[is_v2 ? SR_V2_REST : SR_V1_REST];
-    ext = PyObject_GetAttr(request, SR_A_EXT);
-    if (ext == NULL) {
-        goto error;
-    }
-    if (!PyDict_CheckExact(ext)) {
-        goto unsure;
-    }
-    t = sr_fields(ext, plan, vals);
-    if (t <= 0) {
-        if (t < 0) {
-            goto error;
-        }
-        goto unsure;
-    }
-    t = sr_fields(ext, rest, NULL);
-    if (t <= 0) {
-        if (t < 0) {
-            goto error;
-        }
-        goto unsure;
-    }
     /* the topic: checked once per run by the reference (a topic not seen yet: unsure) */
     if (!PyUnicode_CheckExact(vals[SF_TOPIC])) {
         goto unsure;
@@ -384,13 +330,6 @@ error:
     out = NULL;
     PyErr_Clear(); /* the fallback (the reference, which declines on an error) decides */
 done:
-    for (int k = 0; k < SF_COUNT; k++) {
-        Py_XDECREF(vals[k]);
-    }
-    Py_XDECREF(flag);
-    Py_XDECREF(serial);
-    Py_XDECREF(code);
-    Py_XDECREF(ext);
     Py_XDECREF(body);
     Py_XDECREF(props);
     Py_XDECREF(sys_flag);
@@ -398,6 +337,87 @@ done:
     Py_XDECREF(inner);
     return out;
 }
+
+/* the ready tuple of one request: a new reference, Py_None (declined), NULL with no error
+ * set (not the plain case: the fallback decides) or NULL with an error set */
+static PyObject *sr_prepare_one(PyObject *const *ctx, PyObject *request) {
+    PyObject *vals[SF_COUNT] = {NULL};
+    PyObject *flag = NULL, *serial = NULL, *code = NULL, *ext = NULL, *out = NULL;
+    PyObject *plan, *rest;
+    int is_v2, t;
+
+    flag = PyObject_GetAttr(request, SR_A_FLAG);
+    if (flag == NULL) {
+        goto error;
+    }
+    t = PyObject_IsTrue(flag);
+    if (t != 0) {
+        if (t < 0) {
+            goto error;
+        }
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    serial = PyObject_GetAttr(request, SR_A_SERIAL);
+    if (serial == NULL) {
+        goto error;
+    }
+    if (serial != ctx[SR_JSON]) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    code = PyObject_GetAttr(request, SR_A_CODE);
+    if (code == NULL) {
+        goto error;
+    }
+    is_v2 = PyObject_RichCompareBool(code, ctx[SR_V2_CODE], Py_EQ);
+    if (is_v2 < 0) {
+        goto error;
+    }
+    plan = ctx[is_v2 ? SR_V2_PLAN : SR_V1_PLAN];
+    rest = ctx[is_v2 ? SR_V2_REST : SR_V1_REST];
+    ext = PyObject_GetAttr(request, SR_A_EXT);
+    if (ext == NULL) {
+        goto error;
+    }
+    if (!PyDict_CheckExact(ext)) {
+        goto unsure;
+    }
+    t = sr_fields(ext, plan, vals);
+    if (t <= 0) {
+        if (t < 0) {
+            goto error;
+        }
+        goto unsure;
+    }
+    t = sr_fields(ext, rest, NULL);
+    if (t <= 0) {
+        if (t < 0) {
+            goto error;
+        }
+        goto unsure;
+    }
+    out = sr_ready(ctx, vals, request);
+    goto done;
+
+unsure:
+    out = NULL;
+    goto done;
+error:
+    out = NULL;
+    PyErr_Clear(); /* the fallback (the reference, which declines on an error) decides */
+done:
+    for (int k = 0; k < SF_COUNT; k++) {
+        Py_XDECREF(vals[k]);
+    }
+    Py_XDECREF(flag);
+    Py_XDECREF(serial);
+    Py_XDECREF(code);
+    Py_XDECREF(ext);
+    return out;
+}
+
+static PyObject *sr_prepare_raw(PyObject *const *ctx, PyObject *request);
 
 static int sr_check_ctx(PyObject *ctx, Py_ssize_t count, const char *name) {
     if (!PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != count) {
@@ -462,7 +482,9 @@ static PyObject *send_prepare_run(PyObject *module, PyObject *const *args, Py_ss
         PyObject *request = PyList_GET_ITEM(requests, i), *one;
         int appended;
         Py_INCREF(request);
-        one = sr_prepare_one(c, request);
+        one = RS_CLS != NULL && Py_IS_TYPE(request, (PyTypeObject *)RS_CLS)
+                  ? sr_prepare_raw(c, request) /* a frame left raw: _speedups_sendraw.h */
+                  : sr_prepare_one(c, request);
         if (one == NULL) { /* not the plain case: the reference decides */
             one = PyObject_CallOneArg(c[SR_FALLBACK], request);
         }

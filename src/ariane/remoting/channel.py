@@ -5,7 +5,8 @@ How it works: ``Channel`` is an ``asyncio.Protocol``. Received bytes go through 
 ``FrameDecoder``; each response completes the future registered under its opaque, each request
 goes to the ``RequestHandler`` (the dispatcher), inline and in arrival order; consecutive
 requests of the handler's ``run_codes`` go to its ``handle_run`` together (a read's single
-sends in one pass). Frames written
+sends in one pass; while the handler's ``raw_sends`` is set, the decoder leaves their plain
+frames undecoded, ``rawsend.RawSend``, and one not taken as a run is decoded here). Frames written
 while a read is being handled are buffered and sent with one vectored write at the end of the
 read; frames written at other times are flushed once per loop iteration, or at the end of a
 ``held_flushes()`` block (a DLedger leader's commit answering many puts: their answers leave
@@ -46,6 +47,7 @@ from ariane.remoting.protocol.codec import (
     encode_parts,
 )
 from ariane.remoting.protocol.command import FLAG_RESPONSE, RemotingCommand, next_opaque
+from ariane.remoting.protocol.rawsend import RAW_CLASS
 
 __all__ = [
     "Channel",
@@ -578,15 +580,18 @@ class Channel(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.last_active = self._loop.time()
         bad: FrameDecodeError | None = None
+        run_codes: frozenset[int] = getattr(self._handler, "run_codes", _NO_RUNS)
+        decoder = self._decoder
+        # the handler's send pass reads plain single sends from their bytes (rawsend.py)
+        decoder.raw_sends = bool(run_codes) and getattr(self._handler, "raw_sends", False)
         try:
-            commands = self._decoder.feed(data)
+            commands = decoder.feed(data)
         except FrameDecodeError as exc:
             commands, bad = exc.decoded, exc
         self._in_read = True
         try:
             pending = self._pending
             backlog = self._backlog
-            run_codes: frozenset[int] = getattr(self._handler, "run_codes", _NO_RUNS)
             run: list[RemotingCommand] = []
             for cmd in commands:
                 if (
@@ -601,6 +606,8 @@ class Channel(asyncio.Protocol):
                 if run:
                     self._dispatch_run(run)
                     run = []
+                if cmd.__class__ is RAW_CLASS:  # a frame left raw, not taken as a run here
+                    cmd = cast(Any, cmd).command()
                 if cmd.flag & FLAG_RESPONSE:
                     waiter = pending.pop(cmd.opaque, None)
                     if waiter is None:

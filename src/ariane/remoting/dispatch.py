@@ -34,7 +34,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
-from typing import Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, cast
 
 from ariane.errors import (
     ArianeError,
@@ -51,6 +51,7 @@ from ariane.remoting.protocol.command import (
     RemotingCommand,
     make_response_for,
 )
+from ariane.remoting.protocol.rawsend import RAW_CLASS
 
 __all__ = [
     "Dispatcher",
@@ -146,6 +147,9 @@ class Dispatcher:
         self._runs: dict[int, RunProcessor] = {}
         #: codes a channel hands over as runs (``handle_run``); empty while a hook objects
         self.run_codes: frozenset[int] = frozenset()
+        #: whether a channel may hand a run's plain single sends as ``RawSend`` frames (set by
+        #: the send pass while it takes them)
+        self.raw_sends = False
 
     def register_run_processor(self, codes: Iterable[int], run: RunProcessor) -> None:
         """Route runs of consecutive requests with one of ``codes`` to ``run`` (the request
@@ -205,6 +209,8 @@ class Dispatcher:
 
     def handle_request(self, channel: Channel, request: RemotingCommand) -> None:
         """Process one request (called by the channel, inline)."""
+        if request.__class__ is RAW_CLASS:  # a frame a run left raw (rawsend.py)
+            request = cast(Any, request).command()
         ctx = RequestContext(self, channel, request)
         try:
             for hook in self.hooks:

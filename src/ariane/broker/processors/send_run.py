@@ -21,6 +21,11 @@ before. The whole pass is off (every request goes through the dispatcher) unless
 is a writable ASYNC_MASTER on its own CommitLog with only the built-in send interceptors and
 rewriters (the message-type check off).
 
+Under ASYNC_FLUSH, while the pass is on, the channels leave a read's plain single-send frames
+undecoded (``remoting/protocol/rawsend.py``: ``RawSend``, the dispatcher's ``raw_sends``) and
+the compiled prepare reads their send headers straight from the frame bytes; the reference
+``prepare`` and every other path take the command a ``RawSend`` decodes into.
+
 The per-message loops are one call each: :func:`prepare_run` (a run's requests to the ready
 sends, up to the first declined one) and :func:`answer_run` (the SUCCESS frames and the sizes
 per topic, up to the first other result). The compiled twins (``_speedups_sendrun.h``) make
@@ -75,6 +80,7 @@ from ariane.remoting.protocol.command import (
     SerializeType,
 )
 from ariane.remoting.protocol.headers import _base as header_base
+from ariane.remoting.protocol.rawsend import as_command
 from ariane.store import MessageInner, PutResult, PutStatus
 from ariane.store.inner import MessageInner as _InnerClass
 from ariane.store.put_run import store_put_run, store_submit_run
@@ -270,7 +276,11 @@ class SendRun:
     def __call__(self, channel: Channel, requests: list[RemotingCommand]) -> None:
         """Handle every request of the run, in order."""
         handle = self.dispatcher.handle_request
-        if not self._enabled():
+        enabled = self._enabled()
+        # the channels' next reads: RawSends or commands (SYNC_FLUSH answers after the group
+        # commit need the command: not there)
+        self.dispatcher.raw_sends = enabled and self.p._async_flush
+        if not enabled:
             for request in requests:
                 handle(channel, request)
             return
@@ -330,6 +340,7 @@ class SendRun:
         v2_parse = h.SendMessageRequestHeaderV2.from_ext_fields
 
         def prepare(request: RemotingCommand) -> _Ready | None:
+            request = as_command(request)  # a RawSend: the command it decodes into
             if request.flag or request.serialize_type is not _JSON:
                 return None
             header: h.SendMessageRequestHeader
@@ -434,7 +445,7 @@ class SendRun:
         """A put that did not end in one stored message: ``put_response``, sent as the
         dispatcher's ``respond`` sends it."""
         response = self.p.put_response(result, topic, queue_id, uniq)
-        RequestContext(self.dispatcher, channel, request).send_response(response)
+        RequestContext(self.dispatcher, channel, as_command(request)).send_response(response)
 
     def _framer(self) -> Callable[[int, PutResult, int, str], bytes]:
         """``frame(opaque, result, queue_id, uniq)``: the SUCCESS answer of one stored single
@@ -496,7 +507,13 @@ class SendRun:
             answers = self._sync_answers = LoopAnswers(p._sync_answers().loop, self._answer_sync)
         dispatcher = self.dispatcher
         sends = [
-            SyncSend(answers, RequestContext(dispatcher, channel, request), topic, queue_id, uniq)
+            SyncSend(
+                answers,
+                RequestContext(dispatcher, channel, as_command(request)),
+                topic,
+                queue_id,
+                uniq,
+            )
             for request, (_inner, topic, queue_id, uniq, _wait) in zip(requests, ready, strict=True)
         ]
         try:

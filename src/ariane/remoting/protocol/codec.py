@@ -18,7 +18,9 @@ plain case of a JSON frame is decoded by ``_speedups.decode_json_frame`` and a J
 command encoded by ``_speedups.encode_json_parts`` (issue 18), and the plain frames of one read
 (a producer's pipelined sends: ~100 a read) in one ``decode_json_frames`` call that stops at
 the first frame it cannot take; anything else they hand back to the pure decoder and encoder
-here, which stay the reference and own every error.
+here, which stay the reference and own every error. With ``FrameDecoder.raw_sends`` (a broker
+channel while the send pass takes a read's single sends) that call leaves a plain single send's
+frame as a ``rawsend.RawSend`` (no header parse), decoded by ``decode_frame_in`` when needed.
 
 Reader leniency (peers differ): JSON ``extFields`` values may be numbers or booleans (C++ 1.2.4)
 and become strings; an unknown language name becomes ``OTHER``; missing header keys take
@@ -206,7 +208,9 @@ class FrameDecoder:
         split_body_bytes: smallest body joined apart from its header.
     """
 
-    __slots__ = ("_broken", "_chunks", "_max_frame_bytes", "_need", "_pending", "_split_body")
+    __slots__ = (
+        "_broken", "_chunks", "_max_frame_bytes", "_need", "_pending", "_split_body", "raw_sends",
+    )  # fmt: skip
 
     def __init__(
         self, max_frame_bytes: int = MAX_FRAME_BYTES, split_body_bytes: int = SPLIT_BODY_BYTES
@@ -222,6 +226,9 @@ class FrameDecoder:
         self._max_frame_bytes = max_frame_bytes
         self._split_body = max(1, split_body_bytes)
         self._broken: str | None = None
+        #: leave a plain single send's frame as a ``rawsend.RawSend`` (set by a server channel
+        #: while the broker's send pass takes them; compiled build only)
+        self.raw_sends = False
 
     @property
     def buffered(self) -> int:
@@ -308,7 +315,7 @@ class FrameDecoder:
         error: str | None = None
         while True:
             if frames is not None:  # the plain frames in one C call; it stops at any other
-                pos = frames(source, pos, limit, commands)
+                pos = frames(source, pos, limit, commands, self.raw_sends)
             if total - pos < 4:
                 break
             (length,) = _LENGTH.unpack_from(source, pos)
@@ -354,6 +361,19 @@ def _cut(chunks: list[bytes | bytearray | memoryview], at: int) -> tuple[bytes, 
     return b"".join(head), b"".join(tail)
 
 
+def decode_frame_in(source: bytes, start: int, end: int) -> RemotingCommand:
+    """Decode the frame ``source[start:end]`` (without its length field), as the decoder does.
+
+    Raises:
+        RemoteProtocolError: the bytes are not a valid frame.
+    """
+    if _FAST_FRAME is not None:
+        cmd = _FAST_FRAME(source, start, end)
+        if cmd is not None:
+            return cmd
+    return _decode_frame_at(source, start, end)
+
+
 def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode one frame *without* its leading length field (header word, header, body).
 
@@ -393,7 +413,7 @@ _FAST_FRAME = None if _FAST is None else _FAST[0]
 #: ``decode_json_frames(source, pos, max_frame_bytes, commands) -> pos``: ``_FAST_FRAME`` of
 #: every complete plain frame from ``pos`` on in one call; None in the pure build (or an
 #: extension built before it)
-_FAST_FRAMES: Callable[[bytes, int, int, list[RemotingCommand]], int] | None = (
+_FAST_FRAMES: Callable[[bytes, int, int, list[RemotingCommand], bool], int] | None = (
     None if _FAST is None else getattr(native.speedups, "decode_json_frames", None)
 )
 #: ``encode_json_parts(cmd, max_frame_bytes)``: ``encode_parts`` of a JSON-header command

@@ -1,0 +1,226 @@
+"""The send pass on frames left raw (``rawsend.RawSend``: the compiled prepare reads the send
+header from the frame bytes, ``_speedups_sendraw.h``) against the pass on the commands the
+eager decoder makes (the reference prepare, ``send_run.prepare_run_py``).
+
+The requests are test_send_run_native's odd but legal ones (V1 and V2, optional fields
+missing, lenient numbers, non-ASCII and escaped properties, the broker's stamps, every kind the
+pass declines) plus headers written with escapes orjson would not write (``\\u00e9``, ``\\/``,
+upper-case hex), keys in another order, extra keys and numbers the reference reads leniently:
+both give the same ready sends (every ``MessageInner`` field and type, the properties' order)
+and stop at the same requests, and only the expected requests reach the reference. A read of
+them through a broker with raw frames writes the same answers and CommitLog as without.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ariane.broker.processors import send_run
+from ariane.common.message import HostPort
+from ariane.common.sysflag import PERM_READ, PERM_WRITE
+from ariane.remoting.channel import Channel
+from ariane.remoting.protocol import codec, rawsend
+from ariane.remoting.protocol.bodies import TopicConfig
+from ariane.remoting.protocol.codec import FrameDecoder, encode
+from ariane.remoting.protocol.command import FLAG_ONEWAY, RemotingCommand
+from ariane.store.config import FlushDiskType
+from tests.support.transport import RecordingTransport
+from tests.unit.broker.harness import Broker, run
+from tests.unit.broker.test_send_run import _commit_log, _frames
+from tests.unit.broker.test_send_run_native import _broker, _prepare_all, _request, _requests
+
+
+def _reshaped(frame: bytes, old: bytes, new: bytes) -> bytes:
+    """``frame`` with one replacement in its header (the lengths adjusted)."""
+    (hl,) = struct.unpack_from(">I", frame, 4)
+    header, body = frame[8 : 8 + hl].replace(old, new, 1), frame[8 + hl :]
+    assert old in frame[8 : 8 + hl]
+    return struct.pack(">II", 4 + len(header) + len(body), len(header)) + header + body
+
+
+def _odd_frames(b: Broker) -> list[bytes]:
+    """Frames our encoder would not write, each one taken raw by the scan."""
+    base = _request(b, "TA", {"UNIQ_KEY": "R1", "TAGS": "a"})
+    opaques = iter(range(900001, 900100))
+
+    def fresh() -> bytes:
+        base.opaque = next(opaques)
+        return encode(base)
+
+    frames = [
+        _reshaped(fresh(), b'"TA"', b'"T\\u0041"'),  # an escape in the topic
+        _reshaped(fresh(), b"UNIQ_KEY\\u0001R1", b"UNIQ_KEY\\u0001\\u00e9\\/\\u00C9"),
+        _reshaped(fresh(), b'"e":"0"', b'"e":"\\u0031"'),  # an escaped number: reference
+        _reshaped(fresh(), b'"e":"0"', b'"e":"007"'),  # a leading zero (hdr_int reads it)
+        _reshaped(fresh(), b'"e":"0"', b'"zz":"extra","e":"-0"'),  # an extra key
+        _reshaped(fresh(), b'"h":"0"', b'"h":"2147483648"'),  # an int32 out of range
+        _reshaped(fresh(), b'"g":"', b'"g":"-'),  # a negative born timestamp
+        _reshaped(fresh(), b'"g":"', b'"g":"1234567890'),  # 19 digits: the reference reads it
+        _reshaped(fresh(), b'"h":"0"', b'"h":"-2147483648"'),  # the int32 limit
+    ]
+    ext = base.ext_fields
+    reordered = RemotingCommand.request(base.code, {k: ext[k] for k in reversed(ext)}, b"re")
+    frames.append(encode(reordered))
+    return frames
+
+
+def _all_frames(b: Broker) -> list[bytes]:
+    return [encode(r) for r in _requests(b)] + _odd_frames(b)
+
+
+def _decode(stream: bytes, raw: bool) -> list[Any]:
+    decoder = FrameDecoder()
+    decoder.raw_sends = raw
+    return decoder.feed(stream)
+
+
+@pytest.fixture
+def compiled_raw() -> None:
+    if codec._FAST_FRAMES is None or send_run.prepare_run is send_run.prepare_run_py:
+        pytest.skip("pure build: nothing is left raw")
+
+
+def test_raw_frames_give_the_references_ready_sends(tmp_path: Path, compiled_raw: None) -> None:
+    async def main() -> None:
+        b = await _broker(tmp_path)
+        run_proc = b.c.send_processor.run
+        assert run_proc is not None
+        stream = b"".join(_all_frames(b))
+        commands = _decode(stream, False)
+        raws = _decode(stream, True)
+        raw_count = sum(1 for r in raws if type(r) is rawsend.RawSend)
+        assert raw_count == len(raws) - 2  # all but the one-way and the ROCKETMQ-serialised
+        born = HostPort(b"\x0a\x00\x00\x07", 40123)
+        ctx = list(run_proc._prepare_ctx(born))
+        reference_prepare, calls = ctx[1], []
+
+        def counting(request: Any) -> Any:
+            calls.append(request)
+            return reference_prepare(request)
+
+        ctx[1] = counting
+        compiled = _prepare_all(send_run.prepare_run, tuple(ctx), raws)
+        reference = _prepare_all(send_run.prepare_run_py, run_proc._prepare_ctx(born), commands)
+        assert compiled == reference
+        # to the reference: the three topics' first sends, the lenient numbers (two), a header
+        # that does not parse, one without a required field, the topics the pass never takes
+        # (two), the escaped number, the int32 out of range and the 19 digits (the one-way and
+        # ROCKETMQ requests, not raw, are declined by the compiled prepare itself)
+        assert len(calls) == 11
+        assert all(type(r) is rawsend.RawSend for r in calls)
+        assert sum(len(stop[2]) for stop in reference) >= 22
+        await b.stop()
+
+    run(main())
+
+
+async def _drive(root: Path, frames: list[bytes], raw: bool) -> tuple[bytes, bytes, int, int]:
+    b = await _broker(root)
+    dispatcher = b.c.remoting.dispatcher
+    channel = Channel(dispatcher)
+    transport = RecordingTransport(("127.0.0.1", 50000))
+    channel.connection_made(transport)  # type: ignore[arg-type]
+    seen: list[int] = []
+    fast = codec._FAST_FRAMES
+    assert fast is not None
+
+    def frames_of(source: bytes, pos: int, limit: int, commands: list[Any], _raw: bool) -> int:
+        end = fast(source, pos, limit, commands, raw)
+        seen.append(sum(1 for c in commands if type(c) is rawsend.RawSend))
+        return end
+
+    codec._FAST_FRAMES = frames_of
+    try:
+        for part in (frames[:20], frames[20:]):  # two reads (the second after a decline)
+            dispatcher.raw_sends = raw
+            channel.data_received(b"".join(part))
+    finally:
+        codec._FAST_FRAMES = fast
+    b.c.store.wait_dispatched()
+    run_proc = b.c.send_processor.run
+    assert run_proc is not None
+    out = (transport.data, _commit_log(b), run_proc.handled, max(seen))
+    await b.stop()
+    return out
+
+
+def test_a_read_of_raw_frames_writes_the_references_bytes(
+    tmp_path: Path, compiled_raw: None
+) -> None:
+    async def main() -> None:
+        builder = await _broker(tmp_path / "build")
+        # not the sends the broker answers at random (a queue picked for queue id -1, a
+        # UNIQ_KEY made for a send without one): both brokers must see the same
+        frames = []
+        for frame in _all_frames(builder):
+            cmd = FrameDecoder().feed(frame)[0]
+            ext = cmd.ext_fields
+            if ext.get("e", ext.get("queueId")) != "-1" and "UNIQ_KEY" in (
+                ext.get("i", ext.get("properties")) or ""
+            ):
+                frames.append(frame)
+        await builder.stop()
+        raw = await _drive(tmp_path / "raw", frames, True)
+        eager = await _drive(tmp_path / "eager", frames, False)
+        assert raw[0] == eager[0]  # every answer, byte for byte
+        assert raw[1] == eager[1]  # every record
+        assert raw[2] == eager[2] > 25
+        assert raw[3] > 15  # the raw frames were taken raw
+        assert eager[3] == 0
+        oneway = sum(1 for f in frames if FrameDecoder().feed(f)[0].flag & FLAG_ONEWAY)
+        assert len(_frames(raw[0])) == len(frames) - oneway
+
+    run(main())
+
+
+def test_the_pass_turns_raw_frames_on_only_while_it_takes_sends(tmp_path: Path) -> None:
+    async def main() -> None:
+        b = await _broker(tmp_path)
+        dispatcher = b.c.remoting.dispatcher
+        run_proc = b.c.send_processor.run
+        assert run_proc is not None
+        assert dispatcher.raw_sends is False
+        channel = Channel(dispatcher)
+        transport = RecordingTransport(("127.0.0.1", 50000))
+        channel.connection_made(transport)  # type: ignore[arg-type]
+        frames = _all_frames(b)[:4]  # four plain sends
+        for i, frame in enumerate(frames):
+            assert FrameDecoder().feed(frame)[0].opaque == -3 + i * 7919
+        channel.data_received(b"".join(frames))
+        assert dispatcher.raw_sends is True
+        run_proc._enabled = lambda: False  # type: ignore[method-assign]  # e.g. SYNC_MASTER
+        channel.data_received(b"".join(frames))
+        assert dispatcher.raw_sends is False
+        handled = run_proc.handled
+        channel.data_received(b"".join(frames))  # raw frames no more, answered one by one
+        assert run_proc.handled == handled
+        assert transport.data.count(b'"code":0,') == 12
+        await b.stop()
+
+    run(main())
+
+
+def test_sync_flush_takes_no_raw_frames(tmp_path: Path) -> None:
+    """SYNC_FLUSH answers after the group commit, from the command: the pass stays on it."""
+
+    async def main() -> None:
+        b = await Broker(tmp_path, store={"flush_disk_type": FlushDiskType.SYNC_FLUSH}).start()
+        dispatcher = b.c.remoting.dispatcher
+        run_proc = b.c.send_processor.run
+        assert run_proc is not None
+        channel = Channel(dispatcher)
+        transport = RecordingTransport(("127.0.0.1", 50000))
+        channel.connection_made(transport)  # type: ignore[arg-type]
+        b.c.topics.put(TopicConfig("TA", 4, 4, PERM_READ | PERM_WRITE, "SINGLE_TAG"))
+        frames = [encode(_request(b, "TA", {"UNIQ_KEY": f"S{i}"})) for i in range(4)]
+        dispatcher.raw_sends = True  # as left by an ASYNC_FLUSH config: this read is raw
+        channel.data_received(b"".join(frames))
+        assert dispatcher.raw_sends is False
+        assert run_proc.handled == 4
+        await b.stop()
+
+    run(main())
