@@ -128,7 +128,7 @@ async def _drive(root: Path, frames: list[bytes], raw: bool) -> tuple[bytes, byt
     fast = codec._FAST_FRAMES
     assert fast is not None
 
-    def frames_of(source: bytes, pos: int, limit: int, commands: list[Any], _raw: bool) -> int:
+    def frames_of(source: bytes, pos: int, limit: int, commands: list[Any], *_raw: bool) -> int:
         end = fast(source, pos, limit, commands, raw)
         seen.append(sum(1 for c in commands if type(c) is rawsend.RawSend))
         return end

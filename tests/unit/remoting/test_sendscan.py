@@ -229,3 +229,23 @@ def test_other_frames_in_a_raw_read_are_decoded_as_before() -> None:
     kinds = [type(r) is rawsend.RawSend for r in raw]
     assert kinds == [True] * 3 + [False] * (len(raw) - 3)
     assert [rawsend.as_command(r) for r in raw] == eager
+
+
+def test_an_extension_built_before_raw_frames_decodes_as_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A compiled module without raw frames (four arguments only) keeps decoding."""
+    fast = codec._FAST_FRAMES
+    if fast is None:
+        pytest.skip("pure build: no compiled loop")
+
+    def four(source: bytes, pos: int, limit: int, commands: list[object]) -> int:
+        return fast(source, pos, limit, commands)
+
+    monkeypatch.setattr(codec, "_FAST_FRAMES", four)
+    monkeypatch.setattr(codec, "_RAW_FRAMES", False)
+    decoder = FrameDecoder()
+    decoder.raw_sends = True
+    (cmd,) = decoder.feed(_frame(TAKEN[0]))
+    assert type(cmd) is RemotingCommand
+    assert cmd == FrameDecoder().feed(_frame(TAKEN[0]))[0]

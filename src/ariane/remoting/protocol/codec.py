@@ -315,7 +315,10 @@ class FrameDecoder:
         error: str | None = None
         while True:
             if frames is not None:  # the plain frames in one C call; it stops at any other
-                pos = frames(source, pos, limit, commands, self.raw_sends)
+                if self.raw_sends and _RAW_FRAMES:
+                    pos = frames(source, pos, limit, commands, True)
+                else:  # four arguments: an extension built before raw frames takes them too
+                    pos = frames(source, pos, limit, commands)
             if total - pos < 4:
                 break
             (length,) = _LENGTH.unpack_from(source, pos)
@@ -413,9 +416,12 @@ _FAST_FRAME = None if _FAST is None else _FAST[0]
 #: ``decode_json_frames(source, pos, max_frame_bytes, commands) -> pos``: ``_FAST_FRAME`` of
 #: every complete plain frame from ``pos`` on in one call; None in the pure build (or an
 #: extension built before it)
-_FAST_FRAMES: Callable[[bytes, int, int, list[RemotingCommand], bool], int] | None = (
+_FAST_FRAMES: Callable[..., int] | None = (
     None if _FAST is None else getattr(native.speedups, "decode_json_frames", None)
 )
+#: whether ``_FAST_FRAMES`` can leave plain single sends raw (``rawsend.py``): False with an
+#: extension built before it
+_RAW_FRAMES = getattr(native.speedups, "configure_raw_send", None) is not None
 #: ``encode_json_parts(cmd, max_frame_bytes)``: ``encode_parts`` of a JSON-header command
 #: compiled (the parts, or None and the pure encoder decides); None in the pure build
 _FAST_ENCODE = None if _FAST is None else _FAST[1]
