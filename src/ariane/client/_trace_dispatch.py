@@ -590,10 +590,7 @@ class AsyncTraceDispatcher:
         try:
             whole = pack_whole(self.settings.max_message_chars, MAX_TRACE_KEY_CHARS)
         except Exception:  # a bug: the entries are lost, and counted
-            logger.warning("encoding trace entries failed", exc_info=True)
-            self.stats.lost_records += pending
-            with contextlib.suppress(Exception):  # never taken again: the worker would spin
-                entries.clear()  # type: ignore[attr-defined]
+            self._entries_lost(entries, pending)
             return []
         return None if whole is None else [_Packed._make(one) for one in whole]
 
@@ -613,11 +610,16 @@ class AsyncTraceDispatcher:
         try:
             return take()
         except Exception:  # a bug: the entries are lost, and counted
-            logger.warning("encoding trace entries failed", exc_info=True)
-            self.stats.lost_records += pending
-            with contextlib.suppress(Exception):  # never taken again: the worker would spin
-                entries.clear()  # type: ignore[attr-defined]
+            self._entries_lost(entries, pending)
             return []
+
+    def _entries_lost(self, entries: object, pending: int) -> None:
+        """Called in the handler of a failed ``take`` or ``pack``: log it, count the pending
+        entries as lost and clear the buffer (never taken again: the worker would spin)."""
+        logger.warning("encoding trace entries failed", exc_info=True)
+        self.stats.lost_records += pending
+        with contextlib.suppress(Exception):
+            entries.clear()  # type: ignore[attr-defined]
 
     async def _send(self, packed: _Packed) -> None:
         try:
