@@ -13,6 +13,7 @@ them through a broker with raw frames writes the same answers and CommitLog as w
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from pathlib import Path
 from typing import Any
@@ -204,8 +205,9 @@ def test_the_pass_turns_raw_frames_on_only_while_it_takes_sends(tmp_path: Path) 
     run(main())
 
 
-def test_sync_flush_takes_no_raw_frames(tmp_path: Path) -> None:
-    """SYNC_FLUSH answers after the group commit, from the command: the pass stays on it."""
+def test_sync_flush_sends_are_answered_from_raw_frames(tmp_path: Path, compiled_raw: None) -> None:
+    """SYNC_FLUSH takes raw frames too: each send keeps its RawSend until the group commit's
+    answer, a SUCCESS frame written from its opaque (no command decoded)."""
 
     async def main() -> None:
         b = await Broker(tmp_path, store={"flush_disk_type": FlushDiskType.SYNC_FLUSH}).start()
@@ -216,11 +218,40 @@ def test_sync_flush_takes_no_raw_frames(tmp_path: Path) -> None:
         transport = RecordingTransport(("127.0.0.1", 50000))
         channel.connection_made(transport)  # type: ignore[arg-type]
         b.c.topics.put(TopicConfig("TA", 4, 4, PERM_READ | PERM_WRITE, "SINGLE_TAG"))
-        frames = [encode(_request(b, "TA", {"UNIQ_KEY": f"S{i}"})) for i in range(4)]
-        dispatcher.raw_sends = True  # as left by an ASYNC_FLUSH config: this read is raw
-        channel.data_received(b"".join(frames))
-        assert dispatcher.raw_sends is False
-        assert run_proc.handled == 4
+        reads: dict[int, list[bytes]] = {700: [], 800: []}
+        for base, frames in reads.items():
+            for i in range(4):
+                request = _request(b, "TA", {"UNIQ_KEY": f"S{base + i}"})
+                request.opaque = base + i
+                frames.append(encode(request))
+        channel.data_received(b"".join(reads[700]))  # decoded: the pass turns raw frames on
+        assert dispatcher.raw_sends is True
+        decoded = rawsend.RawSend.command
+        calls = []
+
+        def counting(self: rawsend.RawSend) -> Any:
+            calls.append(self.opaque)
+            return decoded(self)
+
+        rawsend.RawSend.command = counting  # type: ignore[method-assign]
+        try:
+            channel.data_received(b"".join(reads[800]))  # raw, answered after the group commit
+            for _ in range(10_000):
+                if len(_frames(transport.data)) == 8:
+                    break
+                await asyncio.sleep(0.001)
+        finally:
+            rawsend.RawSend.command = decoded  # type: ignore[method-assign]
+        assert run_proc.handled == 8
+        # only the run's first send is decoded (the reference prepare checks a topic new to the
+        # run); the group commit's answers are written from the raw frames
+        assert calls == [800]
+        answers = [FrameDecoder().feed(f)[0] for f in _frames(transport.data).values()]
+        assert [a.opaque for a in answers] == [700, 701, 702, 703, 800, 801, 802, 803]
+        assert [a.code for a in answers] == [0] * 8
+        assert [a.ext_fields["transactionId"] for a in answers] == [f"S{a.opaque}" for a in answers]
+        offsets = [int(a.ext_fields["queueOffset"]) for a in answers]
+        assert sorted(offsets) == sorted(set(offsets))  # eight records, no offset twice
         await b.stop()
 
     run(main())

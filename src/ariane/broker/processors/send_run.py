@@ -21,10 +21,12 @@ before. The whole pass is off (every request goes through the dispatcher) unless
 is a writable ASYNC_MASTER on its own CommitLog with only the built-in send interceptors and
 rewriters (the message-type check off).
 
-Under ASYNC_FLUSH, while the pass is on, the channels leave a read's plain single-send frames
-undecoded (``remoting/protocol/rawsend.py``: ``RawSend``, the dispatcher's ``raw_sends``) and
-the compiled prepare reads their send headers straight from the frame bytes; the reference
-``prepare`` and every other path take the command a ``RawSend`` decodes into.
+While the pass is on, the channels leave a read's plain single-send frames undecoded
+(``remoting/protocol/rawsend.py``: ``RawSend``, the dispatcher's ``raw_sends``) and the compiled
+prepare reads their send headers straight from the frame bytes; the reference ``prepare`` and
+every other path take the command a ``RawSend`` decodes into. A SYNC_FLUSH send keeps its
+``RawSend`` in its context until its answer: a SUCCESS frame needs only the opaque; any other
+answer decodes the command first.
 
 The per-message loops are one call each: :func:`prepare_run` (a run's requests to the ready
 sends, up to the first declined one) and :func:`answer_run` (the SUCCESS frames and the sizes
@@ -277,9 +279,8 @@ class SendRun:
         """Handle every request of the run, in order."""
         handle = self.dispatcher.handle_request
         enabled = self._enabled()
-        # the channels' next reads: RawSends or commands (SYNC_FLUSH answers after the group
-        # commit need the command: not there)
-        self.dispatcher.raw_sends = enabled and self.p._async_flush
+        # the channels' next reads: RawSends while the pass takes sends
+        self.dispatcher.raw_sends = enabled
         if not enabled:
             for request in requests:
                 handle(channel, request)
@@ -509,7 +510,9 @@ class SendRun:
         sends = [
             SyncSend(
                 answers,
-                RequestContext(dispatcher, channel, as_command(request)),
+                # a RawSend stays raw until an answer other than a SUCCESS frame needs the
+                # command (see _answer)
+                RequestContext(dispatcher, channel, request),
                 topic,
                 queue_id,
                 uniq,
@@ -538,16 +541,22 @@ class SendRun:
         assert result is not None
         ctx = send.ctx
         replicated = p._after_put(result, wait)
-        if replicated is not None:
-            response = p._answer_replicated(
-                ctx, result, replicated, send.topic, send.queue_id, send.uniq
-            )
-        elif result.status is _PUT_OK and result.msg_num == 1 and not ctx.responded:
+        if (
+            replicated is None
+            and result.status is _PUT_OK
+            and result.msg_num == 1
+            and not ctx.responded
+        ):
             p.stats.on_put(send.topic, 1, result.wrote_bytes)
             ctx.responded = True
             frame = self._framer()(ctx.request.opaque, result, send.queue_id, send.uniq or "")
             ctx.channel.send_frames([frame])
             return
+        ctx.request = as_command(ctx.request)
+        if replicated is not None:
+            response = p._answer_replicated(
+                ctx, result, replicated, send.topic, send.queue_id, send.uniq
+            )
         else:
             response = p.put_response(result, send.topic, send.queue_id, send.uniq)
         if response is not None:
