@@ -384,11 +384,7 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
         RemoteProtocolError: the bytes are not a valid frame.
     """
     data = bytes(frame)
-    if _FAST_FRAME is not None:
-        cmd = _FAST_FRAME(data, 0, len(data))
-        if cmd is not None:
-            return cmd
-    return _decode_frame_at(data, 0, len(data))
+    return decode_frame_in(data, 0, len(data))
 
 
 _Decode = Callable[[bytes, int, int], RemotingCommand | None]
