@@ -18,6 +18,7 @@ from ariane.client._trace_records import sub_before_py
 from ariane.common import native
 from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
 from tests.support.native import compiled
+from tests.support.trace import consume_dispatcher
 from tests.unit.client.fakes import consumed_message
 
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
@@ -158,22 +159,11 @@ def test_sub_before_identical(
 
 
 def test_after_keeps_the_usual_end_as_its_time_alone() -> None:
-    from typing import cast
-
-    from ariane.client._trace_dispatch import AsyncTraceDispatcher, TraceSettings
     from ariane.client._trace_hooks import ConsumeTracer
-    from ariane.client.config import ClientConfig
     from ariane.common.clock import ManualClock
     from ariane.common.trace import ConsumeReturnType
 
-    dispatcher = AsyncTraceDispatcher(
-        trace_topic=None,
-        host_config=ClientConfig(namesrv_addr="127.0.0.1:9876"),
-        host_group="g",
-        kind="CONSUME",
-        sender_factory=cast(Any, None),
-        settings=TraceSettings(),
-    )
+    dispatcher = consume_dispatcher()
     tracer = ConsumeTracer(dispatcher, "g", ManualClock(1_765_000_000_123))
     ok, failed = ConsumeReturnType.SUCCESS, ConsumeReturnType.FAILED
     usual = tracer.before([consumed_message("T", {UNIQ_KEY: "I1"})])

@@ -22,7 +22,6 @@ from ariane.client import _trace_dispatch, _trace_hooks, _trace_records
 from ariane.client._trace_dispatch import (
     TAKEN,
     AsyncTraceDispatcher,
-    TraceSettings,
     TraceStats,
 )
 from ariane.client._trace_hooks import _ITEM_CHARS, _ITEM_KEY_CHARS, ConsumeTracer
@@ -32,12 +31,12 @@ from ariane.client._trace_records import (
     hook_before_py,
     sub_records_py,
 )
-from ariane.client.config import ClientConfig
 from ariane.common import native
 from ariane.common.clock import ManualClock
 from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
 from ariane.common.trace import DEFAULT_REGION_ID, ConsumeReturnType
 from tests.support.native import compiled
+from tests.support.trace import consume_dispatcher
 from tests.unit.client.fakes import consumed_message
 
 SUCCESS = ConsumeReturnType.SUCCESS
@@ -66,14 +65,7 @@ class _World:
         entries: Callable[[], Any],
         **settings: Any,
     ) -> None:
-        self.dispatcher = AsyncTraceDispatcher(
-            trace_topic=None,
-            host_config=ClientConfig(namesrv_addr="127.0.0.1:9876"),
-            host_group="g",
-            kind="CONSUME",
-            sender_factory=cast(Any, None),
-            settings=TraceSettings(**settings),
-        )
+        self.dispatcher = consume_dispatcher(**settings)
         self.tracer = ConsumeTracer(self.dispatcher, "cg")
         self.entries = self.tracer.entries = entries()  # the twin's buffer
         self.dispatcher.attach_entries(
@@ -208,18 +200,8 @@ def test_the_compiled_hooks_are_used_when_built() -> None:
     assert type(_trace_records.new_entries()) is type(compiled("trace_entries")())
 
 
-def _dispatcher(cls: type[AsyncTraceDispatcher] = AsyncTraceDispatcher) -> AsyncTraceDispatcher:
-    return cls(
-        trace_topic=None,
-        host_config=ClientConfig(namesrv_addr="127.0.0.1:9876"),
-        host_group="g",
-        kind="CONSUME",
-        sender_factory=cast(Any, None),
-    )
-
-
 def test_consume_tracer_binds_the_hooks_to_its_dispatcher_only() -> None:
-    dispatcher = _dispatcher()
+    dispatcher = consume_dispatcher()
     tracer = ConsumeTracer(dispatcher, "cg")
     entries = tracer.entries
     assert entries is not None
@@ -253,7 +235,7 @@ def test_consume_tracer_binds_the_hooks_to_its_dispatcher_only() -> None:
     class Sink(AsyncTraceDispatcher):  # may queue differently: the Python methods
         pass
 
-    other = ConsumeTracer(_dispatcher(Sink), "cg")
+    other = ConsumeTracer(consume_dispatcher(Sink), "cg")
     assert other.hook_before == other.before
     assert other.entries is None
 
@@ -413,7 +395,7 @@ def test_the_bound_hooks_write_what_before_and_after_write(
     seen = []
     for hooked in (False, True):
         monkeypatch.setattr(_trace_hooks, "_request_counter", itertools.count(1 << 40))
-        dispatcher = _dispatcher()
+        dispatcher = consume_dispatcher()
         clock = ManualClock(1_765_000_000_000)
         tracer = ConsumeTracer(dispatcher, "cg", clock)
         dispatcher._notify = lambda: None  # type: ignore[method-assign]
@@ -625,7 +607,7 @@ def test_the_buffers_refuse_what_they_do_not_hold() -> None:
 def test_the_system_clock_is_read_as_time_ns_reads_it() -> None:
     """The bound hooks of a tracer on the system clock (``time.time_ns``, which the compiled
     hooks read themselves): the records' times lie between the calls' neighbours."""
-    dispatcher = _dispatcher()
+    dispatcher = consume_dispatcher()
     dispatcher._notify = lambda: None  # type: ignore[method-assign]
     tracer = ConsumeTracer(dispatcher, "cg")
     t0 = time.time_ns() // 1_000_000

@@ -15,16 +15,16 @@ from typing import Any, cast
 import pytest
 
 from ariane.client import _trace_dispatch, _trace_hooks
-from ariane.client._trace_dispatch import AsyncTraceDispatcher, TraceSettings, pack
+from ariane.client._trace_dispatch import AsyncTraceDispatcher, pack
 from ariane.client._trace_hooks import ConsumeTracer
 from ariane.client._trace_records import EntryBufferPy
-from ariane.client.config import ClientConfig
 from ariane.common import native
 from ariane.common.clock import ManualClock
 from ariane.common.message import MessageExt
 from ariane.common.properties import KEYS, UNIQ_KEY
 from ariane.common.trace import MAX_TRACE_KEY_CHARS, MAX_TRACE_MESSAGE_CHARS
 from tests.support.native import compiled
+from tests.support.trace import consume_dispatcher
 from tests.unit.client.fakes import consumed_message
 
 
@@ -149,14 +149,7 @@ def test_pack_refuses_what_take_refuses() -> None:
 
 
 def _dispatcher(**settings: Any) -> AsyncTraceDispatcher:
-    dispatcher = AsyncTraceDispatcher(
-        trace_topic=None,
-        host_config=ClientConfig(namesrv_addr="127.0.0.1:9876"),
-        host_group="g",
-        kind="CONSUME",
-        sender_factory=cast(Any, None),
-        settings=TraceSettings(**settings),
-    )
+    dispatcher = consume_dispatcher(**settings)
     dispatcher._notify = lambda: None  # type: ignore[method-assign]
     return dispatcher
 
