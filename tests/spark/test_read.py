@@ -21,7 +21,7 @@ from ariane.spark._cluster import QueueReader
 from ariane.spark._columns import records_to_batch
 from ariane.spark.options import SourceOptions
 from ariane.spark.planning import QueueRange
-from tests.spark.conftest import create_topic, read, send_to_queues
+from tests.spark.conftest import create_topic, read, send_to_queues, wait_dispatched
 from tests.support.cluster import Cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("spark")]
@@ -363,6 +363,7 @@ def test_answers_are_read_into_recycled_bodies(
         batch = [b"r%d-%d-" % (k, i) + b"x" * (7 * k + i % 5) for i in range(40)]
         producer.send_batch([Message(RECYCLE_TOPIC, b) for b in batch], queue=mq)
         sent += batch
+    wait_dispatched(producer, {mq: len(sent) - 1})  # the range below ends inside the queue
     # answers of at most 16 records, each decoded into a batch of its own
     monkeypatch.setattr(cluster_module, "BULK_PULL_MESSAGES", 16)
     monkeypatch.setattr(source_module, "BATCH_BYTES", 1)

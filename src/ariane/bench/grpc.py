@@ -124,6 +124,29 @@ class _Grpc:
         counts = await asyncio.gather(*(drain(q) for q in range(len(per_queue))))
         return time.perf_counter() - started, sum(counts)
 
+    async def end_offsets(self, topic: str, expected: int, timeout_s: float = 30.0) -> list[int]:
+        """Each queue's end offset once the queues hold ``expected`` messages in all: the
+        broker makes a message pullable when its reput thread has dispatched it, a moment
+        after the send's answer (the phase would otherwise time a read of part of them)."""
+        route = await self.stub.QueryRoute(
+            spb.QueryRouteRequest(topic=pb.Resource(name=topic)), metadata=_MD
+        )
+        deadline = time.monotonic() + timeout_s
+        while True:
+            ends = []
+            for q in range(len(route.message_queues)):
+                r = await self.stub.QueryOffset(
+                    spb.QueryOffsetRequest(
+                        message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=q),
+                        query_offset_policy=pb.END,
+                    ),
+                    metadata=_MD,
+                )
+                ends.append(r.offset)
+            if sum(ends) >= expected or time.monotonic() > deadline:
+                return ends
+            await asyncio.sleep(0.01)
+
     async def consumer_settings(
         self, group: str, topic: str
     ) -> grpc.aio.StreamStreamCall[Any, Any]:
@@ -233,19 +256,7 @@ async def _bench(broker: str, target: str, plan: _Plan) -> list[dict[str, Any]]:
         ]
         seconds, got = await _pull_all(channel, "BenchRemoting", per_queue)
         rows.append(_line("consume remoting PULL", got, seconds, 0, {}))
-        route = await g.stub.QueryRoute(
-            spb.QueryRouteRequest(topic=pb.Resource(name="BenchGrpc")), metadata=_MD
-        )
-        grpc_queues = []
-        for q in range(len(route.message_queues)):
-            r = await g.stub.QueryOffset(
-                spb.QueryOffsetRequest(
-                    message_queue=pb.MessageQueue(topic=pb.Resource(name="BenchGrpc"), id=q),
-                    query_offset_policy=pb.END,
-                ),
-                metadata=_MD,
-            )
-            grpc_queues.append(r.offset)
+        grpc_queues = await g.end_offsets("BenchGrpc", messages)
         seconds, got = await g.pull_all("BenchGrpc", grpc_queues)
         rows.append(_line("consume gRPC PullMessage", got, seconds, 0, {}))
         rows += await _receive_phase(g, messages, concurrency)

@@ -107,6 +107,13 @@ def test_messages(cli: Cli) -> None:
         "sendMessage", "-t", "CliMsgs", "-p", "pinned", "-b", "broker-a", "-i", "1", "--json"
     ).json()
     assert (pinned["brokerName"], pinned["queueId"]) == ("broker-a", 1)
+    # the broker's reput thread writes the queues and the index after the acks, in order: once
+    # the last message is found by its unique key, every message before it is visible too
+    found = wait_for(
+        lambda: cli("queryMsgByUniqueKey", "-t", "CliMsgs", "-i", pinned["msgId"], "--json"),
+        lambda r: r.exit_code == 0 and pinned["msgId"] in r.stdout,
+    )
+    assert found.exit_code == 0, found.stdout
 
     by_key = cli("queryMsgByKey", "-t", "CliMsgs", "-k", "key-1", "--json").json()["messages"]
     assert [m["msgId"] for m in by_key] == [sent[1]["msgId"]]
