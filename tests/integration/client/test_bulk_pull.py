@@ -14,6 +14,7 @@ from ariane.common.sysflag import PULL_SUBSCRIPTION
 from ariane.remoting.protocol import headers as h
 from tests.integration.client.conftest import run, wait_for_route
 from tests.support.cluster import Cluster
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +56,12 @@ def _write(cluster: Cluster) -> dict[int, int]:
                     m = Message(TOPIC, b"single %d" % k, tags="S")
                     producer.send(m, queue=MessageQueue(TOPIC, "broker-a", q))
                     counts[q] += 1
+    # a pull sees a message once the broker's reput thread has dispatched it (after the
+    # send's answer): wait until every queue holds what was sent
+    with SyncAdmin(namesrv_addr=cluster.namesrv_addr) as admin:
+        for q, count in counts.items():
+            mq = MessageQueue(TOPIC, "broker-a", q)
+            assert wait_for(lambda mq=mq: admin.max_offset(mq), lambda n, c=count: n == c) == count
     return counts
 
 

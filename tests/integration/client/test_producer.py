@@ -18,6 +18,7 @@ from ariane.client import (
     SendStatus,
     SyncProducer,
 )
+from ariane.client.errors import QueryNotFoundError
 from ariane.errors import InvalidArgumentError
 from tests.integration.client.conftest import run, wait_for_route
 from tests.support.cluster import Cluster
@@ -61,7 +62,16 @@ def test_sync_send_stores_body_tags_keys_and_properties(cluster: Cluster) -> Non
                 result.queue_offset,
             )
             await wait_for_route(admin, "ProdSync")
-            by_id = await admin.query_message_by_id("ProdSync", result.msg_id)
+
+            async def by_unique_key() -> MessageExt | None:
+                try:
+                    return await admin.query_message_by_id("ProdSync", result.msg_id)
+                except QueryNotFoundError:
+                    return None
+
+            # the index of keys is built by the broker's reput thread after the answer
+            by_id = await await_for(by_unique_key, lambda m: m is not None)
+            assert by_id is not None
             assert by_id.body == stored.body
             by_key = await await_for(
                 lambda: admin.query_message("ProdSync", "user-7"), lambda found: bool(found)

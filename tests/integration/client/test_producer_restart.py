@@ -9,6 +9,7 @@ import pytest
 from ariane.client import Admin, ClientConfig, Message, Producer, SendResult
 from tests.integration.client.conftest import run
 from tests.support.cluster import Cluster
+from tests.support.polling import await_for
 
 pytestmark = pytest.mark.integration
 
@@ -70,8 +71,13 @@ def test_sends_keep_succeeding_while_one_broker_crashes_and_restarts(
         # every acknowledged message is stored where its answer said, with its body
         async with Admin(namesrv_addr=fresh_cluster.namesrv_addr) as admin:
             for result, body in acked:
-                stored = await admin.query_message_by_offset(
-                    result.message_queue, result.queue_offset
+                # a queue offset is readable once the broker's reput thread dispatched it,
+                # after the answer: the last sends may not be yet
+                stored = await await_for(
+                    lambda r=result: admin.query_message_by_offset(  # type: ignore[misc]
+                        r.message_queue, r.queue_offset
+                    ),
+                    lambda m: m is not None,
                 )
                 assert stored is not None, result
                 assert stored.body == body

@@ -92,7 +92,11 @@ def test_followers_copy_a_topic_created_on_the_leader_and_serve_it_after_failove
                 decode_offset_msg_id(again.offset_msg_id).phys_offset
                 == decode_offset_msg_id(first.offset_msg_id).phys_offset
             )
-            assert await admin.max_offset(first.message_queue) == first.queue_offset + 1
+
+            async def first_in_its_queue() -> bool:  # dispatched by the new master's reput
+                return await admin.max_offset(first.message_queue) == first.queue_offset + 1
+
+            await _until("the first copy in its queue", first_in_its_queue)
             node = cluster.node_at(new_master)
             assert node is not None
             assert _dedup_duplicates(cluster, node) == 1.0
