@@ -49,6 +49,7 @@ class MiniConsumer:
         self.received: list[tuple[int, int, bytes]] = []  # (queue id, offset, body)
         self.resets: list[dict[MessageQueue, int]] = []
         self.paused = threading.Event()
+        self._parked = threading.Event()  # the pull loop saw ``paused``: no pull in flight
         self._lock = threading.Lock()
         self._config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=f"mini-{group}")
         self._instance: Any = None
@@ -118,6 +119,14 @@ class MiniConsumer:
     def stop(self) -> None:
         background_loop().run(self._stop())
 
+    def pause(self) -> None:
+        """Stop pulling; returns once the pull loop has stopped (a pull in flight when this
+        is called could otherwise still bring messages sent afterwards)."""
+        self._parked.clear()
+        self.paused.set()
+        if not self._parked.wait(30):
+            raise AssertionError("the pull loop did not stop")
+
     def bodies(self) -> list[bytes]:
         with self._lock:
             return [b for _, _, b in self.received]
@@ -147,7 +156,9 @@ class MiniConsumer:
         while True:
             addr = instance.find_broker_addr_in_publish(self.broker_name)
             got = 0
-            if addr is not None and not self.paused.is_set():
+            if self.paused.is_set():
+                self._parked.set()
+            elif addr is not None:
                 for mq in self.queues:
                     got += await self._pull_one(instance.api, addr, mq)
             await asyncio.sleep(0 if got else 0.05)

@@ -116,7 +116,7 @@ def test_groups_progress_and_offsets(cli: Cli, cluster: Cluster, producer: SyncP
         wait_for(lambda: progress(cli, GROUP), lambda q: all(v["diff"] == 0 for v in q.values()))
 
         # skipAccumulatedMessage: lag disappears without consuming
-        consumer.paused.set()
+        consumer.pause()
         for i in range(10, 15):
             producer.send(Message(TOPIC, f"m{i}".encode()))
         lagging = wait_for(
@@ -126,6 +126,10 @@ def test_groups_progress_and_offsets(cli: Cli, cluster: Cluster, producer: SyncP
         skipped = cli("skipAccumulatedMessage", "-g", GROUP, "-t", TOPIC, "--json").json()
         assert sum(o["offset"] for o in skipped["offsets"]) == 15
         assert all(v["diff"] == 0 for v in progress(cli, GROUP).values())
+        # the consumer learns its new offsets by the broker's one-way
+        # RESET_CONSUMER_CLIENT_OFFSET: resumed before that, it would pull from its old ones
+        resets = wait_for(lambda: list(consumer.resets), lambda r: len(r) == 2)
+        assert sum(resets[-1].values()) == 15
         seen = len(consumer.bodies())
         consumer.paused.clear()
     finally:
