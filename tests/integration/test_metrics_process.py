@@ -27,7 +27,7 @@ from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 from ariane.remoting.protocol.stats_bodies import BrokerStatsData, ConsumeStatsList
 from tests.support.cluster import Cluster, start_broker, start_namesrv
-from tests.support.polling import wait_until
+from tests.support.polling import wait_for, wait_until
 from tests.support.processes import free_port
 from tests.support.rpc import pull, request, send_message
 
@@ -252,15 +252,28 @@ def test_admin_statistics_are_live_and_consistent(cluster: tuple[Cluster, str, s
         return True
 
     assert wait_until(consistent, 15)
-    body = request(
-        addr,
-        RequestCode.GET_BROKER_CONSUME_STATS,
-        h.GetConsumeStatsInBrokerHeader(is_order=False).to_ext_fields(),
-    ).body
-    csl = ConsumeStatsList.decode(body or b"")
-    (entry,) = [e for e in csl.consume_stats_list if GROUP in e]
-    (stats,) = entry[GROUP]
-    assert stats.consume_tps == out.stats_minute.tps
+
+    # the broker's consume stats read GROUP_GET_NUMS: the same window gives the same TPS
+    def group_gets() -> BrokerStatsData:
+        return BrokerStatsData.decode(view(addr, "GROUP_GET_NUMS", f"{TOPIC}@{GROUP}").body or b"")
+
+    def consume_stats() -> ConsumeStatsList | None:
+        first = group_gets()
+        body = request(
+            addr,
+            RequestCode.GET_BROKER_CONSUME_STATS,
+            h.GetConsumeStatsInBrokerHeader(is_order=False).to_ext_fields(),
+        ).body
+        if group_gets() != first:
+            return None  # a sample fell in between (every 10 s): its TPS differs
+        csl = ConsumeStatsList.decode(body or b"")
+        (entry,) = [e for e in csl.consume_stats_list if GROUP in e]
+        (stats,) = entry[GROUP]
+        assert stats.consume_tps == first.stats_minute.tps
+        return csl
+
+    csl = wait_for(consume_stats)
+    assert csl is not None
     assert csl.total_diff >= N - QUEUES
     assert csl.broker_addr == addr
 

@@ -242,9 +242,10 @@ def test_a_thousand_idle_connections(start_namesrv: Callable[..., NamesrvProcess
 def test_dead_broker_is_removed_from_routes(
     start_namesrv: Callable[..., NamesrvProcess], client: BlockingRemotingClient, tmp_path: Path
 ) -> None:
-    ns = start_namesrv(
-        "-c", config_file(tmp_path, scanNotActiveBrokerInterval=100, brokerChannelExpiredTime=800)
-    )
+    # the route is read once before the broker expires: 2 s leave a loaded machine time for
+    # that one round trip (0.8 s was within reach of a scheduling stall)
+    conf = config_file(tmp_path, scanNotActiveBrokerInterval=100, brokerChannelExpiredTime=2000)
+    ns = start_namesrv("-c", conf)
     with BlockingRemotingClient() as broker:  # keeps its connection open but stops heartbeating
         assert broker.invoke(ns.addr, register_request(), 5000).code == ResponseCode.SUCCESS
         r = route(client, ns.addr)

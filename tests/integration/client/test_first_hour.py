@@ -3,7 +3,8 @@ and subscriptions without a route (a new group's retry topic, a topic created af
 consumer started) are served within a couple of seconds, not at the 20 s rebalance.
 
 The clients here keep RocketMQ's default periods (20 s rebalance, 30 s route poll): with
-them, the old behaviour misses every deadline below by more than ten seconds.
+them, the old behaviour misses every deadline below by five seconds or more (it waited for
+the 20 s rebalance), while the deadlines leave a loaded machine seconds of slack.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ PARSE_REASON = (
 NO_SQL_REASON = "The broker does not support consumer to filter message by SQL92"
 #: every delay level of broker-a is one second
 DELAY_S = 1.0
+#: how late a delivery may come here: far below the 20 s rebalance and 30 s route poll the
+#: old behaviour waited for, and far above what a loaded 2-vCPU machine adds (seconds)
+SLACK_S = 7.0
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +150,7 @@ def test_sql_on_a_broker_without_property_filter_fails_start(cluster: Cluster) -
 
 def test_a_new_groups_first_retry_comes_within_its_delay(cluster: Cluster) -> None:
     """The retry topic is created by the group's first heartbeat, after start() looked up the
-    routes; the retry must still arrive one delay level (1 s) after the failure, + 2 s."""
+    routes; the retry must still arrive one delay level (1 s) after the failure, + slack."""
 
     async def go() -> tuple[float, list[int]]:
         await _topic(cluster, "FhRetry", queues=1)
@@ -180,7 +184,7 @@ def test_a_new_groups_first_retry_comes_within_its_delay(cluster: Cluster) -> No
 
     gap_s, reconsume = run(go())
     assert reconsume == [0, 1]
-    assert gap_s < DELAY_S + 2.0, f"the first retry came {gap_s:.1f} s after the failure"
+    assert gap_s < DELAY_S + SLACK_S, f"the first retry came {gap_s:.1f} s after the failure"
 
 
 def test_a_topic_created_after_the_consumer_started_is_consumed_at_once(
@@ -214,4 +218,4 @@ def test_a_topic_created_after_the_consumer_started_is_consumed_at_once(
         finally:
             await consumer.close()
 
-    assert run(go()) < 5.0
+    assert run(go()) < 1.0 + SLACK_S
