@@ -161,6 +161,10 @@ def test_orderly_keeps_order_per_key_and_one_consumer_per_queue(rcluster: Cluste
                     key = f"order-{k}"
                     await producer.send(Message(topic, b"%d" % seq, keys=key), sharding_key=key)
                 if seq == per_key // 3:
+                    # both consumers must take part: on a loaded machine the sends can outrun
+                    # the first consumer's lock-then-pull start, leaving it nothing before it
+                    # closes
+                    await await_until(lambda: by_consumer["ord-1"] > 0, what="ord-1 consuming")
                     await second.start()
                 if seq == 2 * per_key // 3:
                     await first.close()
