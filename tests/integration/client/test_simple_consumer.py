@@ -19,6 +19,7 @@ from ariane.client import (
     Admin,
     Message,
     MessageExt,
+    MessageQueue,
     Producer,
     PushConsumer,
     SimpleConsumer,
@@ -35,7 +36,7 @@ from tests.integration.client.consumer_support import (
     send_all,
 )
 from tests.support.cluster import Cluster
-from tests.support.polling import await_until
+from tests.support.polling import await_for, await_until
 
 pytestmark = pytest.mark.integration
 
@@ -159,6 +160,10 @@ def test_fifo_group_delivers_a_queue_in_order(scluster: Cluster) -> None:
         await create_topic(scluster, "SimpleFifo", 1)
         for i in range(6):  # one by one: in this order
             await send_all(scluster, [Message("SimpleFifo", b"%d" % i)])
+        # a POP returns what is in the queue now: wait until the reput thread put all six there
+        mq = MessageQueue("SimpleFifo", "broker-a", 0)
+        async with Admin(namesrv_addr=scluster.namesrv_addr) as adm:
+            assert await await_for(lambda: adm.max_offset(mq), lambda n: n == 6) == 6
         async with consumer(scluster, "cg_simple_fifo", "SimpleFifo", fifo=True) as c:
             first = await c.receive(3, invisible_duration_ms=60_000)
             assert [m.body for m in first] == [b"0", b"1", b"2"]

@@ -199,6 +199,9 @@ def test_dlq_list_export_and_resend(client: DashClient, cluster: Cluster) -> Non
     run(to_dlq())
     assert "dash_dlq_g" in client.api("/dlqMessage")["dlqGroups"]
     wait_for("the DLQ topic's route", lambda: client.api("/dlqMessage", group="dash_dlq_g")["rows"])
+    # the listing reads the DLQ's queue; the resend below finds the message by id, in the
+    # index of keys the reput thread builds after the queue entry
+    wait_indexed(cluster.namesrv_addr, "%DLQ%dash_dlq_g", msg_id)
     listed = client.api("/dlqMessage", group="dash_dlq_g")
     assert [m["msgId"] for m in listed["rows"]] == [msg_id]
     exported = client.get("/dlqMessage/exportDlqMessage", group="dash_dlq_g")
