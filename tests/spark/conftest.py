@@ -23,7 +23,9 @@ from pyspark.sql import SparkSession
 
 from ariane.client import Message, MessageQueue, SyncAdmin, SyncProducer
 from ariane.spark.session import spark_session
+from tests.support import rpc
 from tests.support.cluster import Cluster
+from tests.support.polling import wait_until
 from tests.support.proctree import descendants, kill_tree
 
 
@@ -159,3 +161,12 @@ def read(spark: SparkSession, ns: str, **options: str) -> Sequence[Any]:
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load().collect()
+
+
+def read_written(spark: SparkSession, cluster: Cluster, **options: str) -> Sequence[Any]:
+    """``read`` once the broker has dispatched everything written: a writer's messages (Spark's
+    sink, a replay) are acknowledged before the reput thread puts them in their queues, and a
+    batch read stops at the queues' ends as they are when it is planned."""
+    addr = cluster.broker_addr()
+    wait_until(lambda: rpc.dispatched(addr), what="the broker to dispatch every write")
+    return read(spark, cluster.namesrv_addr, **options)

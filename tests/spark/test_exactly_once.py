@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from ariane.client import SyncAdmin, SyncProducer
 from tests.spark import eo_driver
-from tests.spark.conftest import create_topic, read, send_to_queues
+from tests.spark.conftest import create_topic, read_written, send_to_queues
 from tests.support.cluster import Cluster
 from tests.support.proctree import descendants, kill_tree, spawned
 
@@ -112,7 +112,7 @@ def test_killed_workers_and_driver_leave_every_row_once(
             # operator restarts it from the checkpoint again (which must stay exactly-once)
             if attempt == 2:
                 raise
-    bodies = Counter(r.body for r in read(spark, ns, topic=target))
+    bodies = Counter(r.body for r in read_written(spark, spark_cluster, topic=target))
     expected = {f"t:m{i}".encode() for i in range(240)}
     twice = sorted(b for b, n in bodies.items() if n > 1)
     assert not twice, f"written more than once {note}: {twice[:10]}"

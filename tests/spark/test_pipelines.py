@@ -13,7 +13,7 @@ from ariane.client import SyncAdmin, SyncProducer
 from ariane.spark._cluster import ClusterOffsets
 from ariane.spark.options import SourceOptions
 from ariane.spark.pipelines import lag_report
-from tests.spark.conftest import create_topic, read, send_to_queues
+from tests.spark.conftest import create_topic, read, read_written, send_to_queues
 from tests.support.cluster import Cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("spark")]
@@ -54,7 +54,7 @@ def test_archive_then_replay_round_trips(
     assert replayed.exit_code == 0, replayed.output
     assert "replayed 30 messages" in replayed.output
     original = read(spark, ns, topic=src)
-    copy = read(spark, ns, topic=dst)
+    copy = read_written(spark, spark_cluster, topic=dst)
     assert len(copy) == 30
     assert _content(copy) == _content(original)
 

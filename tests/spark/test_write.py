@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from ariane.client import SyncAdmin, SyncProducer
 from ariane.spark.ids import message_id
-from tests.spark.conftest import create_topic, read, send_to_queues
+from tests.spark.conftest import create_topic, read_written, send_to_queues
 from tests.support.cluster import Cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("spark")]
@@ -32,7 +32,7 @@ def test_batch_write_ids_and_order(
     df.write.format("ariane").option("nameserver", ns).option("topic", topic).option(
         "idNamespace", "job-1"
     ).mode("append").save()
-    rows = read(spark, ns, topic=topic)
+    rows = read_written(spark, spark_cluster, topic=topic)
     assert len(rows) == 90
     for r in rows:
         i = int(r.properties["seq"])
@@ -85,7 +85,7 @@ def test_stream_write_derives_ids_from_query_and_batch(
         .start()
     )
     query.awaitTermination()
-    rows = read(spark, ns, topic=dst)
+    rows = read_written(spark, spark_cluster, topic=dst)
     assert sorted(r.body for r in rows) == sorted(f"m{i}".encode() for i in range(20))
     for r in rows:
         i = int(r.body[1:])

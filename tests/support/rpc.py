@@ -10,6 +10,7 @@ from ariane.remoting.blocking import BlockingRemotingClient
 from ariane.remoting.protocol import fastjson
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.admin_bodies import DelayOffsetSerializeWrapper
+from ariane.remoting.protocol.bodies import KVTable
 from ariane.remoting.protocol.codes import RequestCode, ResponseCode
 from ariane.remoting.protocol.command import RemotingCommand
 
@@ -120,6 +121,14 @@ def wait_for_route(namesrv_addr: str, topic: str, timeout_s: float = 30.0) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"no route for {topic} after {timeout_s} s")
         time.sleep(0.05)
+
+
+def dispatched(addr: str) -> bool:
+    """The broker's reput thread has dispatched everything written so far
+    (``dispatchBehindBytes`` is 0): every stored message is in its queue and in the index."""
+    r = request(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+    table = KVTable.decode(r.body or b"").table if r.code == ResponseCode.SUCCESS else {}
+    return table.get("dispatchBehindBytes") == "0"
 
 
 def max_offset(addr: str, topic: str, queue_id: int) -> int:
