@@ -59,7 +59,7 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/client/test_send_wire.py tests/unit/client/test_send_frame.py \
 	tests/unit/client/test_send_result.py tests/unit/broker/test_send_run_native.py \
 	tests/unit/store/test_read_run.py tests/unit/remoting/test_sendscan.py \
-	tests/unit/broker/test_send_raw.py
+	tests/unit/broker/test_send_raw.py tests/unit/broker/test_send_run.py
 
 test: lint typecheck chromium fuse
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=20

@@ -27,7 +27,14 @@ from ariane.store.results import PutResult, PutStatus
 
 _PUT_OK = PutStatus.PUT_OK
 
-__all__ = ["RunCompletion", "put_many", "store_put_run", "store_submit_run"]
+__all__ = [
+    "RunCompletion",
+    "put_many",
+    "store_append_run",
+    "store_put_run",
+    "store_submit_run",
+    "store_wait_run",
+]
 
 
 def put_many(log: CommitLog, msgs: Sequence[MessageInner], out: list[PutResult]) -> None:
@@ -103,6 +110,44 @@ def store_put_run(store: MessageStore, msgs: Sequence[MessageInner]) -> list[Put
     return out
 
 
+def store_append_run(
+    store: MessageStore, msgs: Sequence[MessageInner], waits: Sequence[bool]
+) -> tuple[list[PutResult], list[int]] | None:
+    """The appends of :func:`store_submit_run`: every message's result, in order, and the
+    indices of those that wait for the group commit (stored, ``waits[i]`` true, SYNC_FLUSH);
+    the others' results are final as they are (a ``WAIT=false`` one woke the group commit, as
+    ``submit_message_to`` does). None when the store refuses puts now (``store_submit_run``
+    then puts one by one, which says why). :func:`store_wait_run` waits for the ones that
+    wait."""
+    out = _put_run(store, msgs)
+    if out is None:
+        return None
+    gc = store.group_commit
+    waiting: list[int] = []
+    if gc is None or not store._sync:
+        return out, waiting
+    for i, (result, wait) in enumerate(zip(out, waits, strict=True)):
+        if result.msg_num:
+            if wait:
+                waiting.append(i)
+            else:
+                gc.wakeup()
+    return out, waiting
+
+
+def store_wait_run(store: MessageStore, results: Sequence[PutResult], done: Completion) -> None:
+    """One group-commit request for ``results`` (stored by one run, in log order, each
+    waiting: :func:`store_append_run`): ``done.set_result`` once the log is durable up to the
+    end of the last (a round's flush covers everything written before it), with a result of
+    its own whose status is FLUSH_DISK_TIMEOUT if the request timed out (``done`` then gives
+    that status to each of ``results``)."""
+    gc = store.group_commit
+    assert gc is not None
+    last = results[-1]
+    shared = PutResult(_PUT_OK, last.wrote_offset, last.wrote_bytes)
+    gc.put_request(last.wrote_offset + last.wrote_bytes, done, shared)
+
+
 def store_submit_run(
     store: MessageStore,
     msgs: Sequence[MessageInner],
@@ -114,26 +159,31 @@ def store_submit_run(
     group-commit request, for the end of the last one: they are answered together once the
     log is durable up to it (a round's flush covers everything written before it), each with
     its own result, FLUSH_DISK_TIMEOUT for all of them if that request times out."""
-    out = _put_run(store, msgs)
-    if out is None:
+    appended = store_append_run(store, msgs, waits)
+    if appended is None:
         for msg, done in zip(msgs, dones, strict=True):
             store.submit_message_to(msg, done)
         return
-    complete = store._complete_when_flushed
-    gc = store.group_commit
-    waiting: list[tuple[PutResult, Completion]] = []
-    for result, wait, done in zip(out, waits, dones, strict=True):
-        if gc is None or not wait or result.msg_num == 0:
-            complete(result, wait, done)  # at once (or not SYNC_FLUSH: as the store does)
-        else:
-            waiting.append((result, done))
-    if len(waiting) == 1:
-        complete(waiting[0][0], True, waiting[0][1])
-    elif waiting:
+    out, waiting = appended
+    if len(waiting) == len(out):
+        pairs = list(zip(out, dones, strict=True))
+    else:
+        if len(dones) != len(out):
+            raise ValueError("store_submit_run: messages and completions differ in length")
+        pairs = [(out[i], dones[i]) for i in waiting]
+        at = 0
+        for i, result in enumerate(out):  # the others are final now
+            if at < len(waiting) and waiting[at] == i:
+                at += 1
+            else:
+                dones[i].set_result(result)
+    if len(pairs) == 1:
+        result, done = pairs[0]
+        gc = store.group_commit
         assert gc is not None
-        last = waiting[-1][0]
-        shared = PutResult(_PUT_OK, last.wrote_offset, last.wrote_bytes)
-        gc.put_request(last.wrote_offset + last.wrote_bytes, RunCompletion(waiting), shared)
+        gc.put_request(result.wrote_offset + result.wrote_bytes, done, result)
+    elif pairs:
+        store_wait_run(store, [result for result, _done in pairs], RunCompletion(pairs))
 
 
 class RunCompletion:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ariane.broker.processors import send_run
+from ariane.broker.processors.send_sync import SyncRun
 from ariane.broker.stats import TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
 from ariane.common.batch import encode_batch
 from ariane.common.properties import decode_properties, encode_properties
@@ -303,3 +304,120 @@ def test_a_request_the_pass_cannot_read_goes_the_per_request_way(
         await b.stop()
 
     run(main())
+
+
+def _mixed_read(b: Broker) -> list[RemotingCommand]:
+    """One read of 30 plain sends to TA with, in between, two whose put fails (properties
+    over the store's limit: answered at once) and one ``WAIT=false`` (answered at once)."""
+    read = []
+    for i in range(30):
+        props = {"UNIQ_KEY": f"M{i:03d}", "TAGS": f"t{i % 3}"}
+        if i in (7, 19):
+            props["BIG"] = "x" * 40_000  # PROPERTIES_SIZE_EXCEEDED
+        elif i == 13:
+            props["WAIT"] = "false"
+        request = _send(b, "TA", i % 4, props, bytes([65 + i]) * (300 + 41 * i), v2=bool(i % 3))
+        request.opaque = 5000 + i
+        read.append(request)
+    return read
+
+
+async def _drive_mixed(
+    root: Path, *, reference: bool, never_flushed: bool
+) -> tuple[dict[int, bytes], list[int], Any]:
+    """The answers of :func:`_mixed_read` by opaque, and the number of frames of each
+    ``send_frames`` call; ``never_flushed``: the group commit never gets the log durable (its
+    requests time out after 200 ms)."""
+    store: dict[str, Any] = {"flush_disk_type": FlushDiskType.SYNC_FLUSH}
+    if never_flushed:
+        store["sync_flush_timeout_ms"] = 200
+    b = await Broker(root, store=store).start()
+    if reference:
+        b.c.remoting.dispatcher.register_hook(_Observer())
+    b.c.topics.put(TopicConfig("TA", 4, 4, PERM_READ | PERM_WRITE, "SINGLE_TAG"))
+    channel = Channel(b.c.remoting.dispatcher)
+    transport = RecordingTransport(("127.0.0.1", 50000))
+    channel.connection_made(transport)  # type: ignore[arg-type]
+    writes: list[int] = []
+    send_frames = channel.send_frames
+
+    def counted(frames: list[bytes]) -> None:
+        writes.append(len(frames))
+        send_frames(frames)
+
+    channel.send_frames = counted  # type: ignore[method-assign]
+    log = b.c.store.commit_log
+    flush = log.flush
+    if never_flushed:
+        log.flush = lambda least_pages: True  # type: ignore[method-assign]
+    read = _mixed_read(b)
+    channel.data_received(b"".join(encode(r) for r in read))
+    for _ in range(10_000):
+        if len(_frames(transport.data)) == len(read):
+            break
+        await asyncio.sleep(0.001)
+    log.flush = flush  # type: ignore[method-assign]
+    stats = b.c.stats
+    counters = {name: sorted(stats.sets[name].items()) for name in (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE)}
+    run_proc = b.c.send_processor.run
+    handled = 0 if run_proc is None else run_proc.handled
+    await b.stop()
+    return _frames(transport.data), writes, (counters, stats.put_total, handled)
+
+
+@pytest.mark.parametrize("timeout", [False, True], ids=["flushed", "timed-out"])
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "reference"])
+def test_sync_flush_run_is_answered_in_one_write_as_one_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: bool, compiled: bool
+) -> None:
+    """A SYNC_FLUSH run's sends that waited are answered together when the group commit
+    completes them: one write of their frames, byte for byte the per-request path's answers
+    (SUCCESS, or FLUSH_DISK_TIMEOUT for each when the request timed out), with the failed puts
+    and the WAIT=false send in between answered at once, as that path answers them."""
+    if not compiled:
+        monkeypatch.setattr(send_run, "answer_run", send_run.answer_run_py)
+    elif send_run.answer_run is send_run.answer_run_py:
+        pytest.skip("pure build: no compiled answer_run")
+
+    async def main() -> None:
+        fast, writes, fast_stats = await _drive_mixed(
+            tmp_path / "fast", reference=False, never_flushed=timeout
+        )
+        ref, _writes, ref_stats = await _drive_mixed(
+            tmp_path / "ref", reference=True, never_flushed=timeout
+        )
+        assert sorted(fast) == [5000 + i for i in range(30)]
+        assert fast == ref  # every answer, byte for byte
+        assert fast_stats[:2] == ref_stats[:2]
+        assert fast_stats[2] == 30  # all taken by the pass
+        assert ref_stats[2] == 0
+        codes = {o: FrameDecoder().feed(f)[0].code for o, f in fast.items()}
+        waited = 10 if timeout else 0  # FLUSH_DISK_TIMEOUT
+        assert sorted(o - 5000 for o, c in codes.items() if c == 13) == [7, 19]  # MESSAGE_ILLEGAL
+        assert sorted(o - 5000 for o, c in codes.items() if c == waited and o != 5013) == [
+            i for i in range(30) if i not in (7, 19, 13)
+        ]
+        assert codes[5013] == 0
+        # the 27 that waited: one write (SUCCESS frames); the WAIT=false one before them
+        assert writes == ([1] if timeout else [1, 27])
+
+    run(main())
+
+
+def test_sync_run_gives_a_timeout_to_each_and_is_queued_once() -> None:
+    class Answers:
+        def __init__(self) -> None:
+            self.queued: list[object] = []
+
+        def add(self, item: object) -> None:
+            self.queued.append(item)
+
+    for status in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
+        answers = Answers()
+        own = [PutResult(PutStatus.PUT_OK, i * 10, 10) for i in range(3)]
+        sync_run = SyncRun(answers, None, [], [], own)  # type: ignore[arg-type]
+        assert not sync_run.done()
+        sync_run.set_result(PutResult(status, 20, 10))
+        assert sync_run.done()
+        assert answers.queued == [sync_run]
+        assert all(r.status is status for r in own)

@@ -151,7 +151,7 @@ class SendMessageProcessor(BatchSends):
         self._submit_to: Callable[[MessageInner, SyncSend], None] | None = (
             None if completion_submit is None else completion_submit()
         )
-        self._loop_answers: LoopAnswers | None = None
+        self._loop_answers: LoopAnswers[SyncSend] | None = None
         self.run: SendRun | None = None
 
     def register(self, server: RemotingServer) -> None:
@@ -276,7 +276,7 @@ class SendMessageProcessor(BatchSends):
             return self.put_response(result, topic, queue_id, uniq)
         return self._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
 
-    def _sync_answers(self) -> LoopAnswers:
+    def _sync_answers(self) -> LoopAnswers[SyncSend]:
         answers = self._loop_answers
         if answers is None:
             loop = self._loop

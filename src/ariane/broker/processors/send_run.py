@@ -16,17 +16,19 @@ run goes on after it, so every queue keeps the arrival order. Under ASYNC_FLUSH 
 ``SUCCESS`` answers are formatted from a template straight into frame bytes (the same bytes as
 ``put_response`` encoded; anything else is answered through ``put_response``) and queued on
 the channel together; the statistics are counted once per topic per run. Under SYNC_FLUSH
-each send gets its :class:`~.send_sync.SyncSend` and is answered after the group commit, as
-before. The whole pass is off (every request goes through the dispatcher) unless the broker
-is a writable ASYNC_MASTER on its own CommitLog with only the built-in send interceptors and
+the run's sends that wait share one group-commit request and one :class:`~.send_sync.SyncRun`;
+when the request completes, the loop answers the whole run as ASYNC_FLUSH answers it (one
+``answer_run``, one ``send_frames``, the statistics once per topic); a send that does not
+wait (``WAIT=false``, a failed put) is answered at once. The whole pass is off (every request
+goes through the dispatcher) unless the broker is a writable ASYNC_MASTER on its own CommitLog with only the built-in send interceptors and
 rewriters (the message-type check off).
 
 While the pass is on, the channels leave a read's plain single-send frames undecoded
 (``remoting/protocol/rawsend.py``: ``RawSend``, the dispatcher's ``raw_sends``) and the compiled
 prepare reads their send headers straight from the frame bytes; the reference ``prepare`` and
-every other path take the command a ``RawSend`` decodes into. A SYNC_FLUSH send keeps its
-``RawSend`` in its context until its answer: a SUCCESS frame needs only the opaque; any other
-answer decodes the command first.
+every other path take the command a ``RawSend`` decodes into. A SYNC_FLUSH send stays a
+``RawSend`` (in its ``SyncRun``) until its answer: a SUCCESS frame needs only the opaque; any
+other answer decodes the command first.
 
 The per-message loops are one call each: :func:`prepare_run` (a run's requests to the ready
 sends, up to the first declined one) and :func:`answer_run` (the SUCCESS frames and the sizes
@@ -47,7 +49,7 @@ import orjson
 
 from ariane.broker.message_type import MessageTypeInterceptor
 from ariane.broker.processors.send_check import NOT_ALLOWED_SEND_TOPICS
-from ariane.broker.processors.send_sync import LoopAnswers, SyncSend
+from ariane.broker.processors.send_sync import LoopAnswers, SyncRun, SyncSend
 from ariane.broker.retry import RetryToDlqInterceptor
 from ariane.broker.schedule import DelayLevelRewriter
 from ariane.broker.timer import TimerHook
@@ -85,7 +87,12 @@ from ariane.remoting.protocol.headers import _base as header_base
 from ariane.remoting.protocol.rawsend import as_command
 from ariane.store import MessageInner, PutResult, PutStatus
 from ariane.store.inner import MessageInner as _InnerClass
-from ariane.store.put_run import store_put_run, store_submit_run
+from ariane.store.put_run import (
+    store_append_run,
+    store_put_run,
+    store_submit_run,
+    store_wait_run,
+)
 
 if TYPE_CHECKING:
     from ariane.broker.stats import BrokerStats
@@ -116,7 +123,7 @@ class SendSide(Protocol):
 
     def _after_put(self, result: PutResult, wait: bool) -> PutStatus | ReplicaWait | None: ...
     def _stamp_trace(self, props: dict[str, str]) -> str: ...
-    def _sync_answers(self) -> LoopAnswers: ...
+    def _sync_answers(self) -> LoopAnswers[SyncSend]: ...
     def _answer_replicated(
         self,
         ctx: RequestContext,
@@ -270,7 +277,7 @@ class SendRun:
         self.handled = 0
         self._template_config: object = None
         self._frame: Callable[[int, PutResult, int, str], bytes] | None = None
-        self._sync_answers: LoopAnswers | None = None
+        self._sync_answers: LoopAnswers[SyncSend | SyncRun] | None = None
         self._answer_parts: tuple[Any, ...] = ()
 
     # -- the pass -------------------------------------------------------------------------------
@@ -413,6 +420,18 @@ class SendRun:
         p = self.p
         results = store_put_run(p.store, [one[0] for one in ready])
         p._after_put(results[-1], True)  # wakes the transfer to slaves (an ASYNC_MASTER)
+        self._answer_results(channel, requests, ready, results)
+
+    def _answer_results(
+        self,
+        channel: Channel,
+        requests: Sequence[RemotingCommand],
+        ready: Sequence[_Ready],
+        results: Sequence[PutResult],
+    ) -> None:
+        """Answer each of a run's puts, in order: the SUCCESS frames by ``answer_run`` (queued on
+        the channel together, the statistics once per topic), any other result through
+        ``put_response``."""
         ctx = self._answer_ctx()
         frames: list[bytes] = []
         sizes: dict[str, list[int]] = {}
@@ -428,7 +447,7 @@ class SendRun:
             _inner, topic, queue_id, uniq, _wait = ready[i]
             self._answer_other(channel, requests[i], results[i], topic, queue_id, uniq)
             i += 1
-        stats = p.stats
+        stats = self.p.stats
         for topic, topic_sizes in sizes.items():
             stats.on_put_each(topic, topic_sizes)
         if frames:
@@ -506,6 +525,44 @@ class SendRun:
         answers = self._sync_answers
         if answers is None:
             answers = self._sync_answers = LoopAnswers(p._sync_answers().loop, self._answer_sync)
+        waits = [one[4] for one in ready]
+        appended = store_append_run(p.store, [one[0] for one in ready], waits)
+        if appended is None:  # refused now: one by one, each says why
+            self._put_sync_each(answers, channel, requests, ready, waits)
+            return
+        results, waiting = appended
+        if len(waiting) == len(results):  # the common case: all wait
+            store_wait_run(p.store, results, SyncRun(answers, channel, requests, ready, results))
+            return
+        if waiting:
+            store_wait_run(
+                p.store,
+                [results[i] for i in waiting],
+                SyncRun(
+                    answers,
+                    channel,
+                    [requests[i] for i in waiting],
+                    [ready[i] for i in waiting],
+                    [results[i] for i in waiting],
+                ),
+            )
+        at = 0
+        for i, result in enumerate(results):  # the others are final: answered now, in order
+            if at < len(waiting) and waiting[at] == i:
+                at += 1
+                continue
+            _inner, topic, queue_id, uniq, wait = ready[i]
+            self._answer(channel, requests[i], result, topic, queue_id, uniq, wait)
+
+    def _put_sync_each(
+        self,
+        answers: LoopAnswers[SyncSend | SyncRun],
+        channel: Channel,
+        requests: list[RemotingCommand],
+        ready: list[_Ready],
+        waits: list[bool],
+    ) -> None:
+        """Each send with its own :class:`SyncSend` (the store refused the run)."""
         dispatcher = self.dispatcher
         sends = [
             SyncSend(
@@ -520,45 +577,66 @@ class SendRun:
             for request, (_inner, topic, queue_id, uniq, _wait) in zip(requests, ready, strict=True)
         ]
         try:
-            store_submit_run(p.store, [one[0] for one in ready], [one[4] for one in ready], sends)
+            store_submit_run(self.p.store, [one[0] for one in ready], waits, sends)
         finally:
             for send in sends:
                 send.submitting = False
-        for send, one in zip(sends, ready, strict=True):
+        for send, wait in zip(sends, waits, strict=True):
             if send.at_once:  # completed inside the put (WAIT=false, or not stored)
-                self._answer(send, one[4])
+                self._answer_send(send, wait)
 
-    def _answer_sync(self, send: SyncSend) -> None:
-        """Answer a send the group commit completed (on the loop, in a drain of a round's
-        sends with the channels' flushes held)."""
-        self._answer(send, True)
+    def _answer_sync(self, item: SyncSend | SyncRun) -> None:
+        """Answer a send or a run the group commit completed (on the loop, in a drain of a
+        round's completions with the channels' flushes held)."""
+        if type(item) is SyncRun:
+            self._answer_waited(item)
+        else:
+            assert isinstance(item, SyncSend)
+            self._answer_send(item, True)
 
-    def _answer(self, send: SyncSend, wait: bool) -> None:
-        """What ``SendMessageProcessor`` answers for a completed SYNC_FLUSH send; a SUCCESS
-        as frame bytes from the template."""
-        p = self.p
+    def _answer_waited(self, run: SyncRun) -> None:
+        """A run whose group-commit request completed: answered as ASYNC_FLUSH answers a run
+        while the broker is still an ASYNC_MASTER (no answer waits for a slave); else each as
+        the per-request path answers it."""
+        results = run.results
+        if getattr(self._broker.replication, "role", None) is not BrokerRole.ASYNC_MASTER:
+            for request, one, result in zip(run.requests, run.ready, results, strict=True):
+                _inner, topic, queue_id, uniq, _wait = one
+                self._answer(run.channel, request, result, topic, queue_id, uniq, True)
+            return
+        self.p._after_put(results[-1], True)  # wakes the transfer to slaves
+        self._answer_results(run.channel, run.requests, run.ready, results)
+
+    def _answer_send(self, send: SyncSend, wait: bool) -> None:
         result = send.result
         assert result is not None
         ctx = send.ctx
+        self._answer(ctx.channel, ctx.request, result, send.topic, send.queue_id, send.uniq, wait)
+
+    def _answer(
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        result: PutResult,
+        topic: str,
+        queue_id: int,
+        uniq: str | None,
+        wait: bool,
+    ) -> None:
+        """What ``SendMessageProcessor`` answers for a completed SYNC_FLUSH send; a SUCCESS
+        as frame bytes from the template (a raw request is decoded only for any other
+        answer)."""
+        p = self.p
         replicated = p._after_put(result, wait)
-        if (
-            replicated is None
-            and result.status is _PUT_OK
-            and result.msg_num == 1
-            and not ctx.responded
-        ):
-            p.stats.on_put(send.topic, 1, result.wrote_bytes)
-            ctx.responded = True
-            frame = self._framer()(ctx.request.opaque, result, send.queue_id, send.uniq or "")
-            ctx.channel.send_frames([frame])
+        if replicated is None and result.status is _PUT_OK and result.msg_num == 1:
+            p.stats.on_put(topic, 1, result.wrote_bytes)
+            channel.send_frames([self._framer()(request.opaque, result, queue_id, uniq or "")])
             return
-        ctx.request = as_command(ctx.request)
+        ctx = RequestContext(self.dispatcher, channel, as_command(request))
         if replicated is not None:
-            response = p._answer_replicated(
-                ctx, result, replicated, send.topic, send.queue_id, send.uniq
-            )
+            response = p._answer_replicated(ctx, result, replicated, topic, queue_id, uniq)
         else:
-            response = p.put_response(result, send.topic, send.queue_id, send.uniq)
+            response = p.put_response(result, topic, queue_id, uniq)
         if response is not None:
             ctx.send_response(response)
 
