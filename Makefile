@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml hatch_build.py src/ariane/_speedups.c src/ariane/_speed
 		src/ariane/_speedups_index.h src/ariane/_speedups_put.h src/ariane/_speedups_putlog.h src/ariane/_speedups_storeput.h \
 		src/ariane/_speedups_batchenc.h \
 		src/ariane/_speedups_crc.h src/ariane/_speedups_header.h \
-		src/ariane/_speedups_int64rows.h src/ariane/_speedups_records.h \
+		src/ariane/_speedups_int64rows.h src/ariane/_speedups_cqgroups.h src/ariane/_speedups_records.h \
 		src/ariane/_speedups_client.h src/ariane/_speedups_sendrun.h \
 		src/ariane/_speedups_sendscan.h src/ariane/_speedups_sendraw.h
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +44,7 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/common/test_record.py tests/unit/store/test_put_paths.py \
 	tests/unit/common/test_native_identity.py tests/unit/acl/test_credentials.py \
 	tests/unit/acl/test_signing_key.py tests/unit/acl/test_fast_check.py \
-	tests/unit/common/test_hashing.py \
+	tests/unit/common/test_hashing.py tests/unit/store/test_cq_groups.py \
 	tests/unit/remoting/test_frame_native.py tests/unit/remoting/test_frames_native.py \
 	tests/unit/remoting/test_header_native.py \
 	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py \

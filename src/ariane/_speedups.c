@@ -398,6 +398,7 @@ static PyObject *java_hash_units(PyObject *self, PyObject *arg) {
 #include "_speedups_putlog.h" /* put_log: CommitLog.put_message's locked part */
 #include "_speedups_storeput.h" /* store_put_method: MessageStore.put_message's common put */
 #include "_speedups_int64rows.h" /* int64_rows: the reput's int columns as int64 rows */
+#include "_speedups_cqgroups.h" /* cq_groups: a dispatch batch's ConsumeQueue groups */
 #include "_speedups_batchenc.h" /* encode_entries: a producer's batch body */
 #include "_speedups_header.h" /* header_parse: typed headers from extFields */
 #include "_speedups_client.h" /* send_head, send_result: a single send's frame head, its answer */
@@ -439,6 +440,7 @@ static PyMethodDef methods[] = {
     PUTLOG_METHODS
     STOREPUT_METHODS
     INT64ROWS_METHODS
+    CQGROUPS_METHODS
     BATCHENC_METHODS
     HEADER_METHODS
     CLIENT_METHODS

@@ -284,6 +284,26 @@ class ConsumeQueue:
         self.dirty = True
         self._put_each(phys, sizes, tags, cq_offsets, end)
 
+    def put_run(self, units: bytes, first_phys: int, last_phys: int, first_offset: int) -> bool:
+        """Write ``units`` (the entries of a run: consecutive queue offsets from
+        ``first_offset``, increasing physical offsets ``first_phys``..``last_phys``) at once
+        when none of them is written yet and they land at the end of the current file; False
+        (nothing written) otherwise: the caller then puts them one by one (``put``)."""
+        if first_phys <= self.max_physic_offset:
+            return False
+        mf = self.queue.last
+        if mf is None:
+            return False
+        pos = mf.wrote_position
+        end = pos + len(units)
+        if end > self.file_size or mf.file_from_offset + pos != first_offset * CQ_UNIT_SIZE:
+            return False
+        mf.mm[pos:end] = units
+        mf.wrote_position = end
+        self.max_physic_offset = last_phys
+        self.dirty = True
+        return True
+
     def _put_each(self, phys: I64, sizes: I64, tags: I64, cq_offsets: I64, start: int) -> None:
         for args in zip(
             phys[start:].tolist(), sizes[start:].tolist(), tags[start:].tolist(),

@@ -40,6 +40,7 @@ from ariane.common.sysflag import (
 from ariane.store.commit_log import CommitLog
 from ariane.store.consume_queue import ConsumeQueue
 from ariane.store.dispatch_block import DispatchBlock, Pending
+from ariane.store.dispatch_groups import CqGroup, cq_groups
 from ariane.store.format import DispatchRequest
 from ariane.store.index_file import IndexService
 from ariane.store.service import ServiceThread
@@ -112,10 +113,13 @@ class Dispatcher:
         for key in [k for k in self._cqs if k[0] == topic]:
             del self._cqs[key]
 
-    def dispatch(self, batch: Sequence[DispatchRequest]) -> None:
-        """Build ConsumeQueue entries and index keys for ``batch`` (idempotent)."""
+    def dispatch(self, batch: Sequence[DispatchRequest]) -> list[CqGroup] | None:
+        """Build ConsumeQueue entries and index keys for ``batch`` (idempotent); returns its
+        ConsumeQueue groups as :meth:`dispatch_columns` does."""
         if not batch:
-            return
+            return None
+        if cq_groups is not None:  # the compiled groups: no per-record Python work
+            return self.dispatch_columns(tuple(zip(*batch, strict=True)))
         if len(batch) < VECTOR_MIN:
             self._dispatch_each(batch)
             if self.index is not None:
@@ -126,15 +130,40 @@ class Dispatcher:
             if self.index is not None:
                 self.index.build_index_columns(columns)
         self.last_store_timestamp = batch[-1].store_timestamp_ms
+        return None
 
-    def dispatch_columns(self, columns: tuple[tuple[Any, ...], ...]) -> None:
-        """``dispatch`` for a batch given as its columns (a :class:`DispatchBlock`'s)."""
+    def dispatch_columns(self, columns: tuple[tuple[Any, ...], ...]) -> list[CqGroup] | None:
+        """``dispatch`` for a batch given as its columns (a :class:`DispatchBlock`'s, or
+        ``zip(*requests)``); returns the batch's ConsumeQueue groups when the compiled
+        ``cq_groups`` made them (``store/dispatch_groups.py``), else None."""
         if not columns or not columns[0]:
-            return
-        self._dispatch_columns(columns)
+            return None
+        groups = cq_groups(columns) if cq_groups is not None else None
+        if groups is None:
+            self._dispatch_columns(columns)
+        else:
+            self._dispatch_groups(columns, groups)
         if self.index is not None:
             self.index.build_index_columns(columns)
         self.last_store_timestamp = columns[5][-1]
+        return groups
+
+    def _dispatch_groups(self, columns: tuple[tuple[Any, ...], ...], groups: list[CqGroup]) -> None:
+        """ConsumeQueue entries per group: a run in one write when it lands at its queue's end
+        (``ConsumeQueue.put_run``), else record by record as ``_dispatch_each``."""
+        for topic, queue_id, _n, first_phys, last_phys, first_offset, _row, units, _s in groups:
+            cq = self._queue(topic, queue_id)
+            if units is None or not cq.put_run(units, first_phys, last_phys, first_offset):
+                self._put_group(cq, columns, topic, queue_id)
+
+    @staticmethod
+    def _put_group(
+        cq: ConsumeQueue, columns: tuple[tuple[Any, ...], ...], topic: str, queue_id: int
+    ) -> None:
+        topics, queue_ids, phys, sizes, tags, _ts, offsets, _k, _u, flags = columns[:10]
+        for i, t in enumerate(topics):
+            if t == topic and queue_ids[i] == queue_id and enters_consume_queue(flags[i]):
+                cq.put(phys[i], sizes[i], tags[i], offsets[i])
 
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         key = (topic, queue_id)
@@ -236,6 +265,7 @@ class ReputService(ServiceThread):
         #: round the thread is idle, woken by the next put.
         self.gather_from = 32
         self._failing = False
+        self._groups: list[CqGroup] | None = None
 
     def visibility_limit(self) -> int:
         """Physical offset below which records may be dispatched."""
@@ -280,7 +310,11 @@ class ReputService(ServiceThread):
                     assert singles is not None
                     columns = tuple(zip(*singles, strict=True))
                 assert columns is not None
-                self._notify_columns(columns)
+                groups = self._groups
+                if groups is not None and all(g[8] for g in groups):
+                    self._notify_groups(columns, groups)
+                else:
+                    self._notify_columns(columns)
         if not self.commit_log.pending and self.commit_log.max_offset > self.reput_from_offset:
             self._catch_up_blank()
         return done
@@ -315,14 +349,16 @@ class ReputService(ServiceThread):
         columns: tuple[tuple[Any, ...], ...] | None,
     ) -> str | None:
         """Dispatch ``batch`` (as ``columns`` when given: a block's, or many single requests');
-        on failure put it back and return the error text."""
+        on failure put it back and return the error text. The batch's ConsumeQueue groups
+        (when made) are left in ``_groups`` for the listener calls."""
+        self._groups = None
         try:
             if columns is not None:
-                self.dispatcher.dispatch_columns(columns)
+                self._groups = self.dispatcher.dispatch_columns(columns)
             elif isinstance(batch, DispatchBlock):
                 self.dispatcher.dispatch_columns(batch.columns())
             else:
-                self.dispatcher.dispatch(batch)
+                self._groups = self.dispatcher.dispatch(batch)
         except Exception as exc:
             logger.exception("dispatch of %d records failed", len(batch))
             pending = self.commit_log.pending
@@ -345,6 +381,22 @@ class ReputService(ServiceThread):
     def _notify(self, batch: Sequence[DispatchRequest]) -> None:
         """:meth:`_notify_columns` for single requests."""
         self._notify_columns(tuple(zip(*batch, strict=True)))
+
+    def _notify_groups(self, columns: tuple[tuple[Any, ...], ...], groups: list[CqGroup]) -> None:
+        """:meth:`_notify_columns` when each (topic, queue id) group of the batch has one
+        tags code: one call per group, in order of first appearance, with its last record
+        (its properties when the group is one record), from ``cq_groups``' groups."""
+        listener = self.listener
+        assert listener is not None
+        tags_col, ts_col, offsets, props = columns[4], columns[5], columns[6], columns[10]
+        for topic, queue_id, count, _fp, _lp, _fo, i, _units, _same in groups:
+            try:
+                listener(
+                    topic, queue_id, offsets[i] + 1, tags_col[i], ts_col[i],
+                    props[i] if count == 1 else None,
+                )  # fmt: skip
+            except Exception:
+                logger.exception("arriving listener failed")
 
     def _notify_columns(self, columns: tuple[tuple[Any, ...], ...]) -> None:
         """One listener call per (topic, queue id, tagsCode) group, in order of first

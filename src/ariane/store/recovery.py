@@ -157,7 +157,7 @@ def truncate_tail(commit_log: CommitLog, offset: int) -> None:
 
 def redispatch(
     commit_log: CommitLog,
-    dispatch: Callable[[list[DispatchRequest]], None],
+    dispatch: Callable[[list[DispatchRequest]], object],
     from_offset: int,
     to_offset: int,
     levels_ms: tuple[int, ...],
