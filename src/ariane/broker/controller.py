@@ -404,6 +404,7 @@ class BrokerController:
         self._register_processors()
         self.remoting.add_channel_close_listener(self._on_channel_closed)
         self.topics.on_change = self._topics_changed
+        self.topics.on_created = self._topic_created
         self.hold.start()
         self.pop.polling.start()
         self.pop.notify_polling.start()
@@ -538,6 +539,13 @@ class BrokerController:
     def _topics_changed(self) -> None:
         self.topics.file.persist_soon()
         self.registration.trigger()
+
+    def _topic_created(self, tc: TopicConfig) -> None:
+        """A new topic's ConsumeQueue files made ahead, off the reput thread (issue 18: the
+        first message to each queue does not wait for a file creation and its syncs)."""
+        prepare = getattr(self.store, "prepare_consume_queues", None)
+        if prepare is not None:
+            prepare(tc.topic_name, range(max(tc.read_queue_nums, tc.write_queue_nums)))
 
     def _on_channel_closed(self, channel: Channel) -> None:
         self.hold.on_channel_closed(channel)

@@ -60,6 +60,9 @@ class TopicConfigManager:
         self.file = MetadataFile(path, self.encode)
         #: called after every change (persist + re-register); set by the owner.
         self.on_change: Callable[[], None] = self.file.persist_soon
+        #: called with each topic created or replaced here (the owner prepares its queues'
+        #: ConsumeQueue files ahead); set by the owner.
+        self.on_created: Callable[[TopicConfig], None] = lambda tc: None
         self.system_topics: set[str] = set()
         self._init_system_topics(schedule_queue_nums)
 
@@ -138,6 +141,7 @@ class TopicConfigManager:
         self.table[tc.topic_name] = tc
         logger.info("topic config updated: %s", tc)
         self._changed()
+        self.on_created(tc)
 
     def delete(self, topic: str) -> bool:
         """Remove a topic; returns whether it existed."""
@@ -181,6 +185,7 @@ class TopicConfigManager:
         logger.info("auto-created topic %s from %s for %s: %s", topic, default_topic, remote, tc)
         self.table[topic] = tc
         self._changed()
+        self.on_created(tc)
         return tc
 
     def create_in_send_back(
@@ -194,6 +199,7 @@ class TopicConfigManager:
         logger.info("created topic %s: %s", topic, tc)
         self.table[topic] = tc
         self._changed()
+        self.on_created(tc)
         return tc
 
     def replace_all(self, table: dict[str, TopicConfig], version: DataVersion) -> None:

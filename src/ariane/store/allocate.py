@@ -4,8 +4,10 @@ How it works: a background thread polls the writer's position every few millisec
 calls :meth:`~ariane.store.mapped_file_queue.MappedFileQueue.prepare_ahead` until nothing is
 left to do: it creates (``posix_fallocate``) the next CommitLog file once the writer is past
 half of the current one, and reads the next ``window`` bytes ahead of the writer into the page
-cache, a few MiB at a time with the GIL released. The writer then finds its file ready and
+cache, 1 MiB at a time with the GIL released. The writer then finds its file ready and
 its pages present; if it ever gets ahead, it creates the file itself and takes the faults.
+It also makes the first file of a new topic's ConsumeQueues (``prepare_first_files``), so the
+reput thread does not create and sync them while it dispatches.
 
 A file whose blocks cannot be reserved (``ENOSPC``) is not created: the service reports the
 store full (``on_space(reason)``: puts are refused with that reason, never written into an
@@ -16,7 +18,8 @@ the space back (``on_space(None)``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.service import ServiceThread
@@ -25,8 +28,11 @@ __all__ = ["AllocateMappedFileService"]
 
 #: How far ahead of the writer pages are kept in the page cache.
 WARM_WINDOW_BYTES = 64 << 20
-#: Bytes read per step (one ``preadv``).
-WARM_CHUNK_BYTES = 8 << 20
+#: Bytes read per step (one ``preadv``): on this project's VM a fresh page-cache page costs
+#: ~7 µs of kernel time, so a 1 MiB step is ~2 ms of one CPU; an 8 MiB one (~15 ms) took a
+#: CPU of two from the broker's loop and its clients long enough to show in the latency
+#: tail (issue 18).
+WARM_CHUNK_BYTES = 1 << 20
 #: Idle poll interval.
 POLL_S = 0.02
 #: Retry interval while files cannot be created.
@@ -57,8 +63,26 @@ class AllocateMappedFileService(ServiceThread):
         self.on_space = on_space
         self.failing = False
         self._buf = bytearray(WARM_CHUNK_BYTES)
+        #: queues (a new topic's ConsumeQueues) whose first file this thread creates
+        self._first_files: deque[MappedFileQueue] = deque()
+
+    def prepare_first_files(self, queues: Iterable[MappedFileQueue]) -> None:
+        """Have this thread create the first file of each of ``queues`` that has none (a new
+        topic's ConsumeQueues, ``MessageStore.prepare_consume_queues``), so the reput
+        thread's first write to each finds it made instead of creating and syncing it."""
+        self._first_files.extend(queues)
+        self.wakeup()
+
+    def _make_first_files(self) -> None:
+        while self._first_files:
+            queue = self._first_files.popleft()
+            try:
+                queue.prepare_first()
+            except OSError as exc:  # the writer creates it then, and says why if it fails
+                logger.warning("cannot create %s ahead: %s", queue.store_path, exc)
 
     def run_once(self) -> None:
+        self._make_first_files()
         try:
             did = self.queue.prepare_ahead(self.queue.max_offset, self.window, self._buf)
         except OSError as exc:

@@ -72,6 +72,8 @@ class MappedFileQueue:
         self.populate = populate
         self._next: MappedFile | None = None
         self._next_lock = threading.Lock()
+        #: the directory was made for a file ``prepare_first`` prepared
+        self._made_dir = False
         self._warmed_to = 0
         self.files: list[MappedFile] = []
         self.flushed_where = 0
@@ -225,13 +227,22 @@ class MappedFileQueue:
         self._warmed_to = start + n
         return True
 
-    def _prepare_next(self, last: MappedFile | None, offset: int) -> bool:
+    def prepare_first(self) -> bool:
+        """Create the first file (offset 0) of a queue that has none yet, for the writer's
+        first roll to take (``get_last_mapped_file``), from a background thread: a new
+        ConsumeQueue's first write then finds its file made (issue 18: the creation's two
+        syncs are not on the reput thread). True when it created the file."""
+        return self.last is None and self._prepare_next(None, 0, first=True)
+
+    def _prepare_next(self, last: MappedFile | None, offset: int, first: bool = False) -> bool:
         with self._next_lock:
             if self._next is not None or self.last is not last:
                 return False
             path = os.path.join(self.store_path, file_name(offset))
             if self.disk.exists(path):
                 return False
+            if first and not self.disk.isdir(self.store_path):
+                self._made_dir = True  # for the prepared file: removed with it if unused
             self.disk.makedirs(self.store_path)
             self._next = MappedFile(path, self.mapped_file_size, disk=self.disk)
             return True
@@ -242,11 +253,19 @@ class MappedFileQueue:
         return self._next is not None
 
     def drop_preallocated(self) -> None:
-        """Delete a pre-allocated file that was never used (at shutdown)."""
+        """Delete a pre-allocated file that was never used (at shutdown), and the directory
+        when it was made for that file (a new topic's queue that never got a message leaves
+        nothing behind)."""
         with self._next_lock:
             mf, self._next = self._next, None
         if mf is not None:
             mf.destroy()
+            if self._made_dir and not self.files:
+                try:
+                    self.disk.rmdir(self.store_path)
+                    self.disk.sync_dir(os.path.dirname(self.store_path) or ".")
+                except OSError:
+                    pass
 
     def find_mapped_file_by_offset(
         self, offset: int, return_first_on_not_found: bool = False
@@ -353,7 +372,9 @@ class MappedFileQueue:
             mf.close()
 
     def destroy(self) -> None:
-        """Delete every file and the directory if it becomes empty."""
+        """Delete every file (and an unused pre-allocated one) and the directory if it
+        becomes empty."""
+        self.drop_preallocated()
         files, self.files = self.files, []
         for mf in files:
             mf.destroy()

@@ -18,9 +18,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from functools import partial
+from itertools import islice
 from types import TracebackType
 
 from ariane.common.clock import Clock, SystemClock
@@ -63,6 +64,8 @@ logger = logging.getLogger(__name__)
 
 #: Prepared messages written per hold of the put lock (others may put in between).
 _PREPARED_CHUNK = 256
+#: a new topic's queues whose first ConsumeQueue file is made ahead (the others on demand)
+PREPARE_QUEUES_MAX = 64
 #: Packed records written per hold of the put lock (about a microsecond each).
 _BLOCK_CHUNK = 2048
 
@@ -381,6 +384,22 @@ class MessageStore(StoreReads, StoreMaintenance):
                 )  # fmt: skip
                 queues[queue_id] = cq
             return cq
+
+    def prepare_consume_queues(self, topic: str, queue_ids: Iterable[int]) -> None:
+        """Have the first file of each of these ConsumeQueues created ahead, in the
+        background (a topic was created: its queues' first dispatches then find their files
+        made, not creating and syncing them on the reput thread); at most
+        :data:`PREPARE_QUEUES_MAX` queues, those that have no file yet."""
+        allocator = self.allocator
+        if allocator is None or not self._running:
+            return
+        queues = []
+        for queue_id in islice(queue_ids, PREPARE_QUEUES_MAX):
+            cq = self.find_consume_queue(topic, queue_id)
+            if cq.queue.last is None and not cq.queue.next_ready:
+                queues.append(cq.queue)
+        if queues:
+            allocator.prepare_first_files(queues)
 
     def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         """The ConsumeQueue of (topic, queue id) if it exists."""

@@ -1,0 +1,106 @@
+"""A new topic's ConsumeQueue files made ahead (issue 18: a latency run's first message to
+each queue of a new topic waited on the reput thread while it created the queue's first file
+with its two syncs): ``MappedFileQueue.prepare_first``, the allocation thread's
+``prepare_first_files``, ``MessageStore.prepare_consume_queues`` and the topic manager's
+``on_created`` hook."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ariane.broker.config import BrokerConfig
+from ariane.broker.topic_config import TopicConfigManager
+from ariane.common.clock import ManualClock
+from ariane.remoting.protocol.bodies import TopicConfig
+from ariane.store.allocate import AllocateMappedFileService
+from ariane.store.mapped_file_queue import MappedFileQueue
+from ariane.store.message_store import PREPARE_QUEUES_MAX
+from tests.unit.store.helpers import msg, open_store
+
+SIZE = 5 * 20
+
+
+def test_prepare_first_makes_the_file_the_writer_takes(tmp_path: Path) -> None:
+    queue = MappedFileQueue(str(tmp_path / "q"), SIZE)
+    assert queue.prepare_first()
+    prepared = queue._next
+    assert prepared is not None
+    assert prepared.file_from_offset == 0
+    assert os.listdir(tmp_path / "q") == ["00000000000000000000"]
+    assert not queue.prepare_first()  # one is waiting already
+    assert queue.get_last_mapped_file(0) is prepared
+    assert not queue.prepare_first()  # the queue has a file
+    assert queue._next is None
+    queue.shutdown()
+
+
+def test_an_unused_prepared_file_goes_with_the_queue(tmp_path: Path) -> None:
+    queue = MappedFileQueue(str(tmp_path / "q"), SIZE)
+    assert queue.prepare_first()
+    queue.destroy()
+    assert not (tmp_path / "q").exists()
+
+
+class _Allocator(AllocateMappedFileService):
+    """Records its waits instead of waiting."""
+
+    def wait(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+class _Failing(MappedFileQueue):
+    def prepare_first(self) -> bool:
+        raise OSError(28, "No space left on device")
+
+
+def test_the_allocation_thread_makes_the_first_files(tmp_path: Path) -> None:
+    log = MappedFileQueue(str(tmp_path / "commitlog"), 4096)
+    allocator = _Allocator(log)
+    allocator.waits = []  # type: ignore[attr-defined]
+    queues = [
+        MappedFileQueue(str(tmp_path / "a"), SIZE),
+        _Failing(str(tmp_path / "b"), SIZE),  # logged; the others still made
+        MappedFileQueue(str(tmp_path / "c"), SIZE),
+    ]
+    allocator.prepare_first_files(queues)
+    allocator.run_once()
+    assert queues[0].next_ready
+    assert not queues[1].next_ready
+    assert queues[2].next_ready
+    assert not allocator._first_files
+    for q in (log, *queues):
+        q.shutdown()
+    assert not (tmp_path / "a").exists()  # unused: the file and the directory made for it
+
+
+def test_a_store_prepares_a_topics_queues_and_dispatch_uses_them(tmp_path: Path) -> None:
+    with open_store(tmp_path, mapped_file_size_consume_queue=SIZE) as store:
+        store.prepare_consume_queues("T", range(3))
+        cqs = [store.find_consume_queue("T", q) for q in range(3)]
+        deadline = time.monotonic() + 10
+        while not all(cq.queue.next_ready for cq in cqs) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        prepared = [cq.queue._next for cq in cqs]
+        assert all(mf is not None for mf in prepared)
+        assert store.put_message(msg("T", 1)).ok
+        assert store.wait_dispatched()
+        assert cqs[1].queue.files == [prepared[1]]  # the prepared file, not a second one
+        assert cqs[1].max_offset_in_queue == 1
+        store.prepare_consume_queues("T", range(3))  # nothing left to prepare
+        assert not store.allocator._first_files  # type: ignore[union-attr]
+        store.prepare_consume_queues("U", range(PREPARE_QUEUES_MAX + 5))
+        assert set(store.consume_queue_table["U"]) == set(range(PREPARE_QUEUES_MAX))
+
+
+def test_created_topics_are_reported(tmp_path: Path) -> None:
+    t = TopicConfigManager(BrokerConfig(), str(tmp_path / "topics.json"), ManualClock(0))
+    created: list[str] = []
+    t.on_created = lambda tc: created.append(tc.topic_name)
+    tc = t.create_in_send("New", "TBW102", "client", 4, 0)
+    assert tc is not None
+    assert t.create_in_send("New", "TBW102", "client", 4, 0) is tc  # exists: not again
+    t.create_in_send_back("%RETRY%G", 1, 6)
+    t.put(TopicConfig("Admin", 2, 2, 6))
+    assert created == ["New", "%RETRY%G", "Admin"]
