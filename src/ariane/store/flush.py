@@ -49,6 +49,12 @@ MAX_GATHER = 1024
 #: Fewest requests a round must have completed for the next one to gather.
 GATHER_FROM = 8
 
+#: How long an idle group commit sleeps (no request, nothing written and unflushed). Every
+#: writer wakes it: a waiting put by ``put_request``, any other write (``WAIT=false``, a batch
+#: that does not wait, a replica's append) by ``wakeup``. RocketMQ's service polls every
+#: 10 ms; an idle broker then spent more CPU here than in all its other threads together.
+IDLE_WAIT_S = 0.5
+
 
 def _flush_commit_log_fully(commit_log: CommitLog, checkpoint: StoreCheckpoint) -> None:
     for _ in range(len(commit_log.queue.files) + 2):
@@ -209,6 +215,7 @@ class GroupCommitService(ServiceThread):
         self.relay: deque[SyncWaiter] = deque()
         self._complete_lock = threading.Lock()
         self._reaper: threading.Thread | None = None
+        self._reaper_stop = threading.Event()
 
     def put_request(self, next_offset: int, future: Completion, result: PutResult) -> None:
         """Complete ``future`` with ``result`` once the log is durable up to ``next_offset``."""
@@ -220,22 +227,37 @@ class GroupCommitService(ServiceThread):
                 self._cond.notify()
 
     def start(self) -> None:
+        self._reaper_stop.clear()
         super().start()
         self._reaper = threading.Thread(target=self._reap, name="GroupCommitReaper", daemon=True)
         self._reaper.start()
 
     def stop(self, join_timeout_s: float = 30.0) -> None:
         with self._cond:
+            self._stopped = True  # under the lock: run_once reads it there before it waits
             self._cond.notify()
+        self._reaper_stop.set()
         super().stop(join_timeout_s)
         if self._reaper is not None:
             self._reaper.join(join_timeout_s)
+
+    def wakeup(self) -> None:
+        """Flush now: data was written without a request (``WAIT=false``, a batch that does
+        not wait, a replica's append)."""
+        with self._cond:
+            self._cond.notify()
+
+    def _unflushed(self) -> bool:
+        log = self.commit_log
+        return log.max_offset > log.flushed_where
 
     def run_once(self) -> None:
         with self._cond:
             if not self._inflight and not self.stopped:
                 if not self._write:
-                    self._cond.wait(0.01)
+                    # written and unflushed without a request: its writer's wake-up may have
+                    # come while a round ran, so flush it soon (RocketMQ's 10 ms poll)
+                    self._cond.wait(0.01 if self._unflushed() else IDLE_WAIT_S)
                 if self._write and self._expect >= GATHER_FROM and len(self._write) < self._expect:
                     # Gather: the writers the last round released usually put again at
                     # once; one fsync for all of them beats one per half of them. Not
@@ -244,6 +266,8 @@ class GroupCommitService(ServiceThread):
                     self._cond.wait(GATHER_S)
             batch = self._write
             self._write = []
+        if not batch and not self._inflight and not self._unflushed():
+            return  # idle: nothing to flush or complete
         self._inflight.extend(batch)
         self._expect = min(self._do_commit(), MAX_GATHER)
 
@@ -284,11 +308,16 @@ class GroupCommitService(ServiceThread):
         return len(requests) - len(keep)
 
     def _reap(self) -> None:
-        while not self.stopped:
-            time.sleep(0.05)
+        # 50 ms steps while requests wait; longer ones when none does, still short enough
+        # (half the timeout at most) that a request put meanwhile is watched in 50 ms steps
+        # well before its deadline
+        idle_s = min(IDLE_WAIT_S, self.timeout_s / 2)
+        pause = 0.05
+        while not self._reaper_stop.wait(pause):
             now = time.monotonic()
             with self._cond:
                 waiting = list(self._write)
+            pause = 0.05 if waiting or self._inflight else max(0.05, idle_s)
             with self._complete_lock:
                 for req in [*self._inflight, *waiting]:
                     if now > req.deadline and not req.future.done():

@@ -7,7 +7,7 @@ import pytest
 
 from ariane.common.properties import WAIT_STORE_MSG_OK
 from ariane.store.config import FlushDiskType
-from ariane.store.flush import GATHER_FROM, GATHER_S, GroupCommitService, _Request
+from ariane.store.flush import GATHER_FROM, GATHER_S, IDLE_WAIT_S, GroupCommitService, _Request
 from ariane.store.inner import BatchItem, MessageBatchInner
 from ariane.store.results import GetStatus, PutResult, PutStatus
 
@@ -241,3 +241,78 @@ def test_group_commit_gathers_only_after_a_big_round() -> None:
     assert _gather_waits(2, 1) == []  # light load: no gather wait
     assert _gather_waits(GATHER_FROM, 1) == [GATHER_S]  # many writers: gather them
     assert _gather_waits(GATHER_FROM, GATHER_FROM) == []  # all back already
+
+
+class _Log:
+    """The two positions the group commit reads to tell idle from unflushed."""
+
+    def __init__(self, written: int, flushed: int) -> None:
+        self.max_offset = written
+        self.flushed_where = flushed
+
+
+def _idle_round(written: int, flushed: int, *, stopped: bool = False) -> tuple[list[float], int]:
+    """One round of a group commit with no request queued: its waits and how many commits
+    it ran (no thread, no fsync)."""
+    commits: list[int] = []
+
+    class _Round(GroupCommitService):
+        def _do_commit(self) -> int:
+            commits.append(1)
+            return 0
+
+    gc = _Round(_Log(written, flushed), None, timeout_ms=5000, on_flushed=lambda: None)  # type: ignore[arg-type]
+    cond = _RecordingCond()
+    gc._cond = cond  # type: ignore[assignment]
+    if stopped:
+        gc.stop()
+    gc.run_once()
+    return cond.waits, len(commits)
+
+
+def test_an_idle_group_commit_sleeps_long_and_commits_nothing() -> None:
+    """Nothing written and unflushed, no request: one long wait (every writer wakes it) and no
+    commit round; RocketMQ's 10 ms poll made an idle SYNC_FLUSH broker's busiest thread."""
+    assert _idle_round(4096, 4096) == ([IDLE_WAIT_S], 0)
+
+
+def test_unflushed_data_without_a_request_is_flushed_within_10_ms() -> None:
+    """Data written without a request (WAIT=false, a replica's append) whose wake-up may have
+    come while a round ran: the short wait, then a commit round that flushes it."""
+    assert _idle_round(8192, 4096) == ([0.01], 1)
+
+
+def test_a_stopped_group_commit_does_not_wait() -> None:
+    """``stop`` sets the flag under the condition's lock, so a round that starts after it
+    never begins the long idle wait."""
+    assert _idle_round(4096, 4096, stopped=True) == ([], 0)
+
+
+def test_wakeup_notifies_the_waiting_round() -> None:
+    """A write without a request wakes the round's condition (the base class's event is not
+    what the group commit waits on)."""
+    notified: list[int] = []
+
+    class _Cond(_RecordingCond):
+        def notify(self) -> None:
+            notified.append(1)
+
+    gc = GroupCommitService(_Log(0, 0), None, timeout_ms=5000, on_flushed=lambda: None)  # type: ignore[arg-type]
+    gc._cond = _Cond()  # type: ignore[assignment]
+    gc.wakeup()
+    assert notified == [1]
+
+
+def test_wait_false_put_is_flushed_by_an_idle_group_commit(tmp_path: Path) -> None:
+    """End to end on a real store: a WAIT=false put answers at once and its data reaches the
+    disk without any waiting put behind it (the wake-up cuts the idle wait short)."""
+    with open_store(tmp_path, **SYNC) as store:
+        flushed = threading.Event()
+        gc = store.group_commit
+        assert gc is not None
+        gc.on_flushed = flushed.set
+        fut = store.submit_message(msg(**{WAIT_STORE_MSG_OK: "false"}))
+        result = fut.result()
+        assert result.ok
+        assert flushed.wait(30)
+        assert store.commit_log.flushed_where >= result.wrote_offset + result.wrote_bytes
