@@ -65,6 +65,8 @@ class AllocateMappedFileService(ServiceThread):
         self._buf = bytearray(WARM_CHUNK_BYTES)
         #: queues (a new topic's ConsumeQueues) whose first file this thread creates
         self._first_files: deque[MappedFileQueue] = deque()
+        #: the queue whose first file this thread is making now
+        self._making: MappedFileQueue | None = None
 
     def prepare_first_files(self, queues: Iterable[MappedFileQueue]) -> None:
         """Have this thread create the first file of each of ``queues`` that has none (a new
@@ -73,13 +75,20 @@ class AllocateMappedFileService(ServiceThread):
         self._first_files.extend(queues)
         self.wakeup()
 
+    def is_waiting(self, queue: MappedFileQueue) -> bool:
+        """``queue``'s first file is asked for and not made yet (or being made)."""
+        return queue is self._making or queue in self._first_files
+
     def _make_first_files(self) -> None:
         while self._first_files:
-            queue = self._first_files.popleft()
+            queue = self._making = self._first_files[0]
+            self._first_files.popleft()
             try:
                 queue.prepare_first()
             except OSError as exc:  # the writer creates it then, and says why if it fails
                 logger.warning("cannot create %s ahead: %s", queue.store_path, exc)
+            finally:
+                self._making = None
 
     def run_once(self) -> None:
         self._make_first_files()

@@ -49,6 +49,7 @@ from ariane.store.index_file import IndexService
 from ariane.store.inner import MessageBatchInner, MessageInner
 from ariane.store.loader import load_store
 from ariane.store.maintenance import StoreMaintenance
+from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.put_direct import Direct, direct_put
 from ariane.store.put_direct import method as _direct_method
 from ariane.store.reads import ReadLimits, StoreReads
@@ -66,6 +67,12 @@ logger = logging.getLogger(__name__)
 _PREPARED_CHUNK = 256
 #: a new topic's queues whose first ConsumeQueue file is made ahead (the others on demand)
 PREPARE_QUEUES_MAX = 64
+#: Most first files made ahead and not taken yet, over all topics. Each holds its size of
+#: reserved disk (``mappedFileSizeConsumeQueue``, 6 MB by default), a mapping and an open
+#: descriptor until a message reaches its queue; a broker where many topics are created and
+#: few get messages (1,000 topics x 8 queues) would otherwise hold tens of GB and thousands
+#: of descriptors. Past it, queues get their first file on their first dispatch, as in RocketMQ.
+PREPARED_FIRST_MAX = 64
 #: Packed records written per hold of the put lock (about a microsecond each).
 _BLOCK_CHUNK = 2048
 
@@ -140,6 +147,8 @@ class MessageStore(StoreReads, StoreMaintenance):
         self.flush_consume_queue: FlushConsumeQueueService | None = None
         self.cleaner: CleanService | None = None
         self.allocator: AllocateMappedFileService | None = None
+        #: the queues whose first file was asked for ahead and is not taken yet
+        self._prepared_first: list[MappedFileQueue] = []
         #: replication (a slave's store): replicated appends, and puts refused while on
         self.replica_writer = ReplicaWriter(self.commit_log, config.delay_levels_ms)
         self._replica_mode = False
@@ -389,15 +398,23 @@ class MessageStore(StoreReads, StoreMaintenance):
         """Have the first file of each of these ConsumeQueues created ahead, in the
         background (a topic was created: its queues' first dispatches then find their files
         made, not creating and syncing them on the reput thread); at most
-        :data:`PREPARE_QUEUES_MAX` queues, those that have no file yet."""
+        :data:`PREPARE_QUEUES_MAX` queues, those that have no file yet, while fewer than
+        :data:`PREPARED_FIRST_MAX` made ahead wait for their first message."""
         allocator = self.allocator
         if allocator is None or not self._running:
             return
+        waiting = [
+            q
+            for q in self._prepared_first
+            if q.last is None and (q.next_ready or allocator.is_waiting(q))
+        ]
+        room = min(PREPARE_QUEUES_MAX, PREPARED_FIRST_MAX - len(waiting))
         queues = []
-        for queue_id in islice(queue_ids, PREPARE_QUEUES_MAX):
+        for queue_id in islice(queue_ids, max(0, room)):
             cq = self.find_consume_queue(topic, queue_id)
             if cq.queue.last is None and not cq.queue.next_ready:
                 queues.append(cq.queue)
+        self._prepared_first = waiting + queues
         if queues:
             allocator.prepare_first_files(queues)
 

@@ -10,13 +10,16 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from ariane.broker.config import BrokerConfig
 from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import ManualClock
 from ariane.remoting.protocol.bodies import TopicConfig
+from ariane.store import message_store as message_store_module
 from ariane.store.allocate import AllocateMappedFileService
 from ariane.store.mapped_file_queue import MappedFileQueue
-from ariane.store.message_store import PREPARE_QUEUES_MAX
+from ariane.store.message_store import PREPARE_QUEUES_MAX, PREPARED_FIRST_MAX, MessageStore
 from tests.unit.store.helpers import msg, open_store
 
 SIZE = 5 * 20
@@ -91,7 +94,9 @@ def test_a_store_prepares_a_topics_queues_and_dispatch_uses_them(tmp_path: Path)
         store.prepare_consume_queues("T", range(3))  # nothing left to prepare
         assert not store.allocator._first_files  # type: ignore[union-attr]
         store.prepare_consume_queues("U", range(PREPARE_QUEUES_MAX + 5))
-        assert set(store.consume_queue_table["U"]) == set(range(PREPARE_QUEUES_MAX))
+        # T's queues 0 and 2 still hold files made ahead: U gets what is left of the cap
+        assert PREPARED_FIRST_MAX <= PREPARE_QUEUES_MAX
+        assert set(store.consume_queue_table["U"]) == set(range(PREPARED_FIRST_MAX - 2))
 
 
 def test_created_topics_are_reported(tmp_path: Path) -> None:
@@ -104,3 +109,39 @@ def test_created_topics_are_reported(tmp_path: Path) -> None:
     t.create_in_send_back("%RETRY%G", 1, 6)
     t.put(TopicConfig("Admin", 2, 2, 6))
     assert created == ["New", "%RETRY%G", "Admin"]
+
+
+def test_files_made_ahead_are_capped_over_all_topics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Topics created and never sent to hold at most ``PREPARED_FIRST_MAX`` first files made
+    ahead (each is reserved disk, a mapping and a descriptor); a queue whose file was taken by
+    its first message frees its place, and past the cap queues get their files on demand."""
+    monkeypatch.setattr(message_store_module, "PREPARED_FIRST_MAX", 6)
+    with open_store(tmp_path, mapped_file_size_consume_queue=SIZE) as store:
+        for i in range(5):
+            store.prepare_consume_queues(f"T{i}", range(4))
+        assert _made_ahead(store) == {"T0": [0, 1, 2, 3], "T1": [0, 1]}
+        assert store.put_message(msg("T0", 2)).ok  # takes T0/2's file
+        assert store.wait_dispatched()
+        store.prepare_consume_queues("T9", range(4))
+        assert _made_ahead(store) == {"T0": [0, 1, 3], "T1": [0, 1], "T9": [0]}
+        assert store.put_message(msg("T4", 3)).ok  # past the cap: made on demand
+        assert store.wait_dispatched()
+        assert store.find_consume_queue("T4", 3).max_offset_in_queue == 1
+
+
+def _made_ahead(store: MessageStore) -> dict[str, list[int]]:
+    """Every queue whose first file was made ahead and not taken, once the allocation
+    thread has made all it was asked for."""
+    allocator = store.allocator
+    assert allocator is not None
+    deadline = time.monotonic() + 10
+    while (allocator._first_files or allocator._making) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    out: dict[str, list[int]] = {}
+    for topic, queues in sorted(store.consume_queue_table.items()):
+        ready = sorted(q for q, cq in queues.items() if cq.queue.next_ready)
+        if ready:
+            out[topic] = ready
+    return out
