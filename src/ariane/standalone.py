@@ -271,6 +271,12 @@ def _broker_args(
         )
     if proxy_port is not None:
         args += ["-o", f"grpcServerPort={proxy_port}"]
+    # the HA port: RocketMQ's default is listenPort + 1, which may be any other process's port
+    # when the broker port was picked free (the peer harness's ariane target failed to start
+    # so); a standalone has no slave, so it binds a free one (registered with the NameServer,
+    # where a slave added later finds it); haListenPort in --broker-conf wins
+    if "haListenPort" not in conf:
+        args += ["-o", "haListenPort=0"]
     if broker_conf is not None:
         args += ["-c", broker_conf]
     if broker_port is not None:

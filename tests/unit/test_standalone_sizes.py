@@ -49,3 +49,16 @@ def test_grpc_default_port_taken_falls_back_to_a_free_one(
         assert props["grpcServerPort"] == "0"
     props = _overrides(_broker_args("127.0.0.1:9876", tmp_path, 10911, None, None, [], None))
     assert props["grpcServerPort"] == str(port)  # free again: the default is kept
+
+
+def test_the_ha_port_is_a_free_one_unless_the_conf_sets_it(tmp_path: Path) -> None:
+    """The broker's HA port would default to its port + 1, which another process may hold when
+    the broker port was picked free (the peer harness could not start a standalone so): a
+    standalone binds a free HA port instead, and a broker.conf's haListenPort is kept."""
+    props = _overrides(_broker_args("127.0.0.1:9876", tmp_path, 10911, None, None, [], None))
+    assert props["haListenPort"] == "0"
+    assert load_properties(props).broker.effective_ha_listen_port == 0
+    conf = tmp_path / "broker.conf"
+    conf.write_text("haListenPort=10912\n")
+    props = _overrides(_broker_args("127.0.0.1:9876", tmp_path, 10911, str(conf), None, [], None))
+    assert "haListenPort" not in props
