@@ -32,7 +32,13 @@ from ariane.store.config import FlushDiskType
 from tests.support.transport import RecordingTransport
 from tests.unit.broker.harness import Broker, run
 from tests.unit.broker.test_send_run import _commit_log, _frames
-from tests.unit.broker.test_send_run_native import _broker, _prepare_all, _request, _requests
+from tests.unit.broker.test_send_run_native import (
+    _broker,
+    _counting_ctx,
+    _prepare_all,
+    _request,
+    _requests,
+)
 
 
 def _reshaped(frame: bytes, old: bytes, new: bytes) -> bytes:
@@ -96,15 +102,8 @@ def test_raw_frames_give_the_references_ready_sends(tmp_path: Path, compiled_raw
         raw_count = sum(1 for r in raws if type(r) is rawsend.RawSend)
         assert raw_count == len(raws) - 2  # all but the one-way and the ROCKETMQ-serialised
         born = HostPort(b"\x0a\x00\x00\x07", 40123)
-        ctx = list(run_proc._prepare_ctx(born))
-        reference_prepare, calls = ctx[1], []
-
-        def counting(request: Any) -> Any:
-            calls.append(request)
-            return reference_prepare(request)
-
-        ctx[1] = counting
-        compiled = _prepare_all(send_run.prepare_run, tuple(ctx), raws)
+        ctx, calls = _counting_ctx(run_proc, born)
+        compiled = _prepare_all(send_run.prepare_run, ctx, raws)
         reference = _prepare_all(send_run.prepare_run_py, run_proc._prepare_ctx(born), commands)
         assert compiled == reference
         # to the reference: the three topics' first sends, the lenient numbers (two), a header

@@ -145,6 +145,20 @@ def _prepare_all(fn: Any, ctx: tuple[Any, ...], requests: list[RemotingCommand])
     return stops
 
 
+def _counting_ctx(run_proc: Any, born: HostPort) -> tuple[tuple[Any, ...], list[Any]]:
+    """``run_proc``'s prepare context for ``born`` with its reference prepare (slot 1) wrapped
+    to record every request handed to it; returns the context and that record."""
+    ctx = list(run_proc._prepare_ctx(born))
+    reference_prepare, calls = ctx[1], []
+
+    def counting(request: Any) -> Any:
+        calls.append(request)
+        return reference_prepare(request)
+
+    ctx[1] = counting
+    return tuple(ctx), calls
+
+
 async def _broker(root: Path) -> Broker:
     b = await Broker(root).start()
     for name, filter_type in TOPICS:
@@ -159,15 +173,8 @@ def test_prepare_run_gives_the_references_ready_sends(tmp_path: Path) -> None:
         assert run_proc is not None
         requests = _requests(b)
         born = HostPort(b"\x0a\x00\x00\x07", 40123)
-        ctx = list(run_proc._prepare_ctx(born))
-        reference_prepare, calls = ctx[1], []
-
-        def counting(request: RemotingCommand) -> Any:
-            calls.append(request)
-            return reference_prepare(request)
-
-        ctx[1] = counting
-        compiled = _prepare_all(send_run.prepare_run, tuple(ctx), requests)
+        ctx, calls = _counting_ctx(run_proc, born)
+        compiled = _prepare_all(send_run.prepare_run, ctx, requests)
         reference = _prepare_all(send_run.prepare_run_py, run_proc._prepare_ctx(born), requests)
         assert compiled == reference
         if send_run.prepare_run is not send_run.prepare_run_py:
@@ -191,16 +198,9 @@ def test_plain_requests_make_no_python_call(tmp_path: Path) -> None:
         run_proc = b.c.send_processor.run
         assert run_proc is not None
         requests = [_request(b, "TA", {"UNIQ_KEY": f"U{i}", "TAGS": "t"}) for i in range(50)]
-        ctx = list(run_proc._prepare_ctx(HostPort(b"\x7f\x00\x00\x01", 1)))
-        reference, calls = ctx[1], []
-
-        def counting(request: RemotingCommand) -> Any:
-            calls.append(request)
-            return reference(request)
-
-        ctx[1] = counting
+        ctx, calls = _counting_ctx(run_proc, HostPort(b"\x7f\x00\x00\x01", 1))
         out: list[Any] = []
-        assert send_run.prepare_run(tuple(ctx), requests, 0, out) == 50
+        assert send_run.prepare_run(ctx, requests, 0, out) == 50
         assert len(out) == 50
         assert len(calls) == (50 if send_run.prepare_run is send_run.prepare_run_py else 1)
         await b.stop()
