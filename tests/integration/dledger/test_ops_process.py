@@ -62,8 +62,9 @@ def test_cluster_list_and_transfer_leadership(tmp_path: Path) -> None:
         by_addr = {b["addr"]: b["dLegerSelfId"] for b in doc["brokers"]}
         target = next(by_addr[str(r["addr"])] for r in rows if r.get("raftRole") == "FOLLOWER")
         moved = mqadmin(
-            "transferLeadership", "-n", namesrv, "-g", "broker-a", "-t", str(target), "--json"
-        )
+            "transferLeadership", "-n", namesrv, "-g", "broker-a", "-t", str(target), "--json",
+            "-w", "60",  # the tool's 10 s default ran out once in a loaded CI: bounds a hang
+        )  # fmt: skip
         assert moved.returncode == 0, moved.stdout + moved.stderr
         result = json.loads(moved.stdout)
         assert result["dLegerSelfId"] == target
