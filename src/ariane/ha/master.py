@@ -299,6 +299,8 @@ class HAMaster:
         self._expiry: asyncio.TimerHandle | None = None
         self._notified = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: set while a slave is connected (the housekeeping loop sleeps without one)
+        self._has_slaves = asyncio.Event()
         self.port = 0
         #: SYNC_MASTER outcomes: answered after slaves acknowledged, timed out, no slave,
         #: refused before the put (fewer than ``minInSyncReplicas`` in sync; counted by the broker)
@@ -349,6 +351,7 @@ class HAMaster:
             conn.abort()
             return
         self.connections.append(conn)
+        self._has_slaves.set()
 
     def _remove(self, conn: SlaveConnection) -> None:
         if conn in self.connections:
@@ -381,6 +384,9 @@ class HAMaster:
         next_poll = 0.0
         poll_s = self.config.idle_poll_ms / 1000
         while True:
+            if not self.connections:  # nothing to tick or pump until a slave connects
+                self._has_slaves.clear()
+                await self._has_slaves.wait()
             await asyncio.sleep(min(_TICK_S, poll_s))
             now_ms = _now_ms()
             try:

@@ -291,3 +291,27 @@ async def test_master_closes_a_connection_that_sends_junk(tmp_path: Path) -> Non
     finally:
         await master.stop()
         store.shutdown()
+
+
+@aio
+async def test_master_housekeeping_sleeps_without_slaves_and_closes_a_silent_one(
+    tmp_path: Path,
+) -> None:
+    """The housekeeping loop waits for a first slave instead of ticking for none; once one
+    connects it runs again: a connection that never sends is closed after the interval."""
+    store = store_at(tmp_path / "m")
+    config = HAConfig(heartbeat_interval_ms=50, housekeeping_interval_ms=300, idle_poll_ms=20)
+    master = HAMaster(store, config)
+    port = await master.start("127.0.0.1", 0)
+    try:
+        await asyncio.sleep(0.05)
+        assert not master._has_slaves.is_set()  # asleep: no slave
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        await until(lambda: len(master.connections) == 1)
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # closed for its silence
+        await until(lambda: not master.connections)
+        writer.close()
+        await writer.wait_closed()
+    finally:
+        await master.stop()
+        store.shutdown()

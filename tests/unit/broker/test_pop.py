@@ -632,3 +632,32 @@ def test_ack_of_a_checkpoint_about_to_be_written_is_recorded_after_it(tmp_path: 
         await b.stop()
 
     run(main())
+
+
+def test_the_buffer_says_when_it_gets_work_and_when_it_has_none(tmp_path: Path) -> None:
+    """The broker's periodic pass over held checkpoints sleeps while the buffer is idle and
+    starts again when ``on_work`` is called."""
+
+    async def main() -> None:
+        b = await start(tmp_path)
+        buffer = b.c.pop.buffer
+        woken: list[int] = []
+        buffer.on_work = lambda: woken.append(buffer.held)
+        assert buffer.idle
+        await fill(b, [b"a", b"b"])
+        msgs = popped(await pop(b, invisible=30_000))
+        assert (woken, buffer.idle) == ([1], False)
+        await fill(b, [b"c"])
+        assert len(popped(await pop(b, invisible=30_000))) == 1  # busy already: no new call
+        assert woken == [1]
+        for m in msgs:
+            assert (await ack(b, m)).code == ResponseCode.SUCCESS
+        assert not buffer.idle  # "c" is still held
+        b.clock.advance(60_000)
+        assert buffer.scan() == 1  # "c"'s checkpoint written
+        b.c.store.wait_dispatched()
+        buffer.scan()  # its write stored: committed
+        assert buffer.idle
+        await b.stop()
+
+    run(main())

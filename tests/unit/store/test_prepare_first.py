@@ -17,7 +17,7 @@ from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import ManualClock
 from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.store import message_store as message_store_module
-from ariane.store.allocate import AllocateMappedFileService
+from ariane.store.allocate import IDLE_POLL_MAX_S, POLL_S, AllocateMappedFileService
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.message_store import PREPARE_QUEUES_MAX, PREPARED_FIRST_MAX, MessageStore
 from tests.unit.store.helpers import msg, open_store
@@ -49,6 +49,8 @@ def test_an_unused_prepared_file_goes_with_the_queue(tmp_path: Path) -> None:
 class _Allocator(AllocateMappedFileService):
     """Records its waits instead of waiting."""
 
+    waits: list[float]
+
     def wait(self, seconds: float) -> None:
         self.waits.append(seconds)
 
@@ -61,7 +63,7 @@ class _Failing(MappedFileQueue):
 def test_the_allocation_thread_makes_the_first_files(tmp_path: Path) -> None:
     log = MappedFileQueue(str(tmp_path / "commitlog"), 4096)
     allocator = _Allocator(log)
-    allocator.waits = []  # type: ignore[attr-defined]
+    allocator.waits = []
     queues = [
         MappedFileQueue(str(tmp_path / "a"), SIZE),
         _Failing(str(tmp_path / "b"), SIZE),  # logged; the others still made
@@ -145,3 +147,30 @@ def _made_ahead(store: MessageStore) -> dict[str, list[int]]:
         if ready:
             out[topic] = ready
     return out
+
+
+class _StillQueue:
+    """A CommitLog file queue with nothing to prepare; its writer is at ``max_offset``."""
+
+    mapped_file_size = 1 << 20
+    next_ready = True
+    last = None
+
+    def __init__(self) -> None:
+        self.max_offset = 0
+
+    def prepare_ahead(self, offset: int, window: int, buf: bytearray) -> bool:
+        return False
+
+
+def test_the_allocation_thread_polls_less_while_the_writer_stands_still() -> None:
+    queue = _StillQueue()
+    allocator = _Allocator(queue)  # type: ignore[arg-type]
+    allocator.waits = []
+    for _ in range(5):
+        allocator.run_once()
+    queue.max_offset = 4096  # the writer moved: back to the short interval
+    allocator.run_once()
+    allocator.run_once()
+    idle = [POLL_S, 2 * POLL_S, 4 * POLL_S, IDLE_POLL_MAX_S, IDLE_POLL_MAX_S]
+    assert allocator.waits == [*idle, POLL_S, 2 * POLL_S]

@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Period of the held-checkpoint scan (commits of SYNC_FLUSH writes wait for it too).
+#: Period of the held-checkpoint scan (commits of SYNC_FLUSH writes wait for it too); the
+#: scan stops while the buffer has nothing to do and starts again at its next hold.
 _BUFFER_SCAN_S = 0.05
 
 __all__ = [
@@ -140,12 +141,17 @@ class PopConsumption:
 
     def start_buffer(self) -> None:
         """Scan the held checkpoints every ``_BUFFER_SCAN_S`` (on the running loop)."""
+        wake = asyncio.Event()
+        self.buffer.on_work = wake.set
         self._buffer_task = asyncio.get_running_loop().create_task(
-            self._scan_loop(), name="pop-buffer"
+            self._scan_loop(wake), name="pop-buffer"
         )
 
-    async def _scan_loop(self) -> None:
+    async def _scan_loop(self, wake: asyncio.Event) -> None:
         while True:
+            if self.buffer.idle:  # an idle broker does not wake 20 times a second for nothing
+                wake.clear()
+                await wake.wait()
             await asyncio.sleep(_BUFFER_SCAN_S)
             try:
                 self.buffer.scan()

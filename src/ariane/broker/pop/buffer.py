@@ -28,6 +28,7 @@ import heapq
 import itertools
 import logging
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -88,6 +89,15 @@ class CheckpointBuffer:
         self._seq = itertools.count()
         self.held_acks = 0
         self.dropped_checkpoints = 0
+        #: called when the buffer gets work while it had none (the owner's periodic pass
+        #: then starts again; set by the owner)
+        self.on_work: Callable[[], None] = lambda: None
+
+    @property
+    def idle(self) -> bool:
+        """Nothing held and no queue waiting for a commit: the periodic pass has nothing to do
+        (what is left in ``_due`` then is no longer held and is skipped by a later pass)."""
+        return not self._held and not self._queues
 
     @property
     def held(self) -> int:
@@ -115,6 +125,7 @@ class CheckpointBuffer:
         """Record a read; hold or write its checkpoint. Returns the write (None when held or
         when there is no checkpoint); a write refused at once leaves no span behind."""
         key = (topic, group, queue_id)
+        was_idle = self.idle
         span = Span(key, next_begin, ck, revive_qid)
         cfg = self.host.config
         now = self.host.clock.now_ms()
@@ -139,6 +150,8 @@ class CheckpointBuffer:
                 return span.write
         self._queues.setdefault(key, deque()).append(span)
         self._commit(key)
+        if was_idle and not self.idle:
+            self.on_work()
         return span.write
 
     # -- acks ----------------------------------------------------------------------------------
