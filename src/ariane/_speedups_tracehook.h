@@ -129,6 +129,41 @@ static int th_size_item(PyObject *attrs, PyObject *name, Py_ssize_t *out) {
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
+/* attrs["_room"] and attrs["_wake_at"] (vars(dispatcher)) as Py_ssize_t, kept between calls while
+ * the dict's version tag (PEP 509: a new one at every change of the dict, attribute stores of
+ * the specialized bytecode included; globally unique, so a new dict at the same address has
+ * another) is the one they were read at: two dict lookups (~170 instructions each) per delivery
+ * become a compare. Python 3.12 deprecates the tag: there the items are looked up each time. */
+#if PY_VERSION_HEX < 0x030C0000
+#define TH_LIMITS_CACHE 1
+static PyObject *TH_LIMITS_OF; /* borrowed: only compared */
+static uint64_t TH_LIMITS_VERSION;
+static Py_ssize_t TH_LIMITS_ROOM, TH_LIMITS_WAKE_AT;
+#endif
+
+static int th_limits(PyObject *attrs, Py_ssize_t *room, Py_ssize_t *wake_at) {
+#ifdef TH_LIMITS_CACHE
+    uint64_t version = ((PyDictObject *)attrs)->ma_version_tag;
+    if (attrs == TH_LIMITS_OF && version == TH_LIMITS_VERSION) {
+        *room = TH_LIMITS_ROOM;
+        *wake_at = TH_LIMITS_WAKE_AT;
+        return 0;
+    }
+    TH_LIMITS_OF = NULL;
+#endif
+    if (th_size_item(attrs, TH_ROOM, room) < 0 || th_size_item(attrs, TH_WAKE_AT, wake_at) < 0) {
+        return -1;
+    }
+#ifdef TH_LIMITS_CACHE
+    /* the version read before the lookups: a change made while they ran is seen next time */
+    TH_LIMITS_OF = attrs;
+    TH_LIMITS_VERSION = version;
+    TH_LIMITS_ROOM = *room;
+    TH_LIMITS_WAKE_AT = *wake_at;
+#endif
+    return 0;
+}
+
 /* stats.appended += 1. TraceStats is a slots dataclass: its `appended` slot is read and written
  * where its member descriptor says (the offset found once per type version; ~100 instructions
  * instead of ~570 for the generic getattr, add, setattr). Any other shape (no such slot, a
@@ -172,7 +207,15 @@ static int th_count(PyObject *stats) {
     Py_ssize_t at = th_appended_at(Py_TYPE(stats));
     int rc = -1;
     if (at > 0 && *(slot = (PyObject **)((char *)stats + at)) != NULL) {
-        if ((now = PyNumber_Add(*slot, TH_ONE)) == NULL) {
+        long long v = LLONG_MAX;
+        int overflow = 0;
+        /* an exact int below 2**63 - 1: its successor made directly (no number protocol; the
+         * conversion of an exact int sets no error) */
+        if (PyLong_CheckExact(*slot)) {
+            v = PyLong_AsLongLongAndOverflow(*slot, &overflow);
+        }
+        now = !overflow && v < LLONG_MAX ? PyLong_FromLongLong(v + 1) : PyNumber_Add(*slot, TH_ONE);
+        if (now == NULL) {
             return -1;
         }
         was = *slot;
@@ -542,7 +585,7 @@ static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssi
         goto failed;
     }
     if (tc_next(args[3], &number) < 0 || th_queued(args[6], args[7], &queued) < 0 ||
-        th_size_item(attrs, TH_ROOM, &room) < 0) {
+        th_limits(attrs, &room, &wake_at) < 0) {
         goto failed;
     }
     if (queued >= room) { /* full, or closed */
@@ -559,7 +602,7 @@ static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssi
         goto failed;
     }
     if (th_count(args[9]) < 0 || th_queued(args[6], args[7], &queued) < 0 ||
-        th_size_item(attrs, TH_WAKE_AT, &wake_at) < 0) {
+        th_limits(attrs, &room, &wake_at) < 0) { /* again: the count may have run Python code */
         goto failed;
     }
     if (queued >= wake_at) { /* the first of a round, or a round's worth lingering */
