@@ -33,6 +33,16 @@ async def _has_topic(admin: Admin, addr: str) -> bool:
     return (config.read_queue_nums, config.write_queue_nums) == (2, 2)
 
 
+async def _routed(admin: Admin) -> bool:
+    """The NameServer routes the topic with its two queues (the leader registers a new topic in
+    the background; a producer that looks before that gets TBW102's four default queues)."""
+    try:
+        route = await admin.topic_route(TOPIC)
+    except ArianeError:
+        return False
+    return [(q.broker_name, q.write_queue_nums) for q in route.queue_datas] == [("broker-a", 2)]
+
+
 def _stamped() -> Message:
     return Message(TOPIC, b"stamped", properties={DEDUP: "row-1"})
 
@@ -76,6 +86,7 @@ def test_followers_copy_a_topic_created_on_the_leader_and_serve_it_after_failove
                 await _until(
                     f"{TOPIC} on follower {addr}", lambda a=addr: _has_topic(admin, a), 20.0
                 )
+            await _until(f"{TOPIC}'s route at the NameServer", lambda: _routed(admin))
             async with Producer("dledger_meta_stamped", client_config=config) as producer:
                 first = await producer.send(_stamped())
                 assert first.ok
