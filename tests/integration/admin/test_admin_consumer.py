@@ -87,7 +87,12 @@ def test_groups_progress_and_offsets(cli: Cli, cluster: Cluster, producer: SyncP
         assert (
             "consumerGroup" in cli("consumerStatus", "-g", GROUP, "-i", client["clientId"]).stdout
         )
-        producers = cli("producerConnection", "-g", "cli_producer", "-t", TOPIC, "--json").json()
+        # the producer's first heartbeat to the broker goes in the background once its route
+        # names the broker: until then the group is "not online"
+        producers = wait_for(
+            lambda: cli("producerConnection", "-g", "cli_producer", "-t", TOPIC, "--json"),
+            lambda r: r.exit_code == 0,
+        ).json()
         assert len(producers["connections"]) == 1
 
         # queryMsgById -g -d: the broker relays the message to that client

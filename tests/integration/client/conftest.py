@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from ariane.client.errors import BrokerSystemError
 from tests.support.cluster import Cluster
 from tests.support.polling import await_for
 
@@ -76,3 +77,14 @@ async def wait_for_route(admin: Any, topic: str) -> None:
         return True
 
     assert await await_for(probe, bool), f"no route for {topic}"
+
+
+async def producer_clients(admin: Any, group: str, topic: str) -> set[str]:
+    """The client ids the broker lists as ``group``'s producers (none until a heartbeat named
+    the group there: a client sends its first heartbeat to a broker in the background, once a
+    route names that broker; before that the broker answers SYSTEM_ERROR "not exist")."""
+    try:
+        conn = await admin.producer_connections(group, topic)
+    except BrokerSystemError:
+        return set()
+    return {c.client_id for c in conn.connection_set}

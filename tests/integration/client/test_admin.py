@@ -8,7 +8,7 @@ import pytest
 
 from ariane.client import Admin, Message, MessageQueue, Producer, SyncAdmin
 from ariane.client.errors import QueryNotFoundError, TopicNotExistError
-from tests.integration.client.conftest import run, wait_for_route
+from tests.integration.client.conftest import producer_clients, run, wait_for_route
 from tests.support.cluster import Cluster
 from tests.support.polling import await_for
 
@@ -101,8 +101,11 @@ def test_groups_offsets_and_consume_stats(cluster: Cluster) -> None:
             assert reset == {mq: 10}
             stats = await admin.consume_stats("AdmGroup", "AdmOffsets")
             assert stats.offset_table[mq].broker_offset == 10
-            conn = await admin.producer_connections("pg_adm", "AdmOffsets")
-            assert conn.connection_set
+            mine = {producer.instance.client_id}
+            ids = await await_for(
+                lambda: producer_clients(admin, "pg_adm", "AdmOffsets"), lambda i: i == mine
+            )
+            assert ids == mine
             await admin.delete_group("AdmGroup")
 
     run(go())
