@@ -13,10 +13,11 @@ loop, reference counted, closed by the last ``release``). The instance owns:
   protocols of ``_members``; one object per group);
 * the background services: route refresh (``poll_name_server_interval_ms``, 30 s), offline
   broker cleanup plus heartbeat to every broker (30 s; also soon after a new broker address
-  appears or a member joins), consumer offset persistence (5 s) and rebalancing (20 s, or at
-  once on ``rebalance_immediately``); subscribed topics without a route yet (a new group's
-  retry topic) are fetched again within ~200 ms, backing off (``await_routes``, ``_route_wait``)
-  and rebalanced at once when found;
+  appears or a member joins, and once more when that happens while one is on its way),
+  consumer offset persistence (5 s) and rebalancing (20 s, or at once on
+  ``rebalance_immediately``); subscribed topics without a route yet (a new group's retry topic)
+  are fetched again within ~200 ms, backing off (``await_routes``, ``_route_wait``) and
+  rebalanced at once when found;
 * the handlers of requests brokers send to clients (CHECK_TRANSACTION_STATE,
   NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET, GET_CONSUMER_RUNNING_INFO,
   CONSUME_MESSAGE_DIRECTLY), which find the member by group and call it;
@@ -150,6 +151,7 @@ class ClientInstance:
         self._route_lock = asyncio.Lock()
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeat_task: asyncio.Task[None] | None = None
+        self._heartbeat_again = False  # heartbeat_soon called while one was on its way
         self._rebalance_wakeup = asyncio.Event()
         # issue 20: subscribed topics without a route yet
         self.route_waiter = RouteWaiter(
@@ -546,10 +548,20 @@ class ClientInstance:
         )
 
     def heartbeat_soon(self) -> None:
-        """Send a heartbeat to every broker in the background (coalesced)."""
-        if self._closed or (self._heartbeat_task is not None and not self._heartbeat_task.done()):
+        """Send a heartbeat to every broker in the background (coalesced: a call while one is
+        on its way sends one more after it, which sees the brokers and groups known then)."""
+        if self._closed:
             return
-        self._heartbeat_task = self.spawn(self.send_heartbeat_to_all_brokers(), "heartbeat-now")
+        if self._heartbeat_task is not None and not self._heartbeat_task.done():
+            self._heartbeat_again = True
+            return
+        self._heartbeat_task = self.spawn(self._heartbeats_now(), "heartbeat-now")
+
+    async def _heartbeats_now(self) -> None:
+        self._heartbeat_again = True
+        while self._heartbeat_again:
+            self._heartbeat_again = False
+            await self.send_heartbeat_to_all_brokers()
 
     async def _heartbeat_round(self) -> None:
         self._clean_offline_brokers()

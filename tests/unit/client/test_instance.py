@@ -164,6 +164,33 @@ def test_heartbeat_carries_every_group() -> None:
     _in_loop(go)
 
 
+def test_a_heartbeat_asked_for_while_one_is_on_its_way_is_sent_after_it() -> None:
+    # a route naming a new broker (or a new group) while a heartbeat is being sent: the
+    # broker gets one right after, not at the next 30 s round
+    async def go(instance: ClientInstance) -> None:
+        sent: list[tuple[str, list[str]]] = []
+        on_its_way, release = asyncio.Event(), asyncio.Event()
+
+        async def send_heartbeat(addr: str, data: Any) -> None:
+            sent.append((addr, [p.group_name for p in data.producer_data_set]))
+            on_its_way.set()
+            await release.wait()
+
+        instance.api.send_heartbeat = send_heartbeat  # type: ignore[method-assign]
+        instance.broker_addr_table["a"] = {0: "A:1"}
+        instance.register_producer(FakeProducer("P"))  # heartbeat_soon
+        await on_its_way.wait()
+        instance.broker_addr_table["b"] = {0: "B:1"}  # as update_topic_route does
+        instance.register_producer(FakeProducer("Q"))
+        instance.heartbeat_soon()
+        release.set()
+        assert instance._heartbeat_task is not None
+        await instance._heartbeat_task
+        assert sorted(sent) == [("A:1", ["P"]), ("A:1", ["P", "Q"]), ("B:1", ["P", "Q"])]
+
+    _in_loop(go)
+
+
 def test_consumer_ids_changed_wakes_the_rebalance() -> None:
     async def go(instance: ClientInstance) -> None:
         consumer = FakeConsumer("C")
