@@ -18,6 +18,7 @@ from ariane.client import Admin
 from tests.integration.dashboard.support import DashClient, start_dashboard, wait_for, wait_indexed
 from tests.support.cluster import Cluster
 from tests.support.processes import free_port, start_server
+from tests.support.rpc import wait_for_route
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("dashboard-api")]
 T = TypeVar("T")
@@ -63,6 +64,9 @@ def test_topic_create_send_find_and_delete(client: DashClient, cluster: Cluster)
          "messageType": "FIFO"},
     )  # fmt: skip
     assert created.status_code == 200, created.text
+    # the dashboard waits for the new topic's route only up to its 3 s request deadline; the
+    # broker registers it in the background, and the admin calls below find it by its route
+    wait_for_route(cluster.namesrv_addr, "DashApi")
     config = admin(cluster, "topic_config", "DashApi")
     assert (config.read_queue_nums, config.write_queue_nums, config.order) == (3, 3, True)
     assert config.attributes == {"message.type": "FIFO"}
@@ -133,6 +137,7 @@ def test_groups_reset_and_consume_directly(client: DashClient, cluster: Cluster)
     cfg = admin(cluster, "group_config", "dash_api_g", cluster.broker_addr())
     assert (cfg.retry_max_times, cfg.consume_message_orderly) == (3, True)
     client.post("/topic/createOrUpdate", {"topic": "DashReset", "writeQueueNums": "2"})
+    wait_for_route(cluster.namesrv_addr, "DashReset")  # the sends below need it
     for i in range(4):
         client.post("/topic/sendTopicMessage", {"topic": "DashReset", "body": f"m{i}"})
 
@@ -186,6 +191,7 @@ def test_groups_reset_and_consume_directly(client: DashClient, cluster: Cluster)
 def test_dlq_list_export_and_resend(client: DashClient, cluster: Cluster) -> None:
     client.post("/topic/createOrUpdate", {"topic": "DashDlq", "writeQueueNums": "1"})
     client.post("/consumer/createOrUpdate", {"group": "dash_dlq_g"})
+    wait_for_route(cluster.namesrv_addr, "DashDlq")  # the send below needs it
     sent = client.post(
         "/topic/sendTopicMessage", {"topic": "DashDlq", "body": "dead", "keys": "dk"}
     )

@@ -25,6 +25,7 @@ from ariane.client import (
 from tests.integration.dashboard.support import ARTIFACTS, browser_page, wait_for, wait_indexed
 from tests.support.cluster import Cluster
 from tests.support.processes import ServerProcess
+from tests.support.rpc import wait_for_route
 
 pytestmark = [
     pytest.mark.integration,
@@ -97,6 +98,11 @@ def test_operator_walkthrough(cluster: Cluster, dashboard: ServerProcess) -> Non
         page.click("#add-topic button[type=submit]")
         page.wait_for_url(re.compile(r"/topic/detail\?topic=WalkTopic"))
         assert "saved on 1 broker" in flash()
+        # the dashboard waits for the route only up to its 3 s request deadline; the broker
+        # registers the topic in the background, and what follows (the detail page's send
+        # form too) finds it by its route
+        wait_for_route(cluster.namesrv_addr, "WalkTopic")
+        page.reload()
         assert _admin(cluster, "topic_config", "WalkTopic").write_queue_nums == 2
 
         # send a test message
