@@ -49,6 +49,7 @@ from ariane.client.config import ClientConfig
 from ariane.client.errors import ClientStateError
 from ariane.client.message import Message, SendResult
 from ariane.common import properties as props
+from ariane.common.gc_policy import settle_client_process
 from ariane.common.record import decode_record
 from ariane.errors import ArianeError
 from ariane.remoting.client import RemotingClient
@@ -207,13 +208,17 @@ class ClientInstance:
         return self._started and not self._closed
 
     async def start(self) -> None:
-        """Start the background services (idempotent)."""
+        """Start the background services (idempotent). The first instance of the process to
+        start settles its garbage collector unless ``config.gc_freeze_on_start`` is False
+        (collect, then freeze what is alive: see ``ClientConfig``)."""
         if self._closed:
             raise ClientStateError("the client instance is closed")
         if self._started:
             return
         self._started = True
         cfg = self.config
+        if cfg.gc_freeze_on_start:
+            settle_client_process()
         for name, interval_ms, first_ms, job in (
             ("route", cfg.poll_name_server_interval_ms, 10, self.update_all_routes),
             ("heartbeat", cfg.heartbeat_broker_interval_ms, 1000, self._heartbeat_round),

@@ -83,6 +83,19 @@ class ClientConfig:
         route_wait_initial_ms: a subscribed topic without a route (a new group's retry topic,
             a topic created a moment ago) is looked up again after this...
         route_wait_max_ms: ...then twice as long each time, up to this, until it has one.
+        gc_freeze_on_start: when the first client instance of the process starts, collect
+            once and freeze what is alive then (``gc.freeze``) out of every later collection,
+            as the broker does after its start-up (:func:`ariane.common.gc_policy.
+            settle_client_process`). CPython's full collections walk every tracked object of
+            the process; without this, each one walks the ~30,000 objects of the imports and
+            the application's start-up state (20-40 ms with the GIL held: end-to-end latency
+            spikes of that size). The cost: the objects alive at that moment (modules,
+            classes, whatever the application built before starting its first client) become
+            permanent: a reference cycle among them that becomes garbage later is never
+            collected (plain reference counting still frees what is not in a cycle). Once per
+            process (again in a forked child); nothing when the collector is disabled; the
+            collector's thresholds are left alone. False leaves the process's collector
+            exactly as the application set it. Not part of the instance's identity.
         clock: where the clients of the instance read time (send deadlines, broker fault
             isolation, queue lock and pull expiry, consume timeouts); tests pass a
             ``ManualClock``. Not part of the instance's identity.
@@ -106,6 +119,8 @@ class ClientConfig:
     # issue 20: subscriptions without a route yet are retried quickly, backing off
     route_wait_initial_ms: int = 200
     route_wait_max_ms: int = 5_000
+    # issue 18: the client process's full collections skip the start-up objects
+    gc_freeze_on_start: bool = field(default=True, compare=False)
     clock: Clock = field(default_factory=SystemClock, compare=False, repr=False)
 
     def __post_init__(self) -> None:

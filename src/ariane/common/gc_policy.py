@@ -11,13 +11,25 @@ do after start-up), so later collections only walk what was made since; and it c
 ``threshold0`` so that fewer young collections run while a burst allocates (each promotes its
 survivors, which the older generations then walk again). Cycles made after start-up are still
 collected.
+
+A client process (the SDK's ``ClientInstance.start``) calls :func:`settle_client_process`: the
+same collect + freeze, once per process (again in a child made by ``fork`` that starts a client
+of its own), without touching the thresholds: what the application set stays.
 """
 
 from __future__ import annotations
 
 import gc
+import logging
+import os
+import time
 
-__all__ = ["settle_after_start"]
+__all__ = ["settle_after_start", "settle_client_process"]
+
+logger = logging.getLogger(__name__)
+
+#: the process id that settled its collector for a client (a forked child has another one)
+_settled_pid: int | None = None
 
 
 def settle_after_start(threshold0: int = 0) -> int:
@@ -30,3 +42,24 @@ def settle_after_start(threshold0: int = 0) -> int:
         _, older, oldest = gc.get_threshold()
         gc.set_threshold(threshold0, older, oldest)
     return gc.get_freeze_count()
+
+
+def settle_client_process() -> int | None:
+    """:func:`settle_after_start` without a threshold change, the first time a client of
+    this process starts: what is alive then (the imports, the application's start-up objects)
+    is collected once and frozen out of every later collection, for the rest of the process's
+    life. Returns how many objects are frozen, or None when this process already did it or
+    the application turned the collector off (``gc.disable()``: it manages it itself)."""
+    global _settled_pid
+    pid = os.getpid()
+    if _settled_pid == pid or not gc.isenabled():
+        return None
+    _settled_pid = pid
+    started = time.perf_counter()
+    frozen = settle_after_start()
+    logger.info(
+        "client process: garbage collector settled, %d objects frozen (%.1f ms)",
+        frozen,
+        (time.perf_counter() - started) * 1000,
+    )
+    return frozen

@@ -4,6 +4,9 @@ against ``parse_send_response``, its twin and reference: the same ``SendResult``
 
 from __future__ import annotations
 
+import gc
+import sys
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -62,6 +65,29 @@ def test_the_common_answer_is_built_in_one_call() -> None:
         assert fast.message_queue is MQ
     fast, _ = _both(0, {**ext, "MSG_REGION": "", "TRACE_ON": "true"})
     assert (fast.region_id, fast.trace_on, fast.transaction_id) == ("DefaultRegion", True, None)
+
+
+@dataclass(frozen=True)
+class _QueueWithDict(MessageQueue):  # no slots of its own: its instances have a __dict__
+    pass
+
+
+def test_the_result_is_out_of_the_cyclic_collector_when_it_cannot_be_in_a_cycle() -> None:
+    """A kept future's result costs full collections nothing (issue 18); a result whose queue
+    has an instance dict (it could reach the result back) stays tracked, as the parse's do."""
+    assert send_result is not None
+    ext = {"msgId": "7F000001000022B8", "queueId": "3", "queueOffset": "12345"}
+    fast, pure = _both(0, ext)
+    assert not gc.is_tracked(fast)
+    assert gc.is_tracked(pure)
+    refs = sys.getrefcount(MQ)
+    del fast  # freed by reference counting like any other object
+    assert sys.getrefcount(MQ) == refs - 1
+    odd = _QueueWithDict("T", "broker-a", 3)
+    kept = send_result(SendResult, SendStatus.SEND_OK, 0, ext, odd, 3, "UNIQ")
+    assert isinstance(kept, SendResult)
+    assert kept.message_queue is odd
+    assert gc.is_tracked(kept)
 
 
 def test_what_it_leaves_to_the_parse() -> None:

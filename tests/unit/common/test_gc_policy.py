@@ -1,6 +1,7 @@
 """The collector settled after a broker's start-up: what is alive is frozen out of later
 collections (cycles made afterwards are still collected), and the young threshold is set only
-when asked."""
+when asked; a client process settles once (again in a forked child), keeps its thresholds, and
+leaves a disabled collector alone."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ariane.common.gc_policy import settle_after_start
+from ariane.common import gc_policy
+from ariane.common.gc_policy import settle_after_start, settle_client_process
 
 
 class _Node:
@@ -50,3 +52,43 @@ def test_young_threshold() -> None:
     _, older, oldest = gc.get_threshold()
     settle_after_start(10_000)
     assert gc.get_threshold() == (10_000, older, oldest)
+
+
+@pytest.fixture
+def fresh_client_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that has not settled its collector for a client yet."""
+    monkeypatch.setattr(gc_policy, "_settled_pid", None)
+
+
+@pytest.mark.usefixtures("restore_gc", "fresh_client_process")
+def test_a_client_process_settles_once_and_keeps_its_thresholds() -> None:
+    gc.set_threshold(1234, 11, 12)  # the application's own settings
+    kept = _Node()
+    frozen = settle_client_process()
+    assert frozen is not None
+    assert frozen > 1000
+    assert not any(o is kept for o in gc.get_objects())  # frozen
+    assert gc.get_threshold() == (1234, 11, 12)
+    count = gc.get_freeze_count()
+    later = _Node()
+    assert settle_client_process() is None  # the second client: nothing more
+    assert gc.get_freeze_count() == count
+    assert any(o is later for o in gc.get_objects())  # made since: still collected normally
+
+
+@pytest.mark.usefixtures("restore_gc", "fresh_client_process")
+def test_a_forked_child_settles_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert settle_client_process() is not None
+    assert settle_client_process() is None
+    monkeypatch.setattr(gc_policy.os, "getpid", lambda: -7)  # another process id: a child
+    assert settle_client_process() is not None
+    assert settle_client_process() is None
+
+
+@pytest.mark.usefixtures("restore_gc", "fresh_client_process")
+def test_a_disabled_collector_is_left_to_the_application() -> None:
+    gc.unfreeze()
+    gc.disable()
+    assert settle_client_process() is None
+    assert gc.get_freeze_count() == 0
+    assert not gc.isenabled()
