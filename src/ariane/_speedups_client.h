@@ -280,7 +280,9 @@ static PyObject *sr_build(PyObject *cls, PyObject *const *values) {
     }
     /* out of the cyclic collector, as CPython does with a tuple of atoms: without an instance
      * dict (slots) and with a queue without one either, the result holds strs, ints, None, a
-     * bool, the status member and the queue (strs and an int): it cannot be part of a cycle */
+     * bool, the status member and the queue (strs and an int): it is part of no cycle. (A
+     * caller that later stores into one of its fields an object referring back to it makes a
+     * cycle the collector cannot see, freed only if broken by hand; nothing in the SDK does.) */
     if (tp->tp_dictoffset == 0 && Py_TYPE(values[3])->tp_dictoffset == 0 &&
         PyObject_GC_IsTracked(obj)) {
         PyObject_GC_UnTrack(obj);

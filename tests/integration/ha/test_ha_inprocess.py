@@ -277,14 +277,22 @@ async def test_garbage_from_a_fake_master_never_reaches_the_log(tmp_path: Path) 
 
 @aio
 async def test_master_closes_a_connection_that_sends_junk(tmp_path: Path) -> None:
+    await closed_by_master(tmp_path, CONFIG, struct.pack(">q", -9))
+
+
+async def closed_by_master(tmp_path: Path, config: HAConfig, sent: bytes) -> None:
+    """Connect to a master as a slave would, send ``sent`` (nothing: b""), and wait until the
+    master closes the connection and forgets it."""
     store = store_at(tmp_path / "m")
-    master = HAMaster(store, CONFIG)
+    master = HAMaster(store, config)
     port = await master.start("127.0.0.1", 0)
     try:
+        await asyncio.sleep(0.05)
+        assert not master._has_slaves.is_set()  # its housekeeping asleep: no slave
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         await until(lambda: len(master.connections) == 1)
-        writer.write(struct.pack(">q", -9))
-        assert await reader.read() == b""  # closed by the master
+        writer.write(sent)
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # closed by the master
         await until(lambda: not master.connections)
         writer.close()
         await writer.wait_closed()
@@ -299,19 +307,5 @@ async def test_master_housekeeping_sleeps_without_slaves_and_closes_a_silent_one
 ) -> None:
     """The housekeeping loop waits for a first slave instead of ticking for none; once one
     connects it runs again: a connection that never sends is closed after the interval."""
-    store = store_at(tmp_path / "m")
     config = HAConfig(heartbeat_interval_ms=50, housekeeping_interval_ms=300, idle_poll_ms=20)
-    master = HAMaster(store, config)
-    port = await master.start("127.0.0.1", 0)
-    try:
-        await asyncio.sleep(0.05)
-        assert not master._has_slaves.is_set()  # asleep: no slave
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        await until(lambda: len(master.connections) == 1)
-        assert await asyncio.wait_for(reader.read(), 10) == b""  # closed for its silence
-        await until(lambda: not master.connections)
-        writer.close()
-        await writer.wait_closed()
-    finally:
-        await master.stop()
-        store.shutdown()
+    await closed_by_master(tmp_path, config, b"")
