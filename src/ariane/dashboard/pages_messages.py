@@ -318,7 +318,12 @@ async def dlq_resend(request: Request, form: FormData, dash: Dashboard) -> Done:
         await admin.create_topic(
             retry, read_queue_nums=1, write_queue_nums=1, perm=PERM_READ | PERM_WRITE
         )
-        await route_appears(dash, retry)
+        if not await route_appears(dash, retry):  # not a 404: the topic exists now
+            raise PageError(
+                503,
+                f"{retry} was just created for the resend, but the name servers do not route"
+                " it yet; resend again in a few seconds",
+            ) from None
         route = await admin.topic_route(retry)
     queues = [
         MessageQueue(retry, qd.broker_name, i)

@@ -192,17 +192,18 @@ async def create_or_update(request: Request, form: FormData, dash: Dashboard) ->
     )
 
 
-async def route_appears(dash: Dashboard, topic: str) -> None:
+async def route_appears(dash: Dashboard, topic: str) -> bool:
     """Wait (up to the request deadline) until the NameServer routes a new topic: brokers
-    register it a moment after they store it, and the next page shows its route."""
+    register it a moment after they store it, and the next page shows its route. Returns
+    whether it is routed."""
     deadline = time.monotonic() + dash.config.request_timeout_ms / 1000
     while True:
         try:
             await dash.admin.topic_route(topic)
-            return
+            return True
         except TopicNotExistError:
             if time.monotonic() > deadline:
-                return
+                return False
             await asyncio.sleep(0.05)
 
 

@@ -4,13 +4,19 @@ cached group list and one GET_BROKER_CONSUME_STATS per broker, never a request p
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
+from starlette.datastructures import FormData
+
 from ariane.client._admin_bulk import BrokerAnswers
+from ariane.client.errors import TopicNotExistError
 from ariane.common.message import HostPort, MessageExt
 from ariane.dashboard.config import DashboardConfig
 from ariane.dashboard.data import BrokerRow, ClusterData, ConsumerOffset, GroupRow, Snapshot
-from ariane.dashboard.pages_messages import _consumption
+from ariane.dashboard.pages_messages import _consumption, dlq_resend
+from ariane.dashboard.web import PageError
 from ariane.remoting.protocol.admin_bodies import ConsumeStats, OffsetWrapper
 from ariane.remoting.protocol.client_bodies import MessageQueue
 from ariane.remoting.protocol.stats_bodies import ConsumeStatsList
@@ -120,3 +126,33 @@ def test_consumer_offsets_flattened_per_queue() -> None:
         ConsumerOffset("g1", "Orders", "broker-a", 1, 7),
     ]
     assert snap.errors == {ADDR_B: "no answer within 3000 ms"}
+
+
+class _UnroutedAdmin:
+    """Creates topics that the NameServer never routes (a registration still on its way)."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+
+    async def topic_route(self, topic: str) -> Any:
+        raise TopicNotExistError(remark=f"no route for topic {topic}")
+
+    async def create_topic(self, topic: str, **kwargs: Any) -> list[str]:
+        self.created.append(topic)
+        return [ADDR_A]
+
+
+def test_a_dlq_resend_whose_new_retry_topic_is_not_routed_yet_says_so() -> None:
+    """A group that never retried gets its retry topic made by the resend; when the name
+    servers do not route it within the request deadline the answer says to try again (503),
+    not that the topic is unknown."""
+    admin = _UnroutedAdmin()
+    dash = SimpleNamespace(
+        admin=admin, config=DashboardConfig("127.0.0.1:9876", request_timeout_ms=100)
+    )
+    form = FormData([("group", "G1"), ("msgId", "AC11000100002A9F0000000000000000")])
+    with pytest.raises(PageError) as err:
+        asyncio.run(dlq_resend(None, form, dash))  # type: ignore[arg-type]
+    assert err.value.status == 503
+    assert "%RETRY%G1 was just created" in str(err.value)
+    assert admin.created == ["%RETRY%G1"]
