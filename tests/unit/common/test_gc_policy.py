@@ -72,7 +72,9 @@ def test_a_client_process_settles_once_and_keeps_its_thresholds() -> None:
     count = gc.get_freeze_count()
     later = _Node()
     assert settle_client_process() is None  # the second client: nothing more
-    assert gc.get_freeze_count() == count
+    # nothing more frozen; the count may only fall (a frozen object whose last reference goes
+    # away, e.g. another thread's, leaves the permanent generation: CI saw 288,834 -> 288,832)
+    assert gc.get_freeze_count() <= count
     assert any(o is later for o in gc.get_objects())  # made since: still collected normally
 
 
