@@ -299,7 +299,8 @@ class HAMaster:
         self._expiry: asyncio.TimerHandle | None = None
         self._notified = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: set while a slave is connected (the housekeeping loop sleeps without one)
+        #: set when a slave connects; the housekeeping loop clears it and sleeps on it while
+        #: no slave is connected
         self._has_slaves = asyncio.Event()
         self.port = 0
         #: SYNC_MASTER outcomes: answered after slaves acknowledged, timed out, no slave,

@@ -2,8 +2,9 @@
 
 How it works: a background thread polls the writer's position every 20 ms (backing off to
 every 100 ms while the writer does not move: an idle broker wakes it 10 times a second, not 50;
-at 300 MB/s a writer uses 30 MB of the 64 MiB window before the next look) and calls :meth:`~ariane.store.mapped_file_queue.MappedFileQueue.prepare_ahead` until nothing is
-left to do: it creates (``posix_fallocate``) the next CommitLog file once the writer is past
+at 300 MB/s a writer uses 30 MB of the 64 MiB window before the next look) and calls
+:meth:`~ariane.store.mapped_file_queue.MappedFileQueue.prepare_ahead` until nothing is left to
+do: it creates (``posix_fallocate``) the next CommitLog file once the writer is past
 half of the current one, and reads the next ``window`` bytes ahead of the writer into the page
 cache, 1 MiB at a time with the GIL released. The writer then finds its file ready and
 its pages present; if it ever gets ahead, it creates the file itself and takes the faults.
