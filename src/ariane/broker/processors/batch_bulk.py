@@ -37,11 +37,13 @@ from ariane.store.inner import BatchItem
 __all__ = ["bulk_items"]
 
 #: keys whose presence in any message needs the per-message loop (checks or stamping that
-#: differ per message); a key is found by its name followed by the name/value separator
+#: differ per message); a key is found as a whole name: after a property separator (each
+#: message's text ends with one, and one is put before the first) and before the name/value
+#: separator, so a name that merely ends with one of them (``XDELAY``) is an ordinary property
 _SLOW_MARKERS = tuple(
-    key + NAME_VALUE_SEPARATOR for key in (TRANSACTION_PREPARED, DELAY, CLUSTER, MSG_REGION,
-                                           TRACE_SWITCH)
-)  # fmt: skip
+    PROPERTY_SEPARATOR + key + NAME_VALUE_SEPARATOR
+    for key in (TRANSACTION_PREPARED, DELAY, CLUSTER, MSG_REGION, TRACE_SWITCH)
+)
 
 
 def bulk_items(
@@ -52,12 +54,12 @@ def bulk_items(
     their encoded text) added to each, and each message's ``__ARIANE_DEDUP`` value (``None``
     without one); ``None`` when the batch needs the per-message loop."""
     bodies, flags, texts = zip(*entries, strict=True)
-    joined = "".join(texts)
+    if not all(map(str.endswith, texts, repeat(PROPERTY_SEPARATOR))):
+        return None
+    joined = PROPERTY_SEPARATOR + "".join(texts)
     for marker in _SLOW_MARKERS:
         if marker in joined:
             return None
-    if not all(map(str.endswith, texts, repeat(PROPERTY_SEPARATOR))):
-        return None
     props = list(map(decode_properties, texts))
     if not all(map(dict.__contains__, props, repeat(UNIQ_KEY))):
         return None
