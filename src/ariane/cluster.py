@@ -40,6 +40,7 @@ from ariane.standalone import (
     _Child,
     _child_log_args,
     _fail,
+    _make_dirs,
     _read_conf,
     _stop_on_signals,
     _Supervisor,
@@ -286,7 +287,7 @@ def cluster(
     --dledger N, of N DLedger nodes that elect their master) until Ctrl-C or SIGTERM."""
     data = Path(data_dir).resolve()
     logs = data / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    _make_dirs((logs,), "ariane cluster")
     common = _read_conf(broker_conf, "ariane cluster")
     common.update(_option_pairs(options))
     if dledger_nodes:

@@ -223,6 +223,21 @@ def _read_conf(path: str | None, prog: str = "ariane standalone") -> dict[str, s
     return props
 
 
+def _make_dirs(dirs: tuple[Path, ...], prog: str = "ariane standalone") -> None:
+    """Create the data directories, or exit with one line naming the one that failed."""
+    for d in dirs:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            click.echo(
+                f"{prog}: cannot create data directory {d}: {reason}"
+                " (choose a writable --data-dir)",
+                err=True,
+            )
+            sys.exit(2)
+
+
 #: What the development broker reserves on disk (durability issue 12): every store file has its
 #: blocks reserved when it is created, so RocketMQ's sizes (1 GiB CommitLog files, 6 MB per
 #: ConsumeQueue file, a 420 MB index) would take 1.5 GB before the first message. A broker.conf
@@ -390,8 +405,7 @@ def standalone(
     """Run a NameServer and one broker until Ctrl-C or SIGTERM."""
     data = Path(data_dir).resolve()
     logs = data / "logs"
-    for d in (logs, data / "namesrv", data / "broker"):
-        d.mkdir(parents=True, exist_ok=True)
+    _make_dirs((logs, data / "namesrv", data / "broker"))
     sup = _Supervisor()
     _stop_on_signals(sup)
     log_args = _child_log_args(logs, log_level, log_max_bytes, log_backup_count)

@@ -121,6 +121,19 @@ def test_bench_dir_under_a_file_is_one_line(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("launcher", ["standalone", "cluster"])
+def test_a_data_dir_that_cannot_be_created_is_one_line(launcher: str, tmp_path: Path) -> None:
+    # a data directory under a file: mkdir fails before any process starts
+    a_file = tmp_path / "file"
+    a_file.write_text("x", encoding="utf-8")
+    result = run(launcher, "--data-dir", str(a_file / "data"))
+    assert result.exit_code == 2
+    assert one_line(result) == (
+        f"ariane {launcher}: cannot create data directory {a_file / 'data' / 'logs'}: "
+        "Not a directory (choose a writable --data-dir)"
+    )
+
+
 @pytest.mark.parametrize("tool", ["dump", "verify", "repair"])
 def test_store_tools_on_a_missing_directory(tool: str, tmp_path: Path) -> None:
     result = run("store", tool, str(tmp_path / "missing"))
