@@ -108,7 +108,10 @@ async def _cluster_view(ctx: AdminContext, more: bool) -> View:
 @admin_command("clusterList", "List clusters and brokers with their TPS.")
 @click.option("-m", "--moreStats", "more", is_flag=True, help="Message totals of yesterday/today.")
 @click.option(
-    "-i", "--interval", type=click.IntRange(1), help="Repeat every INTERVAL seconds (Ctrl-C)."
+    "-i",
+    "--interval",
+    type=click.IntRange(1, 86_400),
+    help="Repeat every INTERVAL seconds (Ctrl-C).",
 )
 async def cluster_list(ctx: AdminContext, more: bool, interval: int | None) -> View:
     """Every broker of every cluster with its version, InTPS/OutTPS (with the send/pull

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_NAMESRV_ADDR",
+    "OFFSET",
+    "QUEUE_ID",
     "AdminCommand",
     "AdminContext",
     "CommandFailed",
@@ -52,6 +54,10 @@ __all__ = [
 DEFAULT_NAMESRV_ADDR = "127.0.0.1:9876"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+#: a queue id is an int32 on the wire (RocketMQ's ``queueId``)
+QUEUE_ID = click.IntRange(0, 2**31 - 1)
+#: a queue or CommitLog offset is an int64
+OFFSET = click.IntRange(0, 2**63 - 1)
 
 Handler = Callable[..., Awaitable[View]]
 

@@ -11,6 +11,7 @@ import click
 
 from ariane.admin.command import AdminContext, CommandFailed, admin_command
 from ariane.admin.output import View, kv_table
+from ariane.common.cli_bounds import FiniteFloatRange
 from ariane.common.roles import MASTER_ID
 from ariane.errors import ArianeError
 
@@ -36,7 +37,7 @@ async def _self_id(ctx: AdminContext, addr: str) -> str | None:
 @click.option("-g", "--brokerName", "broker_name", required=True, help="The DLedger group.")
 @click.option("-t", "--transfereeId", "transferee", required=True, help="The node (n1...).")
 @click.option(
-    "-w", "--waitSeconds", "wait_s", type=click.FloatRange(0.1), default=10.0, show_default=True,
+    "-w", "--waitSeconds", "wait_s", type=FiniteFloatRange(0.1, 3600), default=10.0, show_default=True,
     help="How long to wait for the node to become the master.",
 )  # fmt: skip
 async def transfer_leadership(

@@ -38,10 +38,16 @@ _CLUSTER = click.option("-c", "--clusterName", "cluster", help="Cluster name.")
 )
 @click.option("-o", "--consumeMessageOrderly", "orderly", type=click.BOOL, default=False)
 @click.option("-q", "--retryQueueNums", "retry_queue_nums", type=click.IntRange(0, 1024), default=1)
-@click.option("-r", "--retryMaxTimes", "retry_max_times", type=click.IntRange(-1), default=16)
-@click.option("-i", "--brokerId", "broker_id", type=click.IntRange(0), default=0)
 @click.option(
-    "-w", "--whichBrokerWhenConsumeSlowly", "which_broker", type=click.IntRange(0), default=1
+    "-r", "--retryMaxTimes", "retry_max_times", type=click.IntRange(-1, 2**31 - 1), default=16
+)
+@click.option("-i", "--brokerId", "broker_id", type=click.IntRange(0, 2**63 - 1), default=0)
+@click.option(
+    "-w",
+    "--whichBrokerWhenConsumeSlowly",
+    "which_broker",
+    type=click.IntRange(0, 2**63 - 1),
+    default=1,
 )
 @click.option(
     "-a", "--notifyConsumerIdsChanged", "notify_ids_changed", type=click.BOOL, default=True

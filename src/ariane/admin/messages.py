@@ -14,7 +14,14 @@ from typing import Any
 
 import click
 
-from ariane.admin.command import AdminContext, CommandFailed, TimestampType, admin_command
+from ariane.admin.command import (
+    OFFSET,
+    QUEUE_ID,
+    AdminContext,
+    CommandFailed,
+    TimestampType,
+    admin_command,
+)
 from ariane.admin.output import Table, Ts, View, kv_table
 from ariane.admin.trace import trace_hints
 from ariane.common.message import message_dict
@@ -170,6 +177,7 @@ async def query_msg_by_key(
     max_num: int,
 ) -> View:
     """The messages of TOPIC whose keys contain KEY (broker index lookup on every broker)."""
+    _check_times(ctx, begin_ms, end_ms, "-b")
     from ariane.client.errors import QueryNotFoundError, TopicNotExistError
 
     try:
@@ -226,8 +234,8 @@ async def query_msg_by_unique_key(
 @admin_command("queryMsgByOffset", "Query a message by queue offset.")
 @_TOPIC
 @click.option("-b", "--brokerName", "broker_name", required=True, help="Broker name.")
-@click.option("-i", "--queueId", "queue_id", type=click.IntRange(0), required=True)
-@click.option("-o", "--offset", type=click.IntRange(0), required=True, help="Queue offset.")
+@click.option("-i", "--queueId", "queue_id", type=QUEUE_ID, required=True)
+@click.option("-o", "--offset", type=OFFSET, required=True, help="Queue offset.")
 async def query_msg_by_offset(
     ctx: AdminContext, topic: str, broker_name: str, queue_id: int, offset: int
 ) -> View:
@@ -291,6 +299,12 @@ async def _range(
     return await ctx.admin.offset_range_by_time(mq, addr, begin_ms, end_ms)
 
 
+def _check_times(ctx: AdminContext, begin_ms: int | None, end_ms: int | None, flag: str) -> None:
+    """A begin time after the end time is a usage error (it would select nothing)."""
+    if begin_ms is not None and end_ms is not None and begin_ms > end_ms:
+        raise ctx.usage_error(f"{flag} {begin_ms} is after -e {end_ms}: swap them")
+
+
 def _in_time(msg: Any, begin_ms: int | None, end_ms: int | None) -> bool:
     stored: int = msg.store_timestamp_ms
     return (begin_ms is None or stored >= begin_ms) and (end_ms is None or stored < end_ms)
@@ -321,6 +335,7 @@ async def print_msg(
 ) -> View:
     """Every message of TOPIC (stored between -b and -e when given), queue by queue,
     filtered by tags; nothing is committed."""
+    _check_times(ctx, begin_ms, end_ms, "-b")
     from ariane.client.admin import TOOLS_CONSUMER_GROUP
 
     charset = _check_charset(ctx, charset)
@@ -337,7 +352,7 @@ async def print_msg(
 @admin_command("printMsgByQueue", "Print the messages of one queue.")
 @_TOPIC
 @click.option("-a", "--brokerName", "broker_name", required=True, help="Broker name.")
-@click.option("-i", "--queueId", "queue_id", type=click.IntRange(0), required=True)
+@click.option("-i", "--queueId", "queue_id", type=QUEUE_ID, required=True)
 @click.option("-c", "--charsetName", "charset", default="UTF-8", show_default=True)
 @click.option("-s", "--subExpression", "expression", default="*", help='Tags, e.g. "A || B".')
 @click.option("-b", "--beginTimestamp", "begin_ms", type=TimestampType(), help="Stored from.")
@@ -365,6 +380,7 @@ async def print_msg_by_queue(
     """The messages of one queue (QUEUE_ID of TOPIC on BROKER_NAME), stored between -b and -e
     when given, filtered by tags: how many, the list with -p true (bodies with -d true) and the
     count per tag, largest first, with -f true. Nothing is committed."""
+    _check_times(ctx, begin_ms, end_ms, "-b")
     from ariane.client.admin import TOOLS_CONSUMER_GROUP
 
     charset = _check_charset(ctx, charset)
@@ -398,8 +414,8 @@ async def print_msg_by_queue(
 @admin_command("consumeMessage", "Consume (pull) messages without committing.")
 @_TOPIC
 @click.option("-b", "--brokerName", "broker_name", help="Only this broker's queues.")
-@click.option("-i", "--queueId", "queue_id", type=click.IntRange(0), help="Only this queue.")
-@click.option("-o", "--offset", type=click.IntRange(0), help="Start offset (with -b and -i).")
+@click.option("-i", "--queueId", "queue_id", type=QUEUE_ID, help="Only this queue.")
+@click.option("-o", "--offset", type=OFFSET, help="Start offset (with -b and -i).")
 @click.option("-g", "--consumerGroup", "group", help="Group to pull as (default TOOLS_CONSUMER).")
 @click.option("-s", "--beginTimestamp", "begin_ms", type=TimestampType(), help="Stored from.")
 @click.option("-e", "--endTimestamp", "end_ms", type=TimestampType(), help="Stored before.")
@@ -421,6 +437,7 @@ async def consume_message(
     the time -s or the oldest message) and print them; no offset is committed."""
     if offset is not None and (broker_name is None or queue_id is None):
         raise ctx.usage_error("-o needs -b and -i")
+    _check_times(ctx, begin_ms, end_ms, "-s")
     from ariane.client.admin import TOOLS_CONSUMER_GROUP
 
     msgs: list[dict[str, Any]] = []
@@ -443,7 +460,7 @@ async def consume_message(
 @click.option("-k", "--key", help="Message keys.")
 @click.option("-c", "--tags", help="Message tag.")
 @click.option("-b", "--broker", "broker_name", help="Send to this broker (with -i).")
-@click.option("-i", "--qid", "queue_id", type=click.IntRange(0), help="Queue id (with -b).")
+@click.option("-i", "--qid", "queue_id", type=QUEUE_ID, help="Queue id (with -b).")
 async def send_message(
     ctx: AdminContext,
     topic: str,

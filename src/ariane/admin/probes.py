@@ -166,7 +166,10 @@ def _cluster_view(rows: list[dict[str, Any]], tlog: bool, room: str) -> View:
 )  # fmt: skip
 @click.option("-m", "--machineRoom", "room", default="noname", show_default=True)
 @click.option(
-    "-i", "--interval", type=click.IntRange(1), help="Repeat every INTERVAL seconds (Ctrl-C)."
+    "-i",
+    "--interval",
+    type=click.IntRange(1, 86_400),
+    help="Repeat every INTERVAL seconds (Ctrl-C).",
 )
 async def cluster_rt(
     ctx: AdminContext,

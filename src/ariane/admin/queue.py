@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from ariane.admin.command import AdminContext, CommandFailed, admin_command
+from ariane.admin.command import OFFSET, QUEUE_ID, AdminContext, CommandFailed, admin_command
 from ariane.admin.output import Table, View
 
 __all__ = ["query_cq"]
@@ -31,8 +31,8 @@ async def _first_broker(ctx: AdminContext, topic: str) -> str:
 
 @admin_command("queryCq", "Raw ConsumeQueue entries of one queue.")
 @click.option("-t", "--topic", required=True, help="Topic name.")
-@click.option("-q", "--queue", "queue_id", type=click.IntRange(0), required=True, help="Queue id.")
-@click.option("-i", "--index", type=click.IntRange(0), required=True, help="First entry (offset).")
+@click.option("-q", "--queue", "queue_id", type=QUEUE_ID, required=True, help="Queue id.")
+@click.option("-i", "--index", type=OFFSET, required=True, help="First entry (offset).")
 @click.option(
     "-c", "--count", type=click.IntRange(1, 1000), default=10, show_default=True, help="Entries."
 )

@@ -13,6 +13,8 @@ from datetime import datetime
 
 __all__ = ["format_timestamp", "parse_timestamp"]
 
+#: the largest timestamp a request carries (an int64 of epoch milliseconds)
+MAX_TIMESTAMP_MS = 2**63 - 1
 _ROCKETMQ = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})#(\d{1,2}):(\d{1,2}):(\d{1,2})(?::(\d{1,3}))?")
 
 
@@ -35,6 +37,8 @@ def parse_timestamp(text: str, *, now_ms: int | None = None) -> int:
         ms = int(value)
         if ms < 0:
             raise ValueError(f"timestamp {text!r} is negative")
+        if ms > MAX_TIMESTAMP_MS:
+            raise ValueError(f"timestamp {text!r} is past the largest one ({MAX_TIMESTAMP_MS} ms)")
         return ms
     match = _ROCKETMQ.fullmatch(value)
     try:

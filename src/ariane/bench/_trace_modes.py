@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from ariane.client.trace import TraceStats
+from ariane.common.cli_bounds import COUNT
 
 __all__ = ["TRACE_OPTIONS", "echo_results", "run_trace_modes", "trace_fields"]
 
@@ -29,7 +30,9 @@ TRACE_OPTIONS = (
         show_default=True,
         help="Message trace: off, on, or both (alternating runs, with the throughput ratio).",
     ),
-    click.option("--trace-rounds", default=1, show_default=True, help="Rounds of --trace both."),
+    click.option(
+        "--trace-rounds", type=COUNT, default=1, show_default=True, help="Rounds of --trace both."
+    ),
     click.option("--trace-topic", default=None, help="Trace topic (RMQ_SYS_TRACE_TOPIC)."),
 )
 
@@ -54,8 +57,6 @@ def run_trace_modes(
     ``both`` the runs, the medians and the ratio."""
     if mode != "both":
         return run_one(mode == "on", 0)
-    if rounds <= 0:
-        raise click.BadParameter("--trace-rounds must be > 0")
     runs: list[dict[str, Any]] = []
     for i in range(rounds * 2):
         traced = i % 2 == 1

@@ -24,6 +24,7 @@ import click
 
 from ariane.bench._child import broker_child
 from ariane.common.batch import encode_batch
+from ariane.common.cli_bounds import BATCH, BODY_BYTES, COUNT, IN_FLIGHT
 from ariane.remoting.channel import Channel
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.eventloop import run
@@ -170,11 +171,17 @@ async def _bench(
 @click.option(
     "--broker", "addr", default=None, help="HOST:PORT of a running broker (default: start one)."
 )
-@click.option("--messages", default=100_000, show_default=True, help="Messages per phase.")
-@click.option("--size", default=128, show_default=True, help="Body bytes.")
-@click.option("--batch", default=64, show_default=True, help="Messages per batch request.")
-@click.option("--concurrency", default=256, show_default=True, help="Requests in flight.")
-@click.option("--rounds", default=50, show_default=True, help="Long-poll rounds.")
+@click.option(
+    "--messages", type=COUNT, default=100_000, show_default=True, help="Messages per phase."
+)
+@click.option("--size", type=BODY_BYTES, default=128, show_default=True, help="Body bytes.")
+@click.option(
+    "--batch", type=BATCH, default=64, show_default=True, help="Messages per batch request."
+)
+@click.option(
+    "--concurrency", type=IN_FLIGHT, default=256, show_default=True, help="Requests in flight."
+)
+@click.option("--rounds", type=COUNT, default=50, show_default=True, help="Long-poll rounds.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def broker_bench(
     addr: str | None,

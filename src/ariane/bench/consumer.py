@@ -56,6 +56,7 @@ from ariane.client import (
     Producer,
     PushConsumer,
 )
+from ariane.common.cli_bounds import COUNT, MAX_BODY_BYTES, OPTIONAL_COUNT, RATE, SECONDS
 from ariane.remoting.eventloop import run
 
 __all__ = ["consumer_bench"]
@@ -333,18 +334,52 @@ def _store_split(stats: _Stats) -> dict[str, float]:
 )
 @click.option("-t", "--topic", default="BenchmarkTest", show_default=True)
 @click.option("-g", "--group", default=None, help="Consumer group (default: a new one per run).")
-@click.option("-s", "--size", default=1024, show_default=True, help="Body bytes (produced here).")
-@click.option("--messages", type=int, default=None, help="Stop after consuming this many.")
-@click.option("--duration", type=float, default=30.0, show_default=True, help="Maximum seconds.")
-@click.option("-c", "--concurrency", default=20, show_default=True, help="consume_thread_nums.")
-@click.option("--batch-max", default=1, show_default=True, help="Messages per listener call.")
-@click.option("--pull-batch", default=32, show_default=True, help="Messages per pull.")
 @click.option(
-    "--preload", default=0, show_default=True, help="Store N messages first, then read them."
+    "-s",
+    "--size",
+    type=click.IntRange(_STAMP.size, MAX_BODY_BYTES),  # room for the send-time stamp
+    default=1024,
+    show_default=True,
+    help="Body bytes (produced here).",
 )
-@click.option("--produce-rate", type=float, default=0.0, help="Also produce R msgs/s here.")
+@click.option("--messages", type=COUNT, default=None, help="Stop after consuming this many.")
+@click.option("--duration", type=SECONDS, default=30.0, show_default=True, help="Maximum seconds.")
+@click.option(
+    "-c",
+    "--concurrency",
+    type=click.IntRange(1, 1000),  # the PushConsumer's consume_thread_nums range
+    default=20,
+    show_default=True,
+    help="consume_thread_nums.",
+)
+@click.option(
+    "--batch-max",
+    type=click.IntRange(1, 1024),  # consume_message_batch_max_size
+    default=1,
+    show_default=True,
+    help="Messages per listener call.",
+)
+@click.option(
+    "--pull-batch",
+    type=click.IntRange(1, 1024),  # pull_batch_size
+    default=32,
+    show_default=True,
+    help="Messages per pull.",
+)
+@click.option(
+    "--preload",
+    type=OPTIONAL_COUNT,
+    default=0,
+    show_default=True,
+    help="Store N messages first, then read them (0: none).",
+)
+@click.option(
+    "--produce-rate", type=RATE, default=0.0, help="Also produce R msgs/s here (0: none)."
+)
 @click.option("--threads", is_flag=True, help="A plain-function listener (runs in worker threads).")
-@click.option("--report-interval", default=5.0, show_default=True, help="Seconds between lines.")
+@click.option(
+    "--report-interval", type=SECONDS, default=5.0, show_default=True, help="Seconds between lines."
+)
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
 @click.option("--access-key", default=None, help="ACL account that signs every request.")
 @click.option("--secret-key", default=None, help="That account's secret.")
@@ -381,8 +416,6 @@ def consumer_bench(
 ) -> None:
     """Consume messages with a PushConsumer; print TPS and end-to-end RT (``--trace both``:
     untraced and traced runs, each with a new group, and their throughput ratio)."""
-    if size < _STAMP.size or concurrency <= 0 or report_interval <= 0 or preload < 0:
-        raise click.BadParameter(f"size must be >= {_STAMP.size}; counts and intervals > 0")
     if bool(access_key) != bool(secret_key):
         raise click.BadParameter("give both --access-key and --secret-key")
     credentials = SessionCredentials(access_key, secret_key) if access_key and secret_key else None

@@ -48,6 +48,7 @@ import numpy as np
 from ariane.bench._child import stop_child
 from ariane.bench.producer import _bench, _Plan
 from ariane.client import Admin, Message, Producer
+from ariane.common.cli_bounds import BODY_BYTES, IN_FLIGHT, OPTIONAL_COUNT, SECONDS
 from ariane.errors import ArianeError
 from ariane.remoting.eventloop import run
 
@@ -310,13 +311,17 @@ async def _failovers(
 
 
 @click.command("dledger")
-@click.option("-s", "--size", default=128, show_default=True, help="Body bytes per message.")
-@click.option("--duration", default=10.0, show_default=True, help="Seconds per throughput run.")
+@click.option(
+    "-s", "--size", type=BODY_BYTES, default=128, show_default=True, help="Body bytes per message."
+)
+@click.option(
+    "--duration", type=SECONDS, default=10.0, show_default=True, help="Seconds per throughput run."
+)
 @click.option("--async/--sync", "use_async", default=True, show_default=True,
               help="Pipelined sends (send_async) or concurrent awaiting senders.")  # fmt: skip
-@click.option("-c", "--concurrency", default=256, show_default=True,
+@click.option("-c", "--concurrency", type=IN_FLIGHT, default=256, show_default=True,
               help="Requests in flight (--async) or senders (--sync).")  # fmt: skip
-@click.option("--rounds", default=3, show_default=True,
+@click.option("--rounds", type=OPTIONAL_COUNT, default=3, show_default=True,
               help="Throughput rounds per target, alternating (0: skip).")  # fmt: skip
 @click.option("--nodes", type=click.IntRange(3, 5), default=3, show_default=True,
               help="Nodes of the DLedger group.")  # fmt: skip
@@ -326,7 +331,7 @@ async def _failovers(
               help="Producers sending one message after another during the kills.")  # fmt: skip
 @click.option("--heartbeat-ms", type=click.IntRange(50, 60_000), default=500, show_default=True,
               help="dLegerHeartBeatTimeIntervalMs (DLedger's default is 2000).")  # fmt: skip
-@click.option("--seed", type=int, default=None, help="Seed of the kill moments.")
+@click.option("--seed", type=int, default=None, help="Seed of the kill moments (any integer).")
 @click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE",
               help="A property of every broker (e.g. flushDiskType=SYNC_FLUSH).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
@@ -346,8 +351,6 @@ def dledger_bench(
 ) -> None:
     """Producer throughput of a DLedger group next to a single broker, then the failover time
     over leader kills (all processes on this machine)."""
-    if min(size, concurrency) <= 0 or rounds < 0 or duration <= 0:
-        raise click.BadParameter("size, concurrency and duration must be > 0, rounds >= 0")
     props: dict[str, object] = {"dLegerHeartBeatTimeIntervalMs": heartbeat_ms}
     for item in options:
         key, sep, value = item.partition("=")

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import click
 import orjson
 
+from ariane.common.cli_bounds import OPTIONAL_COUNT, SECONDS
 from ariane.filter.parser import parse
 from ariane.filter.sql92 import CompiledFilter, compile
 
@@ -82,8 +83,15 @@ def _compile_us(expression: str) -> float:
 
 
 @click.command("filter")
-@click.option("--seconds", default=1.0, show_default=True, help="time per expression, s")
-@click.option("--iterations", default=0, help="evaluations per expression (overrides --seconds)")
+@click.option(
+    "--seconds", type=SECONDS, default=1.0, show_default=True, help="time per expression, s"
+)
+@click.option(
+    "--iterations",
+    type=OPTIONAL_COUNT,
+    default=0,
+    help="evaluations per expression (overrides --seconds; 0: use --seconds)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object last")
 def filter_bench(seconds: float, iterations: int, as_json: bool) -> None:
     """SQL92 filter evaluations per second for typical subscription expressions."""

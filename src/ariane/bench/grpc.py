@@ -35,6 +35,7 @@ import numpy as np
 
 from ariane.bench._child import broker_child_ready
 from ariane.bench.broker import _pipelined, _pull, _pull_all, _send_header
+from ariane.common.cli_bounds import BODY_BYTES, COUNT, IN_FLIGHT, OPTIONAL_COUNT, TIMER_DELAY_MS
 from ariane.common.properties import TIMER_DELIVER_MS
 from ariane.common.record import decode_records
 from ariane.proxy.v2 import definition_pb2 as pb
@@ -355,20 +356,33 @@ async def _timer_phase(
 @click.command("grpc")
 @click.option("--broker", default=None, help="A running broker's remoting HOST:PORT (with --grpc).")
 @click.option("--grpc", "grpc_addr", default=None, help="Its gRPC HOST:PORT (grpcServerPort).")
-@click.option("-n", "--messages", default=20_000, show_default=True)
-@click.option("-s", "--size", default=256, show_default=True, help="Body bytes per message.")
-@click.option("-c", "--concurrency", default=64, show_default=True, help="Requests in flight.")
+@click.option("-n", "--messages", type=COUNT, default=20_000, show_default=True)
+@click.option(
+    "-s", "--size", type=BODY_BYTES, default=256, show_default=True, help="Body bytes per message."
+)
+@click.option(
+    "-c", "--concurrency", type=IN_FLIGHT, default=64, show_default=True, help="Requests in flight."
+)
 @click.option(
     "--timers",
+    type=OPTIONAL_COUNT,
     default=0,
     show_default=True,
     help="Timer messages for the accuracy phase (0: skip).",
 )
 @click.option(
-    "--timer-rate", default=10_000, show_default=True, help="Timer messages sent per second."
+    "--timer-rate",
+    type=click.IntRange(1, 10_000_000),
+    default=10_000,
+    show_default=True,
+    help="Timer messages sent per second.",
 )
 @click.option(
-    "--timer-delay-ms", default=3_000, show_default=True, help="Delay of each timer message."
+    "--timer-delay-ms",
+    type=TIMER_DELAY_MS,
+    default=3_000,
+    show_default=True,
+    help="Delay of each timer message.",
 )
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON line.")
 def grpc_bench(

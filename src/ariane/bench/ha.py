@@ -35,6 +35,7 @@ import numpy as np
 from ariane.bench._child import proc_cpu_seconds, stop_child
 from ariane.bench.producer import _bench, _Plan
 from ariane.client import Admin
+from ariane.common.cli_bounds import BATCH, BODY_BYTES, COUNT, IN_FLIGHT, SECONDS, FiniteFloatRange
 from ariane.errors import ArianeError
 from ariane.remoting.eventloop import run
 
@@ -139,16 +140,22 @@ async def _loaded(
 
 
 @click.command("ha")
-@click.option("-s", "--size", default=128, show_default=True, help="Body bytes per message.")
-@click.option("--duration", default=10.0, show_default=True, help="Seconds per phase.")
-@click.option("-b", "--batch", default=1, show_default=True, help="Messages per request.")
+@click.option(
+    "-s", "--size", type=BODY_BYTES, default=128, show_default=True, help="Body bytes per message."
+)
+@click.option(
+    "--duration", type=SECONDS, default=10.0, show_default=True, help="Seconds per phase."
+)
+@click.option(
+    "-b", "--batch", type=BATCH, default=1, show_default=True, help="Messages per request."
+)
 @click.option("--async/--sync", "use_async", default=True, show_default=True,
               help="Pipelined sends (send_async) or concurrent awaiting senders.")  # fmt: skip
-@click.option("-c", "--concurrency", default=256, show_default=True,
+@click.option("-c", "--concurrency", type=IN_FLIGHT, default=256, show_default=True,
               help="Requests in flight (--async) or senders (--sync).")  # fmt: skip
-@click.option("--rounds", default=3, show_default=True,
+@click.option("--rounds", type=COUNT, default=3, show_default=True,
               help="Maximum-rate rounds per role, alternating (the machine is noisy).")  # fmt: skip
-@click.option("--load", type=click.FloatRange(0.01, 1.0), default=0.8, show_default=True,
+@click.option("--load", type=FiniteFloatRange(0.01, 1.0), default=0.8, show_default=True,
               help="Rate of the lag phase, as a fraction of ASYNC_MASTER's maximum.")  # fmt: skip
 @click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE",
               help="A broker property for both clusters (e.g. flushDiskType=SYNC_FLUSH).")  # fmt: skip
@@ -167,8 +174,6 @@ def ha_bench(
     """Producer throughput against ASYNC_MASTER and SYNC_MASTER groups (one slave each; both
     clusters run side by side and the rounds alternate), and the slave's lag at a steady
     fraction of ASYNC_MASTER's median maximum."""
-    if min(size, batch, concurrency, rounds) <= 0 or duration <= 0:
-        raise click.BadParameter("size, batch, concurrency, rounds and duration must be > 0")
     plan = _Plan(_TOPIC, size, batch, False, None, 0, None, duration, concurrency)
     results: dict[str, Any] = {"size": size, "batch": batch, "concurrency": concurrency,
                                "async": use_async, "load": load, "rounds": rounds}  # fmt: skip

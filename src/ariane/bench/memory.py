@@ -23,6 +23,7 @@ import orjson
 
 from ariane.bench._child import ariane_child
 from ariane.client import Admin
+from ariane.common.cli_bounds import MAX_SECONDS, OPTIONAL_COUNT, QUEUES, FiniteFloatRange
 from ariane.common.native import build_name
 from ariane.remoting.protocol.admin_bodies import SubscriptionGroupConfig
 from ariane.remoting.protocol.bodies import TopicConfig
@@ -90,10 +91,22 @@ async def _seed(namesrv: str, topics: int, queues: int, groups: int) -> float:
 
 
 @click.command("memory")
-@click.option("--topics", default=1000, show_default=True, help="topics to create")
-@click.option("--queues", default=8, show_default=True, help="read/write queues per topic")
-@click.option("--groups", default=10_000, show_default=True, help="subscription groups")
-@click.option("--settle", default=5.0, show_default=True, help="seconds to wait before reading")
+@click.option(
+    "--topics", type=OPTIONAL_COUNT, default=1000, show_default=True, help="topics to create"
+)
+@click.option(
+    "--queues", type=QUEUES, default=8, show_default=True, help="read/write queues per topic"
+)
+@click.option(
+    "--groups", type=OPTIONAL_COUNT, default=10_000, show_default=True, help="subscription groups"
+)
+@click.option(
+    "--settle",
+    type=FiniteFloatRange(0, MAX_SECONDS),
+    default=5.0,
+    show_default=True,
+    help="seconds to wait before reading",
+)
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object last")
 def memory_bench(topics: int, queues: int, groups: int, settle: float, as_json: bool) -> None:
     """Broker RSS with TOPICS x QUEUES and GROUPS (a standalone cluster of its own)."""

@@ -26,6 +26,7 @@ import orjson
 
 from ariane.bench._micro_cases import CASES, Case
 from ariane.common import native
+from ariane.common.cli_bounds import COUNT
 
 __all__ = ["measure", "micro_bench", "result_doc"]
 
@@ -121,8 +122,10 @@ def select(only: Sequence[str]) -> list[Case]:
 
 
 @click.command("micro")
-@click.option("--rounds", default=5, show_default=True, help="timeit rounds; the best is kept")
-@click.option("--number", default=10_000, show_default=True, help="calls per round")
+@click.option(
+    "--rounds", type=COUNT, default=5, show_default=True, help="timeit rounds; the best is kept"
+)
+@click.option("--number", type=COUNT, default=10_000, show_default=True, help="calls per round")
 @click.option("--only", multiple=True, help="only this row (repeatable)")
 @click.option(
     "--pure/--no-pure",

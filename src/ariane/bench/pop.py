@@ -40,6 +40,14 @@ import numpy as np
 from ariane.bench._child import broker_child
 from ariane.bench.broker import _pipelined, _pull_all, _send_header
 from ariane.client._pop_api import decode_pop_response
+from ariane.common.cli_bounds import (
+    BODY_BYTES,
+    COUNT,
+    IN_FLIGHT,
+    OPTIONAL_COUNT,
+    RATE,
+    TIMER_DELAY_MS,
+)
 from ariane.common.pop import ReceiptHandle
 from ariane.common.properties import POP_CK, TIMER_DELIVER_MS
 from ariane.common.record import decode_records
@@ -284,20 +292,35 @@ async def _bench(addr: str, opts: dict[str, Any]) -> dict[str, Any]:
 
 @click.command("pop")
 @click.option("--broker", "addr", default=None, help="HOST:PORT of a running broker.")
-@click.option("-n", "--messages", default=20_000, show_default=True)
-@click.option("-s", "--size", default=256, show_default=True, help="Body bytes.")
-@click.option("-c", "--concurrency", default=8, show_default=True, help="POPs in flight.")
-@click.option("--batch-ack", is_flag=True, help="Also measure BATCH_ACK_MESSAGE.")
-@click.option("--timers", default=0, show_default=True, help="Timer messages to measure.")
-@click.option("--timer-rate", default=10_000.0, show_default=True, help="Timers sent per second.")
-@click.option("--timer-delay-ms", default=3000, show_default=True, help="Each timer's delay.")
-@click.option("--burst", default=0, show_default=True, help="Timers all due in one second.")
+@click.option("-n", "--messages", type=COUNT, default=20_000, show_default=True)
+@click.option("-s", "--size", type=BODY_BYTES, default=256, show_default=True, help="Body bytes.")
 @click.option(
-    "--burst-lead-ms", default=2000, show_default=True,
+    "-c", "--concurrency", type=IN_FLIGHT, default=8, show_default=True, help="POPs in flight."
+)
+@click.option("--batch-ack", is_flag=True, help="Also measure BATCH_ACK_MESSAGE.")
+@click.option(
+    "--timers", type=OPTIONAL_COUNT, default=0, show_default=True,
+    help="Timer messages to measure (0: skip).",
+)  # fmt: skip
+@click.option(
+    "--timer-rate", type=RATE, default=10_000.0, show_default=True,
+    help="Timers sent per second (0: as fast as possible).",
+)  # fmt: skip
+@click.option(
+    "--timer-delay-ms", type=TIMER_DELAY_MS, default=3000, show_default=True,
+    help="Each timer's delay.",
+)  # fmt: skip
+@click.option(
+    "--burst", type=OPTIONAL_COUNT, default=0, show_default=True,
+    help="Timers all due in one second (0: skip).",
+)  # fmt: skip
+@click.option(
+    "--burst-lead-ms", type=click.IntRange(0, 3_600_000), default=2000, show_default=True,
     help="The burst is due this long after its sends are expected to end.",
 )  # fmt: skip
 @click.option(
-    "--timer-precision-ms", "precision", default=1000, show_default=True,
+    "--timer-precision-ms", "precision", type=click.IntRange(1, 60_000), default=1000,
+    show_default=True,
     help="timerPrecisionMs of the broker started here (say what yours is with --broker).",
 )  # fmt: skip
 @click.option("-o", "overrides", multiple=True, help="key=value for the broker started here.")

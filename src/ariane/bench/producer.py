@@ -38,10 +38,16 @@ from ariane.acl.credentials import SessionCredentials
 from ariane.bench._child import proc_cpu_seconds
 from ariane.bench._trace_modes import TRACE_OPTIONS, echo_results, run_trace_modes, trace_fields
 from ariane.client import Message, Producer
+from ariane.common.cli_bounds import BATCH, BODY_BYTES, COUNT, IN_FLIGHT, RATE, SECONDS
 from ariane.errors import ArianeError
 from ariane.remoting.eventloop import run
+from ariane.store.config import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 __all__ = ["producer_bench"]
+
+#: the levels of the broker's default ``messageDelayLevel`` ("1s 5s ... 2h": 18); a broker
+#: delivers a level above its highest at its highest
+DELAY_LEVELS = len(parse_delay_levels(DEFAULT_DELAY_LEVELS))
 
 
 @dataclass
@@ -320,17 +326,26 @@ def _broker_cpu_fields(pid: int | None, cpu_s: float, sent: int) -> dict[str, An
     help="NameServer address(es), host:port;host:port.",
 )
 @click.option("-t", "--topic", default="BenchmarkTest", show_default=True)
-@click.option("-s", "--size", default=128, show_default=True, help="Body bytes per message.")
-@click.option("--messages", type=int, default=None, help="Stop after this many messages.")
 @click.option(
-    "--duration", type=float, default=10.0, show_default=True, help="Seconds (without --messages)."
+    "-s", "--size", type=BODY_BYTES, default=128, show_default=True, help="Body bytes per message."
 )
-@click.option("-b", "--batch", default=1, show_default=True, help="Messages per request.")
+@click.option("--messages", type=COUNT, default=None, help="Stop after this many messages.")
+@click.option(
+    "--duration",
+    type=SECONDS,
+    default=10.0,
+    show_default=True,
+    help="Seconds (without --messages).",
+)
+@click.option(
+    "-b", "--batch", type=BATCH, default=1, show_default=True, help="Messages per request."
+)
 @click.option("--async", "use_async", is_flag=True, help="Pipelined sends via send_async.")
 @click.option(
     "-c",
     "--concurrency",
     "-w",
+    type=IN_FLIGHT,
     default=64,
     show_default=True,
     help="Senders (sync) or requests in flight (--async).",
@@ -338,13 +353,21 @@ def _broker_cpu_fields(pid: int | None, cpu_s: float, sent: int) -> dict[str, An
 @click.option("-g", "--group", default="benchmark_producer", show_default=True)
 @click.option("-k", "--keys", is_flag=True, help="Give every message a key (index entry).")
 @click.option("--tags", default=None, help="Tag of every message.")
-@click.option("--delay-level", default=0, show_default=True, help="Delay level of every message.")
+@click.option(
+    "--delay-level",
+    type=click.IntRange(0, DELAY_LEVELS),
+    default=0,
+    show_default=True,
+    help=f"Delay level of every message (0: none; 1..{DELAY_LEVELS}: the broker's default levels).",
+)
 @click.option("--latency-fault", is_flag=True, help="sendLatencyFaultEnable.")
-@click.option("--report-interval", default=5.0, show_default=True, help="Seconds between lines.")
+@click.option(
+    "--report-interval", type=SECONDS, default=5.0, show_default=True, help="Seconds between lines."
+)
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON summary line.")
 @click.option(
     "--rate",
-    type=click.FloatRange(0),
+    type=RATE,
     default=0.0,
     help="Messages per second (0: as fast as possible).",
 )
@@ -385,8 +408,6 @@ def producer_bench(
 ) -> None:
     """Send messages as fast as the cluster takes them; print TPS and RT (``--trace both``:
     untraced and traced runs and their throughput ratio)."""
-    if size <= 0 or batch <= 0 or concurrency <= 0 or report_interval <= 0:
-        raise click.BadParameter("size, batch, concurrency and report interval must be > 0")
     if bool(access_key) != bool(secret_key):
         raise click.BadParameter("give both --access-key and --secret-key")
     creds = SessionCredentials(access_key, secret_key) if access_key and secret_key else None

@@ -27,6 +27,7 @@ import orjson
 
 from ariane.bench._workdir import make_work_dir
 from ariane.bench.store import _message
+from ariane.common.cli_bounds import BODY_BYTES, COUNT
 from ariane.store.config import FlushDiskType, StoreConfig
 from ariane.store.message_store import MessageStore
 
@@ -89,10 +90,16 @@ def _timed_start(
 
 
 @click.command("recovery")
-@click.option("--size-mb", default=1024, show_default=True, help="CommitLog MiB to recover")
-@click.option("--size", default=1024, show_default=True, help="message body bytes")
 @click.option(
-    "--file-mb", default=1024, show_default=True, help="CommitLog file size (mappedFileSize)"
+    "--size-mb", type=COUNT, default=1024, show_default=True, help="CommitLog MiB to recover"
+)
+@click.option("--size", type=BODY_BYTES, default=1024, show_default=True, help="message body bytes")
+@click.option(
+    "--file-mb",
+    type=click.IntRange(1, 2047),  # a CommitLog file is < 2 GiB (int32 positions)
+    default=1024,
+    show_default=True,
+    help="CommitLog file size (mappedFileSize)",
 )
 @click.option("--dir", "directory", default=None, help="where to create the store [tmp]")
 @click.option("--warm", is_flag=True, help="keep the store's pages in the page cache")
@@ -101,8 +108,6 @@ def recovery_bench(
     size_mb: int, size: int, file_mb: int, directory: str | None, warm: bool, as_json: bool
 ) -> None:
     """Time the abnormal (after a crash) and the normal start of a SIZE_MB MiB CommitLog."""
-    if size_mb < 1 or size < 1 or file_mb < 1:
-        raise click.BadParameter("--size-mb, --size and --file-mb must be positive")
     base = make_work_dir("ariane-bench-recovery-", directory)
     root = os.path.join(base, "store")
     out: dict[str, Any] = {"size_mb": size_mb, "size": size, "file_mb": file_mb, "warm": warm}

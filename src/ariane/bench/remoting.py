@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from ariane.common.cli_bounds import COUNT, IN_FLIGHT, MAX_BODY_BYTES, OPTIONAL_COUNT
 from ariane.remoting.client import RemotingClient
 from ariane.remoting.config import RemotingServerConfig
 from ariane.remoting.dispatch import RequestContext
@@ -164,10 +165,26 @@ def _codec_rates(
 
 
 @click.command("remoting")
-@click.option("--concurrency", "-n", default=64, show_default=True, help="Requests in flight.")
-@click.option("--requests", "total", default=200_000, show_default=True, help="Requests to time.")
-@click.option("--warmup", default=20_000, show_default=True, help="Untimed requests first.")
-@click.option("--body-bytes", default=128, show_default=True, help="Payload size of a request.")
+@click.option(
+    "--concurrency", "-n", type=IN_FLIGHT, default=64, show_default=True, help="Requests in flight."
+)
+@click.option(
+    "--requests", "total", type=COUNT, default=200_000, show_default=True, help="Requests to time."
+)
+@click.option(
+    "--warmup",
+    type=OPTIONAL_COUNT,
+    default=20_000,
+    show_default=True,
+    help="Untimed requests first (0: none).",
+)
+@click.option(
+    "--body-bytes",
+    type=click.IntRange(0, MAX_BODY_BYTES),  # a request may have no body
+    default=128,
+    show_default=True,
+    help="Payload size of a request.",
+)
 @click.option(
     "--serialize",
     type=click.Choice(["json", "rocketmq"]),

@@ -26,6 +26,7 @@ import click
 
 from ariane.bench._child import broker_child
 from ariane.bench.broker import _pipelined
+from ariane.common.cli_bounds import COUNT, IN_FLIGHT
 from ariane.common.message import MessageExt
 from ariane.common.msgid import decode_offset_msg_id
 from ariane.common.properties import encode_properties
@@ -201,8 +202,12 @@ async def _bench(addr: str, messages: int, concurrency: int) -> dict[str, Any]:
 @click.option(
     "--broker", "addr", default=None, help="HOST:PORT of a running broker (default: start one)."
 )
-@click.option("--messages", default=20_000, show_default=True, help="Messages per phase.")
-@click.option("--concurrency", default=256, show_default=True, help="Requests in flight.")
+@click.option(
+    "--messages", type=COUNT, default=20_000, show_default=True, help="Messages per phase."
+)
+@click.option(
+    "--concurrency", type=IN_FLIGHT, default=256, show_default=True, help="Requests in flight."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def semantics_bench(addr: str | None, messages: int, concurrency: int, as_json: bool) -> None:
     """Delay delivery, transaction and filtered-pull throughput against a broker."""

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import click
 
+from ariane.common.cli_bounds import BODY_BYTES, COUNT, QUEUES, THREADS
+
 __all__ = ["spark_bench"]
 
 #: JSON key prefix of each step
@@ -43,17 +45,31 @@ _KEYS = {
 
 @click.command("spark")
 @click.option("--nameserver", "-n", default="127.0.0.1:9876", show_default=True)
-@click.option("--rows", default=1_000_000, show_default=True, help="Messages to write and read.")
-@click.option("--size", default=1024, show_default=True, help="Body bytes per message.")
-@click.option("--queues", default=8, show_default=True, help="Queues of the benchmark topic.")
-@click.option("--partitions", default=8, show_default=True, help="Spark partitions of the write.")
+@click.option(
+    "--rows", type=COUNT, default=1_000_000, show_default=True, help="Messages to write and read."
+)
+@click.option(
+    "--size", type=BODY_BYTES, default=1024, show_default=True, help="Body bytes per message."
+)
+@click.option(
+    "--queues", type=QUEUES, default=8, show_default=True, help="Queues of the benchmark topic."
+)
+@click.option(
+    "--partitions",
+    type=click.IntRange(1, 100_000),
+    default=8,
+    show_default=True,
+    help="Spark partitions of the write.",
+)
 @click.option(
     "--master",
     default="local[*]",
     show_default=True,
     help="Spark master URL, or 'standalone': start a master and a worker here.",
 )
-@click.option("--worker-cores", default=2, show_default=True, help="With --master standalone.")
+@click.option(
+    "--worker-cores", type=THREADS, default=2, show_default=True, help="With --master standalone."
+)
 @click.option("--worker-memory", default="2g", show_default=True, help="With --master standalone.")
 @click.option("--topic", default=None, help="Topic name [default: BenchSpark<time>].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line at the end.")

@@ -29,6 +29,8 @@ from typing import Any
 
 import click
 
+from ariane.common.cli_bounds import COUNT, MAX_BODY_BYTES
+
 __all__ = ["spark_decode_bench"]
 
 
@@ -56,9 +58,19 @@ def _best(call: Callable[[], Any], rounds: int) -> float:
 
 
 @click.command("spark-decode")
-@click.option("--records", default=4096, show_default=True, help="Records in the buffer.")
-@click.option("--size", default=1024, show_default=True, help="Body bytes per record.")
-@click.option("--rounds", default=7, show_default=True, help="Timed rounds (best is kept).")
+@click.option(
+    "--records", type=COUNT, default=4096, show_default=True, help="Records in the buffer."
+)
+@click.option(
+    "--size",
+    type=click.IntRange(0, MAX_BODY_BYTES),
+    default=1024,
+    show_default=True,
+    help="Body bytes per record.",
+)
+@click.option(
+    "--rounds", type=COUNT, default=7, show_default=True, help="Timed rounds (best is kept)."
+)
 @click.option(
     "--properties",
     "mode_name",

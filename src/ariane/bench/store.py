@@ -39,6 +39,7 @@ import orjson
 
 from ariane.bench._workdir import make_work_dir
 from ariane.broker.config import BrokerConfig
+from ariane.common.cli_bounds import BODY_BYTES, COUNT, OPTIONAL_COUNT, THREADS
 from ariane.common.gc_policy import settle_after_start
 from ariane.common.message import HostPort
 from ariane.common.native import build_name
@@ -239,16 +240,23 @@ def _sync_phase(root: str, n: int, body: bytes, writers: int, index: bool) -> fl
 
 
 @click.command("store")
-@click.option("--messages", "messages", default=1_000_000, show_default=True, help="N")
-@click.option("--size", "size", default=1024, show_default=True, help="body bytes")
-@click.option("--sync-messages", default=None, type=int, help="N for the sync phase [N]")
-@click.option("--writers", default=64, show_default=True, help="sync-phase writer threads")
+@click.option("--messages", "messages", type=COUNT, default=1_000_000, show_default=True, help="N")
+@click.option("--size", "size", type=BODY_BYTES, default=1024, show_default=True, help="body bytes")
+@click.option(
+    "--sync-messages", default=None, type=OPTIONAL_COUNT, help="N for the sync phase (0: skip) [N]"
+)
+@click.option(
+    "--writers", type=THREADS, default=64, show_default=True, help="sync-phase writer threads"
+)
 @click.option("--dir", "directory", default=None, help="where to create the stores [tmp]")
 @click.option("--no-index", is_flag=True, help="disable the key index (messageIndexEnable)")
-@click.option("--passes", default=3, show_default=True, help="reference + async store passes")
+@click.option(
+    "--passes", type=COUNT, default=3, show_default=True, help="reference + async store passes"
+)
 @click.option(
     "--gc-young-threshold",
     "gc_young",
+    type=click.IntRange(-1, 1_000_000),  # the broker's gcYoungThreshold takes 0..1000000
     default=_BROKER_GC_YOUNG,
     show_default=True,
     help="young collections every N allocations, as a broker (gcYoungThreshold; 0: freeze only,"

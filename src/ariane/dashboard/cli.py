@@ -15,6 +15,7 @@ import sys
 
 import click
 
+from ariane.common.cli_bounds import FiniteFloatRange
 from ariane.common.process import configure_logging, log_level_option
 
 __all__ = ["dashboard", "parse_namesrv"]
@@ -108,7 +109,7 @@ async def serve(config: object, sock: socket.socket) -> None:
 )
 @click.option(
     "--collect-interval-s",
-    type=click.FloatRange(0.5, 3600),
+    type=FiniteFloatRange(0.5, 3600),
     default=10.0,
     show_default=True,
     help="Seconds between the Dashboard page's chart samples.",

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ariane.common.cli_bounds import SECONDS
+
 if TYPE_CHECKING:
     from ariane.acl.credentials import SessionCredentials
 
@@ -100,8 +102,19 @@ def pipeline() -> None:
     show_default=True,
     help="Archive what is there and stop, or keep running.",
 )
-@click.option("--trigger-seconds", default=10.0, show_default=True, help="Micro-batch interval.")
-@click.option("--max-offsets-per-trigger", type=int, default=None, help="Rate limit per batch.")
+@click.option(
+    "--trigger-seconds",
+    type=SECONDS,
+    default=10.0,
+    show_default=True,
+    help="Micro-batch interval.",
+)
+@click.option(
+    "--max-offsets-per-trigger",
+    type=click.IntRange(1, 2**63 - 1),  # Spark's ReadMaxRows is a long
+    default=None,
+    help="Rate limit per batch.",
+)
 @click.option(
     "--starting-offsets",
     default="earliest",

@@ -26,4 +26,6 @@ def test_bench_recovery_times_a_crashed_and_a_clean_start(tmp_path: Path) -> Non
 def test_bench_recovery_refuses_bad_sizes() -> None:
     result = CliRunner().invoke(recovery_bench, ["--size-mb", "0"])
     assert result.exit_code == 2
-    assert "must be positive" in result.output
+    assert "Invalid value for '--size-mb': 0 is not in the range 1<=x<=2147483647." in (
+        result.output
+    )

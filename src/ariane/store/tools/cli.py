@@ -21,8 +21,17 @@ def store() -> None:
 
 @store.command("dump")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option("--from", "start", default=0, show_default=True, help="first physical offset")
-@click.option("--limit", default=None, type=int, help="print at most this many records")
+@click.option(
+    "--from",
+    "start",
+    type=click.IntRange(0, 2**63 - 1),  # a CommitLog offset is an int64
+    default=0,
+    show_default=True,
+    help="first physical offset",
+)
+@click.option(
+    "--limit", type=click.IntRange(1), default=None, help="print at most this many records"
+)
 @click.option("--body", is_flag=True, help="also print message bodies")
 def dump_cmd(directory: str, start: int, limit: int | None, body: bool) -> None:
     """Print CommitLog records with their offsets."""
