@@ -4,6 +4,8 @@
 # (imports, broker load) cancels out. Deterministic: the load of the machine does not move it.
 #
 #   tools/send_callgrind.sh <src dir> single|batch|run      (about 4 minutes)
+#
+# ARIANE_COST_SETTLE=1 (passed on to send_cost.py) settles the collector as a broker does.
 set -euo pipefail
 src=$1
 mode=$2

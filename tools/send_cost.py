@@ -6,6 +6,11 @@ and the process's CPU µs per message, best of ROUNDS.
 
     PYTHONPATH=src .venv/bin/python tools/send_cost.py N ROUNDS single|batch|run|both
 
+With ``ARIANE_COST_SETTLE=1`` the collector is settled as a started broker settles it
+(``gc_policy.settle_after_start(10_000)``: collect, freeze, young collections every 10,000
+allocations) before the timed feeds, so how often a collection lands in the counted window
+moves the count less.
+
 ``tools/send_callgrind.sh`` runs it under callgrind for instruction counts, which the load of
 a shared machine does not move; ``ariane bench micro --only broker.send_single`` is the same
 path as a benchmark row.
@@ -13,12 +18,14 @@ path as a benchmark row.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 from ariane.bench import _micro_cases as mc
 from ariane.bench._micro_broker import InProcessBroker
 from ariane.common import native
+from ariane.common.gc_policy import settle_after_start
 from ariane.remoting.protocol.codec import encode
 
 BATCH = mc.BATCH
@@ -38,6 +45,8 @@ def main(n: int, rounds: int, mode: str) -> None:
         }
         if mode == "run":
             broker.feed(frames["run"][0])  # the pass's first run: its lookups made
+        if os.environ.get("ARIANE_COST_SETTLE") == "1":
+            settle_after_start(10_000)  # as the broker's CLI does (gcYoungThreshold)
         for name in ("single", "batch") if mode == "both" else (mode,):
             frame, calls, per = frames[name]
             best_thread = best_process = float("inf")

@@ -138,6 +138,31 @@ done:
     return result;
 }
 
+/* The property names every send carries, as interned str objects (their hash computed once):
+ * decode_properties hands out these objects for those names instead of a new str (issue 18:
+ * ~4 names per single send, each a new str hashed with siphash when put in the dict). Equal
+ * keys, so the dict is the same to any reader. */
+static const char *const DP_NAMES[] = {"UNIQ_KEY", "TAGS", "KEYS", "WAIT", "CLUSTER",
+                                       "MSG_REGION", "TRACE_ON"};
+enum { DP_NAME_COUNT = sizeof(DP_NAMES) / sizeof(DP_NAMES[0]) };
+static PyObject *DP_NAME_OBJ[DP_NAME_COUNT];
+static Py_ssize_t DP_NAME_LEN[DP_NAME_COUNT];
+
+/* text[start:stop] as a name: one of DP_NAMES' objects (a new reference) or a new str */
+static PyObject *dp_name(PyObject *text, Py_ssize_t start, Py_ssize_t stop) {
+    if (PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND && DP_NAME_OBJ[0] != NULL) {
+        const char *s = (const char *)PyUnicode_1BYTE_DATA(text) + start;
+        Py_ssize_t n = stop - start;
+        for (int k = 0; k < DP_NAME_COUNT; k++) {
+            if (DP_NAME_LEN[k] == n && s[0] == DP_NAMES[k][0] &&
+                memcmp(s, DP_NAMES[k], (size_t)n) == 0) {
+                return Py_NewRef(DP_NAME_OBJ[k]);
+            }
+        }
+    }
+    return PyUnicode_Substring(text, start, stop);
+}
+
 /* name = up to the first \x01, value = the rest; both must be non-empty (the Java decoder
  * drops other segments). Later duplicates overwrite earlier ones, as in a dict. */
 static PyObject *decode_properties(PyObject *module, PyObject *text) {
@@ -178,7 +203,7 @@ static PyObject *decode_properties(PyObject *module, PyObject *text) {
             return NULL;
         }
         if (sep > start && sep + 1 < end) {
-            PyObject *name = PyUnicode_Substring(text, start, sep);
+            PyObject *name = dp_name(text, start, sep);
             PyObject *value = name ? PyUnicode_Substring(text, sep + 1, end) : NULL;
             int rc = value ? PyDict_SetItem(out, name, value) : -1;
             Py_XDECREF(name);
@@ -466,8 +491,23 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         S_COPY == NULL || S_UPDATE == NULL || S_DIGEST == NULL) {
         return NULL;
     }
+    for (int k = 0; k < DP_NAME_COUNT; k++) {
+        PyObject *name = PyUnicode_InternFromString(DP_NAMES[k]);
+        if (name == NULL || PyObject_Hash(name) == -1) {
+            Py_XDECREF(name);
+            return NULL;
+        }
+        DP_NAME_LEN[k] = (Py_ssize_t)strlen(DP_NAMES[k]);
+        DP_NAME_OBJ[k] = name;
+    }
     m = PyModule_Create(&module_def);
     if (m == NULL) {
+        return NULL;
+    }
+    /* configure_raw_send's slot count (10: RawSend with `spans`; an extension built before
+     * has no constant and takes 9) */
+    if (PyModule_AddIntConstant(m, "RAW_SEND_SLOTS", RS_SLOT_COUNT) < 0) {
+        Py_DECREF(m);
         return NULL;
     }
     if (PyModule_AddIntConstant(m, "ABI", 2) < 0) {

@@ -4,6 +4,7 @@ from collections.abc import Mapping
 from typing import Any
 
 ABI: int
+RAW_SEND_SLOTS: int
 
 def encode_properties(props: Mapping[str, str], /) -> str: ...
 def decode_properties(text: str, /) -> dict[str, str]: ...

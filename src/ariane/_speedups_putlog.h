@@ -3,6 +3,7 @@
  *
  *   configure_put_log(state_cls, mapped_file_cls) -> None
  *   put_log(state, msg, lock, queue_table, staged) -> PutResult | None
+ *   put_log_run(state, msgs, start, queue_table, staged, out) -> int
  *
  * How it works. `state` is the CommitLog's PutState (store/commit_log_state.py, __slots__ read
  * and written here through their offsets): the topic and tags caches, the limits, the clock
@@ -18,6 +19,12 @@
  * there is no current file, a field is not an exact int, the clock's answer is not one, the
  * record does not fit the file (it must roll first) or the message is not of put_one's shape:
  * the pure path (CommitLog._put_two_steps, the reference) then decides.
+ *
+ * put_log_run is put_log(state, m, None, queue_table, staged) for msgs[start], msgs[start + 1]...
+ * with the caller holding the put lock (store/put_run.py's put_many: a read's single sends),
+ * each result appended to `out`; it stops before the first message put_log declines and
+ * returns its index (len(msgs) when none is declined). Twin: put_many's Python loop over
+ * put_log (the reference, and the path of any other put call).
  *
  * Included by _speedups.c after _speedups_put.h (put_one_at, put_int, PUT_RESULT_AT).
  */
@@ -252,9 +259,53 @@ static PyObject *put_log(PyObject *module, PyObject *const *args, Py_ssize_t nar
     return res;
 }
 
+static PyObject *put_log_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *msgs, *out;
+    Py_ssize_t i;
+    (void)module;
+    if (nargs != 6 || PL_STATE_CLS == NULL || PUT_MSG == NULL ||
+        !Py_IS_TYPE(args[0], (PyTypeObject *)PL_STATE_CLS) || !PyList_CheckExact(args[1]) ||
+        !PyDict_CheckExact(args[3]) || !PyList_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "put_log_run(state, msgs: list, start, queue_table, "
+                                         "staged, out: list) after configure_put_log");
+        return NULL;
+    }
+    msgs = args[1];
+    out = args[5];
+    i = PyLong_AsSsize_t(args[2]);
+    if (i == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (i < 0) {
+        i = 0;
+    }
+    for (; i < PyList_GET_SIZE(msgs); i++) { /* the size each time: a clock may run Python */
+        PyObject *msg = Py_NewRef(PyList_GET_ITEM(msgs, i));
+        PyObject *res = pl_locked(args[0], msg, args[3], args[4]);
+        int appended;
+        Py_DECREF(msg);
+        if (res == NULL) {
+            return NULL;
+        }
+        if (res == Py_None) {
+            Py_DECREF(res);
+            break;
+        }
+        appended = PyList_Append(out, res);
+        Py_DECREF(res);
+        if (appended < 0) {
+            return NULL;
+        }
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 #define PUTLOG_METHODS                                                                          \
     {"configure_put_log", (PyCFunction)(void (*)(void))configure_put_log, METH_FASTCALL,        \
      "configure_put_log(state_cls, mapped_file_cls) for put_log."},                             \
         {"put_log", (PyCFunction)(void (*)(void))put_log, METH_FASTCALL,                        \
          "CommitLog.put_message's locked part (put_one + bookkeeping), or None before any "     \
-         "effect."},
+         "effect."},                                                                            \
+        {"put_log_run", (PyCFunction)(void (*)(void))put_log_run, METH_FASTCALL,                \
+         "put_log of msgs[start:] with the lock held, into out, to the first declined; its "    \
+         "index."},

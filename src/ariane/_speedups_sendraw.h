@@ -2,8 +2,9 @@
  * frame bytes to the MessageInner with no extFields dict and no RemotingCommand).
  *
  * How it works. send_prepare_run (_speedups_sendrun.h) hands each RawSend (a frame
- * decode_json_frames left raw, _speedups_sendscan.h) to sr_prepare_raw: its extFields are
- * scanned again from the frame bytes (rs_ext_scan) and every field of the header class's plan
+ * decode_json_frames left raw, _speedups_sendscan.h) to sr_prepare_raw: its extFields pairs
+ * are the decoder's scan's (the RawSend's `spans`, rs_spans_read; scanned again with
+ * rs_ext_scan only when a RawSend has none) and every field of the header class's plan
  * read as hdr_value reads it from the dict the eager decoder would have made (a str as it is;
  * an int of ASCII digits with an optional '-', at most 18, in the Java type's range; a bool
  * "true", "1", "false" or "0"; a missing optional field its default). A value that would need
@@ -13,8 +14,23 @@
  * send_run.py on the decoded command (RawSend.command()).
  */
 
+/* the pairs of one-byte keys (SEND_MESSAGE_V2's "a".."n") by that byte: an index into the
+ * pairs, or -1 */
+typedef struct {
+    int8_t at[128];
+} sr_by1;
+
+static void sr_by1_fill(const rs_ext *ext, sr_by1 *by1) {
+    memset(by1->at, -1, sizeof(by1->at));
+    for (int i = 0; i < ext->n; i++) {
+        if (ext->p[i].kn == 1 && ext->p[i].k[0] < 128 && by1->at[ext->p[i].k[0]] < 0) {
+            by1->at[ext->p[i].k[0]] = (int8_t)i; /* the first, as the loop below finds */
+        }
+    }
+}
+
 /* the pair of `key` (an ASCII str), or NULL */
-static const rs_pair *sr_raw_find(const rs_ext *ext, PyObject *key) {
+static const rs_pair *sr_raw_find(const rs_ext *ext, const sr_by1 *by1, PyObject *key) {
     Py_ssize_t n;
     const char *k;
     if (!PyUnicode_CheckExact(key) || !PyUnicode_IS_ASCII(key)) {
@@ -24,6 +40,10 @@ static const rs_pair *sr_raw_find(const rs_ext *ext, PyObject *key) {
     k = (const char *)PyUnicode_1BYTE_DATA(key);
     if (n == 0) {
         return NULL; /* rs_scan takes no empty key */
+    }
+    if (n == 1) { /* an ASCII key: k[0] < 128 */
+        int at = by1->at[(unsigned char)k[0] & 0x7F];
+        return at < 0 ? NULL : &ext->p[at];
     }
     for (int i = 0; i < ext->n; i++) {
         const rs_pair *pr = &ext->p[i];
@@ -40,8 +60,9 @@ static PyObject *SR_RAW_TOPIC;
 
 /* one field's value as hdr_value gives it: 1 and *out (a new reference; not made when out is
  * NULL), 0 not plain, -1 error */
-static int sr_raw_value(const rs_ext *ext, PyObject *field, int is_topic, PyObject **out) {
-    const rs_pair *pr = sr_raw_find(ext, PyTuple_GET_ITEM(field, 0));
+static int sr_raw_value(const rs_ext *ext, const sr_by1 *by1, PyObject *field, int is_topic,
+                        PyObject **out) {
+    const rs_pair *pr = sr_raw_find(ext, by1, PyTuple_GET_ITEM(field, 0));
     long kind = PyLong_AsLong(PyTuple_GET_ITEM(field, 1));
     const unsigned char *s;
     Py_ssize_t n, i = 0;
@@ -135,6 +156,7 @@ static PyObject *sr_prepare_raw(PyObject *const *ctx, PyObject *request) {
     Py_ssize_t ext_at, ext_end;
     long code_v;
     rs_ext ext;
+    sr_by1 by1;
     int t = 1;
     if (source == NULL || code == NULL || at == NULL || end == NULL ||
         !PyBytes_CheckExact(source) || !PyLong_CheckExact(code) || !PyLong_CheckExact(at) ||
@@ -153,16 +175,19 @@ static PyObject *sr_prepare_raw(PyObject *const *ctx, PyObject *request) {
         return NULL;
     }
     b = (const unsigned char *)PyBytes_AS_STRING(source);
-    if (!rs_ext_scan(b + ext_at, b + ext_end, &ext, &after) || after != b + ext_end) {
+    /* the decoder's scan's pairs; a RawSend without them (not expected) is scanned again */
+    if (!rs_spans_read(rs_slot(request, RS_SPANS), b, ext_at, ext_end, &ext) &&
+        (!rs_ext_scan(b + ext_at, b + ext_end, &ext, &after) || after != b + ext_end)) {
         return NULL;
     }
     plan = ctx[code_v == 310 ? SR_V2_PLAN : SR_V1_PLAN];
     rest = ctx[code_v == 310 ? SR_V2_REST : SR_V1_REST];
+    sr_by1_fill(&ext, &by1);
     for (int k = 0; t == 1 && k < SF_COUNT; k++) {
-        t = sr_raw_value(&ext, PyTuple_GET_ITEM(plan, k), k == SF_TOPIC, &vals[k]);
+        t = sr_raw_value(&ext, &by1, PyTuple_GET_ITEM(plan, k), k == SF_TOPIC, &vals[k]);
     }
     for (Py_ssize_t k = 0; t == 1 && k < PyTuple_GET_SIZE(rest); k++) {
-        t = sr_raw_value(&ext, PyTuple_GET_ITEM(rest, k), 0, NULL);
+        t = sr_raw_value(&ext, &by1, PyTuple_GET_ITEM(rest, k), 0, NULL);
     }
     if (t == 1) {
         out = sr_ready(ctx, vals, request);

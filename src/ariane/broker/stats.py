@@ -188,8 +188,15 @@ class BrokerStats:
                 return
             hist = self.message_size[topic] = Histogram(MESSAGE_SIZE_BUCKETS)
         counts = hist.counts
-        for size in sizes:
-            counts[bisect_left(_SIZE_BOUNDS, size)] += 1
+        if n:
+            # a read's sends are mostly of one size: when the smallest and the largest fall in
+            # one bucket, every size between them does (bisect is monotonic), so no loop
+            first = bisect_left(_SIZE_BOUNDS, min(sizes))
+            if first == bisect_left(_SIZE_BOUNDS, max(sizes)):
+                counts[first] += n
+            else:
+                for size in sizes:
+                    counts[bisect_left(_SIZE_BOUNDS, size)] += 1
         hist.sum += float(total)
         hist.count += n
 

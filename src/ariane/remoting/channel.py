@@ -47,7 +47,7 @@ from ariane.remoting.protocol.codec import (
     encode_parts,
 )
 from ariane.remoting.protocol.command import FLAG_RESPONSE, RemotingCommand, next_opaque
-from ariane.remoting.protocol.rawsend import RAW_CLASS
+from ariane.remoting.protocol.rawsend import RAW_CLASS, RAW_CODES
 
 __all__ = [
     "Channel",
@@ -64,6 +64,9 @@ logger = logging.getLogger(__name__)
 
 _channel_ids = itertools.count(1)
 _NO_RUNS: frozenset[int] = frozenset()
+#: a read whose frames are all RawSends (codes RAW_CODES, flag 0) is one run (data_received)
+_RAW_CODES = RAW_CODES
+_ONLY_RAW: set[type] = {RAW_CLASS}
 _CLOSE_LINGER_S = 10.0
 #: Sweep period bounds for request timeouts; the period is ``pending / _SWEEP_RATE`` within them.
 _SWEEP_MIN_S = 0.05
@@ -592,6 +595,18 @@ class Channel(asyncio.Protocol):
         try:
             pending = self._pending
             backlog = self._backlog
+            if (
+                run_codes
+                and commands
+                and not backlog
+                and self._inflight < self._max_inflight
+                and run_codes >= _RAW_CODES
+                and set(map(type, commands)) == _ONLY_RAW
+            ):
+                # every frame a plain single send left raw (requests of run codes): the loop
+                # below would make them one run, as nothing is dispatched while it gathers one
+                self._dispatch_run(commands)
+                commands = []
             run: list[RemotingCommand] = []
             for cmd in commands:
                 if (

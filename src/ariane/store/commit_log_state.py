@@ -23,7 +23,7 @@ from ariane.store.mapped_file import MappedFile
 from ariane.store.put_native import put_one as _put_one  # configures what put_log calls
 from ariane.store.results import PutResult
 
-__all__ = ["PutLog", "PutState", "PutStateView", "put_log"]
+__all__ = ["PutLog", "PutLogRun", "PutState", "PutStateView", "put_log", "put_log_run"]
 
 
 class PutState:
@@ -133,3 +133,14 @@ def _load() -> PutLog | None:
 
 #: the compiled call (None: the pure build)
 put_log = _load()
+
+#: ``put_log_run(state, msgs, start, queue_table, staged, out) -> int``: ``put_log`` with the
+#: lock held (None) of ``msgs[start]``, ``msgs[start + 1]``... appended to ``out`` up to the
+#: first it declines, whose index it returns; None in the pure build (or an extension built
+#: before it): ``store/put_run.put_many``'s loop, the reference
+PutLogRun = Callable[
+    [PutState, list[MessageInner], int, dict[tuple[str, int], int], Any, list[PutResult]], int
+]
+put_log_run: PutLogRun | None = (
+    getattr(native.speedups, "put_log_run", None) if put_log is not None else None
+)

@@ -3,7 +3,9 @@ processor's per-read pass, ``broker/processors/send_run.py``).
 
 How it works. :func:`put_many` is ``CommitLog.put_message`` for each message of a run, in order:
 it takes the put lock once and calls the compiled ``put_log`` (``store/commit_log_state.py``:
-``put_one`` and the bookkeeping, as ``put_message`` does) per message with the lock held; a
+``put_one`` and the bookkeeping, as ``put_message`` does) per message with the lock held (the
+loop itself compiled: ``put_log_run``, no Python bytecode per message; the Python loop is its
+reference); a
 message ``put_log`` declines (a new topic, a shape only the pure code takes, a full file) goes
 through ``CommitLog._put_two_steps`` outside the lock,
 exactly as ``put_message`` would send it, and the run goes on. The store's part
@@ -18,14 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+from operator import attrgetter
+from typing import cast
 
 from ariane.store.commit_log import CommitLog
+from ariane.store.commit_log_state import put_log, put_log_run
 from ariane.store.flush import Completion
 from ariane.store.inner import MessageInner
 from ariane.store.message_store import MessageStore
 from ariane.store.results import PutResult, PutStatus
 
 _PUT_OK = PutStatus.PUT_OK
+_MSG_NUM = attrgetter("msg_num")
 
 __all__ = [
     "RunCompletion",
@@ -52,17 +58,22 @@ def put_many(log: CommitLog, msgs: Sequence[MessageInner], out: list[PutResult])
             out.append(log.put_message(msgs[i]))
             i += 1
         return
+    # the loop below in one C call (put_log's own loop) when the put is the compiled put_log
+    run = put_log_run if one_call is put_log and type(msgs) is list else None
     lock = log.put_lock
     while i < count:
         lock.acquire()
         try:
             state, table, staged = log._state, log.topic_queue_table, log.staged
-            while i < count:
-                result = one_call(state, msgs[i], None, table, staged)  # None: the lock is held
-                if result is None:
-                    break
-                out.append(result)
-                i += 1
+            if run is not None:  # to the first message put_log declines
+                i = run(state, cast(list[MessageInner], msgs), i, table, staged, out)
+            else:
+                while i < count:
+                    result = one_call(state, msgs[i], None, table, staged)  # None: lock held
+                    if result is None:
+                        break
+                    out.append(result)
+                    i += 1
         finally:
             lock.release()
         if i < count:  # what put_message does when put_log declines
@@ -82,7 +93,7 @@ def _put_run(store: MessageStore, msgs: Sequence[MessageInner]) -> list[PutResul
         put_many(log, msgs, out)
     except OSError as exc:
         done = len(out)
-        store.put_failed_times += sum(1 for r in out if r.msg_num == 0)
+        store.put_failed_times += list(map(_MSG_NUM, out)).count(0)
         if store.answers_at_once:  # put_message: one more try through _append
             out.append(store._append(partial(log.put_message, msgs[done])))
             out += [store.put_message(m) for m in msgs[done + 1 :]]
@@ -90,7 +101,7 @@ def _put_run(store: MessageStore, msgs: Sequence[MessageInner]) -> list[PutResul
             out.append(store._append(partial(_reraise, exc)))
             out += [store._append(partial(log.put_message, m)) for m in msgs[done + 1 :]]
         return out
-    store.put_failed_times += sum(1 for r in out if r.msg_num == 0)
+    store.put_failed_times += list(map(_MSG_NUM, out)).count(0)
     return out
 
 

@@ -18,6 +18,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from ariane.broker.processors import send_run
@@ -113,6 +114,75 @@ def test_raw_frames_give_the_references_ready_sends(tmp_path: Path, compiled_raw
         assert len(calls) == 11
         assert all(type(r) is rawsend.RawSend for r in calls)
         assert sum(len(stop[2]) for stop in reference) >= 22
+        await b.stop()
+
+    run(main())
+
+
+_SPAN = struct.Struct("=IIIBBBB")  # _speedups_sendscan.h's rs_span: k, v, vn, kn, esc, high
+
+
+def _spans(r: Any) -> dict[str, str]:
+    """A RawSend's extFields read through its ``spans`` (the decoder's one scan)."""
+    out: dict[str, str] = {}
+    src = r.source
+    for k, v, vn, kn, esc, high, pad in _SPAN.iter_unpack(r.spans):
+        assert r.ext_at < k < k + kn < v <= v + vn < r.ext_end
+        assert pad == 0
+        raw_value = src[v : v + vn]
+        assert esc == (b"\\" in raw_value)
+        assert high == any(ch >= 0x80 for ch in raw_value)
+        out[src[k : k + kn].decode()] = orjson.loads(b'"' + raw_value + b'"')
+    return out
+
+
+def test_raw_frames_carry_the_scans_extfields(tmp_path: Path, compiled_raw: None) -> None:
+    """The decoder's scan leaves each pair's key and value where orjson reads them (one scan
+    per header: the prepare reads the fields through these spans)."""
+
+    async def main() -> None:
+        b = await _broker(tmp_path)
+        raws = [r for r in _decode(b"".join(_all_frames(b)), True) if type(r) is rawsend.RawSend]
+        assert len(raws) > 40
+        for r in raws:
+            ext = orjson.loads(r.source[r.ext_at : r.ext_end])
+            assert _spans(r) == ext
+            assert list(_spans(r)) == list(ext)  # in the header's order
+            assert len(r.spans) == _SPAN.size * len(ext)
+        await b.stop()
+
+    run(main())
+
+
+def test_a_raw_send_without_its_spans_is_read_the_same(tmp_path: Path, compiled_raw: None) -> None:
+    """A RawSend whose ``spans`` are missing, cut or point outside its extFields (none the
+    decoder makes) is scanned again: the same ready sends and stops as with its spans."""
+
+    async def main() -> None:
+        b = await _broker(tmp_path)
+        run_proc = b.c.send_processor.run
+        assert run_proc is not None
+        stream = b"".join(_all_frames(b))
+        born = HostPort(b"\x0a\x00\x00\x07", 40123)
+        ctx, calls = _counting_ctx(run_proc, born)
+        expected = _prepare_all(send_run.prepare_run, ctx, _decode(stream, True))
+        expected_calls = len(calls)
+        for damage in ("delete", "cut", "outside", "long"):
+            raws = _decode(stream, True)
+            for r in raws:
+                if type(r) is not rawsend.RawSend:
+                    continue
+                if damage == "delete":
+                    del r.spans
+                elif damage == "cut":
+                    r.spans = r.spans[:-3]
+                elif damage == "outside":
+                    r.spans = _SPAN.pack(0, 1, 2, 1, 0, 0, 0) + r.spans[_SPAN.size :]
+                else:
+                    r.spans = r.spans * 30  # more pairs than a plain header has
+            ctx, calls = _counting_ctx(run_proc, born)
+            assert _prepare_all(send_run.prepare_run, ctx, raws) == expected, damage
+            assert len(calls) == expected_calls
         await b.stop()
 
     run(main())

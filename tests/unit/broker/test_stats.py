@@ -146,3 +146,19 @@ def test_topic_and_group_deletion() -> None:
     assert all(
         len(items) == 0 for name, items in stats.sets.items() if not name.startswith("BROKER")
     )
+
+
+def test_put_each_counts_as_one_put_per_size() -> None:
+    # a read's sizes in one bucket (no loop), across buckets and on the bounds (the loop)
+    runs = [[1180] * 100, [1024, 1025, 4096, 4097, 10], [5000, 4097, 524288, 3_000_000], [7]]
+    each, one = BrokerStats(ManualClock(), "C1"), BrokerStats(ManualClock(), "C1")
+    for sizes in runs:
+        each.on_put_each("T", sizes)
+        for size in sizes:
+            one.on_put("T", 1, size)
+    for stats in (each, one):
+        assert stats.put_total == 110
+    a, b = each.message_size["T"], one.message_size["T"]
+    assert a.counts == b.counts == [3, 102, 4, 0, 0, 1, 0]
+    assert (a.sum, a.count) == (b.sum, b.count) == (float(sum(map(sum, runs))), 110)
+    assert each.sets[TOPIC_PUT_SIZE].value("T") == one.sets[TOPIC_PUT_SIZE].value("T")

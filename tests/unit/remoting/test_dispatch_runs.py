@@ -107,3 +107,80 @@ def _answer(opaque: int) -> RemotingCommand:
     response = RemotingCommand.response(0)
     response.opaque = opaque
     return response
+
+
+def _send_frames(count: int, oneway_at: int = -1) -> bytes:
+    """``count`` plain SEND_MESSAGE_V2 frames (taken raw by the compiled decoder)."""
+    from ariane.bench import _micro_cases as mc
+
+    frames = []
+    for i in range(count):
+        request = mc.send_request()
+        request.opaque = 1000 + i
+        if i == oneway_at:
+            request.flag |= FLAG_ONEWAY  # flag 1: not raw, yet of a run code
+        frames.append(encode(request))
+    return b"".join(frames)
+
+
+def _raw_log(data: bytes, loop_only: bool, inflight: int = 0) -> list[tuple[str, ...]]:
+    """What the run processor of SEND_MESSAGE(_V2) and the plain processor saw of one read."""
+    import ariane.remoting.channel as channel_module
+    from ariane.remoting.protocol.rawsend import RAW_CLASS
+
+    log: list[tuple[str, ...]] = []
+    dispatcher = Dispatcher()
+    dispatcher.raw_sends = True
+
+    def single(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand:
+        log.append(("one", str(request.code), str(request.opaque)))
+        return RemotingCommand.response(0)
+
+    def run_sends(channel: Channel, requests: list[RemotingCommand]) -> None:
+        log.append(("run", *(f"{r.__class__ is RAW_CLASS}:{r.opaque}" for r in requests)))
+
+    for code in (10, 310):
+        dispatcher.register_processor(code, single)
+    dispatcher.register_run_processor((10, 310), run_sends)
+    saved = channel_module._ONLY_RAW
+
+    async def main() -> None:
+        channel = Channel(dispatcher, max_inflight=3)
+        channel.connection_made(RecordingTransport())  # type: ignore[arg-type]
+        channel._inflight = inflight
+        channel.data_received(data)
+
+    if loop_only:
+        channel_module._ONLY_RAW = set()  # never all raw: the per-command loop
+    try:
+        asyncio.run(main())
+    finally:
+        channel_module._ONLY_RAW = saved
+    return log
+
+
+def test_a_read_of_raw_sends_is_the_run_the_loop_makes() -> None:
+    """A read whose frames are all plain single sends (RawSends in the compiled build) is
+    handed as one run without the per-command loop: the same run, in the same order, as the
+    loop gives; a read with another frame, or a channel over its in-flight limit, takes the
+    loop."""
+    from ariane.remoting.protocol import codec
+
+    for data, inflight in (
+        (_send_frames(40), 0),
+        (_send_frames(1), 0),
+        (_send_frames(12, oneway_at=5), 0),
+        (_send_frames(12), 3),
+    ):
+        fast, loop = _raw_log(data, False, inflight), _raw_log(data, True, inflight)
+        assert fast == loop
+    all_raw = _raw_log(_send_frames(40), False)
+    assert len(all_raw) == 1
+    assert all_raw[0][0] == "run"
+    assert len(all_raw[0]) == 41
+    if codec._FAST_FRAMES is not None and codec._RAW_FRAMES:
+        assert all(item.startswith("True:") for item in all_raw[0][1:])
+    assert _raw_log(_send_frames(1), False) == [("one", "310", "1000")]
+    mixed = _raw_log(_send_frames(12, oneway_at=5), False)
+    assert len(mixed) == 1
+    assert len(mixed[0]) == 13  # the one-way send is in the run too, not raw

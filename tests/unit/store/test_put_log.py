@@ -299,3 +299,47 @@ def test_put_log_requests_are_not_tracked_by_the_collector() -> None:
             pure.put_message(_msg(i))
         assert list(log.pending) == list(pure.pending)
         assert not any(gc.is_tracked(r) for r in list(log.pending)[2:])  # after the cold puts
+
+
+@compiled
+def test_put_many_compiled_loop_gives_the_python_loops_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``put_many`` with ``put_log_run`` (its loop in C) and with the Python loop over
+    ``put_log`` (the reference, ``put_log_run`` None): the same results, records, requests,
+    queue table and put state over runs that roll files, meet new topics (put_log declines
+    them midway: the run goes on after the two-step put) and a message too large; the compiled
+    loop stops at exactly the messages put_log declines."""
+    from ariane.store import commit_log_state, put_run
+
+    assert commit_log_state.put_log_run is not None
+    runs = [[_msg(i, 300 + (i * 53) % 900) for i in range(k, k + 40)] for k in range(0, 400, 40)]
+    for j, run_msgs in enumerate(runs):
+        run_msgs[7 + j].topic = f"New{j}"  # a topic put_log has not cached: declined
+    runs[3][20] = _msg(9999, 5000)  # larger than max_message_size: a failed result
+    logs: list[tuple[object, ...]] = []
+    calls: list[int] = []
+    real = commit_log_state.put_log_run
+
+    def counting(state: PutState, msgs: list[MessageInner], i: int, *rest: object) -> int:
+        end = real(state, msgs, i, *rest)  # type: ignore[arg-type]
+        calls.append(end - i)
+        return end
+
+    for loop in (counting, None):
+        monkeypatch.setattr(put_run, "put_log_run", loop)
+        clock = ManualClock()
+        with _log(clock) as log:
+            results: list[PutResult] = []
+            for run_msgs in runs:
+                clock.advance(3)
+                put_run.put_many(log, run_msgs, results)
+            logs.append((
+                [_result(r) for r in results], _state(log), list(log.pending),
+                dict(log.topic_queue_table),
+                [bytes(f.mm[: f.wrote_position]) for f in log.queue.files],
+            ))  # fmt: skip
+            assert not log.put_lock.locked()
+            assert len(log.queue.files) > 3
+    assert logs[0] == logs[1]
+    assert sum(1 for r in logs[0][0] if r[PutResult.__slots__.index("msg_num")] == 0) == 1  # type: ignore[index]
+    assert len(calls) > len(runs)  # stopped at the declined ones, went on after them
+    assert sum(calls) > 300

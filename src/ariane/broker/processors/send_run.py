@@ -43,6 +43,7 @@ import dataclasses
 import logging
 import struct
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
@@ -146,6 +147,8 @@ logger = logging.getLogger(__name__)
 RUN_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
 _V2 = RequestCode.SEND_MESSAGE_V2
 _JSON = SerializeType.JSON
+#: a ready send's message (``_Ready``'s first item), for the store's run
+_MESSAGE = itemgetter(0)
 _PUT_OK = PutStatus.PUT_OK
 _PREFIX = struct.Struct(">iI")  # frame length, header word (JSON: the header's length)
 #: properties some per-request step acts on: such a send takes the per-request path
@@ -418,7 +421,7 @@ class SendRun:
         self, channel: Channel, requests: list[RemotingCommand], ready: list[_Ready]
     ) -> None:
         p = self.p
-        results = store_put_run(p.store, [one[0] for one in ready])
+        results = store_put_run(p.store, list(map(_MESSAGE, ready)))
         p._after_put(results[-1], True)  # wakes the transfer to slaves (an ASYNC_MASTER)
         self._answer_results(channel, requests, ready, results)
 
@@ -526,7 +529,7 @@ class SendRun:
         if answers is None:
             answers = self._sync_answers = LoopAnswers(p._sync_answers().loop, self._answer_sync)
         waits = [one[4] for one in ready]
-        appended = store_append_run(p.store, [one[0] for one in ready], waits)
+        appended = store_append_run(p.store, list(map(_MESSAGE, ready)), waits)
         if appended is None:  # refused now: one by one, each says why
             self._put_sync_each(answers, channel, requests, ready, waits)
             return
@@ -577,7 +580,7 @@ class SendRun:
             for request, (_inner, topic, queue_id, uniq, _wait) in zip(requests, ready, strict=True)
         ]
         try:
-            store_submit_run(self.p.store, [one[0] for one in ready], waits, sends)
+            store_submit_run(self.p.store, list(map(_MESSAGE, ready)), waits, sends)
         finally:
             for send in sends:
                 send.submitting = False

@@ -23,9 +23,12 @@ from typing import Final
 
 from ariane.common import native
 from ariane.remoting.protocol import codec
+from ariane.remoting.protocol.codes import RequestCode
 from ariane.remoting.protocol.command import LanguageCode, RemotingCommand
 
-__all__ = ["RAW_CLASS", "RawSend", "as_command", "scan_send_header", "send_header_scan"]
+__all__ = [
+    "RAW_CLASS", "RAW_CODES", "RawSend", "as_command", "scan_send_header", "send_header_scan",
+]  # fmt: skip
 
 #: the most extFields keys a plain header has, and the longest key
 MAX_PAIRS: Final = 24
@@ -43,9 +46,14 @@ class RawSend:
         body: the message body (None when the frame has none).
         source: the read's bytes; ``source[start:end]`` is the frame without its length field.
         ext_at, ext_end: where the header's extFields object is in ``source``.
+        spans: the decoder's scan of the extFields pairs (offsets into ``source``, the
+            compiled prepare reads the header fields through them instead of scanning the
+            extFields again); unset with an extension built before it.
     """
 
-    __slots__ = ("body", "code", "end", "ext_at", "ext_end", "flag", "opaque", "source", "start")
+    __slots__ = (
+        "body", "code", "end", "ext_at", "ext_end", "flag", "opaque", "source", "spans", "start",
+    )  # fmt: skip
 
     code: int
     flag: int
@@ -56,6 +64,7 @@ class RawSend:
     end: int
     ext_at: int
     ext_end: int
+    spans: bytes
 
     def command(self) -> RemotingCommand:
         """The command the frame decodes into (the eager decoder's)."""
@@ -68,8 +77,13 @@ class RawSend:
 
 #: RawSend's class for an identity check on a request typed as a command
 RAW_CLASS: Final[type] = RawSend
-#: the slots in the order the compiled decoder sets them (``_speedups_sendscan.h``)
-_SLOT_ORDER = ("code", "flag", "opaque", "body", "source", "start", "end", "ext_at", "ext_end")
+#: the request codes a RawSend has (the decoder leaves no other frame raw)
+RAW_CODES: Final = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2))
+#: the slots in the order the compiled decoder sets them (``_speedups_sendscan.h``; an
+#: extension built before ``spans`` takes the first nine)
+_SLOT_ORDER = (
+    "code", "flag", "opaque", "body", "source", "start", "end", "ext_at", "ext_end", "spans",
+)  # fmt: skip
 
 
 def as_command(request: RemotingCommand | RawSend) -> RemotingCommand:
@@ -259,4 +273,7 @@ send_header_scan = _SCAN if _SCAN is not None else scan_send_header
 
 _CONFIGURE = getattr(native.speedups, "configure_raw_send", None)
 if _CONFIGURE is not None:
-    _CONFIGURE(RawSend, tuple(getattr(RawSend, name) for name in _SLOT_ORDER), _LANGUAGES)
+    _SLOTS_TAKEN = getattr(native.speedups, "RAW_SEND_SLOTS", 9)
+    _CONFIGURE(
+        RawSend, tuple(getattr(RawSend, name) for name in _SLOT_ORDER[:_SLOTS_TAKEN]), _LANGUAGES
+    )
