@@ -46,7 +46,7 @@ def test_a_sends_property_names_are_shared_objects_in_the_compiled_decoder() -> 
         first, second = decode_properties(source), decode_properties(source)
         assert first == second == decode_properties_py(source)
         assert list(first) == list(decode_properties_py(source))
-        if native.speedups is None:
-            continue
+        if getattr(native.speedups, "RAW_SEND_SLOTS", None) is None:
+            continue  # the pure build, or an extension built before the shared names
         for a, b in zip(first, second, strict=True):
             assert (a is b) == (a in known and source is text), a
