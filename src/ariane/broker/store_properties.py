@@ -92,6 +92,10 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
     # idempotent sends (issue 19)
     "dedupWindowSize": ("dedup_window_size", int),
     "dedupWindowMs": ("dedup_window_ms", int),
+    # CommitLog pages warmed ahead of the writer (issue 18)
+    "commitLogWarmMinLead": ("commit_log_warm_min_lead_bytes", int),
+    "commitLogWarmMaxLead": ("commit_log_warm_max_lead_bytes", int),
+    "commitLogWarmFastWriterRate": ("commit_log_warm_fast_writer_bytes_per_s", int),
 }
 
 

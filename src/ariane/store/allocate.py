@@ -1,13 +1,16 @@
 """Keeps CommitLog files ready ahead of the writer (RocketMQ ``AllocateMappedFileService``).
 
 How it works: a background thread polls the writer's position every 20 ms (backing off to
-every 100 ms while the writer does not move: an idle broker wakes it 10 times a second, not 50;
-at 300 MB/s a writer uses 30 MB of the 64 MiB window before the next look) and calls
-:meth:`~ariane.store.mapped_file_queue.MappedFileQueue.prepare_ahead` until nothing is left to
-do: it creates (``posix_fallocate``) the next CommitLog file once the writer is past
-half of the current one, and reads the next ``window`` bytes ahead of the writer into the page
-cache, 1 MiB at a time with the GIL released. The writer then finds its file ready and
-its pages present; if it ever gets ahead, it creates the file itself and takes the faults.
+every 100 ms while the writer does not move: an idle broker wakes it 10 times a second, not 50)
+and calls :meth:`~ariane.store.mapped_file_queue.MappedFileQueue.prepare_ahead` until nothing is
+left to do: it creates (``posix_fallocate``) the next CommitLog file once the writer is past
+half of the current one, and reads the pages ahead of the writer into the page cache, 1 MiB at
+a time with the GIL released. How far ahead is paced (:class:`~ariane.store.warm_pacing.WarmPacer`,
+issue 18): while the writer is in a burst only a short lead is kept (``min_lead_bytes``, at
+once); while it is idle or slow the lead is refilled up to ``max_lead_bytes`` in steps with
+short pauses, so a burst writes into pages warmed before it began instead of paying for them
+inside it. The writer then finds its file ready and its pages present; if it ever gets ahead,
+it creates the file itself and takes the faults.
 It also makes the first file of a new topic's ConsumeQueues (``prepare_first_files``), so the
 reput thread does not create and sync them while it dispatches.
 
@@ -20,16 +23,21 @@ the space back (``on_space(None)``).
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.service import ServiceThread
+from ariane.store.warm_pacing import (
+    WARM_FAST_WRITER_BYTES_PER_S,
+    WARM_MAX_LEAD_BYTES,
+    WARM_MIN_LEAD_BYTES,
+    WarmPacer,
+)
 
 __all__ = ["AllocateMappedFileService"]
 
-#: How far ahead of the writer pages are kept in the page cache.
-WARM_WINDOW_BYTES = 64 << 20
 #: Bytes read per step (one ``preadv``): on this project's VM a fresh page-cache page costs
 #: ~7 µs of kernel time, so a 1 MiB step is ~2 ms of one CPU; an 8 MiB one (~15 ms) took a
 #: CPU of two from the broker's loop and its clients long enough to show in the latency
@@ -50,20 +58,29 @@ class AllocateMappedFileService(ServiceThread):
 
     Args:
         queue: the CommitLog's file queue.
-        window_bytes: how far ahead of the write position to warm.
+        min_lead_bytes: kept warm ahead of the write position at any rate.
+        max_lead_bytes: warmed ahead of it while the writer is idle or slow.
+        fast_writer_bytes_per_s: a writer faster than this is in a burst.
         on_space: called with why files cannot be created, and with None once they can.
+        clock: monotonic seconds (tests pass their own).
     """
 
     def __init__(
         self,
         queue: MappedFileQueue,
         *,
-        window_bytes: int = WARM_WINDOW_BYTES,
+        min_lead_bytes: int = WARM_MIN_LEAD_BYTES,
+        max_lead_bytes: int = WARM_MAX_LEAD_BYTES,
+        fast_writer_bytes_per_s: int = WARM_FAST_WRITER_BYTES_PER_S,
         on_space: Callable[[str | None], None] = lambda reason: None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__("AllocateMappedFileService")
         self.queue = queue
-        self.window = min(window_bytes, queue.mapped_file_size)
+        self.pacer = WarmPacer(
+            min(min_lead_bytes, queue.mapped_file_size), max_lead_bytes, fast_writer_bytes_per_s
+        )
+        self.clock = clock
         self.on_space = on_space
         self.failing = False
         self._buf = bytearray(WARM_CHUNK_BYTES)
@@ -99,8 +116,11 @@ class AllocateMappedFileService(ServiceThread):
 
     def run_once(self) -> None:
         self._make_first_files()
+        queue = self.queue
+        write = queue.max_offset
+        step = self.pacer.decide(self.clock(), write, queue.warmed_to)
         try:
-            did = self.queue.prepare_ahead(self.queue.max_offset, self.window, self._buf)
+            did = queue.prepare_ahead(write, step.lead_bytes, self._buf)
         except OSError as exc:
             if not self.failing:
                 logger.error("cannot create the next CommitLog file: %s", exc)
@@ -115,6 +135,8 @@ class AllocateMappedFileService(ServiceThread):
             self.on_space(None)
         if not did:
             self.wait(self._next_poll_s())
+        elif step.pause_s:
+            self.wait(step.pause_s)  # a refill while the writer is idle or slow
 
     def _next_poll_s(self) -> float:
         """``POLL_S`` when the writer moved since the last poll, else twice the last interval

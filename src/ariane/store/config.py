@@ -12,6 +12,11 @@ import re
 from dataclasses import dataclass, fields
 
 from ariane.errors import ConfigError
+from ariane.store.warm_pacing import (
+    WARM_FAST_WRITER_BYTES_PER_S,
+    WARM_MAX_LEAD_BYTES,
+    WARM_MIN_LEAD_BYTES,
+)
 
 __all__ = ["FlushDiskType", "StoreConfig", "parse_delay_levels"]
 
@@ -119,6 +124,10 @@ class StoreConfig:
     # -- idempotent sends (issue 19): ariane.store.dedup --
     dedup_window_size: int = DEFAULT_DEDUP_WINDOW_SIZE
     dedup_window_ms: int = DEFAULT_DEDUP_WINDOW_MS
+    # -- CommitLog pages warmed ahead of the writer (issue 18): ariane.store.warm_pacing --
+    commit_log_warm_min_lead_bytes: int = WARM_MIN_LEAD_BYTES
+    commit_log_warm_max_lead_bytes: int = WARM_MAX_LEAD_BYTES
+    commit_log_warm_fast_writer_bytes_per_s: int = WARM_FAST_WRITER_BYTES_PER_S
 
     def __post_init__(self) -> None:
         if not self.store_path_root_dir:
@@ -203,6 +212,12 @@ class StoreConfig:
             raise ConfigError("dedupWindowSize", "must be >= 0 (0 turns deduplication off)")
         if self.dedup_window_ms <= 0:
             raise ConfigError("dedupWindowMs", f"must be > 0, got {self.dedup_window_ms}")
+        if self.commit_log_warm_min_lead_bytes < 0:
+            raise ConfigError("commitLogWarmMinLead", "must be >= 0")
+        if self.commit_log_warm_max_lead_bytes < self.commit_log_warm_min_lead_bytes:
+            raise ConfigError("commitLogWarmMaxLead", "must be >= commitLogWarmMinLead")
+        if self.commit_log_warm_fast_writer_bytes_per_s <= 0:
+            raise ConfigError("commitLogWarmFastWriterRate", "must be > 0")
         if not 1024 <= self.mapped_file_size_timer_log < 1 << 31:
             raise ConfigError("mappedFileSizeTimerLog", "must be in [1 KiB, 2 GiB)")
 

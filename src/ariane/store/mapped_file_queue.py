@@ -198,7 +198,8 @@ class MappedFileQueue:
         """One step of keeping the files ahead of a writer at ``write_offset`` ready
         (RocketMQ's ``AllocateMappedFileService``): create the first file, or the next one
         once the writer is past half of the last one (or within ``window`` of its end), and
-        pull the next ``len(buf)`` bytes below ``write_offset + window`` into the page cache.
+        pull the next ``len(buf)`` bytes below ``write_offset + window`` into the page cache
+        (never past the end of the next file; a new store's first file before it is used).
 
         Called from a background thread; returns True when it did something (call again).
         Files are warmed only a window ahead, never whole: on a VM a fresh page-cache page
@@ -208,17 +209,19 @@ class MappedFileQueue:
             return False
         size = self.mapped_file_size
         last = self.last
-        if last is None:
-            return self._prepare_next(None, 0)
-        end = last.file_from_offset + size
-        created = False
-        if write_offset >= end - max(size // 2, window):
-            created = self._prepare_next(last, end)
+        if last is None:  # a new store: the first file, warmed before the first message
+            end = 0
+            created = self._prepare_next(None, 0)
+        else:
+            end = last.file_from_offset + size
+            created = False
+            if write_offset >= end - max(size // 2, window):
+                created = self._prepare_next(last, end)
         start = max(self._warmed_to, write_offset)
         stop = min(write_offset + window, end + size)
         if start >= stop:
             return created
-        target = last if start < end else self._next
+        target = last if last is not None and start < end else self._next
         if target is None or target.file_from_offset > start:
             return created
         pos = start - target.file_from_offset
@@ -226,6 +229,11 @@ class MappedFileQueue:
         target.warm(pos, memoryview(buf)[:n])
         self._warmed_to = start + n
         return True
+
+    @property
+    def warmed_to(self) -> int:
+        """The global offset up to which :meth:`prepare_ahead` has warmed pages."""
+        return self._warmed_to
 
     def prepare_first(self) -> bool:
         """Create the first file (offset 0) of a queue that has none yet, for the writer's

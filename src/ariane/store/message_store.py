@@ -233,7 +233,11 @@ class MessageStore(StoreReads, StoreMaintenance):
         self.disk.write_file(self.config.abort_path, b"", sync=True)
         self.disk.sync_dir(self.config.store_path_root_dir)
         self.allocator = AllocateMappedFileService(
-            self.commit_log.queue, on_space=lambda r: self._set_unwriteable("space", r)
+            self.commit_log.queue,
+            min_lead_bytes=self.config.commit_log_warm_min_lead_bytes,
+            max_lead_bytes=self.config.commit_log_warm_max_lead_bytes,
+            fast_writer_bytes_per_s=self.config.commit_log_warm_fast_writer_bytes_per_s,
+            on_space=lambda r: self._set_unwriteable("space", r),
         )
         self.allocator.start()
         cfg = self.config

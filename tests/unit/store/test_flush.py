@@ -167,14 +167,17 @@ def test_commit_log_files_are_prepared_ahead_of_the_writer(tmp_path: Path) -> No
     size = 64 * 1024
     queue = MappedFileQueue(str(tmp_path / "commitlog"), size, populate=True)
     buf = bytearray(4096)
-    assert queue.prepare_ahead(0, 16384, buf)  # creates the first file
-    first = queue.get_last_mapped_file(0)
-    assert first is not None
-    assert first.file_from_offset == 0
+    assert queue.prepare_ahead(0, 16384, buf)  # creates the first file, warms 4 KiB of it
+    assert queue.warmed_to == 4096  # before the writer takes it (a new store's first file)
     steps = 0
     while queue.prepare_ahead(0, 16384, buf):
         steps += 1
-    assert steps == 4  # warmed 16 KiB ahead, 4 KiB per step, then nothing to do
+    assert steps == 3  # warmed 16 KiB ahead, 4 KiB per step, then nothing to do
+    assert queue.warmed_to == 16384
+    first = queue.get_last_mapped_file(0)
+    assert first is not None
+    assert first.file_from_offset == 0
+    assert not queue.prepare_ahead(0, 16384, buf)  # taken by the writer: warm already
     assert queue._next is None  # not past half of the first file yet
     first.wrote_position = 40000
     while queue.prepare_ahead(queue.max_offset, 16384, buf):

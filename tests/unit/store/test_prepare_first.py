@@ -155,6 +155,7 @@ class _StillQueue:
     mapped_file_size = 1 << 20
     next_ready = True
     last = None
+    warmed_to = 0
 
     def __init__(self) -> None:
         self.max_offset = 0

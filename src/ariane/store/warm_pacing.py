@@ -1,0 +1,117 @@
+"""How far ahead of the CommitLog writer the allocation thread warms pages, and how fast.
+
+How it works (issue 18): a fresh page-cache page of the fallocated CommitLog file costs ~7 µs
+of kernel time on this project's VM, the same whoever touches it first. Warming a fixed window
+ahead of the writer makes a burst pay for its pages inside the burst (the window moves with
+the writer). :class:`WarmPacer` works like a buffer refilled while idle:
+
+* the writer is *fast* while it moved more than ``fast_writer_bytes_per_s`` ×
+  :data:`RATE_WINDOW_S` bytes within one rate window (a burst is seen at the first look
+  after that many bytes; it is slow again after a whole window below that). While fast,
+  only ``min_lead_bytes`` is kept warm ahead of it, at once (no pause): the writer never
+  meets a cold page, and the burst does no more warming than that;
+* while idle or slow, the lead is refilled up to ``max_lead_bytes``, one step then a pause of
+  :data:`IDLE_STEP_PAUSE_S` (an idle broker does not hold a CPU), starting once the lead is
+  :data:`REFILL_GAP_BYTES` short of the maximum (a burst's first bytes are seen as a burst
+  before any refill step) and going on until it is full; below ``min_lead_bytes`` the steps
+  come without a pause whatever the writer's rate.
+
+A burst of up to ``max_lead_bytes`` then writes into pages warmed before it began. The lead is
+also bounded by what the file queue keeps (the current file and the next one:
+:meth:`~ariane.store.mapped_file_queue.MappedFileQueue.prepare_ahead`). No I/O and no clock
+here: :meth:`WarmPacer.decide` is given the time and the positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "IDLE_STEP_PAUSE_S",
+    "RATE_WINDOW_S",
+    "REFILL_GAP_BYTES",
+    "WARM_FAST_WRITER_BYTES_PER_S",
+    "WARM_MAX_LEAD_BYTES",
+    "WARM_MIN_LEAD_BYTES",
+    "WarmPacer",
+    "WarmStep",
+]
+
+#: Kept warm ahead of the writer at any rate (``commitLogWarmMinLead``): at 300 MB/s (the
+#: in-process ``bench store``) a writer moves 6 MB between two 20 ms looks.
+WARM_MIN_LEAD_BYTES = 16 << 20
+#: Filled ahead of the writer while it is idle or slow (``commitLogWarmMaxLead``).
+WARM_MAX_LEAD_BYTES = 256 << 20
+#: A writer faster than this is in a burst (``commitLogWarmFastWriterRate``): about 3,000
+#: messages of 1 KiB a second (a loaded VM's peer-harness phase 1 ran at 14,000; its latency
+#: phase sends 2,000 a second).
+WARM_FAST_WRITER_BYTES_PER_S = 4_000_000
+
+#: The window over which the writer's rate is judged.
+RATE_WINDOW_S = 0.2
+#: Pause after each refill step while the writer is idle or slow.
+IDLE_STEP_PAUSE_S = 0.002
+#: How far below the maximum the lead falls before a refill starts.
+REFILL_GAP_BYTES = 8 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class WarmStep:
+    """What the allocation thread does next: warm up to ``lead_bytes`` ahead of the writer
+    (nothing when the lead is already that long), then wait ``pause_s`` after a step that did
+    something before the next one (0: at once)."""
+
+    lead_bytes: int
+    pause_s: float
+
+
+class WarmPacer:
+    """Decides the lead to warm from the writer's positions over time (see module docstring).
+
+    Args:
+        min_lead_bytes: kept warm ahead of the writer at any rate.
+        max_lead_bytes: filled while the writer is idle or slow.
+        fast_writer_bytes_per_s: a writer faster than this is in a burst.
+    """
+
+    def __init__(
+        self, min_lead_bytes: int, max_lead_bytes: int, fast_writer_bytes_per_s: int
+    ) -> None:
+        self.min_lead = max(0, min_lead_bytes)
+        self.max_lead = max(self.min_lead, max_lead_bytes)
+        self.burst_bytes = fast_writer_bytes_per_s * RATE_WINDOW_S
+        #: a refill starts once the lead is at or below this
+        self.refill_at = self.max_lead - min(REFILL_GAP_BYTES, self.max_lead - self.min_lead)
+        #: the writer is in a burst
+        self.fast = False
+        #: a refill towards ``max_lead`` is under way
+        self.filling = False
+        self._ref_s: float | None = None
+        self._ref_offset = 0
+
+    def _observe(self, now_s: float, write_offset: int) -> None:
+        if self._ref_s is None or write_offset < self._ref_offset:
+            self._ref_s, self._ref_offset = now_s, write_offset
+            return
+        if write_offset - self._ref_offset > self.burst_bytes:
+            self.fast = True
+            self._ref_s, self._ref_offset = now_s, write_offset
+        elif now_s - self._ref_s >= RATE_WINDOW_S:
+            self.fast = False
+            self._ref_s, self._ref_offset = now_s, write_offset
+
+    def decide(self, now_s: float, write_offset: int, warmed_to: int) -> WarmStep:
+        """The next step for a writer at ``write_offset`` at ``now_s`` (monotonic seconds)
+        with pages warmed up to ``warmed_to``."""
+        self._observe(now_s, write_offset)
+        lead = warmed_to - write_offset
+        if self.fast:
+            self.filling = False
+            return WarmStep(self.min_lead, 0.0)
+        if lead >= self.max_lead:
+            self.filling = False
+        elif lead <= self.refill_at or lead < self.min_lead:
+            self.filling = True
+        if not self.filling:
+            return WarmStep(self.min_lead, 0.0)
+        return WarmStep(self.max_lead, 0.0 if lead < self.min_lead else IDLE_STEP_PAUSE_S)

@@ -1,0 +1,233 @@
+"""The CommitLog warm lead paced like a buffer refilled while idle (issue 18): a burst keeps
+only the minimum lead warm (its pages were warmed before it), an idle or slow writer gets the
+maximum lead back in steps with pauses. ``WarmPacer.decide`` is driven with positions and
+times; the allocation thread with a stand-in file queue and a clock its waits advance."""
+
+from __future__ import annotations
+
+import pytest
+
+from ariane.broker.config import load_properties, store_to_properties
+from ariane.errors import ConfigError
+from ariane.store.allocate import POLL_S, AllocateMappedFileService
+from ariane.store.config import StoreConfig
+from ariane.store.warm_pacing import (
+    IDLE_STEP_PAUSE_S,
+    RATE_WINDOW_S,
+    REFILL_GAP_BYTES,
+    WARM_FAST_WRITER_BYTES_PER_S,
+    WARM_MAX_LEAD_BYTES,
+    WARM_MIN_LEAD_BYTES,
+    WarmPacer,
+    WarmStep,
+)
+
+MIB = 1 << 20
+MIN, MAX = WARM_MIN_LEAD_BYTES, WARM_MAX_LEAD_BYTES
+
+
+def pacer() -> WarmPacer:
+    return WarmPacer(MIN, MAX, WARM_FAST_WRITER_BYTES_PER_S)
+
+
+def test_defaults() -> None:
+    assert (MIN, MAX, WARM_FAST_WRITER_BYTES_PER_S) == (16 * MIB, 256 * MIB, 4_000_000)
+    cfg = StoreConfig()
+    assert cfg.commit_log_warm_min_lead_bytes == MIN
+    assert cfg.commit_log_warm_max_lead_bytes == MAX
+    assert cfg.commit_log_warm_fast_writer_bytes_per_s == WARM_FAST_WRITER_BYTES_PER_S
+
+
+def test_below_the_min_lead_steps_come_at_once_then_paced_up_to_the_max() -> None:
+    p = pacer()
+    assert p.decide(0.0, 0, 0) == WarmStep(MAX, 0.0)
+    assert p.decide(0.0, 0, MIN - 1) == WarmStep(MAX, 0.0)
+    assert p.decide(0.0, 0, MIN) == WarmStep(MAX, IDLE_STEP_PAUSE_S)
+    assert p.decide(0.1, 0, MAX - 1) == WarmStep(MAX, IDLE_STEP_PAUSE_S)
+    assert p.decide(0.1, 0, MAX) == WarmStep(MIN, 0.0)  # full: nothing to warm
+    assert not p.filling
+
+
+def test_a_refill_starts_only_a_gap_below_the_max_and_then_fills_it() -> None:
+    p = pacer()
+    assert p.decide(0.0, 0, MAX) == WarmStep(MIN, 0.0)
+    # a slow writer (1 MB/s: 200 kB per rate window) eats into the lead
+    now, write = 0.0, 0
+    while write < REFILL_GAP_BYTES:
+        now += RATE_WINDOW_S
+        write = min(REFILL_GAP_BYTES, write + 200_000)
+        step = p.decide(now, write, MAX)
+        assert not p.fast
+        if write < REFILL_GAP_BYTES:
+            assert step == WarmStep(MIN, 0.0)  # less than the gap: no refill yet
+    assert step == WarmStep(MAX, IDLE_STEP_PAUSE_S)
+    # once started, the refill goes on up to the max
+    assert p.decide(now, write, write + MAX - 1) == WarmStep(MAX, IDLE_STEP_PAUSE_S)
+    assert p.decide(now, write, write + MAX) == WarmStep(MIN, 0.0)
+
+
+def test_a_burst_is_seen_at_the_first_look_even_after_a_long_idle_time() -> None:
+    p = pacer()
+    burst = WARM_FAST_WRITER_BYTES_PER_S * RATE_WINDOW_S
+    p.decide(0.0, 0, MAX)
+    p.decide(60.0, 0, MAX)  # a minute later, nothing written
+    assert p.decide(60.1, int(burst) + 1, MAX) == WarmStep(MIN, 0.0)
+    assert p.fast
+    # the burst has eaten into the lead: only the min lead is asked for, without a pause
+    assert p.decide(60.12, int(burst) + MAX - MIN + 1, MAX) == WarmStep(MIN, 0.0)
+
+
+def test_the_writer_is_slow_again_after_a_whole_window_under_the_rate() -> None:
+    p = pacer()
+    p.decide(0.0, 0, 0)
+    p.decide(0.05, 100 * MIB, 100 * MIB + MIN)
+    assert p.fast
+    p.decide(0.05 + RATE_WINDOW_S * 0.9, 100 * MIB, 100 * MIB + MIN)
+    assert p.fast  # not a whole window yet
+    step = p.decide(0.05 + RATE_WINDOW_S, 100 * MIB, 100 * MIB + MIN)
+    assert not p.fast
+    assert step == WarmStep(MAX, IDLE_STEP_PAUSE_S)
+
+
+def test_a_writer_just_under_the_rate_is_slow_and_one_just_over_it_fast() -> None:
+    burst = int(WARM_FAST_WRITER_BYTES_PER_S * RATE_WINDOW_S)
+    for moved, fast in ((burst, False), (burst + 1, True)):
+        p = pacer()
+        p.decide(0.0, 0, MAX)
+        p.decide(RATE_WINDOW_S, moved, MAX)
+        assert p.fast is fast
+
+
+def test_leads_are_ordered_and_the_refill_gap_fits_between_them() -> None:
+    p = WarmPacer(8 * MIB, 4 * MIB, 1)
+    assert (p.min_lead, p.max_lead) == (8 * MIB, 8 * MIB)
+    p = WarmPacer(10 * MIB, 12 * MIB, 1)
+    assert p.refill_at == 10 * MIB
+    assert p.decide(0.0, 0, 11 * MIB) == WarmStep(10 * MIB, 0.0)
+    assert p.decide(0.0, 0, 10 * MIB) == WarmStep(12 * MIB, IDLE_STEP_PAUSE_S)
+
+
+def test_store_config_keys_and_their_checks() -> None:
+    loaded = load_properties(
+        {
+            "commitLogWarmMinLead": str(32 * MIB),
+            "commitLogWarmMaxLead": str(128 * MIB),
+            "commitLogWarmFastWriterRate": "8000000",
+        }
+    )
+    s = loaded.store
+    assert s.commit_log_warm_min_lead_bytes == 32 * MIB
+    assert s.commit_log_warm_max_lead_bytes == 128 * MIB
+    assert s.commit_log_warm_fast_writer_bytes_per_s == 8_000_000
+    assert store_to_properties(s)["commitLogWarmMaxLead"] == str(128 * MIB)
+    for props, key in (
+        ({"commitLogWarmMinLead": "-1"}, "commitLogWarmMinLead"),
+        ({"commitLogWarmMaxLead": str(MIN - 1)}, "commitLogWarmMaxLead"),
+        ({"commitLogWarmFastWriterRate": "0"}, "commitLogWarmFastWriterRate"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            load_properties(props)
+        assert info.value.key == key
+
+
+# -- the allocation thread --------------------------------------------------------------------
+
+
+class _SimQueue:
+    """A CommitLog file queue stand-in: its writer at ``max_offset``; ``prepare_ahead`` warms
+    one 1 MiB step (the service's buffer) below ``write + window``, counting the bytes."""
+
+    mapped_file_size = 1 << 30
+    next_ready = True
+    last = None
+
+    def __init__(self) -> None:
+        self.max_offset = 0
+        self.warmed_to = 0
+        self.warmed_bytes = 0
+
+    def prepare_ahead(self, write: int, window: int, buf: bytearray) -> bool:
+        start = max(self.warmed_to, write)
+        stop = write + window
+        if start >= stop:
+            return False
+        n = min(len(buf), stop - start)
+        self.warmed_to = start + n
+        self.warmed_bytes += n
+        return True
+
+
+class _Allocator(AllocateMappedFileService):
+    """Its waits advance its clock instead of waiting."""
+
+    def __init__(self, queue: _SimQueue) -> None:
+        self.now = 100.0
+        self.waits: list[float] = []
+        super().__init__(queue, clock=lambda: self.now)  # type: ignore[arg-type]
+
+    def wait(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+
+def _look(allocator: _Allocator) -> None:
+    """Rounds until the thread waits (a round that warmed without a pause goes on at once)."""
+    waits = len(allocator.waits)
+    while len(allocator.waits) == waits:
+        allocator.run_once()
+
+
+def _idle_until_full(allocator: _Allocator, queue: _SimQueue) -> None:
+    for _ in range(2000):
+        allocator.run_once()
+        if allocator.waits and allocator.waits[-1] >= POLL_S:
+            return
+
+
+def test_an_idle_broker_warms_the_max_lead_in_paced_steps() -> None:
+    queue = _SimQueue()
+    allocator = _Allocator(queue)
+    _idle_until_full(allocator, queue)
+    assert queue.warmed_to == MAX  # the old fixed window: 64 MiB
+    # 16 steps at once up to the min lead, then one pause after each of the other 240
+    assert allocator.waits[:-1] == [IDLE_STEP_PAUSE_S] * ((MAX - MIN) // MIB)
+    assert allocator.waits[-1] == POLL_S
+
+
+def test_a_burst_writes_into_pages_warmed_before_it() -> None:
+    queue = _SimQueue()
+    allocator = _Allocator(queue)
+    _idle_until_full(allocator, queue)
+    before = queue.warmed_bytes
+    # the peer harness's phase 1: 120 MB at 70 MB/s, 1.4 MB between two 20 ms looks
+    while queue.max_offset < 120_000_000:
+        queue.max_offset += 1_400_000
+        _look(allocator)
+    assert queue.warmed_bytes == before  # nothing warmed inside the burst (old code: 120 MB)
+    # a burst longer than the lead: only the min lead is warmed ahead, without pauses
+    waits = len(allocator.waits)
+    while queue.max_offset < 400_000_000:
+        queue.max_offset += 1_400_000
+        _look(allocator)
+        assert queue.warmed_to - queue.max_offset >= MIN
+    assert queue.warmed_to == queue.max_offset + MIN
+    assert set(allocator.waits[waits:]) == {POLL_S}
+    # the writer stops: after a rate window the lead is refilled to the max, paced
+    allocator.run_once()
+    allocator.now += RATE_WINDOW_S
+    waits = len(allocator.waits)
+    _idle_until_full(allocator, queue)
+    assert queue.warmed_to == queue.max_offset + MAX
+    assert allocator.waits[waits:-1] == [IDLE_STEP_PAUSE_S] * ((MAX - MIN) // MIB)
+
+
+def test_a_slow_writer_keeps_most_of_the_max_lead() -> None:
+    queue = _SimQueue()
+    allocator = _Allocator(queue)
+    _idle_until_full(allocator, queue)
+    # 2 MB/s (2,000 messages of 1 KiB a second), a look every 20 ms, for 30 s
+    for _ in range(1500):
+        queue.max_offset += 40_000
+        _look(allocator)
+        assert queue.warmed_to - queue.max_offset >= MAX - REFILL_GAP_BYTES - MIB
+    assert not allocator.pacer.fast
