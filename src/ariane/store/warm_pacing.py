@@ -7,7 +7,8 @@ the writer). :class:`WarmPacer` works like a buffer refilled while idle:
 
 * the writer is *fast* while it moved more than ``fast_writer_bytes_per_s`` ×
   :data:`RATE_WINDOW_S` bytes within one rate window (a burst is seen at the first look
-  after that many bytes; it is slow again after a whole window below that). While fast,
+  after that many bytes), and for :data:`BURST_HOLD_S` after the last such window (consumers
+  catch up right after a burst: the refill waits for a quieter broker). While fast,
   only ``min_lead_bytes`` is kept warm ahead of it, at once (no pause): the writer never
   meets a cold page, and the burst does no more warming than that;
 * while idle or slow, the lead is refilled up to ``max_lead_bytes``, one step then a pause of
@@ -27,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "BURST_HOLD_S",
     "IDLE_STEP_PAUSE_S",
     "RATE_WINDOW_S",
     "REFILL_GAP_BYTES",
@@ -49,6 +51,9 @@ WARM_FAST_WRITER_BYTES_PER_S = 4_000_000
 
 #: The window over which the writer's rate is judged.
 RATE_WINDOW_S = 0.2
+#: How long a writer stays fast after its last window over the rate (in the peer harness
+#: the consumers drain a burst in the second after it; a refill then took 15 % of their rate).
+BURST_HOLD_S = 1.0
 #: Pause after each refill step while the writer is idle or slow.
 IDLE_STEP_PAUSE_S = 0.002
 #: How far below the maximum the lead falls before a refill starts.
@@ -84,6 +89,8 @@ class WarmPacer:
         self.refill_at = self.max_lead - min(REFILL_GAP_BYTES, self.max_lead - self.min_lead)
         #: the writer is in a burst
         self.fast = False
+        #: when the last rate window over the rate ended
+        self._burst_s: float | None = None
         #: a refill towards ``max_lead`` is under way
         self.filling = False
         self._ref_s: float | None = None
@@ -94,11 +101,11 @@ class WarmPacer:
             self._ref_s, self._ref_offset = now_s, write_offset
             return
         if write_offset - self._ref_offset > self.burst_bytes:
-            self.fast = True
+            self._burst_s = now_s
             self._ref_s, self._ref_offset = now_s, write_offset
         elif now_s - self._ref_s >= RATE_WINDOW_S:
-            self.fast = False
             self._ref_s, self._ref_offset = now_s, write_offset
+        self.fast = self._burst_s is not None and now_s - self._burst_s < BURST_HOLD_S
 
     def decide(self, now_s: float, write_offset: int, warmed_to: int) -> WarmStep:
         """The next step for a writer at ``write_offset`` at ``now_s`` (monotonic seconds)

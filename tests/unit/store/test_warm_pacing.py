@@ -9,9 +9,10 @@ import pytest
 
 from ariane.broker.config import load_properties, store_to_properties
 from ariane.errors import ConfigError
-from ariane.store.allocate import POLL_S, AllocateMappedFileService
+from ariane.store.allocate import IDLE_POLL_MAX_S, POLL_S, AllocateMappedFileService
 from ariane.store.config import StoreConfig
 from ariane.store.warm_pacing import (
+    BURST_HOLD_S,
     IDLE_STEP_PAUSE_S,
     RATE_WINDOW_S,
     REFILL_GAP_BYTES,
@@ -77,14 +78,16 @@ def test_a_burst_is_seen_at_the_first_look_even_after_a_long_idle_time() -> None
     assert p.decide(60.12, int(burst) + MAX - MIN + 1, MAX) == WarmStep(MIN, 0.0)
 
 
-def test_the_writer_is_slow_again_after_a_whole_window_under_the_rate() -> None:
+def test_the_writer_is_slow_again_a_hold_time_after_its_last_window_over_the_rate() -> None:
     p = pacer()
     p.decide(0.0, 0, 0)
     p.decide(0.05, 100 * MIB, 100 * MIB + MIN)
     assert p.fast
-    p.decide(0.05 + RATE_WINDOW_S * 0.9, 100 * MIB, 100 * MIB + MIN)
-    assert p.fast  # not a whole window yet
-    step = p.decide(0.05 + RATE_WINDOW_S, 100 * MIB, 100 * MIB + MIN)
+    p.decide(0.05 + RATE_WINDOW_S, 100 * MIB, 100 * MIB + MIN)
+    assert p.fast  # a whole window without writes: the consumers may still be catching up
+    p.decide(0.05 + BURST_HOLD_S * 0.99, 100 * MIB, 100 * MIB + MIN)
+    assert p.fast
+    step = p.decide(0.05 + BURST_HOLD_S, 100 * MIB, 100 * MIB + MIN)
     assert not p.fast
     assert step == WarmStep(MAX, IDLE_STEP_PAUSE_S)
 
@@ -212,13 +215,22 @@ def test_a_burst_writes_into_pages_warmed_before_it() -> None:
         assert queue.warmed_to - queue.max_offset >= MIN
     assert queue.warmed_to == queue.max_offset + MIN
     assert set(allocator.waits[waits:]) == {POLL_S}
-    # the writer stops: after a rate window the lead is refilled to the max, paced
-    allocator.run_once()
-    allocator.now += RATE_WINDOW_S
+    # the writer stops: no refill for a hold time (the consumers catch up), then the lead
+    # is refilled to the max, paced
+    end = allocator.now
+    while allocator.pacer.fast or queue.warmed_to == queue.max_offset + MIN:
+        allocator.run_once()
+        if allocator.now < end + BURST_HOLD_S - IDLE_POLL_MAX_S:
+            assert queue.warmed_to == queue.max_offset + MIN
+    assert (
+        end + BURST_HOLD_S - IDLE_POLL_MAX_S
+        <= allocator.now
+        <= end + BURST_HOLD_S + IDLE_POLL_MAX_S
+    )
     waits = len(allocator.waits)
     _idle_until_full(allocator, queue)
     assert queue.warmed_to == queue.max_offset + MAX
-    assert allocator.waits[waits:-1] == [IDLE_STEP_PAUSE_S] * ((MAX - MIN) // MIB)
+    assert allocator.waits[waits:-1] == [IDLE_STEP_PAUSE_S] * ((MAX - MIN) // MIB - 1)
 
 
 def test_a_slow_writer_keeps_most_of_the_max_lead() -> None:
