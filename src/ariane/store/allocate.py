@@ -129,8 +129,11 @@ class AllocateMappedFileService(ServiceThread):
             self.wait(RETRY_S)
             return
         last = self.queue.last
-        if self.queue.next_ready or (last is not None and not last.is_full):
-            # the writer has room (the reason may have come from the writer itself)
+        if (self.failing or not did) and (
+            self.queue.next_ready or (last is not None and not last.is_full)
+        ):
+            # the writer has room (the reason may have come from the writer itself); said
+            # after a failure and on polls, not after each step of a refill (every 2 ms)
             self.failing = False
             self.on_space(None)
         if not did:
