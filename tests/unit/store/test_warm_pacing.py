@@ -32,7 +32,7 @@ def pacer() -> WarmPacer:
 
 
 def test_defaults() -> None:
-    assert (MIN, MAX, WARM_FAST_WRITER_BYTES_PER_S) == (16 * MIB, 256 * MIB, 4_000_000)
+    assert (MIN, MAX, WARM_FAST_WRITER_BYTES_PER_S) == (16 * MIB, 256 * MIB, 1_000_000)
     cfg = StoreConfig()
     assert cfg.commit_log_warm_min_lead_bytes == MIN
     assert cfg.commit_log_warm_max_lead_bytes == MAX
@@ -52,11 +52,11 @@ def test_below_the_min_lead_steps_come_at_once_then_paced_up_to_the_max() -> Non
 def test_a_refill_starts_only_a_gap_below_the_max_and_then_fills_it() -> None:
     p = pacer()
     assert p.decide(0.0, 0, MAX) == WarmStep(MIN, 0.0)
-    # a slow writer (1 MB/s: 200 kB per rate window) eats into the lead
+    # a slow writer (0.5 MB/s: 100 kB per rate window) eats into the lead
     now, write = 0.0, 0
     while write < REFILL_GAP_BYTES:
         now += RATE_WINDOW_S
-        write = min(REFILL_GAP_BYTES, write + 200_000)
+        write = min(REFILL_GAP_BYTES, write + 100_000)
         step = p.decide(now, write, MAX)
         assert not p.fast
         if write < REFILL_GAP_BYTES:
@@ -237,9 +237,23 @@ def test_a_slow_writer_keeps_most_of_the_max_lead() -> None:
     queue = _SimQueue()
     allocator = _Allocator(queue)
     _idle_until_full(allocator, queue)
-    # 2 MB/s (2,000 messages of 1 KiB a second), a look every 20 ms, for 30 s
+    # 0.5 MB/s (400 messages of 1.2 kB a second), a look every 20 ms, for 30 s
     for _ in range(1500):
-        queue.max_offset += 40_000
+        queue.max_offset += 10_000
         _look(allocator)
         assert queue.warmed_to - queue.max_offset >= MAX - REFILL_GAP_BYTES - MIB
     assert not allocator.pacer.fast
+
+
+def test_the_latency_phase_writer_is_a_burst() -> None:
+    """2,000 messages of 1.2 kB a second (the peer harness's latency phase): only the min
+    lead is kept, so crossing into a new file does not start a refill inside the phase."""
+    queue = _SimQueue()
+    allocator = _Allocator(queue)
+    _idle_until_full(allocator, queue)
+    before = queue.warmed_bytes
+    for _ in range(500):  # 10 s, a look every 20 ms
+        queue.max_offset += 48_000
+        _look(allocator)
+    assert allocator.pacer.fast
+    assert queue.warmed_bytes == before  # 24 MB written into the 256 MiB warmed before
