@@ -8,7 +8,9 @@ Mirrors RocketMQ's ``FlushRealTimeService``, ``GroupCommitService`` and
   ``flush_commit_log_thorough_interval_ms``.
 * Sync (``GroupCommitService``): a put registers (end offset, future); the thread swaps the
   request list, calls ``fdatasync`` once for all of them (the GIL is released meanwhile, so
-  more puts queue up for the next round) and completes every covered future with ``PUT_OK``.
+  more puts queue up for the next round) and completes every covered future with ``PUT_OK``;
+  then, at a light load, it dispatches the records it just made visible itself (the reput's
+  ``reput_here``: no hand-over to the reput thread between the flush and the arrival).
   A request not covered within ``sync_flush_timeout_ms`` completes with ``FLUSH_DISK_TIMEOUT``
   (a reaper thread enforces this even if an fsync hangs).
 * ``FlushConsumeQueueService``: flushes dirty ConsumeQueues (and, on thorough rounds, the index
@@ -192,6 +194,10 @@ class GroupCommitService(ServiceThread):
         checkpoint: receives ``physic_msg_timestamp`` after each round.
         timeout_ms: ``syncFlushTimeout``.
         on_flushed: called after each round that advanced the flush point (wakes dispatch).
+        dispatch: when given, called instead on this thread after such a round's completions
+            (``ReputService.reput_here``: the flushed records dispatched here, their arrivals
+            queued for the event loop right behind the round's answers); ``on_flushed`` is
+            then called only when it returns False.
     """
 
     def __init__(
@@ -201,12 +207,14 @@ class GroupCommitService(ServiceThread):
         *,
         timeout_ms: int,
         on_flushed: Callable[[], None],
+        dispatch: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__("GroupCommitService")
         self.commit_log = commit_log
         self.checkpoint = checkpoint
         self.timeout_s = timeout_ms / 1000
         self.on_flushed = on_flushed
+        self.dispatch = dispatch
         self._cond = threading.Condition(threading.Lock())
         self._write: list[_Request] = []
         self._inflight: list[_Request] = []
@@ -285,7 +293,9 @@ class GroupCommitService(ServiceThread):
         flushed = self.commit_log.flushed_where
         if self.commit_log.queue.store_timestamp:
             self.checkpoint.physic_msg_timestamp = self.commit_log.queue.store_timestamp
-        if flushed > before:
+        advanced = flushed > before
+        dispatch = self.dispatch
+        if advanced and dispatch is None:
             self.on_flushed()
         now = time.monotonic()
         keep: list[_Request] = []
@@ -305,6 +315,8 @@ class GroupCommitService(ServiceThread):
                     keep.append(req)
             _complete(done, self.relay)
         self._inflight = keep
+        if advanced and dispatch is not None and not dispatch():
+            self.on_flushed()
         return len(requests) - len(keep)
 
     def _reap(self) -> None:

@@ -267,7 +267,7 @@ class MessageStore(StoreReads, StoreMaintenance):
         if self._sync:
             self.group_commit = GroupCommitService(
                 self.commit_log, cp, timeout_ms=cfg.sync_flush_timeout_ms,
-                on_flushed=self.reput.wakeup,
+                on_flushed=self.reput.wakeup, dispatch=self.reput.reput_here,
             )  # fmt: skip
             self.group_commit.start()
         else:

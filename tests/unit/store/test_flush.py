@@ -313,9 +313,109 @@ def test_wait_false_put_is_flushed_by_an_idle_group_commit(tmp_path: Path) -> No
         flushed = threading.Event()
         gc = store.group_commit
         assert gc is not None
-        gc.on_flushed = flushed.set
+        dispatch = gc.dispatch
+        assert dispatch is not None
+
+        def flushed_then_dispatch() -> bool:  # called after each round that flushed
+            flushed.set()
+            return dispatch()
+
+        gc.dispatch = flushed_then_dispatch
         fut = store.submit_message(msg(**{WAIT_STORE_MSG_OK: "false"}))
         result = fut.result()
         assert result.ok
         assert flushed.wait(30)
         assert store.commit_log.flushed_where >= result.wrote_offset + result.wrote_bytes
+
+
+class _FlushingLog(_Log):
+    """A log whose flush makes everything written durable (no file, no fsync)."""
+
+    class _Queue:
+        store_timestamp = 0
+
+    def __init__(self, written: int) -> None:
+        super().__init__(written, 0)
+        self.queue = self._Queue()
+
+    def flush(self, least_pages: int) -> bool:
+        idle = self.flushed_where == self.max_offset
+        self.flushed_where = self.max_offset
+        return idle
+
+
+def _flushing_round(dispatched: bool) -> tuple[list[bool], list[int], Future[PutResult]]:
+    """One group-commit round (no thread) for a request the flush covers, with a ``dispatch``
+    that returns ``dispatched``: whether the request was completed when ``dispatch`` ran
+    (one entry per call), and the ``on_flushed`` calls."""
+    completed_at_dispatch: list[bool] = []
+    woken: list[int] = []
+    future: Future[PutResult] = Future()
+
+    def dispatch() -> bool:
+        completed_at_dispatch.append(future.done())
+        return dispatched
+
+    gc = GroupCommitService(
+        _FlushingLog(4096), None,  # type: ignore[arg-type]
+        timeout_ms=5000, on_flushed=lambda: woken.append(1), dispatch=dispatch,
+    )  # fmt: skip
+    gc.put_request(4096, future, PutResult(PutStatus.PUT_OK, 0, 4096))
+    gc.run_once()
+    assert future.result().status is PutStatus.PUT_OK
+    return completed_at_dispatch, woken, future
+
+
+def test_a_flushing_round_dispatches_on_its_own_thread_after_its_answers() -> None:
+    """Issue 18 (SYNC_FLUSH latency): right after the fdatasync, once the round's requests are
+    completed (their answers queued for the loop first), the flushed records are dispatched
+    on the group commit's thread (``dispatch``) instead of waking the reput thread: no thread
+    hand-over between the flush and the arrival. The reput thread is woken only when
+    ``dispatch`` declines (a busy writer, a round running there)."""
+    assert _flushing_round(True)[:2] == ([True], [])
+    assert _flushing_round(False)[:2] == ([True], [1])
+
+
+def test_a_round_that_flushed_nothing_dispatches_nothing() -> None:
+    """No flush progress (everything was durable already): neither dispatch nor a wake-up."""
+    calls: list[str] = []
+    log = _FlushingLog(4096)
+    log.flushed_where = 4096
+    gc = GroupCommitService(
+        log, None,  # type: ignore[arg-type]
+        timeout_ms=5000, on_flushed=lambda: calls.append("wake"),
+        dispatch=lambda: calls.append("dispatch") is None,
+    )  # fmt: skip
+    future: Future[PutResult] = Future()
+    gc.put_request(4096, future, PutResult(PutStatus.PUT_OK, 0, 4096))
+    gc.run_once()
+    assert future.result().status is PutStatus.PUT_OK
+    assert calls == []
+
+
+def test_a_synced_put_is_dispatched_by_the_group_commit_thread(tmp_path: Path) -> None:
+    """End to end on a real SYNC_FLUSH store whose reput thread is stopped: a waiting put is
+    answered after its fdatasync, and its record reaches the ConsumeQueue and the arriving
+    listener on the group commit's thread, never before it is flushed."""
+    with open_store(tmp_path, **SYNC) as store:
+        store.reput.stop()  # only the group commit can dispatch now
+        seen: list[tuple[str, int, bool]] = []
+        arrived = threading.Event()
+
+        def listener(
+            topic: str, queue_id: int, nxt: int, tags: int, ts: int, props: dict[str, str] | None
+        ) -> None:
+            flushed = store.commit_log.flushed_where >= store.reput.reput_from_offset
+            seen.append((threading.current_thread().name, nxt, flushed))
+            arrived.set()
+
+        store.reput.listener = listener
+        result = store.put_message(msg(queue_id=1))
+        assert result.ok
+        assert store.commit_log.flushed_where >= result.wrote_offset + result.wrote_bytes
+        assert arrived.wait(10)
+        assert seen == [("GroupCommitService", 1, True)]
+        assert store.get_max_offset_in_queue("TopicA", 1) == 1
+        got = store.get_message("G", "TopicA", 1, 0, 32)
+        assert got.status is GetStatus.FOUND
+        assert len(got.messages) == 1
