@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import zlib
 
+from click.testing import Result
+
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.bodies import (
     DataVersion,
@@ -42,3 +44,17 @@ def register_broker_command(
         body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
     )
     return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+
+
+def one_line_error(result: Result, exit_code: int | None = 2) -> str:
+    """The single line a CLI printed on bad input (``exit_code``, or any non-zero exit when
+    None), checked to be no traceback and no more than one line."""
+    if exit_code is None:
+        assert result.exit_code != 0, result.output
+    else:
+        assert result.exit_code == exit_code, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]

@@ -18,6 +18,7 @@ from click.testing import CliRunner, Result
 
 from ariane.cli import main
 from ariane.common.cli_bounds import SECONDS, FiniteFloatRange
+from tests.helpers import one_line_error
 
 #: options where any value is legal, each with the reason
 ANY_VALUE = {
@@ -91,12 +92,7 @@ def run(*args: str) -> Result:
 
 
 def one_line(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, lines
-    return lines[0]
+    return one_line_error(result)
 
 
 @pytest.mark.parametrize(

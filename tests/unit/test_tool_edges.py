@@ -17,6 +17,7 @@ import ariane.namesrv.cli as namesrv_cli
 from ariane.bench._workdir import make_work_dir
 from ariane.cli import LazyGroup, main
 from ariane.errors import ConnectError
+from tests.helpers import one_line_error
 
 
 @pytest.fixture(autouse=True)
@@ -31,12 +32,7 @@ def run(*args: str) -> Result:
 
 
 def one_line(result: Result) -> str:
-    assert result.exit_code != 0, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, lines
-    return lines[0]
+    return one_line_error(result, exit_code=None)
 
 
 @pytest.mark.parametrize("server", ["broker", "namesrv"])

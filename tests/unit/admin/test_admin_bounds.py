@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from ariane.admin.cli import admin
 from ariane.admin.timefmt import MAX_TIMESTAMP_MS, parse_timestamp
+from tests.helpers import one_line_error
 
 NS = ["-n", "127.0.0.1:1"]
 INT32 = str(2**31)
@@ -23,13 +24,7 @@ INT64 = str(2**63)
 
 
 def one_line(args: list[str]) -> str:
-    result = CliRunner().invoke(admin, [*args, *NS], prog_name="mqadmin")
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, lines
-    return lines[0]
+    return one_line_error(CliRunner().invoke(admin, [*args, *NS], prog_name="mqadmin"))
 
 
 @pytest.mark.parametrize(
