@@ -181,7 +181,9 @@ class ClientAPI(AclRequests, AdminRequests, PopRequests):
             BrokerResponseError: any code but SUCCESS/19/20/21.
             CorruptionError: the body does not decode.
         """
-        response = await self.invoke(addr, _pull_request(header), timeout_ms)
+        # the response future itself when the connection is open (no coroutine of
+        # ``RemotingClient.invoke`` around it: a pull of a push consumer resumes fewer frames)
+        response = await self.invoke_future(addr, _pull_request(header), timeout_ms)
         return decode_pull_response(response)
 
     async def pull_message_raw(

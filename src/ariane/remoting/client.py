@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 
 from ariane.errors import ConnectError, InvalidArgumentError, RequestTimeoutError
-from ariane.remoting.channel import Channel
+from ariane.remoting.channel import Channel, ReadBufferChannel
 from ariane.remoting.config import RemotingClientConfig
 from ariane.remoting.dispatch import Dispatcher, DispatchingEndpoint
 from ariane.remoting.protocol.command import RemotingCommand
@@ -101,7 +101,7 @@ class RemotingClient(DispatchingEndpoint):
         timeout = self.config.connect_timeout_ms / 1000.0
 
         def factory() -> Channel:
-            return Channel(
+            return ReadBufferChannel(
                 self.dispatcher,
                 max_frame_bytes=self.config.max_frame_bytes,
                 write_at_once=self.config.write_at_once,
@@ -161,10 +161,12 @@ class RemotingClient(DispatchingEndpoint):
             RequestTimeoutError: no response in time.
             ConnectionClosedError: the connection went away while waiting.
         """
-        loop = asyncio.get_running_loop()
-        started = loop.time()
         channel = self._channels.get(addr)
+        started: float | None = None
         if channel is None or not channel.is_active:
+            # the loop only when connecting: CPython 3.11's get_running_loop() makes a getpid
+            # system call, once per request otherwise (each pull of a push consumer)
+            started = asyncio.get_running_loop().time()
             channel = await self.get_channel(addr)
         if self.signer is not None:
             self.signer(request)
@@ -173,9 +175,13 @@ class RemotingClient(DispatchingEndpoint):
             early = hook.before_request(channel, request)
             if early is not None:
                 return early
-        left_ms = timeout_ms - int((loop.time() - started) * 1000)
-        if left_ms <= 0:
-            raise RequestTimeoutError(f"connecting to {addr} used up the {timeout_ms} ms timeout")
+        left_ms = timeout_ms
+        if started is not None:
+            left_ms -= int((asyncio.get_running_loop().time() - started) * 1000)
+            if left_ms <= 0:
+                raise RequestTimeoutError(
+                    f"connecting to {addr} used up the {timeout_ms} ms timeout"
+                )
         response = await channel.invoke(request, left_ms)
         for hook in hooks:
             try:
