@@ -4,8 +4,8 @@ How it works: a background thread polls the writer's position every 20 ms (backi
 every 100 ms while the writer does not move: an idle broker wakes it 10 times a second, not 50)
 and calls :meth:`~ariane.store.mapped_file_queue.MappedFileQueue.prepare_ahead` until nothing is
 left to do: it creates (``posix_fallocate``) the next CommitLog file once the writer is past
-half of the current one, and reads the pages ahead of the writer into the page cache, 1 MiB at
-a time with the GIL released. How far ahead is paced (:class:`~ariane.store.warm_pacing.WarmPacer`,
+half of the current one, and reads the pages ahead of the writer into the page cache with the GIL released
+(1 MiB steps while refilling, the whole shortfall at once while the writer is in a burst). How far ahead is paced (:class:`~ariane.store.warm_pacing.WarmPacer`,
 issue 18): while the writer is in a burst only a short lead is kept (``min_lead_bytes``, at
 once); while it is idle or slow the lead is refilled up to ``max_lead_bytes`` in steps with
 short pauses, so a burst writes into pages warmed before it began instead of paying for them
@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.service import ServiceThread
 from ariane.store.warm_pacing import (
+    REFILL_STEP_BYTES,
     WARM_FAST_WRITER_BYTES_PER_S,
     WARM_MAX_LEAD_BYTES,
     WARM_MIN_LEAD_BYTES,
@@ -38,11 +39,10 @@ from ariane.store.warm_pacing import (
 
 __all__ = ["AllocateMappedFileService"]
 
-#: Bytes read per step (one ``preadv``): on this project's VM a fresh page-cache page costs
-#: ~7 µs of kernel time, so a 1 MiB step is ~2 ms of one CPU; an 8 MiB one (~15 ms) took a
-#: CPU of two from the broker's loop and its clients long enough to show in the latency
-#: tail (issue 18).
-WARM_CHUNK_BYTES = 1 << 20
+#: The read buffer of a warm step: a longer step reads into it again and again (one
+#: ``preadv`` of repeated buffers; the pages are zeros, only their coming into the page cache
+#: counts).
+WARM_CHUNK_BYTES = REFILL_STEP_BYTES
 #: Poll interval while the writer moves.
 POLL_S = 0.02
 #: Longest poll interval, reached by doubling while the writer stays where it was.
@@ -120,7 +120,7 @@ class AllocateMappedFileService(ServiceThread):
         write = queue.max_offset
         step = self.pacer.decide(self.clock(), write, queue.warmed_to)
         try:
-            did = queue.prepare_ahead(write, step.lead_bytes, self._buf)
+            did = queue.prepare_ahead(write, step.lead_bytes, self._buf, step.step_bytes)
         except OSError as exc:
             if not self.failing:
                 logger.error("cannot create the next CommitLog file: %s", exc)

@@ -50,6 +50,8 @@ FileMap = mmap.mmap | bytearray
 
 #: Suffix of a file being created (renamed into place once whole; deleted at load).
 FILE_SUFFIX_NEW = ".new"
+#: Buffers one ``preadv`` takes at most (Linux's ``IOV_MAX``).
+_IOV_MAX = 1024
 
 
 class DiskFile(Protocol):
@@ -80,8 +82,9 @@ class DiskFile(Protocol):
         """Force the file's data, its mapped pages and its size to disk (``fdatasync``)."""
         ...
 
-    def read_into(self, buf: bytearray | memoryview, pos: int) -> None:
-        """Read ``len(buf)`` bytes at ``pos`` (pulls pages into the page cache)."""
+    def read_into(self, buf: bytearray | memoryview, pos: int, length: int | None = None) -> None:
+        """Read ``length`` bytes (default ``len(buf)``) at ``pos`` (pulls pages into the page
+        cache), ``buf`` filled again from its start for each ``len(buf)`` bytes."""
         ...
 
     def duplicate(self) -> DiskFile:
@@ -231,8 +234,17 @@ class _OsFile:
     def sync(self) -> None:
         os.fdatasync(self._fd)
 
-    def read_into(self, buf: bytearray | memoryview, pos: int) -> None:
-        os.preadv(self._fd, [buf], pos)
+    def read_into(self, buf: bytearray | memoryview, pos: int, length: int | None = None) -> None:
+        # one preadv of the buffer repeated (IOV_MAX of them at most): the GIL is released
+        # once per call, not once per len(buf) bytes
+        whole = memoryview(buf)
+        end = pos + (len(whole) if length is None else length)
+        while pos < end:
+            count, rest = divmod(min(end - pos, len(whole) * _IOV_MAX), len(whole))
+            got = os.preadv(self._fd, [whole] * count + ([whole[:rest]] if rest else []), pos)
+            if got <= 0:  # end of file
+                return
+            pos += got
 
     def duplicate(self) -> DiskFile:
         return _OsFile(self.path, os.dup(self._fd))

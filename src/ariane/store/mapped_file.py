@@ -161,8 +161,8 @@ class MappedFile:
             p += len(data)
         return end
 
-    def warm(self, pos: int, buf: bytearray | memoryview) -> None:
-        """Read ``len(buf)`` bytes at ``pos`` into ``buf`` so those (zero) pages of a new file
+    def warm(self, pos: int, buf: bytearray | memoryview, length: int | None = None) -> None:
+        """Read ``length`` bytes (default ``len(buf)``) at ``pos`` through ``buf`` so those (zero) pages of a new file
         sit in the page cache before the writer gets there: a write then takes a minor fault
         instead of one that allocates and zeroes a page (several times the cost of the copy).
         The read releases the GIL; it goes through a duplicate descriptor, so a concurrent
@@ -172,7 +172,7 @@ class MappedFile:
                 return
             reader = self._file.duplicate()
         try:
-            reader.read_into(buf, pos)
+            reader.read_into(buf, pos, length)
         finally:
             reader.close()
 

@@ -194,12 +194,15 @@ class MappedFileQueue:
             self.files = [*files, mf]
         return mf
 
-    def prepare_ahead(self, write_offset: int, window: int, buf: bytearray) -> bool:
+    def prepare_ahead(
+        self, write_offset: int, window: int, buf: bytearray, step_bytes: int | None = None
+    ) -> bool:
         """One step of keeping the files ahead of a writer at ``write_offset`` ready
         (RocketMQ's ``AllocateMappedFileService``): create the first file, or the next one
         once the writer is past half of the last one (or within ``window`` of its end), and
-        pull the next ``len(buf)`` bytes below ``write_offset + window`` into the page cache
-        (never past the end of the next file; a new store's first file before it is used).
+        pull the next ``step_bytes`` (default ``len(buf)``) bytes below ``write_offset +
+        window`` into the page cache, read through ``buf`` (never past the end of the next
+        file; a new store's first file before it is used).
 
         Called from a background thread; returns True when it did something (call again).
         Files are warmed only a window ahead, never whole: on a VM a fresh page-cache page
@@ -225,8 +228,8 @@ class MappedFileQueue:
         if target is None or target.file_from_offset > start:
             return created
         pos = start - target.file_from_offset
-        n = min(len(buf), stop - start, size - pos)
-        target.warm(pos, memoryview(buf)[:n])
+        n = min(len(buf) if step_bytes is None else step_bytes, stop - start, size - pos)
+        target.warm(pos, buf, n)
         self._warmed_to = start + n
         return True
 

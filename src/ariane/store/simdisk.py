@@ -100,7 +100,7 @@ class _SimFile:
     def sync(self) -> None:
         self._disk.sync_inode(self._inode)
 
-    def read_into(self, buf: bytearray | memoryview, pos: int) -> None:
+    def read_into(self, buf: bytearray | memoryview, pos: int, length: int | None = None) -> None:
         """Nothing to warm in memory."""
 
     # the system-call face (a FUSE file system over this disk, tests/support/powerfs.py)

@@ -160,7 +160,9 @@ class _StillQueue:
     def __init__(self) -> None:
         self.max_offset = 0
 
-    def prepare_ahead(self, offset: int, window: int, buf: bytearray) -> bool:
+    def prepare_ahead(
+        self, offset: int, window: int, buf: bytearray, step_bytes: int | None = None
+    ) -> bool:
         return False
 
 

@@ -13,9 +13,12 @@ from ariane.store.allocate import IDLE_POLL_MAX_S, POLL_S, AllocateMappedFileSer
 from ariane.store.config import StoreConfig
 from ariane.store.warm_pacing import (
     BURST_HOLD_S,
+    BURST_LEAD_S,
+    CATCH_UP_STEP_BYTES,
     IDLE_STEP_PAUSE_S,
     RATE_WINDOW_S,
     REFILL_GAP_BYTES,
+    REFILL_STEP_BYTES,
     WARM_FAST_WRITER_BYTES_PER_S,
     WARM_MAX_LEAD_BYTES,
     WARM_MIN_LEAD_BYTES,
@@ -25,6 +28,8 @@ from ariane.store.warm_pacing import (
 
 MIB = 1 << 20
 MIN, MAX = WARM_MIN_LEAD_BYTES, WARM_MAX_LEAD_BYTES
+#: a step at once (a burst's lead, a full lead) and a paced refill step
+ONCE, PACED = CATCH_UP_STEP_BYTES, REFILL_STEP_BYTES
 
 
 def pacer() -> WarmPacer:
@@ -41,17 +46,19 @@ def test_defaults() -> None:
 
 def test_below_the_min_lead_steps_come_at_once_then_paced_up_to_the_max() -> None:
     p = pacer()
-    assert p.decide(0.0, 0, 0) == WarmStep(MAX, 0.0)
-    assert p.decide(0.0, 0, MIN - 1) == WarmStep(MAX, 0.0)
-    assert p.decide(0.0, 0, MIN) == WarmStep(MAX, IDLE_STEP_PAUSE_S)
-    assert p.decide(0.1, 0, MAX - 1) == WarmStep(MAX, IDLE_STEP_PAUSE_S)
-    assert p.decide(0.1, 0, MAX) == WarmStep(MIN, 0.0)  # full: nothing to warm
+    # the whole shortfall below the min lead in one step (old code: 1 MiB steps)
+    assert p.decide(0.0, 0, 0) == WarmStep(MAX, 0.0, MIN)
+    assert p.decide(0.0, 0, 5 * MIB) == WarmStep(MAX, 0.0, MIN - 5 * MIB)
+    assert p.decide(0.0, 0, MIN - 1) == WarmStep(MAX, 0.0, PACED)  # never less than a step
+    assert p.decide(0.0, 0, MIN) == WarmStep(MAX, IDLE_STEP_PAUSE_S, PACED)
+    assert p.decide(0.1, 0, MAX - 1) == WarmStep(MAX, IDLE_STEP_PAUSE_S, PACED)
+    assert p.decide(0.1, 0, MAX) == WarmStep(MIN, 0.0, ONCE)  # full: nothing to warm
     assert not p.filling
 
 
 def test_a_refill_starts_only_a_gap_below_the_max_and_then_fills_it() -> None:
     p = pacer()
-    assert p.decide(0.0, 0, MAX) == WarmStep(MIN, 0.0)
+    assert p.decide(0.0, 0, MAX) == WarmStep(MIN, 0.0, ONCE)
     # a slow writer (0.5 MB/s: 100 kB per rate window) eats into the lead
     now, write = 0.0, 0
     while write < REFILL_GAP_BYTES:
@@ -60,11 +67,11 @@ def test_a_refill_starts_only_a_gap_below_the_max_and_then_fills_it() -> None:
         step = p.decide(now, write, MAX)
         assert not p.fast
         if write < REFILL_GAP_BYTES:
-            assert step == WarmStep(MIN, 0.0)  # less than the gap: no refill yet
-    assert step == WarmStep(MAX, IDLE_STEP_PAUSE_S)
+            assert step == WarmStep(MIN, 0.0, ONCE)  # less than the gap: no refill yet
+    assert step == WarmStep(MAX, IDLE_STEP_PAUSE_S, PACED)
     # once started, the refill goes on up to the max
-    assert p.decide(now, write, write + MAX - 1) == WarmStep(MAX, IDLE_STEP_PAUSE_S)
-    assert p.decide(now, write, write + MAX) == WarmStep(MIN, 0.0)
+    assert p.decide(now, write, write + MAX - 1) == WarmStep(MAX, IDLE_STEP_PAUSE_S, PACED)
+    assert p.decide(now, write, write + MAX) == WarmStep(MIN, 0.0, ONCE)
 
 
 def test_a_burst_is_seen_at_the_first_look_even_after_a_long_idle_time() -> None:
@@ -72,10 +79,12 @@ def test_a_burst_is_seen_at_the_first_look_even_after_a_long_idle_time() -> None
     burst = WARM_FAST_WRITER_BYTES_PER_S * RATE_WINDOW_S
     p.decide(0.0, 0, MAX)
     p.decide(60.0, 0, MAX)  # a minute later, nothing written
-    assert p.decide(60.1, int(burst) + 1, MAX) == WarmStep(MIN, 0.0)
+    assert p.decide(60.1, int(burst) + 1, MAX) == WarmStep(MIN, 0.0, ONCE)
     assert p.fast
     # the burst has eaten into the lead: only the min lead is asked for, without a pause
-    assert p.decide(60.12, int(burst) + MAX - MIN + 1, MAX) == WarmStep(MIN, 0.0)
+    # (100 MB/s: the min lead covers more than a burst lead time of it)
+    write = int(burst) + 2_000_000
+    assert p.decide(60.12, write, write + MIN // 2) == WarmStep(MIN, 0.0, ONCE)
 
 
 def test_the_writer_is_slow_again_a_hold_time_after_its_last_window_over_the_rate() -> None:
@@ -89,7 +98,7 @@ def test_the_writer_is_slow_again_a_hold_time_after_its_last_window_over_the_rat
     assert p.fast
     step = p.decide(0.05 + BURST_HOLD_S, 100 * MIB, 100 * MIB + MIN)
     assert not p.fast
-    assert step == WarmStep(MAX, IDLE_STEP_PAUSE_S)
+    assert step == WarmStep(MAX, IDLE_STEP_PAUSE_S, PACED)
 
 
 def test_a_writer_just_under_the_rate_is_slow_and_one_just_over_it_fast() -> None:
@@ -106,8 +115,8 @@ def test_leads_are_ordered_and_the_refill_gap_fits_between_them() -> None:
     assert (p.min_lead, p.max_lead) == (8 * MIB, 8 * MIB)
     p = WarmPacer(10 * MIB, 12 * MIB, 1)
     assert p.refill_at == 10 * MIB
-    assert p.decide(0.0, 0, 11 * MIB) == WarmStep(10 * MIB, 0.0)
-    assert p.decide(0.0, 0, 10 * MIB) == WarmStep(12 * MIB, IDLE_STEP_PAUSE_S)
+    assert p.decide(0.0, 0, 11 * MIB) == WarmStep(10 * MIB, 0.0, ONCE)
+    assert p.decide(0.0, 0, 10 * MIB) == WarmStep(12 * MIB, IDLE_STEP_PAUSE_S, PACED)
 
 
 def test_store_config_keys_and_their_checks() -> None:
@@ -148,15 +157,22 @@ class _SimQueue:
         self.max_offset = 0
         self.warmed_to = 0
         self.warmed_bytes = 0
+        #: reads (steps that warmed something), and the writer's bytes it found cold
+        self.reads = 0
+        self.cold_bytes = 0
 
-    def prepare_ahead(self, write: int, window: int, buf: bytearray) -> bool:
+    def prepare_ahead(
+        self, write: int, window: int, buf: bytearray, step_bytes: int | None = None
+    ) -> bool:
+        self.cold_bytes += max(0, write - self.warmed_to)
         start = max(self.warmed_to, write)
         stop = write + window
         if start >= stop:
             return False
-        n = min(len(buf), stop - start)
+        n = min(len(buf) if step_bytes is None else step_bytes, stop - start)
         self.warmed_to = start + n
         self.warmed_bytes += n
+        self.reads += 1
         return True
 
 
@@ -257,3 +273,39 @@ def test_the_latency_phase_writer_is_a_burst() -> None:
         _look(allocator)
     assert allocator.pacer.fast
     assert queue.warmed_bytes == before  # 24 MB written into the 256 MiB warmed before
+
+
+def test_a_writer_faster_than_the_min_lead_a_burst_lead_time_gets_a_lead_of_its_rate() -> None:
+    p = pacer()
+    p.decide(0.0, 0, MAX)
+    # `bench store`'s one writer: 360 MB/s, 7.2 MB between two 20 ms looks
+    assert p.decide(0.02, 7_200_000, MAX) == WarmStep(int(360e6 * BURST_LEAD_S), 0.0, ONCE)
+    assert p.rate == pytest.approx(360e6)
+    # a look within a window keeps the last window's rate
+    assert p.decide(0.03, 7_300_000, MAX) == WarmStep(int(360e6 * BURST_LEAD_S), 0.0, ONCE)
+    # slower: the min lead; far faster: never more than the max lead
+    p = pacer()
+    p.decide(0.0, 0, MAX)
+    assert p.decide(0.02, 1_400_000, MAX) == WarmStep(MIN, 0.0, ONCE)  # 70 MB/s
+    p = pacer()
+    p.decide(0.0, 0, MAX)
+    assert p.decide(0.02, 100_000_000, MAX) == WarmStep(MAX, 0.0, ONCE)  # 5 GB/s
+
+
+def test_a_fast_writers_shortfall_is_warmed_in_one_read_per_look() -> None:
+    """At 360 MB/s the writer moves 7.2 MB between two looks: one read warms it (old code:
+    eight 1 MiB reads, each taking the GIL from the writer about three times)."""
+    queue = _SimQueue()
+    allocator = _Allocator(queue)
+    _idle_until_full(allocator, queue)
+    for _ in range(100):  # 720 MB, more than the max lead
+        queue.max_offset += 7_200_000
+        _look(allocator)
+    assert allocator.pacer.fast
+    reads = queue.reads
+    for _ in range(50):
+        queue.max_offset += 7_200_000
+        _look(allocator)
+        assert queue.warmed_to - queue.max_offset == int(360e6 * BURST_LEAD_S)
+    assert queue.reads - reads == 50
+    assert queue.cold_bytes == 0

@@ -1,0 +1,87 @@
+"""A warm step longer than the allocation thread's buffer is one read (issue 18): the buffer
+repeated in one ``preadv`` (so the GIL is released and taken back once per step, not once
+per 1 MiB), up to ``IOV_MAX`` buffers a call, stopping at the end of the file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ariane.store import disk as disk_module
+from ariane.store.disk import OsDisk
+from ariane.store.mapped_file_queue import MappedFileQueue
+
+
+def _file(tmp_path: Path, size: int) -> str:
+    path = str(tmp_path / "f")
+    with open(path, "wb") as f:
+        f.write(bytes(i % 251 for i in range(size)))
+    return path
+
+
+def _counting_preadv(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    calls: list[tuple[int, int]] = []
+    real = os.preadv
+
+    def preadv(fd: int, buffers: list[memoryview], pos: int) -> int:
+        calls.append((len(buffers), pos))
+        return real(fd, buffers, pos)
+
+    monkeypatch.setattr(disk_module.os, "preadv", preadv)
+    return calls
+
+
+def test_a_read_longer_than_the_buffer_is_one_preadv_of_the_buffer_repeated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _file(tmp_path, 65536)
+    calls = _counting_preadv(monkeypatch)
+    f = OsDisk().open(path)
+    buf = bytearray(4096)
+    f.read_into(buf, 1000, 3 * 4096 + 100)
+    assert calls == [(4, 1000)]
+    # the buffer holds the last piece over the start of the one before it
+    last = 1000 + 3 * 4096
+    expected = bytearray(i % 251 for i in range(last - 4096, last))
+    expected[:100] = bytes(i % 251 for i in range(last, last + 100))
+    assert buf == expected
+    calls.clear()
+    f.read_into(buf, 8)  # the default: len(buf) bytes
+    assert calls == [(1, 8)]
+    assert buf == bytes(i % 251 for i in range(8, 8 + 4096))
+    f.close()
+
+
+def test_more_than_iov_max_buffers_take_more_calls_and_the_end_of_file_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _file(tmp_path, 3 * 1024 * 16 + 5)
+    calls = _counting_preadv(monkeypatch)
+    f = OsDisk().open(path)
+    buf = bytearray(16)
+    f.read_into(buf, 0, 2 * 1024 * 16 + 5)
+    assert calls == [(1024, 0), (1024, 1024 * 16), (1, 2 * 1024 * 16)]
+    calls.clear()
+    f.read_into(buf, 3 * 1024 * 16, 1024 * 16)  # 5 bytes left: one short read, then the end
+    # 1023 whole buffers and 11 bytes of one for the rest, which reads nothing: done
+    assert calls == [(1024, 3 * 1024 * 16), (1024, 3 * 1024 * 16 + 5)]
+    assert buf[:5] == bytes(i % 251 for i in range(3 * 1024 * 16, 3 * 1024 * 16 + 5))
+    f.close()
+
+
+def test_prepare_ahead_warms_a_step_longer_than_its_buffer_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queue = MappedFileQueue(str(tmp_path / "commitlog"), 64 * 1024, populate=True)
+    buf = bytearray(4096)
+    calls = _counting_preadv(monkeypatch)
+    assert queue.prepare_ahead(0, 16384, buf, 12288)  # creates the first file, warms 12 KiB
+    assert queue.warmed_to == 12288
+    assert calls == [(3, 0)]
+    assert queue.prepare_ahead(0, 16384, buf, 12288)  # the window's last 4 KiB
+    assert queue.warmed_to == 16384
+    assert calls[1:] == [(1, 12288)]
+    assert not queue.prepare_ahead(0, 16384, buf, 12288)
+    queue.shutdown()
