@@ -12,9 +12,9 @@ the writer). :class:`WarmPacer` works like a buffer refilled while idle:
   only ``min_lead_bytes`` is kept warm ahead of it, at once (no pause): the writer never
   meets a cold page, and the burst does no more warming than that; a writer so fast that
   it moves more than that in :data:`BURST_LEAD_S` (``bench store``'s one writer: 360 MB/s)
-  gets that much instead, up to ``max_lead_bytes`` (its rate over the last window; the
-  thread looks every 20 ms and a step takes ~10-35 ms, so 16 MiB was gone before the next
-  step was read);
+  gets that much instead, up to ``max_lead_bytes`` (its rate over the last window; none
+  with a ``min_lead_bytes`` of 0; the thread looks every 20 ms and a step takes ~10-35 ms,
+  so 16 MiB was gone before the next step was read);
 * while idle or slow, the lead is refilled up to ``max_lead_bytes``, one step then a pause of
   :data:`IDLE_STEP_PAUSE_S` (an idle broker does not hold a CPU), starting once the lead is
   :data:`REFILL_GAP_BYTES` short of the maximum (a burst's first bytes are seen as a burst
@@ -144,7 +144,8 @@ class WarmPacer:
         lead = warmed_to - write_offset
         if self.fast:
             self.filling = False
-            burst_lead = min(self.max_lead, max(self.min_lead, int(self.rate * BURST_LEAD_S)))
+            lead_s = int(self.rate * BURST_LEAD_S) if self.min_lead else 0  # 0: none in a burst
+            burst_lead = min(self.max_lead, max(self.min_lead, lead_s))
             return WarmStep(burst_lead, 0.0, CATCH_UP_STEP_BYTES)
         if lead >= self.max_lead:
             self.filling = False

@@ -290,6 +290,9 @@ def test_a_writer_faster_than_the_min_lead_a_burst_lead_time_gets_a_lead_of_its_
     p = pacer()
     p.decide(0.0, 0, MAX)
     assert p.decide(0.02, 100_000_000, MAX) == WarmStep(MAX, 0.0, ONCE)  # 5 GB/s
+    p = WarmPacer(0, MAX, WARM_FAST_WRITER_BYTES_PER_S)  # no lead in a burst stays none
+    p.decide(0.0, 0, MAX)
+    assert p.decide(0.02, 7_200_000, MAX) == WarmStep(0, 0.0, ONCE)
 
 
 def test_a_fast_writers_shortfall_is_warmed_in_one_read_per_look() -> None:
