@@ -13,7 +13,7 @@
  * writeable and not a replica, with a plain CommitLog and its compiled put. With the tuple it
  * makes put_log's call (_speedups_putlog.h: the put lock, the store time, the record, the
  * bookkeeping) and, when a record was stored, wakes the reput as put_message does (`wakeup()`
- * when its `idle` is true). Everything else goes to `fallback(store, msg)`, the Python
+ * when its `idle` is true and its `claimed` false). Everything else goes to `fallback(store, msg)`, the Python
  * put_message (the reference, and the only path of the pure build), which makes the whole put
  * again from its start: no tuple; put_log declining (None: before any effect); a refusal
  * (msg_num 0: nothing written; the fallback refuses it again and counts it in
@@ -36,19 +36,30 @@ typedef struct {
     vectorcallfunc vectorcall;
 } StorePut;
 
-static PyObject *SP_K_DIRECT, *SP_K_IDLE, *SP_K_WAKEUP;
+static PyObject *SP_K_DIRECT, *SP_K_IDLE, *SP_K_CLAIMED, *SP_K_WAKEUP;
 
-/* wake the reput when its `idle` is true: 0, or -1 with an error */
-static int sp_wake(PyObject *reput) {
-    PyObject *idle = PyObject_GetAttr(reput, SP_K_IDLE), *r;
+/* the truth of reput.<name>: 1, 0, or -1 with an error */
+static int sp_flag(PyObject *reput, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(reput, name);
     int on;
-    if (idle == NULL) {
+    if (v == NULL) {
         return -1;
     }
-    on = idle == Py_True ? 1 : idle == Py_False ? 0 : PyObject_IsTrue(idle);
-    Py_DECREF(idle);
+    on = v == Py_True ? 1 : v == Py_False ? 0 : PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return on;
+}
+
+/* wake the reput when its `idle` is true and its `claimed` false (the event loop claimed the
+ * next round: it dispatches this put itself): 0, or -1 with an error */
+static int sp_wake(PyObject *reput) {
+    PyObject *r;
+    int on = sp_flag(reput, SP_K_IDLE);
     if (on <= 0) {
         return on;
+    }
+    if ((on = sp_flag(reput, SP_K_CLAIMED)) != 0) {
+        return on < 0 ? -1 : 0;
     }
     if ((r = PyObject_CallMethodNoArgs(reput, SP_K_WAKEUP)) == NULL) {
         return -1;
@@ -144,8 +155,10 @@ static PyObject *store_put_method(PyObject *module, PyObject *fallback) {
     if (SP_K_DIRECT == NULL) {
         SP_K_DIRECT = PyUnicode_InternFromString("_direct");
         SP_K_IDLE = PyUnicode_InternFromString("idle");
+        SP_K_CLAIMED = PyUnicode_InternFromString("claimed");
         SP_K_WAKEUP = PyUnicode_InternFromString("wakeup");
-        if (SP_K_DIRECT == NULL || SP_K_IDLE == NULL || SP_K_WAKEUP == NULL) {
+        if (SP_K_DIRECT == NULL || SP_K_IDLE == NULL || SP_K_CLAIMED == NULL ||
+            SP_K_WAKEUP == NULL) {
             return NULL;
         }
     }

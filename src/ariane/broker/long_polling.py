@@ -8,7 +8,9 @@ It is re-executed (without the right to be held again) and answered
 * as soon as a matching message arrives on that queue: the store's dispatch thread reports
   arrivals; they are queued and handed to the event loop with one ``call_soon_threadsafe``
   per batch, and only for queues somebody waits on (the answers are written at the end of
-  the arrival's wakes, not at the next loop turn). An arrival matches when its tag hash
+  the arrival's wakes, not at the next loop turn). An arrival reported on the loop's own
+  thread (a light round the loop ran after a send: ``broker/loop_round.py``) is handled at
+  once. An arrival matches when its tag hash
   passes the pull's filter and, when the store passed the message's properties along, so do
   they (SQL92 filters need them);
 * at the latest when its time is up (a timer per held pull; the client's
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -93,6 +96,7 @@ class PullRequestHoldService:
             lambda a: self.notify_message_arriving(*a)
         )
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = -1
         self._task: asyncio.Task[None] | None = None
         self.woken_by_arrival = 0
         self.woken_by_timeout = 0
@@ -102,6 +106,7 @@ class PullRequestHoldService:
     def start(self) -> None:
         """Start the periodic re-check (on the running loop)."""
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._arrivals.bind()
         self._task = self._loop.create_task(self._check_loop(), name="pull-hold-check")
 
@@ -256,8 +261,12 @@ class PullRequestHoldService:
         properties: dict[str, str] | None,
     ) -> None:
         """The store's arriving listener (dispatch thread): queue the arrival for the loop when
-        somebody waits on that queue."""
+        somebody waits on that queue; on the loop's own thread (a round the loop ran) handle it
+        at once."""
         if not self.long_polling or (topic, queue_id) not in self.table:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self.notify_message_arriving(topic, queue_id, next_logic_offset, tags_code, properties)
             return
         self._arrivals.push((topic, queue_id, next_logic_offset, tags_code, properties))
 

@@ -9,14 +9,17 @@ ASYNC_FLUSH, the flushed position under SYNC_FLUSH (so a reader never sees a mes
 not on disk). Each batch goes to the ConsumeQueues (not PREPARED/ROLLBACK records), then to
 the index, then to the arriving listener. Dispatch is idempotent, so after a failure the batch
 is simply put back and retried. Under SYNC_FLUSH at a light load the group commit runs the
-round itself right after its ``fdatasync`` (:meth:`ReputService.reput_here`); rounds run one at
-a time either way.
+round itself right after its ``fdatasync`` (:meth:`ReputService.reput_here`); under ASYNC_FLUSH
+at a light load the broker's event loop may *claim* the next round (``claimed``: a send to a
+queue somebody holds a pull on, while this thread is idle): the puts until then do not wake
+this thread and the loop runs the round itself right after the read
+(``broker/loop_round.py``). Rounds run one at a time either way.
 
 Arriving listener contract: after a batch is visible, the listener is called once per
 (topic, queue id, tagsCode) group of the batch with ``next_logic_offset`` = queue offset after
 the group's last message, that message's tagsCode and store time, and its properties when the
-group is a single message (else None: check the records). It runs on this thread and must not
-block.
+group is a single message (else None: check the records). It runs on the round's thread (this
+one, or a ``reput_here`` caller's) and must not block.
 """
 
 from __future__ import annotations
@@ -277,6 +280,10 @@ class ReputService(ServiceThread):
         #: that puts do not cut short (they gather into the next batch); after a smaller
         #: round the thread is idle, woken by the next put.
         self.gather_from = 32
+        #: True while a caller (the broker's event loop) has claimed the next round: puts do
+        #: not wake this thread (``idle and not claimed``), the caller clears this and then
+        #: runs :meth:`reput_here` (or wakes this thread when that declines)
+        self.claimed = False
         self._failing = False
         self._groups: list[CqGroup] | None = None
         #: held for a whole round: this thread's, or one run elsewhere by :meth:`reput_here`
@@ -301,8 +308,9 @@ class ReputService(ServiceThread):
 
     def reput_here(self) -> bool:
         """A light round on the calling thread (SYNC_FLUSH: the group commit's, right after
-        the ``fdatasync`` that made the records visible), instead of waking this service's
-        thread: one thread hand-over less between the flush and the arrival on the loop.
+        the ``fdatasync`` that made the records visible; ASYNC_FLUSH: the event loop's, after a
+        read whose put it claimed), instead of waking this service's thread: one thread
+        hand-over less between the records becoming visible and the arrival on the loop.
 
         Returns False, doing nothing, when more than ``gather_from`` records are pending (a
         busy writer: this thread dispatches them while the next flush runs), when a round is

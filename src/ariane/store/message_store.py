@@ -463,7 +463,7 @@ class MessageStore(StoreReads, StoreMaintenance):
             return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=reason)
         if result.msg_num == 0:
             self.put_failed_times += 1
-        elif self.reput.idle and not self._sync:
+        elif self.reput.idle and not self._sync and not self.reput.claimed:
             self.reput.wakeup()
         return result
 
@@ -572,7 +572,7 @@ class MessageStore(StoreReads, StoreMaintenance):
             return self._append(lambda: self.commit_log.put_message(msg))
         if result.msg_num == 0:
             self.put_failed_times += 1
-        elif self.reput.idle:
+        elif self.reput.idle and not self.reput.claimed:  # claimed: the loop dispatches it
             self.reput.wakeup()
         return result
 

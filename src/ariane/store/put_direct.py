@@ -6,8 +6,8 @@ How it works. In the compiled build ``MessageStore.put_message`` is replaced by
 :data:`method` made from the Python method (``_speedups_storeput.h``): a method descriptor
 that reads the store's ``_direct`` and, when it holds :func:`direct_put`'s tuple, makes
 ``put_log``'s call itself (``store/commit_log_state.py``: the put lock, the store time, the
-record and the bookkeeping, what ``CommitLog.put_message`` calls) and wakes an idle reput, as
-the Python method does. The store keeps ``_direct`` current (:meth:`MessageStore._refresh_direct`
+record and the bookkeeping, what ``CommitLog.put_message`` calls) and wakes an idle reput
+(unless the event loop claimed its next round), as the Python method does. The store keeps ``_direct`` current (:meth:`MessageStore._refresh_direct`
 after start, shutdown, a writeability change, a replica switch): the tuple only while the
 store is running, ASYNC_FLUSH, writeable and not a replica, with a plain ``CommitLog`` whose
 compiled put is on; None otherwise. Any other case (None, a put ``put_log`` declines, a

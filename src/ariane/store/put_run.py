@@ -116,7 +116,7 @@ def store_put_run(store: MessageStore, msgs: Sequence[MessageInner]) -> list[Put
     if out is None:
         return [store.put_message(m) for m in msgs]
     reput = store.reput
-    if reput.idle and any(r.msg_num for r in out):
+    if reput.idle and not reput.claimed and any(r.msg_num for r in out):
         reput.wakeup()
     return out
 

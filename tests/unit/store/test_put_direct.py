@@ -25,6 +25,7 @@ from ariane.store.inner import MessageInner
 from ariane.store.message_store import MessageStore
 from ariane.store.put_direct import method
 from ariane.store.put_native import new_inner
+from ariane.store.put_run import store_put_run
 from ariane.store.results import PutResult, PutStatus
 from tests.unit.store.helpers import BORN, HOST, small_config
 
@@ -192,3 +193,25 @@ def test_new_inner_takes_the_other_calls_as_the_class_does() -> None:
     for call in (new_inner, MessageInner):
         with pytest.raises(TypeError):
             call(*range(13))
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_a_put_wakes_the_reput_only_when_idle_and_unclaimed(reference: bool) -> None:
+    """``put_message`` (the compiled path and the Python one) and ``store_put_run`` wake the
+    reput thread only when it is idle and the event loop has not claimed its next round
+    (``ReputService.claimed``: the loop dispatches those puts itself, broker/loop_round.py)."""
+    with _store(ManualClock(), reference=reference) as store:
+        assert (store._direct is None) == (reference or method is None)
+        reput = store.reput
+        reput.stop()  # no thread flips ``idle`` meanwhile
+        woken: list[int] = []
+        reput.wakeup = lambda: woken.append(1)  # type: ignore[method-assign]
+        seen = []
+        for idle, claimed in ((True, False), (True, True), (False, False), (False, True)):
+            reput.idle, reput.claimed = idle, claimed
+            before = len(woken)
+            assert store.put_message(_msg(1)).status is PutStatus.PUT_OK
+            assert store_put_run(store, [_msg(2), _msg(3)])[-1].status is PutStatus.PUT_OK
+            seen.append(len(woken) - before)
+        assert seen == [2, 0, 0, 0]
+        reput.claimed = False

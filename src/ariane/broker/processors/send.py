@@ -37,6 +37,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from ariane.broker.loop_round import LoopRound
 from ariane.broker.processors import error
 from ariane.broker.processors.send_batch import AppendScanned, BatchSends
 from ariane.broker.processors.send_check import NOT_ALLOWED_SEND_TOPICS, check_send
@@ -71,6 +72,7 @@ from ariane.remoting.server import RemotingServer
 from ariane.store import (
     MessageInner,
 )
+from ariane.store.dispatch import ReputService
 from ariane.store.put_native import new_inner
 
 if TYPE_CHECKING:
@@ -153,10 +155,15 @@ class SendMessageProcessor(BatchSends):
         )
         self._loop_answers: LoopAnswers[SyncSend] | None = None
         self.run: SendRun | None = None
+        #: ASYNC_FLUSH: a light round run on the loop for a send a held pull waits for
+        self.loop_round: LoopRound | None = None
 
     def register(self, server: RemotingServer) -> None:
         """Register the handlers on ``server``."""
         self._loop = asyncio.get_running_loop()
+        reput = getattr(self.store, "reput", None)
+        if self._async_flush and isinstance(reput, ReputService):
+            self.loop_round = LoopRound(reput, self.broker.hold.table, self._loop)
         server.register_processor(RequestCode.SEND_MESSAGE, self.send_v1)
         server.register_processor(RequestCode.SEND_MESSAGE_V2, self.send_v2)
         server.register_processor(RequestCode.SEND_BATCH_MESSAGE, self.send_v2)
@@ -240,6 +247,8 @@ class SendMessageProcessor(BatchSends):
         if too_few is not None:
             return error(ResponseCode.SYSTEM_ERROR, too_few)
         if self._async_flush:  # stored when put returns: no future, no thread hop
+            if self.loop_round is not None:  # a held pull on the queue: dispatched after the read
+                self.loop_round.claim(((inner.topic, inner.queue_id),))
             result = self.store.put_message(inner)
             if dedup_id is not None:
                 self._remember(topic, (dedup_id,), queue_id, result)

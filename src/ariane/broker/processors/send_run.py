@@ -96,6 +96,7 @@ from ariane.store.put_run import (
 )
 
 if TYPE_CHECKING:
+    from ariane.broker.loop_round import LoopRound
     from ariane.broker.stats import BrokerStats
     from ariane.broker.transaction import TransactionBrokerContext
     from ariane.ha import ReplicaWait
@@ -115,6 +116,7 @@ class SendSide(Protocol):
     def rewriters(self) -> Sequence[object]: ...
 
     _async_flush: bool
+    loop_round: LoopRound | None
 
     @property
     def _submit_to(self) -> object: ...
@@ -149,6 +151,7 @@ _V2 = RequestCode.SEND_MESSAGE_V2
 _JSON = SerializeType.JSON
 #: a ready send's message (``_Ready``'s first item), for the store's run
 _MESSAGE = itemgetter(0)
+_QUEUE = itemgetter(1, 2)  # a ready send's (topic, queue id)
 _PUT_OK = PutStatus.PUT_OK
 _PREFIX = struct.Struct(">iI")  # frame length, header word (JSON: the header's length)
 #: properties some per-request step acts on: such a send takes the per-request path
@@ -421,6 +424,9 @@ class SendRun:
         self, channel: Channel, requests: list[RemotingCommand], ready: list[_Ready]
     ) -> None:
         p = self.p
+        loop_round = p.loop_round
+        if loop_round is not None:  # a held pull on a put's queue: dispatched after the read
+            loop_round.claim(map(_QUEUE, ready))
         results = store_put_run(p.store, list(map(_MESSAGE, ready)))
         p._after_put(results[-1], True)  # wakes the transfer to slaves (an ASYNC_MASTER)
         self._answer_results(channel, requests, ready, results)
