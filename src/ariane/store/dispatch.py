@@ -306,6 +306,14 @@ class ReputService(ServiceThread):
         with self._round:
             return self._do_reput()
 
+    def wake_after_put(self) -> None:
+        """After a put that stored records (ASYNC_FLUSH): wake this thread when it is idle
+        and no caller claimed its next round (a claimed round is run by the claimer: the
+        broker's event loop, ``broker/loop_round.py``). The compiled put makes the same test
+        (``_speedups_storeput.h``)."""
+        if self.idle and not self.claimed:
+            self.wakeup()
+
     def reput_here(self) -> bool:
         """A light round on the calling thread (SYNC_FLUSH: the group commit's, right after
         the ``fdatasync`` that made the records visible; ASYNC_FLUSH: the event loop's, after a

@@ -463,8 +463,8 @@ class MessageStore(StoreReads, StoreMaintenance):
             return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=reason)
         if result.msg_num == 0:
             self.put_failed_times += 1
-        elif self.reput.idle and not self._sync and not self.reput.claimed:
-            self.reput.wakeup()
+        elif not self._sync:
+            self.reput.wake_after_put()
         return result
 
     def _wait_flush(self, result: PutResult, wait: bool) -> Future[PutResult]:
@@ -572,8 +572,8 @@ class MessageStore(StoreReads, StoreMaintenance):
             return self._append(lambda: self.commit_log.put_message(msg))
         if result.msg_num == 0:
             self.put_failed_times += 1
-        elif self.reput.idle and not self.reput.claimed:  # claimed: the loop dispatches it
-            self.reput.wakeup()
+        else:
+            self.reput.wake_after_put()
         return result
 
     def prepare_message(self, msg: MessageInner) -> PreparedOne | PutResult:

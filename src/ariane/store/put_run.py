@@ -116,8 +116,8 @@ def store_put_run(store: MessageStore, msgs: Sequence[MessageInner]) -> list[Put
     if out is None:
         return [store.put_message(m) for m in msgs]
     reput = store.reput
-    if reput.idle and not reput.claimed and any(r.msg_num for r in out):
-        reput.wakeup()
+    if reput.idle and any(r.msg_num for r in out):  # idle: the scan only when it may wake
+        reput.wake_after_put()
     return out
 
 
