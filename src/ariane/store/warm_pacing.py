@@ -144,8 +144,8 @@ class WarmPacer:
         lead = warmed_to - write_offset
         if self.fast:
             self.filling = False
-            lead_s = int(self.rate * BURST_LEAD_S) if self.min_lead else 0  # 0: none in a burst
-            burst_lead = min(self.max_lead, max(self.min_lead, lead_s))
+            rate_lead = int(self.rate * BURST_LEAD_S) if self.min_lead else 0  # 0: none in a burst
+            burst_lead = min(self.max_lead, max(self.min_lead, rate_lead))
             return WarmStep(burst_lead, 0.0, CATCH_UP_STEP_BYTES)
         if lead >= self.max_lead:
             self.filling = False
