@@ -84,7 +84,9 @@ class DiskFile(Protocol):
 
     def read_into(self, buf: bytearray | memoryview, pos: int, length: int | None = None) -> None:
         """Read ``length`` bytes (default ``len(buf)``) at ``pos`` (pulls pages into the page
-        cache), ``buf`` filled again from its start for each ``len(buf)`` bytes."""
+        cache as single 4 KiB pages, without readahead: a write through the map then dirties
+        one page, not a large folio), ``buf`` filled again from its start for each
+        ``len(buf)`` bytes."""
         ...
 
     def duplicate(self) -> DiskFile:
@@ -199,6 +201,12 @@ def write_atomically(disk: Disk, path: str, data: bytes) -> None:
     disk.sync_dir(os.path.dirname(path) or ".")
 
 
+def _no_readahead(fd: int) -> None:
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is not None:  # pragma: no branch - absent on macOS
+        advise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+
+
 class _OsFile:
     """A file descriptor plus its optional shared mapping."""
 
@@ -235,6 +243,12 @@ class _OsFile:
         os.fdatasync(self._fd)
 
     def read_into(self, buf: bytearray | memoryview, pos: int, length: int | None = None) -> None:
+        # No readahead (POSIX_FADV_RANDOM, on the open file this descriptor shares): a
+        # sequential read grows the readahead's folios up to 2 MiB (Linux >= 6.x, ext4's large
+        # folios), and a later 1 KiB write through the map then dirties, and every fdatasync
+        # writes, the whole folio (issue 18: 48 KiB at p50 and 2 MiB at p90 per SYNC_FLUSH
+        # round of ~1-2 records). Without readahead each page comes in as one 4 KiB folio.
+        _no_readahead(self._fd)
         # one preadv of the buffer repeated (IOV_MAX of them at most): the GIL is released
         # once per call, not once per len(buf) bytes
         whole = memoryview(buf)

@@ -4,6 +4,7 @@ per 1 MiB), up to ``IOV_MAX`` buffers a call, stopping at the end of the file.""
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 
@@ -85,3 +86,47 @@ def test_prepare_ahead_warms_a_step_longer_than_its_buffer_in_one_call(
     assert calls[1:] == [(1, 12288)]
     assert not queue.prepare_ahead(0, 16384, buf, 12288)
     queue.shutdown()
+
+
+def _dirtied_by_one_byte_at(path: str, pos: int) -> int:
+    """Bytes this thread is charged as dirtied (``write_bytes`` of ``/proc/thread-self/io``,
+    counted per folio when it turns dirty) by one byte written through a map at ``pos``."""
+
+    def written() -> int:
+        with open("/proc/thread-self/io") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("write_bytes"))
+
+    fd = os.open(path, os.O_RDWR)
+    try:
+        with mmap.mmap(fd, 0) as mm:
+            before = written()
+            mm[pos] = 1
+            return written() - before
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/thread-self/io"), reason="needs Linux's task io")
+def test_warmed_pages_are_single_pages_so_a_write_dirties_one_page(tmp_path: Path) -> None:
+    """Issue 18: a sequential read ramps the readahead's folios up (256 KiB-2 MiB on this
+    project's Linux 6.18 ext4), and every SYNC_FLUSH round's fdatasync then wrote the whole
+    folio a 1 KiB record had dirtied. A warm read brings single pages in."""
+    size, at = 48 << 20, 40 << 20
+    plain, warmed = str(tmp_path / "plain"), str(tmp_path / "warmed")
+    for path in (plain, warmed):
+        with open(path, "wb") as f:
+            os.posix_fallocate(f.fileno(), 0, size)
+    buf = bytearray(1 << 20)
+    fd = os.open(plain, os.O_RDONLY)  # the same reads without the store: its folios grow
+    try:
+        for pos in range(0, size, len(buf)):
+            os.preadv(fd, [buf], pos)
+    finally:
+        os.close(fd)
+    if _dirtied_by_one_byte_at(plain, at) <= mmap.PAGESIZE:
+        pytest.skip("this kernel or file system reads single pages anyway")
+    f = OsDisk().open(warmed)
+    for pos in range(0, size, len(buf)):
+        f.read_into(buf, pos)
+    f.close()
+    assert _dirtied_by_one_byte_at(warmed, at) == mmap.PAGESIZE
