@@ -54,6 +54,7 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
     "flushCommitLogLeastPages": ("flush_commit_log_least_pages", int),
     "flushCommitLogThoroughInterval": ("flush_commit_log_thorough_interval_ms", int),
     "syncFlushTimeout": ("sync_flush_timeout_ms", int),
+    "groupCommitSliceNs": ("group_commit_slice_ns", int),
     "flushIntervalConsumeQueue": ("flush_interval_consume_queue_ms", int),
     "flushConsumeQueueLeastPages": ("flush_consume_queue_least_pages", int),
     "flushConsumeQueueThoroughInterval": ("flush_consume_queue_thorough_interval_ms", int),

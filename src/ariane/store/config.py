@@ -91,6 +91,10 @@ class StoreConfig:
     flush_commit_log_least_pages: int = 4
     flush_commit_log_thorough_interval_ms: int = 10_000
     sync_flush_timeout_ms: int = 5_000
+    #: SYNC_FLUSH: the group commit thread's scheduler time slice (``groupCommitSliceNs``,
+    #: ariane.common.sched; 0 = the kernel's default). Issue 18: woken at the end of each
+    #: fdatasync, the thread waited up to a tick (4 ms) for a CPU while both were busy.
+    group_commit_slice_ns: int = 100_000
     flush_interval_consume_queue_ms: int = 1_000
     flush_consume_queue_least_pages: int = 2
     flush_consume_queue_thorough_interval_ms: int = 60_000
@@ -186,6 +190,8 @@ class StoreConfig:
             raise ConfigError("maxTopicLength", "must be in [1, 32767]")
         if not 0 <= self.max_properties_length <= 32767:
             raise ConfigError("maxPropertiesLength", "must be in [0, 32767]")
+        if self.group_commit_slice_ns < 0:
+            raise ConfigError("groupCommitSliceNs", "must be >= 0")
         if not isinstance(self.flush_disk_type, FlushDiskType):
             raise ConfigError("flushDiskType", f"not a FlushDiskType: {self.flush_disk_type!r}")
         for hour in self.delete_when.split(";"):

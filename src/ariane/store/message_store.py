@@ -268,6 +268,7 @@ class MessageStore(StoreReads, StoreMaintenance):
             self.group_commit = GroupCommitService(
                 self.commit_log, cp, timeout_ms=cfg.sync_flush_timeout_ms,
                 on_flushed=self.reput.wakeup, dispatch=self.reput.reput_here,
+                slice_ns=cfg.group_commit_slice_ns,
             )  # fmt: skip
             self.group_commit.start()
         else:

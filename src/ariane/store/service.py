@@ -71,7 +71,14 @@ class ServiceThread:
         self._skip_final = True
         self.stop(join_timeout_s)
 
+    def on_start(self) -> None:
+        """Runs once on the thread before its first round (nothing by default)."""
+
     def _loop(self) -> None:
+        try:
+            self.on_start()
+        except Exception:
+            logger.exception("%s start failed", self.name)
         while not self._stopped:
             try:
                 self.run_once()

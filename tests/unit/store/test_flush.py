@@ -11,6 +11,7 @@ from ariane.store.flush import GATHER_FROM, GATHER_S, IDLE_WAIT_S, GroupCommitSe
 from ariane.store.inner import BatchItem, MessageBatchInner
 from ariane.store.results import GetStatus, PutResult, PutStatus
 
+from ..common.test_sched import sched_of, slice_supported
 from .helpers import HOST, msg, open_store
 
 SYNC = {"flush_disk_type": FlushDiskType.SYNC_FLUSH}
@@ -419,3 +420,16 @@ def test_a_synced_put_is_dispatched_by_the_group_commit_thread(tmp_path: Path) -
         got = store.get_message("G", "TopicA", 1, 0, 32)
         assert got.status is GetStatus.FOUND
         assert len(got.messages) == 1
+
+
+@pytest.mark.skipif(not slice_supported(), reason="needs Linux's se.slice (6.12+)")
+def test_the_group_commit_thread_runs_with_the_configured_slice(tmp_path: Path) -> None:
+    """Issue 18: woken at the end of each fdatasync, the thread asks for a short slice."""
+    with open_store(tmp_path, **SYNC, group_commit_slice_ns=300_000) as store:
+        assert store.put_message(msg()).status == PutStatus.PUT_OK  # a round ran: started
+        gc = store.group_commit
+        assert gc is not None
+        thread = gc._thread
+        assert thread is not None
+        assert thread.native_id is not None
+        assert sched_of(thread.native_id)["se.slice"] == "300000"
