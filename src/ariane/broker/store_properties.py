@@ -97,6 +97,7 @@ STORE_PROPERTIES: dict[str, tuple[str, Any]] = {
     "commitLogWarmMinLead": ("commit_log_warm_min_lead_bytes", int),
     "commitLogWarmMaxLead": ("commit_log_warm_max_lead_bytes", int),
     "commitLogWarmFastWriterRate": ("commit_log_warm_fast_writer_bytes_per_s", int),
+    "commitLogInitLead": ("commit_log_init_lead_bytes", int),
 }
 
 

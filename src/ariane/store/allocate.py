@@ -11,6 +11,10 @@ once); while it is idle or slow the lead is refilled up to ``max_lead_bytes`` in
 short pauses, so a burst writes into pages warmed before it began instead of paying for them
 inside it. The writer then finds its file ready and its pages present; if it ever gets ahead,
 it creates the file itself and takes the faults.
+Under SYNC_FLUSH it also writes the pages just ahead of the writer back once, unchanged
+(``init_lead_bytes``, under the log's put lock): a fallocated block stays *unwritten* until
+its first write-back, and converting it made the group commit's ``fdatasync`` wait for a
+kernel worker and write the inode (issue 18); now this thread's own ``fdatasync`` does that.
 It also makes the first file of a new topic's ConsumeQueues (``prepare_first_files``), so the
 reput thread does not create and sync them while it dispatches.
 
@@ -26,6 +30,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.service import ServiceThread
@@ -63,6 +68,10 @@ class AllocateMappedFileService(ServiceThread):
         fast_writer_bytes_per_s: a writer faster than this is in a burst.
         on_space: called with why files cannot be created, and with None once they can.
         clock: monotonic seconds (tests pass their own).
+        init_lead_bytes: SYNC_FLUSH: the pages up to this far ahead of the writer are written
+            back once, unchanged (:meth:`~ariane.store.mapped_file_queue.MappedFileQueue.initialize_ahead`,
+            under ``init_lock``, the log's put lock), so no group commit's ``fdatasync`` waits
+            for a block's conversion from unwritten; 0: not done.
     """
 
     def __init__(
@@ -74,6 +83,8 @@ class AllocateMappedFileService(ServiceThread):
         fast_writer_bytes_per_s: int = WARM_FAST_WRITER_BYTES_PER_S,
         on_space: Callable[[str | None], None] = lambda reason: None,
         clock: Callable[[], float] = time.monotonic,
+        init_lead_bytes: int = 0,
+        init_lock: AbstractContextManager[object] | None = None,
     ) -> None:
         super().__init__("AllocateMappedFileService")
         self.queue = queue
@@ -82,6 +93,9 @@ class AllocateMappedFileService(ServiceThread):
         )
         self.clock = clock
         self.on_space = on_space
+        self.init_lead_bytes = init_lead_bytes if init_lock is not None else 0
+        self.init_lock = init_lock
+        self._init_failed = False
         self.failing = False
         self._buf = bytearray(WARM_CHUNK_BYTES)
         #: queues (a new topic's ConsumeQueues) whose first file this thread creates
@@ -128,6 +142,8 @@ class AllocateMappedFileService(ServiceThread):
             self.on_space(f"disk full: cannot reserve a new CommitLog file ({exc.strerror})")
             self.wait(RETRY_S)
             return
+        if self.init_lead_bytes and self.init_lock is not None:
+            self._initialize(write)
         last = self.queue.last
         if (self.failing or not did) and (
             self.queue.next_ready or (last is not None and not last.is_full)
@@ -140,6 +156,15 @@ class AllocateMappedFileService(ServiceThread):
             self.wait(self._next_poll_s())
         elif step.pause_s:
             self.wait(step.pause_s)  # a refill while the writer is idle or slow
+
+    def _initialize(self, write: int) -> None:
+        assert self.init_lock is not None
+        try:
+            self.queue.initialize_ahead(write, self.init_lead_bytes, self.init_lock)
+        except OSError as exc:  # the group commit's own fdatasync says what matters
+            if not self._init_failed:
+                logger.warning("cannot write CommitLog pages back ahead: %s", exc)
+            self._init_failed = True
 
     def _next_poll_s(self) -> float:
         """``POLL_S`` when the writer moved since the last poll, else twice the last interval

@@ -132,6 +132,10 @@ class StoreConfig:
     commit_log_warm_min_lead_bytes: int = WARM_MIN_LEAD_BYTES
     commit_log_warm_max_lead_bytes: int = WARM_MAX_LEAD_BYTES
     commit_log_warm_fast_writer_bytes_per_s: int = WARM_FAST_WRITER_BYTES_PER_S
+    #: SYNC_FLUSH: the CommitLog's pages this far ahead of the writer written back once,
+    #: unchanged, so their blocks are no longer "unwritten" when a group commit's fdatasync
+    #: writes the records (``commitLogInitLead``, 0 = off; ariane.store.allocate).
+    commit_log_init_lead_bytes: int = 256 << 10
 
     def __post_init__(self) -> None:
         if not self.store_path_root_dir:
@@ -192,6 +196,8 @@ class StoreConfig:
             raise ConfigError("maxPropertiesLength", "must be in [0, 32767]")
         if self.group_commit_slice_ns < 0:
             raise ConfigError("groupCommitSliceNs", "must be >= 0")
+        if self.commit_log_init_lead_bytes < 0:
+            raise ConfigError("commitLogInitLead", "must be >= 0")
         if not isinstance(self.flush_disk_type, FlushDiskType):
             raise ConfigError("flushDiskType", f"not a FlushDiskType: {self.flush_disk_type!r}")
         for hour in self.delete_when.split(";"):

@@ -12,10 +12,11 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from ariane.errors import CorruptionError
 from ariane.store.disk import FILE_SUFFIX_NEW, OS_DISK, Disk
-from ariane.store.format import file_name, parse_file_name
+from ariane.store.format import OS_PAGE_SIZE, file_name, parse_file_name
 from ariane.store.mapped_file import MappedFile
 
 __all__ = ["LoadReport", "MappedFileQueue"]
@@ -75,6 +76,7 @@ class MappedFileQueue:
         #: the directory was made for a file ``prepare_first`` prepared
         self._made_dir = False
         self._warmed_to = 0
+        self._initialized_to = 0
         self.files: list[MappedFile] = []
         self.flushed_where = 0
         self.store_timestamp = 0
@@ -231,6 +233,28 @@ class MappedFileQueue:
         n = min(len(buf) if step_bytes is None else step_bytes, stop - start, size - pos)
         target.warm(pos, buf, n)
         self._warmed_to = start + n
+        return True
+
+    def initialize_ahead(
+        self, write_offset: int, lead_bytes: int, lock: AbstractContextManager[object]
+    ) -> bool:
+        """Have the blocks of the current file's pages after the one holding ``write_offset``
+        and below ``write_offset + lead_bytes`` written once (:meth:`MappedFile.initialize`,
+        ``lock`` the writers' lock), from where the last call stopped. Returns True when it
+        initialized something. Called from the allocation thread under SYNC_FLUSH."""
+        last = self.last
+        if last is None or lead_bytes <= 0:
+            return False
+        base = last.file_from_offset
+        page_after = write_offset - write_offset % OS_PAGE_SIZE + OS_PAGE_SIZE
+        start = max(self._initialized_to, page_after, base)
+        stop = min(write_offset + lead_bytes, base + last.file_size)
+        stop -= stop % OS_PAGE_SIZE
+        if stop - start < OS_PAGE_SIZE:
+            return False
+        if not last.initialize(start - base, stop - base, lock):
+            return False
+        self._initialized_to = stop
         return True
 
     @property

@@ -238,6 +238,8 @@ class MessageStore(StoreReads, StoreMaintenance):
             max_lead_bytes=self.config.commit_log_warm_max_lead_bytes,
             fast_writer_bytes_per_s=self.config.commit_log_warm_fast_writer_bytes_per_s,
             on_space=lambda r: self._set_unwriteable("space", r),
+            init_lead_bytes=self.config.commit_log_init_lead_bytes if self._sync else 0,
+            init_lock=self.commit_log.put_lock,
         )
         self.allocator.start()
         cfg = self.config
