@@ -44,7 +44,7 @@ from ariane.store.batch_bulk import prepare_records, write_records
 from ariane.store.commit_log_files import delete_expired_files, set_aside
 from ariane.store.commit_log_reads import CommitLogReads
 from ariane.store.commit_log_state import PutLog, PutState, PutStateView, put_log
-from ariane.store.config import StoreConfig
+from ariane.store.config import FlushDiskType, StoreConfig
 from ariane.store.disk import OS_DISK, Disk
 from ariane.store.dispatch_block import Pending, drop_topics
 from ariane.store.format import (
@@ -134,7 +134,13 @@ class CommitLog(CommitLogReads, PutStateView):
         self._system_clock = type(clock) is SystemClock  # its now_ms read in C by put_log
         self.disk = disk
         self.queue = MappedFileQueue(
-            config.commit_log_dir, config.mapped_file_size_commit_log, populate=True, disk=disk
+            config.commit_log_dir,
+            config.mapped_file_size_commit_log,
+            populate=True,
+            # SYNC_FLUSH: each group commit's fdatasync writes only the pages its records
+            # dirtied (single pages); ASYNC_FLUSH keeps the readahead's large folios
+            warm_single_pages=config.flush_disk_type is FlushDiskType.SYNC_FLUSH,
+            disk=disk,
         )
         self.file_size = config.mapped_file_size_commit_log
         #: next queue offset per (topic, queue_id), rebuilt from the ConsumeQueues at load.

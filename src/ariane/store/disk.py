@@ -82,11 +82,18 @@ class DiskFile(Protocol):
         """Force the file's data, its mapped pages and its size to disk (``fdatasync``)."""
         ...
 
-    def read_into(self, buf: bytearray | memoryview, pos: int, length: int | None = None) -> None:
+    def read_into(
+        self,
+        buf: bytearray | memoryview,
+        pos: int,
+        length: int | None = None,
+        *,
+        single_pages: bool = False,
+    ) -> None:
         """Read ``length`` bytes (default ``len(buf)``) at ``pos`` (pulls pages into the page
-        cache as single 4 KiB pages, without readahead: a write through the map then dirties
-        one page, not a large folio), ``buf`` filled again from its start for each
-        ``len(buf)`` bytes."""
+        cache), ``buf`` filled again from its start for each ``len(buf)`` bytes.
+        ``single_pages``: without readahead, so the pages come in as single 4 KiB pages and
+        a write through the map then dirties one page, not a large folio."""
         ...
 
     def duplicate(self) -> DiskFile:
@@ -242,13 +249,24 @@ class _OsFile:
     def sync(self) -> None:
         os.fdatasync(self._fd)
 
-    def read_into(self, buf: bytearray | memoryview, pos: int, length: int | None = None) -> None:
-        # No readahead (POSIX_FADV_RANDOM, on the open file this descriptor shares): a
-        # sequential read grows the readahead's folios up to 2 MiB (Linux >= 6.x, ext4's large
-        # folios), and a later 1 KiB write through the map then dirties, and every fdatasync
-        # writes, the whole folio (issue 18: 48 KiB at p50 and 2 MiB at p90 per SYNC_FLUSH
-        # round of ~1-2 records). Without readahead each page comes in as one 4 KiB folio.
-        _no_readahead(self._fd)
+    def read_into(
+        self,
+        buf: bytearray | memoryview,
+        pos: int,
+        length: int | None = None,
+        *,
+        single_pages: bool = False,
+    ) -> None:
+        if single_pages:
+            # No readahead (POSIX_FADV_RANDOM, on the open file this descriptor shares): a
+            # sequential read grows the readahead's folios up to 2 MiB (Linux >= 6.x, ext4's
+            # large folios), and a later 1 KiB write through the map then dirties, and every
+            # fdatasync writes, the whole folio (issue 18: 48 KiB at p50 and 2 MiB at p90 per
+            # SYNC_FLUSH round of ~1-2 records). Without readahead each page comes in as one
+            # 4 KiB folio. Only SYNC_FLUSH asks for it: an ASYNC_FLUSH writer is faster over
+            # large folios (`bench store`'s best pass 233-352k with single pages against
+            # 300-352k without, three alternated pairs).
+            _no_readahead(self._fd)
         # one preadv of the buffer repeated (IOV_MAX of them at most): the GIL is released
         # once per call, not once per len(buf) bytes
         whole = memoryview(buf)

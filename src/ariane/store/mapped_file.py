@@ -165,18 +165,26 @@ class MappedFile:
             p += len(data)
         return end
 
-    def warm(self, pos: int, buf: bytearray | memoryview, length: int | None = None) -> None:
+    def warm(
+        self,
+        pos: int,
+        buf: bytearray | memoryview,
+        length: int | None = None,
+        *,
+        single_pages: bool = False,
+    ) -> None:
         """Read ``length`` bytes (default ``len(buf)``) at ``pos`` through ``buf`` so those (zero) pages of a new file
         sit in the page cache before the writer gets there: a write then takes a minor fault
         instead of one that allocates and zeroes a page (several times the cost of the copy).
         The read releases the GIL; it goes through a duplicate descriptor, so a concurrent
-        ``close`` neither waits for it nor leaves it reading a recycled descriptor."""
+        ``close`` neither waits for it nor leaves it reading a recycled descriptor.
+        ``single_pages``: read without readahead (see ``DiskFile.read_into``)."""
         with self._flush_lock:
             if self._closed:
                 return
             reader = self._file.duplicate()
         try:
-            reader.read_into(buf, pos, length)
+            reader.read_into(buf, pos, length, single_pages=single_pages)
         finally:
             reader.close()
 

@@ -56,6 +56,9 @@ class MappedFileQueue:
         mapped_file_size: the size of every file in bytes.
         populate: files are created and warmed ahead of the writer by :meth:`prepare_ahead`
             (the CommitLog's).
+        warm_single_pages: the warm reads bring single 4 KiB pages in, without readahead,
+            so a write dirties one page, not a large folio (a SYNC_FLUSH CommitLog: each
+            group commit's ``fdatasync`` writes what its records dirtied).
         disk: the file system (tests pass a simulated one).
     """
 
@@ -65,12 +68,14 @@ class MappedFileQueue:
         mapped_file_size: int,
         *,
         populate: bool = False,
+        warm_single_pages: bool = False,
         disk: Disk = OS_DISK,
     ) -> None:
         self.store_path = store_path
         self.disk = disk
         self.mapped_file_size = mapped_file_size
         self.populate = populate
+        self.warm_single_pages = warm_single_pages
         self._next: MappedFile | None = None
         self._next_lock = threading.Lock()
         #: the directory was made for a file ``prepare_first`` prepared
@@ -231,7 +236,7 @@ class MappedFileQueue:
             return created
         pos = start - target.file_from_offset
         n = min(len(buf) if step_bytes is None else step_bytes, stop - start, size - pos)
-        target.warm(pos, buf, n)
+        target.warm(pos, buf, n, single_pages=self.warm_single_pages)
         self._warmed_to = start + n
         return True
 

@@ -100,7 +100,14 @@ class _SimFile:
     def sync(self) -> None:
         self._disk.sync_inode(self._inode)
 
-    def read_into(self, buf: bytearray | memoryview, pos: int, length: int | None = None) -> None:
+    def read_into(
+        self,
+        buf: bytearray | memoryview,
+        pos: int,
+        length: int | None = None,
+        *,
+        single_pages: bool = False,
+    ) -> None:
         """Nothing to warm in memory."""
 
     # the system-call face (a FUSE file system over this disk, tests/support/powerfs.py)

@@ -10,9 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from ariane.common.clock import ManualClock
 from ariane.store import disk as disk_module
+from ariane.store.commit_log import CommitLog
+from ariane.store.config import FlushDiskType
 from ariane.store.disk import OsDisk
 from ariane.store.mapped_file_queue import MappedFileQueue
+from tests.unit.store.helpers import small_config
 
 
 def _file(tmp_path: Path, size: int) -> str:
@@ -127,6 +131,33 @@ def test_warmed_pages_are_single_pages_so_a_write_dirties_one_page(tmp_path: Pat
         pytest.skip("this kernel or file system reads single pages anyway")
     f = OsDisk().open(warmed)
     for pos in range(0, size, len(buf)):
-        f.read_into(buf, pos)
+        f.read_into(buf, pos, single_pages=True)
     f.close()
     assert _dirtied_by_one_byte_at(warmed, at) == mmap.PAGESIZE
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_a_queue_warms_without_readahead_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, single: bool
+) -> None:
+    advised: list[int] = []
+    monkeypatch.setattr(disk_module, "_no_readahead", advised.append)
+    queue = MappedFileQueue(
+        str(tmp_path / "commitlog"), 64 * 1024, populate=True, warm_single_pages=single
+    )
+    assert queue.prepare_ahead(0, 16384, bytearray(4096), 8192)
+    assert queue.warmed_to == 8192
+    assert len(advised) == (1 if single else 0)
+    queue.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("flush", "single"), [(FlushDiskType.ASYNC_FLUSH, False), (FlushDiskType.SYNC_FLUSH, True)]
+)
+def test_only_a_sync_flush_commit_log_warms_single_pages(
+    tmp_path: Path, flush: FlushDiskType, single: bool
+) -> None:
+    """An ASYNC_FLUSH writer is faster over the readahead's large folios (issue 18's `bench
+    store`); a SYNC_FLUSH one wants each group commit to write only what it dirtied."""
+    log = CommitLog(small_config(str(tmp_path), flush_disk_type=flush), ManualClock(1))
+    assert log.queue.warm_single_pages is single
