@@ -137,6 +137,7 @@ class RpcMetrics:
         # answered in a later iteration than the one that received it was held
         self._iteration = 0
         self._bump_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- RemotingHook (hot path: a few hundred nanoseconds each) --------------------------------
 
@@ -154,11 +155,7 @@ class RpcMetrics:
         if code in PULL_CODES:
             iteration = self._iteration
             if not self._bump_scheduled:
-                try:
-                    asyncio.get_running_loop().call_soon(self._bump)
-                    self._bump_scheduled = True
-                except RuntimeError:  # no loop (driven directly, as unit tests do)
-                    pass
+                self._schedule_bump()
         pending = self._pending
         if len(pending) >= self.max_pending:
             pending.pop(next(iter(pending)))
@@ -169,6 +166,18 @@ class RpcMetrics:
         """Whether requests of ``code`` are not looked at (a dispatcher may then process
         them as runs, without calling this hook)."""
         return not self.timing and code not in self.answer_codes
+
+    def _schedule_bump(self) -> None:
+        # the server's loop, looked up once: CPython 3.11's get_running_loop() makes a getpid
+        # system call, and a broker serving held pulls came here for most of its messages
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            try:
+                loop = self._loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop (driven directly, as unit tests do)
+                return
+        loop.call_soon(self._bump)
+        self._bump_scheduled = True
 
     def _bump(self) -> None:
         self._iteration += 1

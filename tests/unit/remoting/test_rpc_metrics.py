@@ -106,3 +106,39 @@ def test_histogram_rejects_bad_bounds_and_merges() -> None:
     assert a.sum == 4
     with pytest.raises(ValueError, match="different"):
         a.merge(Histogram([5]))
+
+
+def test_pulls_look_the_loop_up_once_and_a_new_loop_is_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CPython 3.11's ``get_running_loop`` makes a getpid system call: the hook looks the
+    server's loop up once, not per loop turn that received a pull; a hook outliving its loop
+    finds the next one, and driven without a loop it still counts."""
+    lookups = []
+    real = asyncio.get_running_loop
+
+    def counting() -> asyncio.AbstractEventLoop:
+        lookups.append(1)
+        return real()
+
+    monkeypatch.setattr(asyncio, "get_running_loop", counting)
+    rpc = RpcMetrics(Clock())
+    ch = FakeChannel()
+
+    async def turns(n: int) -> None:
+        for _ in range(n):
+            held = RemotingCommand.request(RequestCode.PULL_MESSAGE)
+            rpc.before_request(ch, held)  # type: ignore[arg-type]
+            await asyncio.sleep(0)  # a later loop turn: this pull was held
+            rpc.after_response(ch, held, RemotingCommand.response(0))  # type: ignore[arg-type]
+
+    asyncio.run(turns(5))
+    assert len(lookups) == 1
+    assert rpc.snapshot().latency[(RequestCode.PULL_MESSAGE, 0, True)].count == 5
+    asyncio.run(turns(3))  # the first loop is closed: the second one is looked up once
+    assert len(lookups) == 2
+    assert rpc.snapshot().latency[(RequestCode.PULL_MESSAGE, 0, True)].count == 8
+    quick = RemotingCommand.request(RequestCode.PULL_MESSAGE)
+    rpc.before_request(ch, quick)  # type: ignore[arg-type]
+    rpc.after_response(ch, quick, RemotingCommand.response(0))  # type: ignore[arg-type]
+    assert rpc.snapshot().latency[(RequestCode.PULL_MESSAGE, 0, False)].count == 1
