@@ -68,6 +68,7 @@ from ariane.common.message import Message
 from ariane.common.msgid import UniqueIdGenerator, host_to_bytes
 from ariane.common.topics import AUTO_CREATE_TOPIC, validate_group
 from ariane.errors import (
+    ArianeError,
     BrokerResponseError,
     InvalidArgumentError,
     RequestTimeoutError,
@@ -266,6 +267,13 @@ class Producer(AsyncSends):
             self._ids = UniqueIdGenerator(host_to_bytes(ip))
         except InvalidArgumentError:
             pass
+        # RocketMQ's producer has its createTopicKey (TBW102) in its publish table from the
+        # start, so the route service fetches that route: the NameServer connection is open
+        # and the heartbeat has connected the brokers before the first send (~2 ms less)
+        key = self.settings.create_topic_key
+        if key not in self._publish:
+            self._publish[key] = TopicPublishInfo(key)
+            instance.spawn(_fetch_route(instance, key), f"route-{key}")
 
     async def close(self) -> None:
         """Leave the client instance (the last client closes its connections)."""
@@ -609,3 +617,11 @@ def trace_dispatcher(
         kind=kind,
         sender_factory=trace_sender,
     )
+
+
+async def _fetch_route(instance: ClientInstance, topic: str) -> None:
+    """A route fetched ahead of any send (a missing route or NameServer only logged)."""
+    try:
+        await instance.update_topic_route(topic)
+    except ArianeError as exc:
+        logger.debug("route of %s not fetched at start: %s", topic, exc)
