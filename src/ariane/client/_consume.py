@@ -12,6 +12,10 @@ How it works:
   later retry (CONSUMER_SEND_MSG_BACK, falling back to the retry topic), and a message that
   could not be sent back stays buffered and is consumed again locally after 5 s.
   Broadcasting failures are dropped (logged), as in RocketMQ. No task is created per message.
+  When a coroutine worker is idle and nothing is queued, ``submit`` starts the chunk's
+  listener at once as that worker (its task current, its context): a listener that does not
+  suspend is done before ``submit`` returns, without waking the worker (one loop turn less
+  per pull); one that suspends is handed to the worker, which drives it on.
 * Orderly: one drain per process queue at a time (a per-queue lock): it takes the lowest
   messages, calls the listener while holding the queue's consume lock, and commits
   ``last + 1`` on ``SUCCESS``; on ``SUSPEND_CURRENT_QUEUE_A_MOMENT`` the messages go back and
@@ -25,13 +29,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import inspect
 import logging
 import queue
 import threading
+import types
 from collections import deque
-from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, Protocol, TypeAlias
 
 from ariane.client._offset_store import OffsetStore
 from ariane.client._process_queue import ProcessQueue
@@ -51,6 +57,9 @@ from ariane.common.message import MessageExt
 from ariane.remoting.protocol.client_bodies import MessageQueue
 
 __all__ = ["ConcurrentConsumeService", "OrderlyConsumeService", "is_coroutine_listener"]
+
+_enter_task = asyncio.tasks._enter_task  # what a task's step does around its coroutine
+_leave_task = asyncio.tasks._leave_task
 
 logger = logging.getLogger(__name__)
 
@@ -188,6 +197,45 @@ def reset_retry_topic(msgs: list[MessageExt], retry_topic: str) -> None:
                 msg.topic = origin
 
 
+#: a parked coroutine worker: the future that wakes it (with nothing, or a started consume
+#: to drive on), its task and its context
+_Parked: TypeAlias = tuple[
+    "asyncio.Future[_Started | None]", "asyncio.Task[None]", contextvars.Context
+]
+#: a consume started outside its worker: the coroutine and what it yielded when it suspended
+_Started: TypeAlias = tuple[Coroutine[Any, Any, None], Any]
+
+
+@types.coroutine
+def _go_on(
+    coro: Coroutine[Any, Any, None], yielded: Any, thrown: BaseException | None = None
+) -> Generator[Any, Any, None]:
+    """Drive ``coro``, which suspended on ``yielded`` in another task's step, to its end
+    inside the awaiting task (``yield from`` of a started coroutine); ``thrown`` is first
+    thrown into it (the task was cancelled before it took the coroutine over)."""
+    if thrown is not None:
+        try:
+            yielded = coro.throw(thrown)
+        except StopIteration:
+            return
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # thrown in by the task: a cancellation
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration:
+                return
+
+
 class ConcurrentConsumeService(_ServiceBase):
     """``ConsumeMessageConcurrentlyService``: see the module docstring."""
 
@@ -195,7 +243,7 @@ class ConcurrentConsumeService(_ServiceBase):
         super().__init__(consumer, listener, workers)
         self.batch_max = consumer.consume_message_batch_max_size
         self._work: deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = deque()
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: deque[_Parked] = deque()
         self._running = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -222,10 +270,16 @@ class ConcurrentConsumeService(_ServiceBase):
             for thread in self._threads:
                 thread.start()
             return
-        self._workers = [
-            asyncio.create_task(self._worker(), name=f"consume-{self.consumer.group}-{i}")
-            for i in range(self.workers)
-        ]
+        self._workers = []
+        for i in range(self.workers):
+            context = contextvars.copy_context()
+            self._workers.append(
+                self._loop.create_task(
+                    self._worker(context),
+                    name=f"consume-{self.consumer.group}-{i}",
+                    context=context,
+                )
+            )
 
     def submit(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
@@ -245,41 +299,89 @@ class ConcurrentConsumeService(_ServiceBase):
                 self._idle.clear()
                 self._tq.put((chunk, pq, mq, self._prepare(chunk, mq)))
             return
+        waiters = self._waiters
+        if waiters and not self._work:
+            self._consume_now(chunks[0], pq, mq)
+            if len(chunks) == 1:
+                return
+            chunks = chunks[1:]
         self._work.extend((chunk, pq, mq) for chunk in chunks)
         count = len(chunks)
-        waiters = self._waiters
         while count and waiters:
-            waiter = waiters.popleft()
+            waiter = waiters.popleft()[0]
             if not waiter.done():
                 waiter.set_result(None)
                 count -= 1
 
-    async def _worker(self) -> None:
+    def _consume_now(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """Start the consume of ``msgs`` in the caller's step as an idle worker (its task
+        current, its context): done here unless the listener suspends, then handed to it."""
+        parked = self._waiters.pop()
+        waiter, worker, context = parked
+        loop = self._loop
+        assert loop is not None
+        coro = self._consume_counted(msgs, pq, mq)
+        caller = asyncio.current_task(loop)
+        if caller is not None:
+            _leave_task(loop, caller)
+        _enter_task(loop, worker)
+        try:
+            yielded = context.run(coro.send, None)
+        except StopIteration:
+            self._waiters.append(parked)  # done: the worker stays parked, never woken
+            return
+        except asyncio.CancelledError:  # raised by the listener itself
+            logger.warning("listener of %s raised CancelledError", self.consumer.group)
+            self._waiters.append(parked)
+            return
+        finally:
+            _leave_task(loop, worker)
+            if caller is not None:
+                _enter_task(loop, caller)
+        waiter.set_result((coro, yielded))
+
+    async def _worker(self, context: contextvars.Context) -> None:
         work = self._work
         loop = asyncio.get_running_loop()
+        me = asyncio.current_task(loop)
+        assert me is not None
         streak = 0
         while not self.stopped:
             if not work:
-                waiter = loop.create_future()
-                self._waiters.append(waiter)
-                await waiter
+                waiter: asyncio.Future[_Started | None] = loop.create_future()
+                self._waiters.append((waiter, me, context))
+                try:
+                    started = await waiter
+                except asyncio.CancelledError as exc:
+                    started = None if waiter.cancelled() else waiter.result()
+                    if started is None:
+                        raise
+                    await _go_on(*started, exc)  # a timeout of the listener's, already due
+                else:
+                    if started is not None:  # a listener started by submit that suspended
+                        await _go_on(*started)
                 streak = 0
                 continue
             msgs, pq, mq = work.popleft()
-            self._running += 1
-            self._idle.clear()
-            try:
-                await self._consume(msgs, pq, mq)
-            except Exception:
-                logger.exception("consume of %d messages from %s failed", len(msgs), mq)
-            finally:
-                self._running -= 1
-                if not self._running:
-                    self._idle.set()
+            await self._consume_counted(msgs, pq, mq)
             streak += 1
             if streak >= 64:  # listeners that never suspend must not starve the pulls
                 streak = 0
                 await asyncio.sleep(0)
+
+    async def _consume_counted(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
+    ) -> None:
+        self._running += 1
+        self._idle.clear()
+        try:
+            await self._consume(msgs, pq, mq)
+        except Exception:
+            logger.exception("consume of %d messages from %s failed", len(msgs), mq)
+        finally:
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
 
     def _prepare(self, msgs: list[MessageExt], mq: MessageQueue) -> ConsumeConcurrentlyContext:
         reset_retry_topic(msgs, self.consumer.retry_topic)
@@ -443,7 +545,7 @@ class ConcurrentConsumeService(_ServiceBase):
         offsets are not committed, so they are delivered again)."""
         self.stopped = True
         self._work.clear()
-        for waiter in self._waiters:
+        for waiter, _, _ in self._waiters:
             if not waiter.done():
                 waiter.set_result(None)
         while True:  # jobs no thread has started are dropped (delivered again later)

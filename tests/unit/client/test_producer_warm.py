@@ -47,7 +47,8 @@ def test_start_fetches_the_template_route_and_heartbeats_the_broker(
             assert beats[-1] == ["b"]  # the first one, at registration, knew no broker
             assert producer.publish_topics() == [AUTO_CREATE_TOPIC]
             info = producer._publish[AUTO_CREATE_TOPIC]
-            assert info.ok and len(info.message_queues) == 8
+            assert info.ok
+            assert len(info.message_queues) == 8
         finally:
             await producer.close()
 
