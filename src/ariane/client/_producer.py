@@ -206,6 +206,7 @@ class Producer(AsyncSends):
         self._send_prefix = send_head_prefix(self._header_base)
         self.fault = MQFaultStrategy(enabled=send_latency_fault_enable, now_ms=self.now_ms)
         self._publish: dict[str, TopicPublishInfo] = {}
+        self._route_fetches: dict[str, asyncio.Event] = {}  # topic -> a fetch on its way
         self._instance: ClientInstance | None = None
         self._ids = UniqueIdGenerator()
         self._closed = False
@@ -343,6 +344,24 @@ class Producer(AsyncSends):
         info = self._publish.get(topic)
         if info is not None and info.ok:
             return info
+        # sends that find no route while one is fetched wait for that fetch: a fresh
+        # producer's first sends (the harness's, two a millisecond) each fetched in turn, one
+        # NameServer round trip after the other; after a failed fetch each tries again itself
+        fetching = self._route_fetches.get(topic)
+        while fetching is not None:
+            await fetching.wait()
+            info = self._publish.get(topic)
+            if info is not None and info.ok:
+                return info
+            fetching = self._route_fetches.get(topic)
+        fetching = self._route_fetches[topic] = asyncio.Event()
+        try:
+            return await self._fetch_publish_info(topic)
+        finally:
+            del self._route_fetches[topic]
+            fetching.set()
+
+    async def _fetch_publish_info(self, topic: str) -> TopicPublishInfo:
         instance = self.instance
         self._publish.setdefault(topic, TopicPublishInfo(topic))
         await instance.update_topic_route(topic)

@@ -12,9 +12,15 @@ import pytest
 from ariane.client._api import ClientAPI
 from ariane.client._instance import ClientInstance
 from ariane.client._producer import Producer
+from ariane.client._route import TopicPublishInfo
+from ariane.client.config import ClientConfig
+from ariane.client.errors import NoRouteError
+from ariane.client.message import MessageQueue
+from ariane.common.clock import ManualClock
 from ariane.common.topics import AUTO_CREATE_TOPIC
 from ariane.errors import ConnectError
 from ariane.remoting.protocol.route import BrokerData, QueueData, TopicRouteData
+from tests.unit.client.fakes import install, run
 
 ROUTE = TopicRouteData([QueueData("b", 8, 8, 7)], [BrokerData("C", "b", {0: "127.0.0.1:1"})])
 
@@ -82,3 +88,57 @@ def test_start_without_a_nameserver_or_template_route_still_starts(
         assert answers == []
 
     asyncio.run(go())
+
+
+class _RouteCounter:
+    """A fake instance's route fetch: counts, waits a loop turn, installs a route or not."""
+
+    def __init__(self, producer: Producer, found: list[bool]) -> None:
+        self.producer, self.found, self.calls = producer, found, 0
+
+    async def update_topic_route(self, topic: str, **kwargs: object) -> bool:
+        self.calls += 1
+        await asyncio.sleep(0)
+        if kwargs or not self.found.pop(0):
+            return False
+        mqs = [MessageQueue(topic, "b", i) for i in range(4)]
+        self.producer.update_topic_publish_info(
+            topic, TopicPublishInfo(topic, mqs, have_route=True)
+        )
+        return True
+
+
+def _fresh(found: list[bool]) -> tuple[Producer, _RouteCounter]:
+    producer = Producer("G", client_config=ClientConfig(namesrv_addr="127.0.0.1:9876"))
+    install(producer, ManualClock(), {"b": "127.0.0.1:1"})
+    del producer._publish["T"]  # a topic not sent to yet
+    fake = _RouteCounter(producer, found)
+    producer._instance.update_topic_route = fake.update_topic_route  # type: ignore[union-attr]
+    return producer, fake
+
+
+def test_sends_that_find_no_route_share_the_fetch_on_its_way() -> None:
+    async def go() -> None:
+        producer, fake = _fresh([True])
+        infos = await asyncio.gather(*(producer.find_publish_info("T") for _ in range(6)))
+        assert fake.calls == 1  # one NameServer request, not six in turn
+        assert all(info is infos[0] for info in infos)
+        assert len(infos[0].message_queues) == 4
+        assert producer._route_fetches == {}
+
+    run(go)
+
+
+def test_after_a_failed_shared_fetch_each_send_tries_again_itself() -> None:
+    async def go() -> None:
+        producer, fake = _fresh([False, True])
+        results = await asyncio.gather(
+            *(producer.find_publish_info("T") for _ in range(3)), return_exceptions=True
+        )
+        assert isinstance(results[0], NoRouteError)  # no route, no template route
+        assert results[1] is results[2]  # the next fetch found it, shared by the third
+        assert isinstance(results[1], TopicPublishInfo)
+        assert fake.calls == 3  # topic + template, then the topic again
+        assert producer._route_fetches == {}
+
+    run(go)
