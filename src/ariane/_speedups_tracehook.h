@@ -202,26 +202,37 @@ static Py_ssize_t th_appended_at(PyTypeObject *tp) {
     return TH_APPENDED_AT;
 }
 
+/* 1 when the slot held an exact int whose successor was made here (no Python code ran: the
+ * caller's reads of the dispatcher stay valid), 0 when the count went through Python (the number
+ * protocol, getattr / setattr), -1 with an error. */
 static int th_count(PyObject *stats) {
     PyObject *was, *now, **slot;
     Py_ssize_t at = th_appended_at(Py_TYPE(stats));
     int rc = -1;
     if (at > 0 && *(slot = (PyObject **)((char *)stats + at)) != NULL) {
         long long v = LLONG_MAX;
-        int overflow = 0;
+        int overflow = 0, exact = PyLong_CheckExact(*slot);
         /* an exact int below 2**63 - 1: its successor made directly (no number protocol; the
-         * conversion of an exact int sets no error) */
-        if (PyLong_CheckExact(*slot)) {
-            v = PyLong_AsLongLongAndOverflow(*slot, &overflow);
+         * conversion of an exact int sets no error); one of a single digit read in place */
+        if (exact) {
+#if PY_VERSION_HEX < 0x030C0000
+            if (Py_SIZE(*slot) == 1) {
+                v = (long long)((PyLongObject *)*slot)->ob_digit[0];
+            } else
+#endif
+            {
+                v = PyLong_AsLongLongAndOverflow(*slot, &overflow);
+            }
         }
-        now = !overflow && v < LLONG_MAX ? PyLong_FromLongLong(v + 1) : PyNumber_Add(*slot, TH_ONE);
+        exact = exact && !overflow && v < LLONG_MAX;
+        now = exact ? PyLong_FromLongLong(v + 1) : PyNumber_Add(*slot, TH_ONE);
         if (now == NULL) {
             return -1;
         }
         was = *slot;
         *slot = now;
-        Py_DECREF(was);
-        return 0;
+        Py_DECREF(was); /* an int (exact) runs no code as it goes */
+        return exact;
     }
     if ((was = PyObject_GetAttr(stats, TH_APPENDED)) != NULL) {
         if ((now = PyNumber_Add(was, TH_ONE)) != NULL) {
@@ -230,7 +241,7 @@ static int th_count(PyObject *stats) {
         }
         Py_DECREF(was);
     }
-    return rc;
+    return rc < 0 ? -1 : 0;
 }
 
 /* ---- The entry buffer: one compact C entry per traced delivery ------------------------------
@@ -557,8 +568,10 @@ static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssi
     if (rc == 1) {
         goto general;
     }
-    if ((r.sw != NULL && PyUnicode_CompareWithASCIIString(r.sw, "false") == 0) ||
-        PyUnicode_Tailmatch(r.topic, args[1], 0, PY_SSIZE_T_MAX, -1) == 1) {
+    if ((r.sw != NULL && PyUnicode_GET_LENGTH(r.sw) == 5 &&
+         PyUnicode_CompareWithASCIIString(r.sw, "false") == 0) ||
+        (PyUnicode_GET_LENGTH(r.topic) >= PyUnicode_GET_LENGTH(args[1]) &&
+         PyUnicode_Tailmatch(r.topic, args[1], 0, PY_SSIZE_T_MAX, -1) == 1)) {
         tb_clear(&r);
         Py_RETURN_NONE;
     }
@@ -601,8 +614,13 @@ static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssi
         (out = PyLong_FromUnsignedLongLong(seq)) == NULL) {
         goto failed;
     }
-    if (th_count(args[9]) < 0 || th_queued(args[6], args[7], &queued) < 0 ||
-        th_limits(attrs, &room, &wake_at) < 0) { /* again: the count may have run Python code */
+    if ((rc = th_count(args[9])) < 0) {
+        goto failed;
+    }
+    if (rc == 1) { /* no Python code ran: one more pending entry, the same limits */
+        queued++;
+    } else if (th_queued(args[6], args[7], &queued) < 0 ||
+               th_limits(attrs, &room, &wake_at) < 0) { /* again: the count ran Python code */
         goto failed;
     }
     if (queued >= wake_at) { /* the first of a round, or a round's worth lingering */

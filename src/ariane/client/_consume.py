@@ -143,7 +143,8 @@ class _ServiceBase:
         if tracer is None:
             return
         if status is _SUCCESS and seconds * 1000 < self.consumer.consume_timeout_ms:
-            tracer.hook_after(before, count)  # the usual case
+            hook_after = tracer.hook_after  # the usual case (see ``_consume``)
+            hook_after(before, count)
             return
         success, outcome = consume_outcome(
             status, raised, int(seconds * 1000), self.consumer.consume_timeout_ms
@@ -396,7 +397,12 @@ class ConcurrentConsumeService(_ServiceBase):
         ctx = self._prepare(msgs, mq)
         clock = self.consumer.clock
         tracer = self.consumer.tracer
-        before = tracer.hook_before(msgs) if tracer is not None else None
+        before = None
+        if tracer is not None:
+            # the hooks are instance attributes: loaded, then called (``tracer.hook(...)``
+            # would take the unspecialized method lookup on every delivery)
+            hook_before = tracer.hook_before
+            before = hook_before(msgs)
         begin = clock.monotonic()
         raised = False
         try:
@@ -408,9 +414,16 @@ class ConcurrentConsumeService(_ServiceBase):
             status, raised = None, True
         seconds = clock.monotonic() - begin
         if before is not None:
-            if status is _SUCCESS and seconds * 1000 < self.consumer.consume_timeout_ms:
-                # the usual end (``trace_after``'s first case) without its frame
-                tracer.hook_after(before, len(msgs))  # type: ignore[union-attr]
+            timeout_ms = self.consumer.consume_timeout_ms
+            # the usual end (``trace_after``'s first case) without its frame; ``seconds < 1.0``
+            # first: a float comparison, where ``seconds * 1000 < timeout_ms`` multiplies and
+            # compares a float with an int (exact either way: below 1.0, ``seconds * 1000``
+            # rounds below 1000)
+            if status is _SUCCESS and (
+                (seconds < 1.0 and timeout_ms >= 1000) or seconds * 1000 < timeout_ms
+            ):
+                hook_after = tracer.hook_after  # type: ignore[union-attr]
+                hook_after(before, len(msgs))
             else:
                 self.trace_after(before, len(msgs), status, raised, seconds)
         pending = self._apply(msgs, pq, mq, ctx, status, seconds)

@@ -4,9 +4,12 @@ suspend and the dead-letter path, listeners in threads."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
 
 from ariane.client import (
     ConsumeConcurrentlyContext,
@@ -282,3 +285,52 @@ def test_traced_thread_and_orderly_listeners() -> None:
     msgs[0].properties["UNIQ_KEY"] = "o5"
     got = _pairs(_traced(OrderlyConsumeService, orderly, msgs))
     assert got == [("SubBefore", "o5", 0, True), ("SubAfter", "o5", 0, True)]
+
+
+class _StepClock(SystemClock):
+    """``monotonic`` reads 0.0, then ``seconds``, then 0.0 again...: each listener call of the
+    consume service (one reading before, one after) lasts exactly ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        self.readings = itertools.cycle((0.0, seconds))
+
+    def monotonic(self) -> float:
+        return next(self.readings)
+
+
+@pytest.mark.parametrize(
+    ("timeout_ms", "seconds", "code"),
+    [
+        (60_000, 0.25, 0),
+        (60_000, 59.9999, 0),
+        (60_000, 60.0, 1),
+        (1000, 0.9999, 0),
+        (1000, 1.0, 1),
+        (999, 0.9985, 0),
+        (999, 0.9995, 1),
+        (500, 0.4999, 0),
+        (500, 0.6, 1),
+        (0, 0.0, 1),
+    ],
+)
+def test_traced_success_within_or_past_the_consume_timeout(
+    timeout_ms: int, seconds: float, code: int
+) -> None:
+    """A successful call is SUCCESS (0) while ``seconds * 1000 < consume_timeout_ms``, else
+    TIME_OUT (1, still a success), whichever of the service's checks decides it."""
+
+    async def listener(msgs: list[MessageExt], ctx: Any) -> Any:
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    msgs = _msgs(0)
+    msgs[0].properties["UNIQ_KEY"] = "t0"
+    got = _pairs(
+        _traced(
+            ConcurrentConsumeService,
+            listener,
+            msgs,
+            consume_timeout_ms=timeout_ms,
+            clock=_StepClock(seconds),
+        )
+    )
+    assert got == [("SubBefore", "t0", 0, True), ("SubAfter", "t0", code, True)]

@@ -133,7 +133,9 @@ def test_the_limits_follow_every_change_of_the_dispatcher(
     _scenario(script, caplog)
 
 
-@pytest.mark.parametrize("start", [(1 << 63) - 3, True, -2, 1 << 64, 7])
+@pytest.mark.parametrize(
+    "start", [(1 << 63) - 3, True, -2, 1 << 64, 7, 0, (1 << 30) - 2, (1 << 30) - 1, 1 << 30]
+)
 def test_the_count_goes_on_past_63_bits(start: int, caplog: pytest.LogCaptureFixture) -> None:
     def script(w: _World) -> list[Any]:
         w.dispatcher.stats.appended = start
