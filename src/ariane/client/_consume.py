@@ -58,8 +58,15 @@ from ariane.remoting.protocol.client_bodies import MessageQueue
 
 __all__ = ["ConcurrentConsumeService", "OrderlyConsumeService", "is_coroutine_listener"]
 
-_enter_task = asyncio.tasks._enter_task  # what a task's step does around its coroutine
-_leave_task = asyncio.tasks._leave_task
+# what a task's step does around its coroutine (private asyncio functions of CPython 3.11 to
+# 3.14); where an interpreter lacks them, submit hands every chunk to a woken worker instead
+_enter_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
+    asyncio.tasks, "_enter_task", None
+)
+_leave_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
+    asyncio.tasks, "_leave_task", None
+)
+_CAN_CONSUME_NOW = _enter_task is not None and _leave_task is not None
 
 logger = logging.getLogger(__name__)
 
@@ -301,7 +308,7 @@ class ConcurrentConsumeService(_ServiceBase):
                 self._tq.put((chunk, pq, mq, self._prepare(chunk, mq)))
             return
         waiters = self._waiters
-        if waiters and not self._work:
+        if waiters and not self._work and _CAN_CONSUME_NOW:
             self._consume_now(chunks[0], pq, mq)
             if len(chunks) == 1:
                 return
@@ -321,6 +328,8 @@ class ConcurrentConsumeService(_ServiceBase):
         waiter, worker, context = parked
         loop = self._loop
         assert loop is not None
+        assert _enter_task is not None
+        assert _leave_task is not None
         coro = self._consume_counted(msgs, pq, mq)
         caller = asyncio.current_task(loop)
         if caller is not None:

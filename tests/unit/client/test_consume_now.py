@@ -187,3 +187,35 @@ def test_a_listener_raising_cancelled_error_in_submit_leaves_the_caller_running(
         await service.stop()
 
     asyncio.run(go())
+
+
+def test_without_asyncio_task_switching_submit_wakes_a_worker_as_before(
+    monkeypatch: Any,
+) -> None:
+    """An interpreter without ``asyncio.tasks._enter_task`` / ``_leave_task``: nothing is
+    consumed inside ``submit``; a parked worker is woken and consumes the chunk."""
+    from ariane.client import _consume
+
+    monkeypatch.setattr(_consume, "_CAN_CONSUME_NOW", False)
+
+    async def go() -> None:
+        consumer = FakeConsumer(consume_message_batch_max_size=1)
+        seen: list[int] = []
+
+        async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
+            seen.append(msgs[0].queue_offset)
+            return OK
+
+        service = ConcurrentConsumeService(consumer, listener, 2)  # type: ignore[arg-type]
+        service.start()
+        await _parked(service, 2)
+        pq = ProcessQueue()
+        msgs = _msgs(7)
+        pq.put_messages(msgs)
+        service.submit(msgs, pq, MQ)
+        assert seen == []  # not inside submit
+        await _settle(lambda: seen == [7])
+        assert consumer.offset_store.offsets[MQ] == 8
+        await service.stop()
+
+    asyncio.run(go())
