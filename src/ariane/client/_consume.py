@@ -308,8 +308,7 @@ class ConcurrentConsumeService(_ServiceBase):
                 self._tq.put((chunk, pq, mq, self._prepare(chunk, mq)))
             return
         waiters = self._waiters
-        if waiters and not self._work and _CAN_CONSUME_NOW:
-            self._consume_now(chunks[0], pq, mq)
+        if waiters and not self._work and _CAN_CONSUME_NOW and self._consume_now(chunks[0], pq, mq):
             if len(chunks) == 1:
                 return
             chunks = chunks[1:]
@@ -321,10 +320,17 @@ class ConcurrentConsumeService(_ServiceBase):
                 waiter.set_result(None)
                 count -= 1
 
-    def _consume_now(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+    def _consume_now(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> bool:
         """Start the consume of ``msgs`` in the caller's step as an idle worker (its task
-        current, its context): done here unless the listener suspends, then handed to it."""
-        parked = self._waiters.pop()
+        current, its context): done here unless the listener suspends, then handed to it.
+        False, doing nothing, when no parked worker is alive (their waiters are dropped, as
+        the wake-up loop of ``submit`` skips them)."""
+        waiters = self._waiters
+        while waiters and waiters[-1][0].done():  # a worker cancelled while parked
+            waiters.pop()
+        if not waiters:
+            return False
+        parked = waiters.pop()
         waiter, worker, context = parked
         loop = self._loop
         assert loop is not None
@@ -339,16 +345,17 @@ class ConcurrentConsumeService(_ServiceBase):
             yielded = context.run(coro.send, None)
         except StopIteration:
             self._waiters.append(parked)  # done: the worker stays parked, never woken
-            return
+            return True
         except asyncio.CancelledError:  # raised by the listener itself
             logger.warning("listener of %s raised CancelledError", self.consumer.group)
             self._waiters.append(parked)
-            return
+            return True
         finally:
             _leave_task(loop, worker)
             if caller is not None:
                 _enter_task(loop, caller)
         waiter.set_result((coro, yielded))
+        return True
 
     async def _worker(self, context: contextvars.Context) -> None:
         work = self._work

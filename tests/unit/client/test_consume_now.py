@@ -219,3 +219,40 @@ def test_without_asyncio_task_switching_submit_wakes_a_worker_as_before(
         await service.stop()
 
     asyncio.run(go())
+
+
+def test_a_worker_cancelled_while_parked_is_skipped_and_a_live_one_takes_the_chunk() -> None:
+    """The parked worker ``submit`` would start the chunk as was cancelled (its waiter done):
+    it is dropped, as the wake-up loop skips done waiters, and the chunk starts as the live
+    one, which drives a suspending listener to its end."""
+
+    async def go() -> None:
+        consumer = FakeConsumer(consume_message_batch_max_size=1)
+        gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        seen: list[tuple[int, str | None]] = []
+
+        async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
+            task = asyncio.current_task()
+            seen.append((msgs[0].queue_offset, task.get_name() if task else None))
+            await gate
+            return OK
+
+        service = ConcurrentConsumeService(consumer, listener, 2)  # type: ignore[arg-type]
+        service.start()
+        await _parked(service, 2)
+        dead, live = service._waiters[-1][1], service._waiters[0][1]
+        dead.cancel()
+        await asyncio.sleep(0)
+        assert dead.cancelled()
+        pq = ProcessQueue()
+        msgs = _msgs(3)
+        pq.put_messages(msgs)
+        service.submit(msgs, pq, MQ)  # raised InvalidStateError on the dead worker's waiter
+        assert seen == [(3, live.get_name())]
+        assert len(service._waiters) == 0  # the dead one dropped, the live one handed the chunk
+        gate.set_result(None)
+        await _settle(lambda: consumer.offset_store.offsets.get(MQ) == 4)
+        assert pq.msg_count == 0
+        await service.stop()
+
+    asyncio.run(go())
