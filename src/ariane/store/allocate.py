@@ -142,7 +142,7 @@ class AllocateMappedFileService(ServiceThread):
             self.on_space(f"disk full: cannot reserve a new CommitLog file ({exc.strerror})")
             self.wait(RETRY_S)
             return
-        if self.init_lead_bytes and self.init_lock is not None:
+        if self.init_lead_bytes:  # 0 without a lock
             self._initialize(write)
         last = self.queue.last
         if (self.failing or not did) and (
