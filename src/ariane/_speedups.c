@@ -163,6 +163,42 @@ static PyObject *dp_name(PyObject *text, Py_ssize_t start, Py_ssize_t stop) {
     return PyUnicode_Substring(text, start, stop);
 }
 
+/* "true", the value a send's WAIT has: handed out instead of a new str (an equal str) */
+static PyObject *DP_TRUE;
+
+/* decode_properties for a text of one byte per character: the same segments found with
+ * memchr on its bytes (no PyUnicode_FindChar call per separator); the same dict */
+static PyObject *dp_scan1(PyObject *out, PyObject *text, Py_ssize_t n) {
+    const char *base = (const char *)PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t start = 0;
+    while (start <= n) {
+        const char *e = start < n ? memchr(base + start, 0x02, (size_t)(n - start)) : NULL;
+        Py_ssize_t end = e != NULL ? e - base : n;
+        const char *q = end > start ? memchr(base + start, 0x01, (size_t)(end - start)) : NULL;
+        Py_ssize_t sep = q != NULL ? q - base : -1;
+        if (sep > start && sep + 1 < end) {
+            PyObject *name = dp_name(text, start, sep), *value = NULL;
+            int rc = -1;
+            if (name != NULL) {
+                if (end - sep - 1 == 4 && DP_TRUE != NULL && memcmp(q + 1, "true", 4) == 0) {
+                    value = Py_NewRef(DP_TRUE);
+                } else {
+                    value = PyUnicode_Substring(text, sep + 1, end);
+                }
+            }
+            rc = value ? PyDict_SetItem(out, name, value) : -1;
+            Py_XDECREF(name);
+            Py_XDECREF(value);
+            if (rc < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        start = end + 1;
+    }
+    return out;
+}
+
 /* name = up to the first \x01, value = the rest; both must be non-empty (the Java decoder
  * drops other segments). Later duplicates overwrite earlier ones, as in a dict. */
 static PyObject *decode_properties(PyObject *module, PyObject *text) {
@@ -187,6 +223,9 @@ static PyObject *decode_properties(PyObject *module, PyObject *text) {
         return NULL;
     }
     n = PyUnicode_GET_LENGTH(text);
+    if (PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND) {
+        return dp_scan1(out, text, n);
+    }
     while (start <= n) {
         Py_ssize_t end = PyUnicode_FindChar(text, 0x02, start, n, 1);
         Py_ssize_t sep;
@@ -499,6 +538,9 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         }
         DP_NAME_LEN[k] = (Py_ssize_t)strlen(DP_NAMES[k]);
         DP_NAME_OBJ[k] = name;
+    }
+    if ((DP_TRUE = PyUnicode_InternFromString("true")) == NULL) {
+        return NULL;
     }
     m = PyModule_Create(&module_def);
     if (m == NULL) {

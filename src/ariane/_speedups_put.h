@@ -151,6 +151,16 @@ static int put_int(PyObject *o, int64_t lo, int64_t hi, int64_t *v) {
         *v = (int64_t)x;
         return x >= lo && x <= hi;
     }
+    if ((Py_SIZE(o) == 2 || Py_SIZE(o) == -2) && PyLong_SHIFT <= 31) {
+        /* two digits (a millisecond timestamp, an offset past 1 GiB): read them in place */
+        const digit *d = ((PyLongObject *)o)->ob_digit;
+        x = (long long)(((unsigned long long)d[1] << PyLong_SHIFT) | d[0]);
+        if (Py_SIZE(o) < 0) {
+            x = -x;
+        }
+        *v = (int64_t)x;
+        return x >= lo && x <= hi;
+    }
 #endif
     x = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow || (x == -1 && PyErr_Occurred())) {

@@ -179,11 +179,15 @@ static PyObject *sr_ready(PyObject *const *ctx, PyObject *const *vals, PyObject 
         goto done;
     }
     {
-        PyObject *slow = ctx[SR_SLOW], *key;
+        /* is any of the message's names (a few, their hashes cached) a slow key: the same
+         * answer as a look-up of each slow key in props, with fewer look-ups */
+        PyObject *slow = ctx[SR_SLOW], *key, *value;
         Py_ssize_t pos = 0;
-        Py_hash_t hash;
-        while (_PySet_NextEntry(slow, &pos, &key, &hash)) {
-            t = PyDict_Contains(props, key);
+        if (!PyAnySet_Check(slow)) {
+            goto unsure;
+        }
+        while (PyDict_Next(props, &pos, &key, &value)) {
+            t = PySet_Contains(slow, key);
             if (t != 0) {
                 if (t < 0) {
                     goto error;
@@ -248,7 +252,10 @@ static PyObject *sr_ready(PyObject *const *ctx, PyObject *const *vals, PyObject 
     } else {
         Py_INCREF(props_text);
     }
-    body = PyObject_GetAttr(request, SR_A_BODY);
+    {
+        static sr_cache body_at;
+        body = sr_get(request, SR_A_BODY, &body_at);
+    }
     if (body == NULL) {
         Py_DECREF(props_text);
         goto error;
@@ -516,14 +523,11 @@ static int sr_decimal(PyObject *v, char *buf) {
     unsigned long long u;
     char tmp[24];
     int n = 0, len = 0;
-    if (!PyLong_CheckExact(v)) {
+    int64_t x64;
+    if (!put_int(v, INT64_MIN, INT64_MAX, &x64)) { /* not an exact int, or past 64 bits */
         return -1;
     }
-    x = PyLong_AsLongLong(v);
-    if (x == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return -1;
-    }
+    x = (long long)x64;
     if (x < 0) {
         buf[len++] = '-';
         u = 0ULL - (unsigned long long)x;
@@ -541,6 +545,10 @@ static int sr_decimal(PyObject *v, char *buf) {
 }
 
 /* the frame of one SUCCESS answer, or NULL with no error set (the template's frame decides) */
+/* where the answers read a PutResult's and a request's slots (sr_get's caches) */
+static sr_cache SA_LOGICS_AT, SA_OFFSETS_AT, SA_STATUS_AT, SA_MSG_NUM_AT, SA_WROTE_AT,
+    SA_OPAQUE_AT;
+
 static PyObject *sr_frame(PyObject *const *c, PyObject *opaque, PyObject *result,
                           PyObject *queue_id, PyObject *uniq) {
     char qid[24], lo[24], op[24], hex[17];
@@ -569,7 +577,7 @@ static PyObject *sr_frame(PyObject *const *c, PyObject *opaque, PyObject *result
     if (n_qid < 0 || n_op < 0) {
         return NULL;
     }
-    logics = PyObject_GetAttr(result, SR_A_LOGICS);
+    logics = sr_get(result, SR_A_LOGICS, &SA_LOGICS_AT);
     if (logics == NULL) {
         PyErr_Clear();
         return NULL;
@@ -579,7 +587,7 @@ static PyObject *sr_frame(PyObject *const *c, PyObject *opaque, PyObject *result
     if (n_lo < 0) {
         return NULL;
     }
-    offsets = PyObject_GetAttr(result, SR_A_OFFSETS);
+    offsets = sr_get(result, SR_A_OFFSETS, &SA_OFFSETS_AT);
     if (offsets == NULL) {
         PyErr_Clear();
         return NULL;
@@ -690,7 +698,7 @@ static PyObject *send_answer_run(PyObject *module, PyObject *const *args, Py_ssi
         PyObject *result = PyList_GET_ITEM(results, i), *one = PyList_GET_ITEM(ready, i);
         PyObject *status, *msg_num, *wrote, *topic, *queue_id, *uniq, *per_topic, *opaque, *frame;
         int ok, appended;
-        status = PyObject_GetAttr(result, SR_A_STATUS);
+        status = sr_get(result, SR_A_STATUS, &SA_STATUS_AT);
         if (status == NULL) {
             return NULL;
         }
@@ -698,7 +706,7 @@ static PyObject *send_answer_run(PyObject *module, PyObject *const *args, Py_ssi
         if (status != c[SA_PUT_OK]) {
             break;
         }
-        msg_num = PyObject_GetAttr(result, SR_A_MSG_NUM);
+        msg_num = sr_get(result, SR_A_MSG_NUM, &SA_MSG_NUM_AT);
         if (msg_num == NULL) {
             return NULL;
         }
@@ -717,7 +725,7 @@ static PyObject *send_answer_run(PyObject *module, PyObject *const *args, Py_ssi
         topic = PyTuple_GET_ITEM(one, 1);
         queue_id = PyTuple_GET_ITEM(one, 2);
         uniq = PyTuple_GET_ITEM(one, 3);
-        wrote = PyObject_GetAttr(result, SR_A_WROTE_BYTES);
+        wrote = sr_get(result, SR_A_WROTE_BYTES, &SA_WROTE_AT);
         if (wrote == NULL) {
             return NULL;
         }
@@ -740,7 +748,7 @@ static PyObject *send_answer_run(PyObject *module, PyObject *const *args, Py_ssi
         if (appended < 0) {
             return NULL;
         }
-        opaque = PyObject_GetAttr(PyList_GET_ITEM(requests, i), SR_A_OPAQUE);
+        opaque = sr_get(PyList_GET_ITEM(requests, i), SR_A_OPAQUE, &SA_OPAQUE_AT);
         if (opaque == NULL) {
             return NULL;
         }

@@ -89,6 +89,34 @@ def test_decode_properties_edges() -> None:
         properties.decode_properties_py(b"a\x01b")  # type: ignore[arg-type]
 
 
+def test_decode_properties_one_byte_texts() -> None:
+    """Texts of one byte per character (ASCII and Latin-1) take the compiled memchr scan; texts
+    with wider characters the general one: the same dicts as the reference either way."""
+    fast = compiled()
+    cases = [
+        "UNIQ_KEY\x017F0000010000\x02WAIT\x01true\x02",
+        "WAIT\x01true",
+        "WAIT\x01truex\x02K\x01tru\x02T\x01\x02\x01true\x02",
+        "caf\xe9\x01cr\xe8me\x02WAIT\x01true\x02\x02\x02",
+        "\U0001f600\x01true\x02a\x01b",
+        "a\x01\x01\x02b\x01c\x01\x02",
+    ]
+    for text in cases:
+        got = fast.decode_properties(text)
+        assert list(got.items()) == list(properties.decode_properties_py(text).items()), repr(text)
+
+
+def test_decode_properties_shares_the_true_value() -> None:
+    """A value of exactly "true" (every send's WAIT) is one shared str, not a new one per
+    decode: equal to the reference's, and the same object across decodes."""
+    fast = compiled()
+    one = fast.decode_properties("WAIT\x01true\x02UNIQ_KEY\x01AB\x02")
+    two = fast.decode_properties("X\x01true")
+    assert one == {"WAIT": "true", "UNIQ_KEY": "AB"}
+    assert one["WAIT"] is two["X"]
+    assert fast.decode_properties("X\x01True")["X"] == "True"
+
+
 def _batch_outcome(fn: object, data: bytes) -> object:
     try:
         return fn(data)  # type: ignore[operator]
