@@ -16,7 +16,8 @@ Under SYNC_FLUSH it also writes the pages just ahead of the writer back once, un
 its first write-back, and converting it made the group commit's ``fdatasync`` wait for a
 kernel worker and write the inode (issue 18); now this thread's own ``fdatasync`` does that.
 It also makes the first file of a new topic's ConsumeQueues (``prepare_first_files``), so the
-reput thread does not create and sync them while it dispatches.
+reput thread does not create and sync them while it dispatches, and reads each into the page
+cache, so the first write through its map does not fault in its readahead window either.
 
 A file whose blocks cannot be reserved (``ENOSPC``) is not created: the service reports the
 store full (``on_space(reason)``: puts are refused with that reason, never written into an
@@ -122,7 +123,8 @@ class AllocateMappedFileService(ServiceThread):
             queue = self._making = self._first_files[0]
             self._first_files.popleft()
             try:
-                queue.prepare_first()
+                if queue.prepare_first():
+                    queue.warm_prepared(self._buf)
             except OSError as exc:  # the writer creates it then, and says why if it fails
                 logger.warning("cannot create %s ahead: %s", queue.store_path, exc)
             finally:

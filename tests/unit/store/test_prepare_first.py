@@ -17,7 +17,13 @@ from ariane.broker.topic_config import TopicConfigManager
 from ariane.common.clock import ManualClock
 from ariane.remoting.protocol.bodies import TopicConfig
 from ariane.store import message_store as message_store_module
-from ariane.store.allocate import IDLE_POLL_MAX_S, POLL_S, AllocateMappedFileService
+from ariane.store.allocate import (
+    IDLE_POLL_MAX_S,
+    POLL_S,
+    WARM_CHUNK_BYTES,
+    AllocateMappedFileService,
+)
+from ariane.store.mapped_file import MappedFile
 from ariane.store.mapped_file_queue import MappedFileQueue
 from ariane.store.message_store import PREPARE_QUEUES_MAX, PREPARED_FIRST_MAX, MessageStore
 from tests.unit.store.helpers import msg, open_store
@@ -78,6 +84,72 @@ def test_the_allocation_thread_makes_the_first_files(tmp_path: Path) -> None:
     for q in (log, *queues):
         q.shutdown()
     assert not (tmp_path / "a").exists()  # unused: the file and the directory made for it
+
+
+def test_the_first_files_are_read_into_the_page_cache_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each first file the allocation thread makes is read whole, through its buffer (a new
+    file's first write through the map no longer faults in the readahead window on the
+    writer's thread); a queue that fails, or already has its file, is not read."""
+    warmed: list[tuple[str, int, int | None, int, dict[str, bool]]] = []
+
+    def record(
+        self: MappedFile, pos: int, buf: bytearray, length: int | None = None, **kw: bool
+    ) -> None:
+        warmed.append((os.path.basename(os.path.dirname(self.path)), pos, length, len(buf), kw))
+
+    monkeypatch.setattr(MappedFile, "warm", record)
+    log = MappedFileQueue(str(tmp_path / "commitlog"), 4096)
+    allocator = _Allocator(log)
+    allocator.waits = []
+    has_file = MappedFileQueue(str(tmp_path / "d"), SIZE)
+    assert has_file.get_last_mapped_file(0) is not None
+    queues = [
+        MappedFileQueue(str(tmp_path / "a"), SIZE),
+        _Failing(str(tmp_path / "b"), SIZE),
+        has_file,
+        MappedFileQueue(str(tmp_path / "c"), SIZE),
+    ]
+    allocator.prepare_first_files(queues)
+    allocator.run_once()
+    single = {"single_pages": True}  # 4 KiB pages, as the writer's fault brought them
+    assert warmed == [
+        ("a", 0, SIZE, WARM_CHUNK_BYTES, single),
+        ("c", 0, SIZE, WARM_CHUNK_BYTES, single),
+    ]
+    for q in (log, *queues):
+        q.shutdown()
+
+
+def test_warming_the_prepared_file_reads_its_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``warm_prepared`` reads the prepared file from its start to its end (a real file, a
+    buffer smaller than it: read again and again); nothing without a prepared file."""
+    queue = MappedFileQueue(str(tmp_path / "q"), SIZE)
+    queue.warm_prepared(bytearray(8))  # nothing prepared: no file, no read
+    assert not (tmp_path / "q").exists()
+    assert queue.prepare_first()
+    prepared = queue._next
+    assert prepared is not None
+    file_type = type(prepared._file)
+    original = file_type.read_into
+    reads: list[tuple[int, int | None, int, dict[str, bool]]] = []
+
+    def recording(
+        self: object, buf: bytearray, pos: int, length: int | None = None, **kw: bool
+    ) -> None:
+        reads.append((pos, length, len(buf), kw))
+        original(self, buf, pos, length, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(file_type, "read_into", recording)
+    buf = bytearray(b"x" * 8)
+    queue.warm_prepared(buf)
+    assert reads == [(0, SIZE, 8, {"single_pages": True})]
+    assert buf == bytes(8)  # the file's zeros went through it
+    assert queue.get_last_mapped_file(0) is prepared  # still the writer's
+    queue.shutdown()
 
 
 def test_a_store_prepares_a_topics_queues_and_dispatch_uses_them(tmp_path: Path) -> None:
