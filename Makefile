@@ -50,6 +50,7 @@ PURE_TESTS := tests/unit/common/test_properties.py tests/unit/common/test_batch.
 	tests/unit/client/test_trace_records.py tests/unit/client/test_trace_unit.py \
 	tests/unit/client/test_trace_before.py tests/unit/client/test_trace_hook.py \
 	tests/unit/client/test_trace_pack.py tests/unit/client/test_trace_hook_reads.py \
+	tests/unit/client/test_trace_capture.py \
 	tests/unit/common/test_record_columns.py tests/unit/spark/test_columns.py \
 	tests/unit/store/test_record_dispatch.py tests/unit/store/test_batch_put.py \
 	tests/unit/broker/test_batch_bulk.py tests/unit/spark/test_sink_entries.py \

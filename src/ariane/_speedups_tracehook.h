@@ -1,12 +1,16 @@
 /* The consume service's trace hooks as one compiled call each, and their entry buffer
  * (#included by _speedups.c after _speedups_trace.h, whose record writer, sub_before reading and
- * sub_after they use); twins of ariane.client._trace_records.hook_before_py, hook_after_py and
- * EntryBufferPy.
+ * sub_after they use); twins of ariane.client._trace_records.hook_before_py, hook_after_py,
+ * hook_capture_py, hook_end_py and EntryBufferPy.
  *
  *   trace_hook_before(owner, trace_topic, now_ns, counter, default_region, dispatcher, queue,
  *                     entries, attrs, stats, msgs)
  *       -> the call's entry handle (an int), None, or what owner.before(msgs) answers
  *   trace_hook_after(owner, now_ns, usual, stats, entries, before, count) -> None
+ *   trace_hook_capture(owner, trace_topic, counter, default_region, entries, chunks)
+ *       -> per chunk a captured entry's handle, None or NotImplemented (hook_capture_py)
+ *   trace_hook_end(owner, now_ns, stats, entries, dispatcher, queue, attrs, handle, count,
+ *                  began_ns) -> None (hook_end_py)
  *   trace_entries() -> a new TraceEntries buffer (see below)
  *
  * How it works: ConsumeTracer binds the first arguments (functools.partial), so the consume
@@ -30,7 +34,7 @@
 static PyObject *TH_TIME_NS;
 static int te_ll(PyObject *x, long long *out, int allow_negative);
 static PyObject *TH_ROOM, *TH_WAKE_AT, *TH_APPENDED, *TH_DROP, *TH_NOTIFY,
-    *TH_BEFORE, *TH_LATE, *TH_FAILED, *TH_NEVER, *TH_ONE, *TH_SUBBEFORE, *TH_SUBAFTER;
+    *TH_BEFORE, *TH_LATE, *TH_FAILED, *TH_NEVER, *TH_ONE, *TH_TWO, *TH_SUBBEFORE, *TH_SUBAFTER;
 
 static int th_init(void) {
     if (TH_SUBAFTER != NULL) {
@@ -46,10 +50,11 @@ static int th_init(void) {
     TH_FAILED = PyUnicode_InternFromString("hook_failed");
     TH_NEVER = PyLong_FromLongLong(1LL << 62); /* _trace_dispatch._NEVER */
     TH_ONE = PyLong_FromLong(1);
+    TH_TWO = PyLong_FromLong(2);
     TH_SUBBEFORE = PyUnicode_InternFromString("SubBefore");
     if (TH_ROOM == NULL || TH_WAKE_AT == NULL || TH_APPENDED == NULL ||
         TH_DROP == NULL || TH_NOTIFY == NULL || TH_BEFORE == NULL ||
-        TH_LATE == NULL || TH_FAILED == NULL || TH_NEVER == NULL || TH_ONE == NULL ||
+        TH_LATE == NULL || TH_FAILED == NULL || TH_NEVER == NULL || TH_ONE == NULL || TH_TWO == NULL ||
         TH_SUBBEFORE == NULL) {
         return -1;
     }
@@ -205,8 +210,8 @@ static Py_ssize_t th_appended_at(PyTypeObject *tp) {
 /* 1 when the slot held an exact int whose successor was made here (no Python code ran: the
  * caller's reads of the dispatcher stay valid), 0 when the count went through Python (the number
  * protocol, getattr / setattr), -1 with an error. */
-static int th_count(PyObject *stats) {
-    PyObject *was, *now, **slot;
+static int th_count_by(PyObject *stats, int k) {
+    PyObject *was, *now, **slot, *step = k == 1 ? TH_ONE : TH_TWO;
     Py_ssize_t at = th_appended_at(Py_TYPE(stats));
     int rc = -1;
     if (at > 0 && *(slot = (PyObject **)((char *)stats + at)) != NULL) {
@@ -224,8 +229,8 @@ static int th_count(PyObject *stats) {
                 v = PyLong_AsLongLongAndOverflow(*slot, &overflow);
             }
         }
-        exact = exact && !overflow && v < LLONG_MAX;
-        now = exact ? PyLong_FromLongLong(v + 1) : PyNumber_Add(*slot, TH_ONE);
+        exact = exact && !overflow && v < LLONG_MAX - k;
+        now = exact ? PyLong_FromLongLong(v + k) : PyNumber_Add(*slot, step);
         if (now == NULL) {
             return -1;
         }
@@ -235,7 +240,7 @@ static int th_count(PyObject *stats) {
         return exact;
     }
     if ((was = PyObject_GetAttr(stats, TH_APPENDED)) != NULL) {
-        if ((now = PyNumber_Add(was, TH_ONE)) != NULL) {
+        if ((now = PyNumber_Add(was, step)) != NULL) {
             rc = PyObject_SetAttr(stats, TH_APPENDED, now);
             Py_DECREF(now);
         }
@@ -243,6 +248,8 @@ static int th_count(PyObject *stats) {
     }
     return rc < 0 ? -1 : 0;
 }
+
+static int th_count(PyObject *stats) { return th_count_by(stats, 1); }
 
 /* ---- The entry buffer: one compact C entry per traced delivery ------------------------------
  *
@@ -265,22 +272,27 @@ static int th_count(PyObject *stats) {
  *   pack(group, request_prefix, item_chars, item_key_chars, max_chars, max_key_chars)
  *       -> [(UTF-8 body, records, KEYS)]: whole trace messages, or None (_speedups_tracepack.h)
  *   clear() -> the pending entries dropped;  len() -> the pending entries
+ *   capture(region, number, topic, msg_id, retries, keys) -> handle: an entry read before its
+ *       delivery (TE_CAPTURED: no start time, not pending, skipped by take and pack);
+ *       end(handle, ..., began_ns) gives it its start and end at once (answer 2)
+ *   cancel(handle) -> whether a captured entry was dropped;  captured() -> how many there are
  */
 
 typedef struct {
     PyObject *region, *topic, *msg_id, *keys; /* keys NULL: None */
     unsigned long long seq, number;
     long long began_ns, retries, end_ns, count, code;
-    int state; /* TE_OPEN, TE_SENT (SubBefore written), TE_ENDED, TE_ENDED_SENT */
+    int state; /* TE_CAPTURED (read, not delivered yet: no start time, not pending), TE_OPEN,
+                * TE_SENT (SubBefore written), TE_ENDED, TE_ENDED_SENT */
     int success;
 } te_entry;
 
-enum { TE_OPEN = 0, TE_SENT = 1, TE_ENDED = 2, TE_ENDED_SENT = 3 };
+enum { TE_CAPTURED = -1, TE_OPEN = 0, TE_SENT = 1, TE_ENDED = 2, TE_ENDED_SENT = 3 };
 
 typedef struct {
     PyObject_HEAD
     te_entry *e;
-    Py_ssize_t n, cap, pending;
+    Py_ssize_t n, cap, pending, captured;
     unsigned long long next_seq;
 } te_buf;
 
@@ -324,7 +336,7 @@ static int te_text_ok(PyObject *s) {
 /* Append an entry (the values checked by the caller); its handle, or -1 with no memory. */
 static int te_push(te_buf *b, long long began_ns, PyObject *region, unsigned long long number,
                    PyObject *topic, PyObject *msg_id, long long retries, PyObject *keys,
-                   unsigned long long *seq) {
+                   unsigned long long *seq, int state) {
     te_entry *x;
     if (b->n == b->cap) {
         Py_ssize_t cap = b->cap ? b->cap * 2 : 1024;
@@ -346,9 +358,13 @@ static int te_push(te_buf *b, long long began_ns, PyObject *region, unsigned lon
     x->began_ns = began_ns;
     x->retries = retries;
     x->end_ns = x->count = x->code = 0;
-    x->state = TE_OPEN;
+    x->state = state;
     x->success = 0;
-    b->pending++;
+    if (state == TE_CAPTURED) {
+        b->captured++;
+    } else {
+        b->pending++;
+    }
     return 0;
 }
 
@@ -398,8 +414,8 @@ static PyObject *te_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "not a str with a UTF-8 form");
         return NULL;
     }
-    if (te_push((te_buf *)self, began, args[1], number, args[3], args[4], retries, args[6], &seq) <
-        0) {
+    if (te_push((te_buf *)self, began, args[1], number, args[3], args[4], retries, args[6], &seq,
+                TE_OPEN) < 0) {
         return NULL;
     }
     return PyLong_FromUnsignedLongLong(seq);
@@ -426,17 +442,25 @@ static te_entry *te_find(te_buf *b, unsigned long long seq) {
     return lo < b->n && b->e[lo].seq == seq ? &b->e[lo] : NULL;
 }
 
-/* The end of the call of handle seq; 0, 1 or -1 as end() answers. */
+/* The end of the call of handle seq; 0, 1, 2 or -1 as end() answers (began_ns: the start of a
+ * captured entry's call, which only a captured entry takes; -1 when not given). */
 static int te_end(te_buf *b, unsigned long long seq, long long now_ns, long long count,
-                  int success, long long code) {
+                  int success, long long code, long long began_ns) {
     te_entry *x = te_find(b, seq);
-    if (x == NULL || x->state >= TE_ENDED) {
+    if (x == NULL || x->state >= TE_ENDED || (x->state == TE_CAPTURED) != (began_ns >= 0)) {
         return -1;
     }
     x->end_ns = now_ns;
     x->count = count;
     x->success = success;
     x->code = code;
+    if (x->state == TE_CAPTURED) { /* delivered and ended: both records pending */
+        x->began_ns = began_ns;
+        x->state = TE_ENDED;
+        b->captured--;
+        b->pending++;
+        return 2;
+    }
     if (x->state == TE_SENT) {
         x->state = TE_ENDED_SENT;
         b->pending++;
@@ -448,17 +472,70 @@ static int te_end(te_buf *b, unsigned long long seq, long long now_ns, long long
 
 static PyObject *te_end_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     unsigned long long seq;
-    long long now, count, code;
+    long long now, count, code, began = -1;
     int ok;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "end() takes 5 arguments");
+    if (nargs != 5 && nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "end() takes 5 or 6 arguments");
         return NULL;
     }
     if (te_ull(args[0], &seq) < 0 || te_ll(args[1], &now, 0) < 0 || te_ll(args[2], &count, 1) < 0 ||
-        (ok = PyObject_IsTrue(args[3])) < 0 || te_ll(args[4], &code, 1) < 0) {
+        (ok = PyObject_IsTrue(args[3])) < 0 || te_ll(args[4], &code, 1) < 0 ||
+        (nargs == 6 && args[5] != Py_None && te_ll(args[5], &began, 0) < 0)) {
         return NULL;
     }
-    return PyLong_FromLong(te_end((te_buf *)self, seq, now, count, ok, code));
+    return PyLong_FromLong(te_end((te_buf *)self, seq, now, count, ok, code, began));
+}
+
+/* Drop the captured (not started) entry of handle seq: 1, or 0 when there is none. */
+static int te_cancel(te_buf *b, unsigned long long seq) {
+    te_entry *x = te_find(b, seq);
+    Py_ssize_t at;
+    te_entry gone;
+    if (x == NULL || x->state != TE_CAPTURED) {
+        return 0;
+    }
+    at = x - b->e;
+    gone = *x;
+    memmove(x, x + 1, (size_t)(b->n - at - 1) * sizeof(te_entry));
+    b->n--;
+    b->captured--;
+    te_release(&gone); /* after the buffer is whole again: a release may run Python code */
+    return 1;
+}
+
+static PyObject *te_cancel_method(PyObject *self, PyObject *handle) {
+    unsigned long long seq;
+    if (te_ull(handle, &seq) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(te_cancel((te_buf *)self, seq));
+}
+
+static PyObject *te_capture(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long retries;
+    unsigned long long number, seq;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "capture() takes 6 arguments");
+        return NULL;
+    }
+    if (te_ull(args[1], &number) < 0 || te_ll(args[4], &retries, 1) < 0) {
+        return NULL;
+    }
+    if (!te_text_ok(args[0]) || !te_text_ok(args[2]) || !te_text_ok(args[3]) ||
+        (args[5] != Py_None && !te_text_ok(args[5]))) {
+        PyErr_SetString(PyExc_TypeError, "not a str with a UTF-8 form");
+        return NULL;
+    }
+    if (te_push((te_buf *)self, 0, args[0], number, args[2], args[3], retries, args[5], &seq,
+                TE_CAPTURED) < 0) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(seq);
+}
+
+static PyObject *te_captured(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromSsize_t(((te_buf *)self)->captured);
 }
 
 static PyObject *te_clear(PyObject *self, PyObject *unused) {
@@ -467,7 +544,7 @@ static PyObject *te_clear(PyObject *self, PyObject *unused) {
     te_entry *e = b->e;
     (void)unused;
     b->e = NULL;
-    b->n = b->cap = b->pending = 0;
+    b->n = b->cap = b->pending = b->captured = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         te_release(&e[i]);
     }
@@ -481,7 +558,11 @@ static PyMethodDef te_methods[] = {
     {"add", (PyCFunction)(void (*)(void))te_add, METH_FASTCALL,
      "add(began_ns, region, number, topic, msg_id, retries, keys) -> handle"},
     {"end", (PyCFunction)(void (*)(void))te_end_method, METH_FASTCALL,
-     "end(handle, now_ns, count, success, code) -> 0, 1 or -1"},
+     "end(handle, now_ns, count, success, code[, began_ns]) -> 0, 1, 2 or -1"},
+    {"capture", (PyCFunction)(void (*)(void))te_capture, METH_FASTCALL,
+     "capture(region, number, topic, msg_id, retries, keys) -> handle"},
+    {"cancel", te_cancel_method, METH_O, "cancel(handle) -> whether a captured entry was dropped"},
+    {"captured", te_captured, METH_NOARGS, "captured() -> the captured entries not started"},
     {"take", (PyCFunction)(void (*)(void))te_take, METH_FASTCALL,
      "take(group, request_prefix, item_chars, item_key_chars) -> items"},
     {"pack", (PyCFunction)(void (*)(void))te_pack, METH_FASTCALL,
@@ -516,7 +597,7 @@ static PyObject *trace_entries(PyObject *self, PyObject *unused) {
         return NULL;
     }
     b->e = NULL;
-    b->n = b->cap = b->pending = 0;
+    b->n = b->cap = b->pending = b->captured = 0;
     b->next_seq = 0;
     return (PyObject *)b;
 }
@@ -610,7 +691,7 @@ static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssi
         goto done;
     }
     if (te_push(buf, began, region, number, r.topic, msg_id, retries,
-                r.keys != NULL ? r.keys : Py_None, &seq) < 0 ||
+                r.keys != NULL ? r.keys : Py_None, &seq, TE_OPEN) < 0 ||
         (out = PyLong_FromUnsignedLongLong(seq)) == NULL) {
         goto failed;
     }
@@ -668,7 +749,7 @@ static PyObject *trace_hook_after(PyObject *self, PyObject *const *args, Py_ssiz
             th_now(args[1], &now_ns) < 0) {
             return th_failed(args[0], TH_SUBAFTER);
         }
-        rc = te_end((te_buf *)args[4], seq, now_ns, count, 1, 0);
+        rc = te_end((te_buf *)args[4], seq, now_ns, count, 1, 0, -1);
         if (rc == 0) {
             if (th_count(args[3]) < 0) {
                 return th_failed(args[0], TH_SUBAFTER);
@@ -710,10 +791,209 @@ static PyObject *trace_hook_after(PyObject *self, PyObject *const *args, Py_ssiz
     Py_RETURN_NONE;
 }
 
+/* trace_hook_capture(owner, trace_topic, counter, default_region, entries, chunks): the
+ * SubBefore reading of trace_hook_before for every chunk of a pulled list in one loop (the code
+ * stays in the instruction cache: per delivery it was fetched again each time), when the pull
+ * answer is handed to the consume service. Per chunk: the handle of a captured entry (an int:
+ * read, numbered, not started, not pending, not counted; trace_hook_end gives its start and end,
+ * or cancel() drops it), None (not traced: TRACE_ON=false, the trace topic) or NotImplemented
+ * (trace_hook_before at the delivery: not one message, unusual values, or a failure, which
+ * owner.hook_failed logs once). */
+static PyObject *trace_hook_capture(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *chunks, *out;
+    te_buf *buf;
+    Py_ssize_t n, i;
+    int failed = 0, usual;
+    (void)self;
+    if (nargs != 6 || !Py_IS_TYPE(args[4], TE_TYPE) || !PyList_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "trace_hook_capture() takes 6 arguments (entries: TraceEntries, chunks: a list)");
+        return NULL;
+    }
+    if (th_init() < 0 || tb_init() < 0) {
+        return NULL;
+    }
+    buf = (te_buf *)args[4];
+    chunks = args[5];
+    n = PyList_GET_SIZE(chunks);
+    if ((out = PyList_New(n)) == NULL) {
+        return NULL;
+    }
+    usual = PyUnicode_CheckExact(args[1]) && PyUnicode_CheckExact(args[3]);
+    for (i = 0; i < n; i++) {
+        tb_read r = {NULL, NULL, NULL, NULL, NULL, NULL};
+        PyObject *chunk = PyList_GET_ITEM(chunks, i), *msg, *msg_id = NULL, *retries_obj = NULL;
+        PyObject *region, *item = Py_NotImplemented;
+        long long retries;
+        unsigned long long number, seq;
+        int rc;
+        if (failed || !usual || !PyList_CheckExact(chunk) || PyList_GET_SIZE(chunk) != 1) {
+            goto next;
+        }
+        msg = PyList_GET_ITEM(chunk, 0);
+        rc = tb_read_msg(msg, &r);
+        if (rc == -2) {
+            goto fail;
+        }
+        if (rc == 1) {
+            goto next;
+        }
+        if ((r.sw != NULL && PyUnicode_GET_LENGTH(r.sw) == 5 &&
+             PyUnicode_CompareWithASCIIString(r.sw, "false") == 0) ||
+            (PyUnicode_GET_LENGTH(r.topic) >= PyUnicode_GET_LENGTH(args[1]) &&
+             PyUnicode_Tailmatch(r.topic, args[1], 0, PY_SSIZE_T_MAX, -1) == 1)) {
+            item = Py_None;
+            goto next;
+        }
+        region = r.region != NULL && PyUnicode_GET_LENGTH(r.region) ? r.region : args[3];
+        if (r.uniq != NULL && PyUnicode_GET_LENGTH(r.uniq)) {
+            msg_id = Py_NewRef(r.uniq);
+        } else if ((msg_id = PyObject_GetAttr(msg, TB_OFFSET_ID)) == NULL) {
+            goto fail;
+        }
+        if ((retries_obj = sr_get(msg, TB_RETRIES, &TB_RETRIES_AT)) == NULL) {
+            goto fail;
+        }
+        if (!PyLong_CheckExact(retries_obj) || !te_text_ok(region) || !te_text_ok(r.topic) ||
+            !te_text_ok(msg_id) || (r.keys != NULL && !te_text_ok(r.keys))) {
+            goto next;
+        }
+        retries = PyLong_AsLongLongAndOverflow(retries_obj, &rc);
+        if (rc != 0 || (retries == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            goto next;
+        }
+        if (tc_next(args[2], &number) < 0 ||
+            te_push(buf, 0, region, number, r.topic, msg_id, retries,
+                    r.keys != NULL ? r.keys : Py_None, &seq, TE_CAPTURED) < 0) {
+            goto fail;
+        }
+        if ((item = PyLong_FromUnsignedLongLong(seq)) == NULL) {
+            te_cancel(buf, seq);
+            goto fail;
+        }
+        PyList_SET_ITEM(out, i, item);
+        tb_clear(&r);
+        Py_XDECREF(msg_id);
+        Py_XDECREF(retries_obj);
+        continue;
+    fail: { /* logged once; this chunk and the rest go the per-delivery way */
+        PyObject *logged = th_failed(args[0], TH_SUBBEFORE);
+        failed = 1;
+        if (logged == NULL) { /* not an Exception: it propagates (the captured ones dropped) */
+            tb_clear(&r);
+            Py_XDECREF(msg_id);
+            Py_XDECREF(retries_obj);
+            for (Py_ssize_t k = 0; k < i; k++) {
+                PyObject *h = PyList_GET_ITEM(out, k);
+                if (PyLong_CheckExact(h)) {
+                    te_cancel(buf, PyLong_AsUnsignedLongLong(h));
+                }
+            }
+            for (; i < n; i++) {
+                PyList_SET_ITEM(out, i, Py_NewRef(Py_None));
+            }
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(logged);
+        item = Py_NotImplemented;
+    }
+    next:
+        PyList_SET_ITEM(out, i, Py_NewRef(item));
+        tb_clear(&r);
+        Py_XDECREF(msg_id);
+        Py_XDECREF(retries_obj);
+    }
+    return out;
+}
+
+/* trace_hook_end(owner, now_ns, stats, entries, dispatcher, queue, attrs, handle, count, began_ns):
+ * the usual end (success) of a captured entry's call that started at began_ns (the service's
+ * stamp, read right before the listener): both its records become pending at once, with what
+ * trace_hook_before and trace_hook_after did for them: the room test (queued items and pending
+ * entries against dispatcher._room; full or closed: the entry dropped, dispatcher._drop(None)),
+ * stats.appended += 2, and the wake-up as _enqueue wakes the worker. An unknown handle (the
+ * buffer was cleared: the dispatcher closed) owner.entry_late(-1). */
+static PyObject *trace_hook_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *attrs, *rv;
+    te_buf *buf;
+    unsigned long long seq = 0;
+    long long count, began, now_ns;
+    Py_ssize_t queued, room, wake_at;
+    int rc, have_seq = 0;
+    (void)self;
+    if (nargs != 10 || !Py_IS_TYPE(args[3], TE_TYPE) || !PyDict_CheckExact(args[6])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "trace_hook_end() takes 10 arguments (entries: TraceEntries, attrs: a dict)");
+        return NULL;
+    }
+    if (th_init() < 0) {
+        return NULL;
+    }
+    buf = (te_buf *)args[3];
+    attrs = args[6];
+    if (te_ull(args[7], &seq) < 0) {
+        goto failed;
+    }
+    have_seq = 1;
+    if (te_ll(args[8], &count, 1) < 0 || te_ll(args[9], &began, 0) < 0 ||
+        th_now(args[1], &now_ns) < 0) {
+        goto failed;
+    }
+    if (th_queued(args[5], args[3], &queued) < 0 || th_limits(attrs, &room, &wake_at) < 0) {
+        goto failed;
+    }
+    if (queued >= room) { /* full, or closed: dropped as a SubBefore was */
+        rv = te_cancel(buf, seq) ? PyObject_CallMethodOneArg(args[4], TH_DROP, Py_None)
+                                 : PyObject_CallMethod(args[0], "entry_late", "i", -1);
+        have_seq = 0;
+        if (rv == NULL) {
+            goto failed;
+        }
+        Py_DECREF(rv);
+        Py_RETURN_NONE;
+    }
+    have_seq = 0;
+    if (te_end(buf, seq, now_ns, count, 1, 0, began) != 2) { /* unknown: the buffer was cleared */
+        if ((rv = PyObject_CallMethod(args[0], "entry_late", "i", -1)) == NULL) {
+            goto failed;
+        }
+        Py_DECREF(rv);
+        Py_RETURN_NONE;
+    }
+    if ((rc = th_count_by(args[2], 2)) < 0) {
+        goto failed;
+    }
+    if (rc == 1) { /* no Python code ran: one more pending entry, the same limits */
+        queued++;
+    } else if (th_queued(args[5], args[3], &queued) < 0 ||
+               th_limits(attrs, &room, &wake_at) < 0) {
+        goto failed;
+    }
+    if (queued >= wake_at) { /* the first of a round, or a round's worth lingering */
+        if (PyDict_SetItem(attrs, TH_WAKE_AT, TH_NEVER) < 0 ||
+            (rv = PyObject_CallMethodNoArgs(args[4], TH_NOTIFY)) == NULL) {
+            goto failed;
+        }
+        Py_DECREF(rv);
+    }
+    Py_RETURN_NONE;
+failed: /* logged; a captured entry is dropped (no record of a call whose end failed) */
+    if (have_seq) {
+        te_cancel(buf, seq);
+    }
+    return th_failed(args[0], TH_SUBAFTER);
+}
+
 #define SPEEDUPS_TRACEHOOK_METHODS                                                               \
     {"trace_hook_before", (PyCFunction)(void (*)(void))trace_hook_before, METH_FASTCALL,         \
      "ConsumeTracer's SubBefore hook, queueing included (_trace_records.hook_before_py)."},     \
         {"trace_hook_after", (PyCFunction)(void (*)(void))trace_hook_after, METH_FASTCALL,       \
          "ConsumeTracer's usual SubAfter hook (_trace_records.hook_after_py)."},                 \
+        {"trace_hook_capture", (PyCFunction)(void (*)(void))trace_hook_capture, METH_FASTCALL,   \
+         "ConsumeTracer's SubBefore reading of a pulled list (_trace_records.hook_capture_py)."}, \
+        {"trace_hook_end", (PyCFunction)(void (*)(void))trace_hook_end, METH_FASTCALL,           \
+         "ConsumeTracer's usual end of a captured entry (_trace_records.hook_end_py)."},         \
         {"trace_entries", trace_entries, METH_NOARGS,                                            \
          "A new TraceEntries buffer (_trace_records.EntryBufferPy)."},

@@ -23,7 +23,8 @@
  */
 
 /* Move the pending entries out of b into a new array *w (the running ones stay with their
- * SubBefore taken, as TE_SENT); how many, -1 with no memory. */
+ * SubBefore taken, as TE_SENT; the captured ones, not delivered yet, stay as they are); how
+ * many, -1 with no memory. */
 static Py_ssize_t te_move(te_buf *b, te_entry **w_out) {
     te_entry *w = NULL;
     Py_ssize_t nw = 0, kept = 0, i;
@@ -36,7 +37,7 @@ static Py_ssize_t te_move(te_buf *b, te_entry **w_out) {
     }
     for (i = 0; i < b->n && nw < b->pending; i++) {
         te_entry *x = &b->e[i];
-        if (x->state == TE_SENT) {
+        if (x->state == TE_SENT || x->state == TE_CAPTURED) { /* captured: not delivered yet */
             b->e[kept++] = *x;
             continue;
         }
@@ -416,7 +417,7 @@ static int te_keys_too_long(const te_buf *b, long long item_key_chars, long long
     for (Py_ssize_t i = 0; i < b->n; i++) {
         const te_entry *x = &b->e[i];
         long long chars;
-        if (x->state == TE_SENT) {
+        if (x->state == TE_SENT || x->state == TE_CAPTURED) {
             continue;
         }
         chars = PyUnicode_GET_LENGTH(x->msg_id) + 1;
@@ -516,6 +517,8 @@ typedef struct {
  * they take no keywords and neither recurse nor answer NULL without an error). */
 static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *trace_hook_after(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *trace_hook_capture(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *trace_hook_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 static PyTypeObject *TB_BOUND_TYPE;
 
@@ -612,7 +615,9 @@ static PyObject *trace_bind(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (PyCFunction_CheckExact(args[0]) &&
         PyCFunction_GET_FLAGS(args[0]) == METH_FASTCALL &&
         (PyCFunction_GET_FUNCTION(args[0]) == (PyCFunction)(void (*)(void))trace_hook_before ||
-         PyCFunction_GET_FUNCTION(args[0]) == (PyCFunction)(void (*)(void))trace_hook_after)) {
+         PyCFunction_GET_FUNCTION(args[0]) == (PyCFunction)(void (*)(void))trace_hook_after ||
+         PyCFunction_GET_FUNCTION(args[0]) == (PyCFunction)(void (*)(void))trace_hook_capture ||
+         PyCFunction_GET_FUNCTION(args[0]) == (PyCFunction)(void (*)(void))trace_hook_end)) {
         b->direct = (_PyCFunctionFast)(void (*)(void))PyCFunction_GET_FUNCTION(args[0]);
     }
     if (b->args == NULL) {

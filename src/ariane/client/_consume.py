@@ -15,7 +15,12 @@ How it works:
   When a coroutine worker is idle and nothing is queued, ``submit`` starts the chunk's
   listener at once as that worker (its task current, its context): a listener that does not
   suspend is done before ``submit`` returns, without waking the worker (one loop turn less
-  per pull); one that suspends is handed to the worker, which drives it on.
+  per pull); one that suspends is handed to the worker, which drives it on. With a tracer,
+  ``submit`` resets the retry topics of the pulled list, then has the tracer read the SubBefore
+  values of all its chunks in one loop (``hook_capture``: the trace code stays in the
+  instruction cache); a delivery stamps its start and ends its captured entry with it
+  (``hook_end``), and a chunk never delivered (dropped queue, ``stop``) is cancelled. The
+  thread service and the orderly service trace each delivery on its own (``hook_before``).
 * Orderly: one drain per process queue at a time (a per-queue lock): it takes the lowest
   messages, calls the listener while holding the queue's consume lock, and commits
   ``last + 1`` on ``SUCCESS``; on ``SUSPEND_CURRENT_QUEUE_A_MOMENT`` the messages go back and
@@ -37,6 +42,7 @@ import threading
 import types
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
+from itertools import repeat
 from typing import Any, Protocol, TypeAlias
 
 from ariane.client._offset_store import OffsetStore
@@ -143,19 +149,33 @@ class _ServiceBase:
         return result
 
     def trace_after(
-        self, before: TraceBefore, count: int, status: Any, raised: bool, seconds: float
+        self,
+        before: TraceBefore,
+        count: int,
+        status: Any,
+        raised: bool,
+        seconds: float,
+        began_ns: int = -1,
     ) -> None:
-        """The SubAfter record of a listener call whose SubBefore was ``before``."""
+        """The SubAfter record of a listener call whose SubBefore was ``before`` (a captured
+        entry's handle when ``began_ns``, the call's start, is given)."""
         tracer = self.consumer.tracer
         if tracer is None:
             return
         if status is _SUCCESS and seconds * 1000 < self.consumer.consume_timeout_ms:
+            if began_ns >= 0:
+                hook_end = tracer.hook_end
+                hook_end(before, count, began_ns)  # type: ignore[arg-type]
+                return
             hook_after = tracer.hook_after  # the usual case (see ``_consume``)
             hook_after(before, count)
             return
         success, outcome = consume_outcome(
             status, raised, int(seconds * 1000), self.consumer.consume_timeout_ms
         )
+        if began_ns >= 0:
+            tracer.end_captured(before, began_ns, count, success, outcome)  # type: ignore[arg-type]
+            return
         tracer.after(before, count, success, outcome)
 
     def later(self, delay_s: float, fn: Callable[[], None]) -> None:
@@ -250,7 +270,9 @@ class ConcurrentConsumeService(_ServiceBase):
     def __init__(self, consumer: ConsumeHost, listener: Callable[..., Any], workers: int) -> None:
         super().__init__(consumer, listener, workers)
         self.batch_max = consumer.consume_message_batch_max_size
-        self._work: deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = deque()
+        #: (chunk, pq, mq, trace): trace is the chunk's captured entry handle (an int), None
+        #: (not traced) or NotImplemented (``hook_before`` at the delivery)
+        self._work: deque[tuple[list[MessageExt], ProcessQueue, MessageQueue, Any]] = deque()
         self._waiters: deque[_Parked] = deque()
         self._running = 0
         self._idle = asyncio.Event()
@@ -296,6 +318,8 @@ class ConcurrentConsumeService(_ServiceBase):
         a plain deque; only idle workers are woken)."""
         if self.stopped:
             return
+        consumer = self.consumer
+        reset_retry_topic(msgs, consumer.retry_topic)  # before the capture reads the topics
         size = self.batch_max
         if len(msgs) <= size:
             chunks = [msgs]
@@ -307,12 +331,27 @@ class ConcurrentConsumeService(_ServiceBase):
                 self._idle.clear()
                 self._tq.put((chunk, pq, mq, self._prepare(chunk, mq)))
             return
+        tracer = consumer.tracer
+        traces: Any = None
+        if tracer is not None:
+            capture = tracer.hook_capture
+            traces = capture(chunks) if capture is not None else None
+        first = traces[0] if traces is not None else None if tracer is None else NotImplemented
         waiters = self._waiters
-        if waiters and not self._work and _CAN_CONSUME_NOW and self._consume_now(chunks[0], pq, mq):
+        if (
+            waiters
+            and not self._work
+            and _CAN_CONSUME_NOW
+            and self._consume_now(chunks[0], pq, mq, first)
+        ):
             if len(chunks) == 1:
                 return
             chunks = chunks[1:]
-        self._work.extend((chunk, pq, mq) for chunk in chunks)
+            if traces is not None:
+                traces = traces[1:]
+        if traces is None:
+            traces = repeat(first)
+        self._work.extend(zip(chunks, repeat(pq), repeat(mq), traces))
         count = len(chunks)
         while count and waiters:
             waiter = waiters.popleft()[0]
@@ -320,7 +359,9 @@ class ConcurrentConsumeService(_ServiceBase):
                 waiter.set_result(None)
                 count -= 1
 
-    def _consume_now(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> bool:
+    def _consume_now(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, trace: Any
+    ) -> bool:
         """Start the consume of ``msgs`` in the caller's step as an idle worker (its task
         current, its context): done here unless the listener suspends, then handed to it.
         False, doing nothing, when no parked worker is alive (their waiters are dropped, as
@@ -336,7 +377,7 @@ class ConcurrentConsumeService(_ServiceBase):
         assert loop is not None
         assert _enter_task is not None
         assert _leave_task is not None
-        coro = self._consume_counted(msgs, pq, mq)
+        coro = self._consume_counted(msgs, pq, mq, trace)
         caller = asyncio.current_task(loop)
         if caller is not None:
             _leave_task(loop, caller)
@@ -379,20 +420,20 @@ class ConcurrentConsumeService(_ServiceBase):
                         await _go_on(*started)
                 streak = 0
                 continue
-            msgs, pq, mq = work.popleft()
-            await self._consume_counted(msgs, pq, mq)
+            msgs, pq, mq, trace = work.popleft()
+            await self._consume_counted(msgs, pq, mq, trace)
             streak += 1
             if streak >= 64:  # listeners that never suspend must not starve the pulls
                 streak = 0
                 await asyncio.sleep(0)
 
     async def _consume_counted(
-        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, trace: Any
     ) -> None:
         self._running += 1
         self._idle.clear()
         try:
-            await self._consume(msgs, pq, mq)
+            await self._consume(msgs, pq, mq, trace)
         except Exception:
             logger.exception("consume of %d messages from %s failed", len(msgs), mq)
         finally:
@@ -401,24 +442,34 @@ class ConcurrentConsumeService(_ServiceBase):
                 self._idle.set()
 
     def _prepare(self, msgs: list[MessageExt], mq: MessageQueue) -> ConsumeConcurrentlyContext:
-        reset_retry_topic(msgs, self.consumer.retry_topic)
+        # (the retry topics were reset by ``submit``)
         start = str(self.consumer.clock.now_ms())
         for msg in msgs:
             msg.properties[props.CONSUME_START_TIMESTAMP] = start
         return ConsumeConcurrentlyContext(mq)
 
-    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+    async def _consume(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, trace: Any
+    ) -> None:
         if pq.dropped:
+            if trace.__class__ is int:  # captured at submit, never delivered
+                self.consumer.tracer.cancel(trace)  # type: ignore[union-attr]
             return
         ctx = self._prepare(msgs, mq)
         clock = self.consumer.clock
         tracer = self.consumer.tracer
         before = None
+        began = -1
         if tracer is not None:
             # the hooks are instance attributes: loaded, then called (``tracer.hook(...)``
             # would take the unspecialized method lookup on every delivery)
-            hook_before = tracer.hook_before
-            before = hook_before(msgs)
+            if trace is NotImplemented:  # not captured at submit
+                hook_before = tracer.hook_before
+                before = hook_before(msgs)
+            elif trace is not None:  # captured at submit: the start is stamped now
+                now_ns = tracer.now_ns
+                began = now_ns()
+                before = trace
         begin = clock.monotonic()
         raised = False
         try:
@@ -438,10 +489,14 @@ class ConcurrentConsumeService(_ServiceBase):
             if status is _SUCCESS and (
                 (seconds < 1.0 and timeout_ms >= 1000) or seconds * 1000 < timeout_ms
             ):
-                hook_after = tracer.hook_after  # type: ignore[union-attr]
-                hook_after(before, len(msgs))
+                if began >= 0:
+                    hook_end = tracer.hook_end  # type: ignore[union-attr]
+                    hook_end(before, len(msgs), began)  # type: ignore[arg-type]
+                else:
+                    hook_after = tracer.hook_after  # type: ignore[union-attr]
+                    hook_after(before, len(msgs))
             else:
-                self.trace_after(before, len(msgs), status, raised, seconds)
+                self.trace_after(before, len(msgs), status, raised, seconds, began)
         pending = self._apply(msgs, pq, mq, ctx, status, seconds)
         if pending is not None:
             await pending
@@ -573,6 +628,11 @@ class ConcurrentConsumeService(_ServiceBase):
         """Stop taking work; wait for running listeners; queued chunks are left (their
         offsets are not committed, so they are delivered again)."""
         self.stopped = True
+        tracer = self.consumer.tracer
+        if tracer is not None:
+            for _, _, _, trace in self._work:  # never delivered: their captured entries go
+                if trace.__class__ is int:
+                    tracer.cancel(trace)
         self._work.clear()
         for waiter, _, _ in self._waiters:
             if not waiter.done():

@@ -33,6 +33,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from types import NotImplementedType
 from typing import Any
 
 from ariane.client._send import PreparedSend
@@ -45,6 +46,8 @@ from ariane.client._trace_records import (
     call_data,
     hook_after,
     hook_before,
+    hook_capture,
+    hook_end,
     new_counter,
     new_entries,
     sub_after,
@@ -325,7 +328,10 @@ class ConsumeTracer(_Tracer):
     The consume services call ``hook_before`` / ``hook_after``: a listener call of one message
     is one compact entry of the tracer's entry buffer (``entries``), whose records the
     dispatcher's worker writes in one call; the end of an entry the worker already took goes in
-    a later round (``entry_late``). Otherwise (several messages, unusual values, another
+    a later round (``entry_late``). The coroutine service reads a pulled list's SubBefore
+    values once, in one loop, when it queues the list (``hook_capture``: captured entries, not
+    written before their delivery); a delivery then only stamps its start and ends its entry
+    with it (``hook_end``, ``end_captured``), and a chunk never delivered is ``cancel``-ed. Otherwise (several messages, unusual values, another
     dispatcher) a listener call is one queue item holding both records: ``before`` queues an open pair
     with what it read from the messages (no encoding), ``after`` completes it, and the
     dispatcher's worker has ``encode_pairs`` write the records of every pair of its round in
@@ -336,7 +342,7 @@ class ConsumeTracer(_Tracer):
     exactly what ``sub_before_record`` and ``sub_after_record`` write.
     """
 
-    __slots__ = ("entries", "hook_after", "hook_before")
+    __slots__ = ("entries", "hook_after", "hook_before", "hook_capture", "hook_end")
 
     def __init__(
         self, dispatcher: AsyncTraceDispatcher, group: str, clock: Clock | None = None
@@ -349,6 +355,15 @@ class ConsumeTracer(_Tracer):
         self.hook_before: Callable[[Sequence[MessageExt]], TraceBefore | None] = self.before
         #: ``after(before, count, True, SUCCESS)``: the usual end, likewise
         self.hook_after: Callable[[TraceBefore, int], None] = self._after_usual
+        #: ``chunks`` -> per chunk a captured entry's handle, None (not traced) or
+        #: NotImplemented (``hook_before`` at the delivery) (``_trace_records.hook_capture``);
+        #: None with any other dispatcher (nothing is captured)
+        self.hook_capture: (
+            Callable[[list[list[MessageExt]]], list[int | NotImplementedType | None]] | None
+        ) = None
+        #: ``(handle, count, began_ns)``: the usual end of a captured entry
+        #: (``_trace_records.hook_end``)
+        self.hook_end: Callable[[int, int, int], None] = self._end_usual
         #: the hooks' entries (one compact entry per listener call of one message, written
         #: by the dispatcher's worker: ``attach_entries``); None with any other dispatcher
         self.entries: EntryBuffer | None = None
@@ -379,9 +394,62 @@ class ConsumeTracer(_Tracer):
             self.hook_after = bind(
                 hook_after, self, self.now_ns, _SUCCESS, dispatcher.stats, entries
             )
+            self.hook_capture = bind(
+                hook_capture, self, self.trace_topic, _request_counter, DEFAULT_REGION_ID, entries
+            )
+            self.hook_end = bind(
+                hook_end,
+                self,
+                self.now_ns,
+                dispatcher.stats,
+                entries,
+                dispatcher,
+                dispatcher._queue,
+                vars(dispatcher),
+            )
 
     def _after_usual(self, before: TraceBefore, count: int) -> None:
         self.after(before, count, True, _SUCCESS)
+
+    def _end_usual(self, handle: int, count: int, began_ns: int) -> None:
+        self.end_captured(handle, began_ns, count, True, _SUCCESS)
+
+    def end_captured(
+        self, handle: int, began_ns: int, count: int, success: bool, outcome: ConsumeReturnType
+    ) -> None:
+        """Record the listener call of the captured entry ``handle``, started at ``began_ns``
+        and ended now: both its records at once, as ``before`` and ``after`` would have
+        recorded them (the room test, counted two, the worker woken as for an append)."""
+        entries = self.entries
+        if entries is None:
+            return
+        try:
+            dispatcher = self.dispatcher
+            if dispatcher._queued() >= dispatcher._room:  # full, or closed
+                if entries.cancel(handle):
+                    dispatcher._drop(None)
+                else:
+                    self.entry_late(-1)
+                return
+            if entries.end(handle, self.now_ns(), count, success, int(outcome), began_ns) != 2:
+                self.entry_late(-1)  # unknown: the buffer was cleared (the dispatcher closed)
+                return
+            dispatcher.stats.appended += 2
+            dispatcher.wake_if_due()
+        except Exception:
+            entries.cancel(handle)
+            logger.warning("recording a SubAfter trace failed", exc_info=True)
+
+    def cancel(self, handle: int) -> None:
+        """Drop the captured entry ``handle``: its chunk is never delivered (a dropped queue,
+        the service stopped); nothing is written or counted for it."""
+        entries = self.entries
+        if entries is None:
+            return
+        try:
+            entries.cancel(handle)
+        except Exception:
+            logger.warning("dropping a captured trace entry failed", exc_info=True)
 
     def entry_late(self, answer: int) -> None:
         """The end of an entry the worker had taken (``answer`` 1: its SubBefore went, the

@@ -307,7 +307,7 @@ _U64 = 1 << 64
 _I64 = 1 << 63
 #: entry states (``EntryBufferPy``): running, running with its SubBefore written, ended, ended
 #: with its SubBefore written
-_OPEN, _SENT, _ENDED, _ENDED_SENT = 0, 1, 2, 3
+_CAPTURED, _OPEN, _SENT, _ENDED, _ENDED_SENT = -1, 0, 1, 2, 3
 
 
 def _ns(x: Any) -> int:
@@ -351,10 +351,14 @@ class EntryBufferPy:
     the dispatcher's worker has ``take`` write the records of every pending entry in one call
     (SubBefore, and SubAfter when the call ended, as ``sub_records_py`` writes them, cut into
     items as it cuts them); an entry whose call still runs stays with its SubBefore written,
-    and its SubAfter goes in a later round. ``len``: the entries with records to write. Any
-    thread (a lock here; the GIL in the compiled twin)."""
+    and its SubAfter goes in a later round. ``capture`` records what a SubBefore reads of a
+    message not delivered yet (the pull answer's list, read in one loop): a captured entry has
+    no records to write (``take`` leaves it) until ``end`` gives its start and end at once
+    (answer 2), or ``cancel`` drops it (never delivered). ``len``: the entries with records to
+    write; ``captured()``: the captured ones. Any thread (a lock here; the GIL in the compiled
+    twin)."""
 
-    __slots__ = ("_by_seq", "_entries", "_lock", "_next", "_pending")
+    __slots__ = ("_by_seq", "_captured", "_entries", "_lock", "_next", "_pending")
 
     def __init__(self) -> None:
         #: [seq, state, began ns, region, number, topic, msgId, retries, keys, end ns, count,
@@ -364,9 +368,14 @@ class EntryBufferPy:
         self._lock = threading.Lock()
         self._next = 0
         self._pending = 0
+        self._captured = 0
 
     def __len__(self) -> int:
         return self._pending
+
+    def captured(self) -> int:
+        """The captured entries not started yet."""
+        return self._captured
 
     def add(
         self,
@@ -384,12 +393,36 @@ class EntryBufferPy:
         _i64(retries)
         if not all(map(_text_ok, (region, topic, msg_id))) or not (keys is None or _text_ok(keys)):
             raise TypeError("not a str with a UTF-8 form")
+        return self._push(_OPEN, began_ns, region, number, topic, msg_id, retries, keys)
+
+    def capture(
+        self, region: str, number: int, topic: str, msg_id: str, retries: int, keys: str | None
+    ) -> int:
+        """Record what a SubBefore of a message not delivered yet reads; its handle (the entry
+        has no start time and nothing to write until ``end`` gives it one)."""
+        _u64(number)
+        _i64(retries)
+        if not all(map(_text_ok, (region, topic, msg_id))) or not (keys is None or _text_ok(keys)):
+            raise TypeError("not a str with a UTF-8 form")
+        return self._push(_CAPTURED, 0, region, number, topic, msg_id, retries, keys)
+
+    def _push(
+        self,
+        state: int,
+        began_ns: int,
+        region: str,
+        number: int,
+        topic: str,
+        msg_id: str,
+        retries: int,
+        keys: str | None,
+    ) -> int:
         with self._lock:
             seq = self._next
             self._next += 1
             entry = [
                 seq,
-                _OPEN,
+                state,
                 began_ns,
                 region,
                 number,
@@ -404,22 +437,55 @@ class EntryBufferPy:
             ]
             self._entries.append(entry)
             self._by_seq[seq] = entry
-            self._pending += 1
+            if state == _CAPTURED:
+                self._captured += 1
+            else:
+                self._pending += 1
         return seq
 
-    def end(self, handle: int, now_ns: int, count: int, success: bool, code: int) -> int:
+    def cancel(self, handle: int) -> bool:
+        """Drop the captured entry ``handle`` (its message was never delivered); ``False``
+        when there is none (unknown, or started)."""
+        _u64(handle)
+        with self._lock:
+            entry = self._by_seq.get(handle)
+            if entry is None or entry[1] != _CAPTURED:
+                return False
+            del self._by_seq[handle]
+            self._entries.remove(entry)
+            self._captured -= 1
+            return True
+
+    def end(
+        self,
+        handle: int,
+        now_ns: int,
+        count: int,
+        success: bool,
+        code: int,
+        began_ns: int | None = None,
+    ) -> int:
         """The end of the call ``handle``: 0 (recorded), 1 (its SubBefore was already written:
-        pending again), -1 (unknown handle, or already ended)."""
+        pending again), 2 (a captured entry, started at ``began_ns``: both records pending),
+        -1 (unknown handle, already ended, or ``began_ns`` given for an entry not captured or
+        not given for a captured one)."""
         _u64(handle)
         _ns(now_ns)
         _i64(count)
         ok = bool(success)
         _i64(code)
+        began = -1 if began_ns is None else _ns(began_ns)
         with self._lock:
             entry = self._by_seq.get(handle)
-            if entry is None or entry[1] >= _ENDED:
+            if entry is None or entry[1] >= _ENDED or (entry[1] == _CAPTURED) != (began >= 0):
                 return -1
             entry[9:13] = [now_ns, count, ok, code]
+            if entry[1] == _CAPTURED:
+                entry[1] = _ENDED
+                entry[2] = began
+                self._captured -= 1
+                self._pending += 1
+                return 2
             if entry[1] == _SENT:
                 entry[1] = _ENDED_SENT
                 self._pending += 1
@@ -430,7 +496,7 @@ class EntryBufferPy:
     def clear(self) -> int:
         """Drop every entry; how many had records to write."""
         with self._lock:
-            pending, self._pending = self._pending, 0
+            pending, self._pending, self._captured = self._pending, 0, 0
             self._entries, self._by_seq = [], {}
         return pending
 
@@ -467,7 +533,7 @@ class EntryBufferPy:
             for entry in self._entries:
                 keys = entry[8]
                 chars = len(entry[6]) + 1 + (len(keys) + 1 if keys else 0)
-                if entry[1] != _SENT and chars > limit:
+                if entry[1] not in (_SENT, _CAPTURED) and chars > limit:
                     return None
             written = self._move()
         items = _write(written, group, request_prefix, item_chars, item_key_chars)
@@ -475,12 +541,12 @@ class EntryBufferPy:
 
     def _move(self) -> list[list[Any]]:
         """Move the pending entries out (copies; the running ones stay, their SubBefore
-        taken); under the lock."""
+        taken; the captured ones stay as they are); under the lock."""
         kept: list[list[Any]] = []
         written: list[list[Any]] = []
         for entry in self._entries:
             state = entry[1]
-            if state == _SENT:
+            if state in (_SENT, _CAPTURED):
                 kept.append(entry)
                 continue
             written.append(entry[:])
@@ -569,7 +635,23 @@ class EntryBuffer(Protocol):
         keys: str | None,
     ) -> int: ...
 
-    def end(self, handle: int, now_ns: int, count: int, success: bool, code: int) -> int: ...
+    def capture(
+        self, region: str, number: int, topic: str, msg_id: str, retries: int, keys: str | None
+    ) -> int: ...
+
+    def end(
+        self,
+        handle: int,
+        now_ns: int,
+        count: int,
+        success: bool,
+        code: int,
+        began_ns: int | None = None,
+    ) -> int: ...
+
+    def cancel(self, handle: int) -> bool: ...
+
+    def captured(self) -> int: ...
 
     def clear(self) -> int: ...
 
@@ -696,6 +778,112 @@ def hook_after_py(
         owner.hook_failed("SubAfter", exc)
 
 
+def hook_capture_py(
+    owner: Any,
+    trace_topic: str,
+    counter: Iterator[int],
+    default_region: str,
+    entries: EntryBuffer,
+    chunks: list[list[MessageExt]],
+) -> list[int | NotImplementedType | None]:
+    """The SubBefore reading of ``hook_before_py`` for every chunk of a pulled list in one
+    loop, before any is delivered: per chunk the handle of a captured entry (``entries.capture``:
+    read and numbered, no start time, nothing to write until ``hook_end_py`` ends it or
+    ``entries.cancel`` drops it), ``None`` (not traced) or ``NotImplemented`` (``hook_before``
+    at the delivery: not one message, unusual values, or a failure, which ``owner.hook_failed``
+    logs once)."""
+    out: list[int | NotImplementedType | None] = []
+    usual = trace_topic.__class__ is str and default_region.__class__ is str
+    for chunk in chunks:
+        if not usual or chunk.__class__ is not list or len(chunk) != 1:
+            out.append(NotImplemented)
+            continue
+        try:
+            out.append(_capture_one(trace_topic, counter, default_region, entries, chunk[0]))
+        except Exception as exc:
+            owner.hook_failed("SubBefore", exc)
+            out.extend([NotImplemented] * (len(chunks) - len(out)))
+            break
+    return out
+
+
+def _capture_one(
+    trace_topic: str,
+    counter: Iterator[int],
+    default_region: str,
+    entries: EntryBuffer,
+    msg: MessageExt,
+) -> int | NotImplementedType | None:
+    p = msg.properties
+    topic = msg.topic
+    if p.__class__ is not dict or topic.__class__ is not str:
+        return NotImplemented  # type: ignore[no-any-return]  # typeshed: a subclass of Any
+    switch, region, uniq, keys = (
+        p.get(TRACE_SWITCH), p.get(MSG_REGION), p.get(UNIQ_KEY), p.get(KEYS)
+    )  # fmt: skip
+    if any(v is not None and v.__class__ is not str for v in (switch, region, uniq, keys)):
+        return NotImplemented  # type: ignore[no-any-return]  # typeshed: a subclass of Any
+    if switch == "false" or topic.startswith(trace_topic):
+        return None
+    region = region or default_region
+    msg_id = uniq or msg.offset_msg_id
+    retries = msg.reconsume_times
+    if (
+        retries.__class__ is not int
+        or not all(map(_text_ok, (region, topic, msg_id)))
+        or (keys is not None and not _text_ok(keys))
+        or not -_I64 <= retries < _I64
+    ):
+        return NotImplemented  # type: ignore[no-any-return]  # typeshed: a subclass of Any
+    return entries.capture(region, _u64(next(counter)), topic, msg_id, retries, keys)
+
+
+def hook_end_py(
+    owner: Any,
+    now_ns: Callable[[], int],
+    stats: Any,
+    entries: EntryBuffer,
+    dispatcher: Any,
+    queue: Any,
+    attrs: dict[str, Any],
+    handle: int,
+    count: int,
+    began_ns: int,
+) -> None:
+    """The usual end (success) of the captured entry ``handle``, whose call started at
+    ``began_ns``: what ``hook_before_py`` and ``hook_after_py`` did for its records, at once.
+    When the queued items and pending entries reach ``attrs["_room"]`` the entry is dropped and
+    ``dispatcher._drop(None)``; else both records are pending (``entries.end``), counted
+    (``stats.appended += 2``) and the worker woken as ``_enqueue`` wakes it. An unknown handle
+    (the buffer was cleared): ``owner.entry_late(-1)``. An ``Exception`` goes to
+    ``owner.hook_failed`` (the entry dropped)."""
+    try:
+        handle = _u64(handle)
+    except Exception as exc:
+        owner.hook_failed("SubAfter", exc)
+        return
+    try:
+        _i64(count)
+        began = _ns(began_ns)
+        now = _ns(now_ns())
+        if len(queue) + len(entries) >= attrs["_room"]:  # full, or closed
+            if entries.cancel(handle):
+                dispatcher._drop(None)
+            else:
+                owner.entry_late(-1)
+            return
+        if entries.end(handle, now, count, True, 0, began) != 2:
+            owner.entry_late(-1)
+            return
+        stats.appended += 2
+        if len(queue) + len(entries) >= attrs["_wake_at"]:
+            attrs["_wake_at"] = _NEVER
+            dispatcher._notify()
+    except Exception as exc:
+        entries.cancel(handle)  # no record of a call whose end failed
+        owner.hook_failed("SubAfter", exc)
+
+
 #: the compiled hooks of this version (they take an entry buffer): a stale build's hooks of the
 #: same names took the queue's append, so they are used only next to ``trace_entries``
 _hooks = native.speedups if _new_entries_c is not None else None
@@ -705,6 +893,12 @@ hook_before: Callable[..., int | list[Any] | None] = (
 )
 #: ``hook_after_py``, or its compiled twin
 hook_after: Callable[..., None] = getattr(_hooks, "trace_hook_after", None) or hook_after_py
+#: ``hook_capture_py``, or its compiled twin
+hook_capture: Callable[..., list[int | NotImplementedType | None]] = (
+    getattr(_hooks, "trace_hook_capture", None) or hook_capture_py
+)
+#: ``hook_end_py``, or its compiled twin
+hook_end: Callable[..., None] = getattr(_hooks, "trace_hook_end", None) or hook_end_py
 #: ``functools.partial``, or its compiled twin (``trace_bind``: the hooks' bound arguments laid
 #: out on the C stack, where a partial allocates a stack per call of more than five arguments)
 bind: Callable[..., Callable[..., Any]] = getattr(_hooks, "trace_bind", None) or functools.partial

@@ -197,6 +197,8 @@ def _scenario(
 def test_the_compiled_hooks_are_used_when_built() -> None:
     assert _trace_records.hook_before is compiled("trace_hook_before")
     assert _trace_records.hook_after is compiled("trace_hook_after")
+    assert _trace_records.hook_capture is compiled("trace_hook_capture")
+    assert _trace_records.hook_end is compiled("trace_hook_end")
     assert type(_trace_records.new_entries()) is type(compiled("trace_entries")())
 
 
@@ -235,9 +237,32 @@ def test_consume_tracer_binds_the_hooks_to_its_dispatcher_only() -> None:
     class Sink(AsyncTraceDispatcher):  # may queue differently: the Python methods
         pass
 
+    hc = tracer.hook_capture
+    assert getattr(hc, "func", None) is _trace_records.hook_capture
+    assert getattr(hc, "args", None) == (
+        tracer,
+        tracer.trace_topic,
+        hb.args[3],  # type: ignore[attr-defined]
+        DEFAULT_REGION_ID,
+        entries,
+    )
+    he = tracer.hook_end
+    assert getattr(he, "func", None) is _trace_records.hook_end
+    assert getattr(he, "args", None) == (
+        tracer,
+        time.time_ns,
+        dispatcher.stats,
+        entries,
+        dispatcher,
+        dispatcher._queue,
+        vars(dispatcher),
+    )
+
     other = ConsumeTracer(consume_dispatcher(Sink), "cg")
     assert other.hook_before == other.before
     assert other.entries is None
+    assert other.hook_capture is None  # nothing captured: hook_before at each delivery
+    assert other.hook_end == other._end_usual
 
 
 def test_usual_deliveries_wake_once_per_round(caplog: pytest.LogCaptureFixture) -> None:
