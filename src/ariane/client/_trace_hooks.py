@@ -394,9 +394,15 @@ class ConsumeTracer(_Tracer):
             self.hook_after = bind(
                 hook_after, self, self.now_ns, _SUCCESS, dispatcher.stats, entries
             )
-            self.hook_capture = bind(
-                hook_capture, self, self.trace_topic, _request_counter, DEFAULT_REGION_ID, entries
-            )
+            if hasattr(entries, "capture"):  # not a stale build's buffer (no captured entries)
+                self.hook_capture = bind(
+                    hook_capture,
+                    self,
+                    self.trace_topic,
+                    _request_counter,
+                    DEFAULT_REGION_ID,
+                    entries,
+                )
             self.hook_end = bind(
                 hook_end,
                 self,

@@ -619,3 +619,19 @@ def test_captured_deliveries_record_each_outcome() -> None:
 
 async def _back(msg: Any, delay: int, broker: Any) -> bool:
     return True
+
+
+def test_a_stale_buffer_without_capture_is_never_captured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build of before the capture (its buffer has no ``capture``): every delivery goes the
+    per-delivery way, nothing is logged."""
+    from ariane.client import _trace_hooks
+
+    class Stale(EntryBufferPy):
+        @property
+        def capture(self) -> Any:
+            raise AttributeError("capture")
+
+    monkeypatch.setattr(_trace_hooks, "new_entries", Stale)
+    tracer = ConsumeTracer(consume_dispatcher(), "cg")
+    assert isinstance(tracer.entries, Stale)
+    assert tracer.hook_capture is None
