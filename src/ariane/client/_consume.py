@@ -76,6 +76,12 @@ _CAN_CONSUME_NOW = _enter_task is not None and _leave_task is not None
 
 logger = logging.getLogger(__name__)
 
+
+class ListenerCancelled(Exception):
+    """A listener raised ``CancelledError`` without its task being cancelled: handled as
+    any exception of a listener (the messages are consumed again later)."""
+
+
 _SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
@@ -139,14 +145,23 @@ class _ServiceBase:
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def call_listener(self, msgs: list[MessageExt], ctx: Any) -> Any:
-        """Run the listener on ``msgs`` (exceptions propagate)."""
-        if self.is_coro:
-            return await self.listener(msgs, ctx)
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self.executor, self.listener, msgs, ctx)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        """Run the listener on ``msgs`` (exceptions propagate). A ``CancelledError`` the
+        listener raises while its task is not being cancelled is its own failure, as any
+        exception is (``ListenerCancelled``: consumed again later); before, it ended the
+        worker that ran it, and with the last worker gone nothing was consumed any more."""
+        try:
+            if self.is_coro:
+                return await self.listener(msgs, ctx)
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(self.executor, self.listener, msgs, ctx)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the task itself is cancelled (stop, or the caller's timeout)
+            raise ListenerCancelled("the listener raised CancelledError") from exc
 
     def trace_after(
         self,
@@ -479,6 +494,11 @@ class ConcurrentConsumeService(_ServiceBase):
                 "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
             )
             status, raised = None, True
+        except asyncio.CancelledError:  # this worker is cancelled: its trace entry is ended
+            if before is not None:
+                seconds = clock.monotonic() - begin
+                self.trace_after(before, len(msgs), None, True, seconds, began)
+            raise
         seconds = clock.monotonic() - begin
         if before is not None:
             timeout_ms = self.consumer.consume_timeout_ms
@@ -555,7 +575,8 @@ class ConcurrentConsumeService(_ServiceBase):
                     status = listener(msgs, ctx)
                 if inspect.isawaitable(status):
                     status = asyncio.run_coroutine_threadsafe(_awaited(status), loop).result()
-            except Exception:
+            except (Exception, asyncio.CancelledError):  # nothing cancels this thread: the
+                # listener's own CancelledError is a failure (before, it ended the thread)
                 logger.warning(
                     "listener of %s raised; will reconsume", self.consumer.group, exc_info=True
                 )

@@ -635,3 +635,107 @@ def test_a_stale_buffer_without_capture_is_never_captured(monkeypatch: pytest.Mo
     tracer = ConsumeTracer(consume_dispatcher(), "cg")
     assert isinstance(tracer.entries, Stale)
     assert tracer.hook_capture is None
+
+
+def test_a_listener_raising_cancelled_error_is_a_failed_consume_not_a_lost_worker() -> None:
+    """A listener's own ``CancelledError`` (its task not cancelled) is handled as any exception:
+    the message goes back for a later consume, its captured entry ends as EXCEPTION, and the
+    only worker goes on with the next message (before, the worker ended with it: ``b`` was
+    never consumed and the entries of ``c`` and ``b`` stayed captured)."""
+    seen: list[str] = []
+    backs: list[str] = []
+
+    async def listener(msgs: list[Any], ctx: Any) -> Any:
+        name = msgs[0].properties[UNIQ_KEY]
+        seen.append(name)
+        await asyncio.sleep(0)
+        if name == "c":
+            raise asyncio.CancelledError()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def back(msg: Any, delay: int, broker: Any) -> bool:
+        backs.append(msg.properties[UNIQ_KEY])
+        return True
+
+    async def go() -> None:
+        service, tracer, dispatcher = _service(listener)
+        service.consumer.send_message_back = back  # type: ignore[attr-defined]
+        service.start()
+        await asyncio.sleep(0)
+        msgs = [consumed_message("T", {UNIQ_KEY: n}) for n in "acb"]
+        for i, m in enumerate(msgs):
+            m.queue_offset = i
+        pq = _queued(msgs)
+        service.submit(msgs, pq, MQ, True)
+        assert tracer.entries is not None
+        for _ in range(1000):
+            if seen == ["a", "c", "b"] and tracer.entries.captured() == 0:
+                break
+            await asyncio.sleep(0.001)
+        await asyncio.wait_for(service.stop(), 5)
+        assert seen == ["a", "c", "b"]
+        assert backs == ["c"]
+        assert tracer.entries.captured() == 0
+        got = sorted(
+            (r.bean.msg_id, r.trace_type.value, r.context_code, r.success)
+            for r in _records(dispatcher)
+        )
+        assert got == [
+            ("a", "SubAfter", 0, True),
+            ("a", "SubBefore", 0, True),
+            ("b", "SubAfter", 0, True),
+            ("b", "SubBefore", 0, True),
+            ("c", "SubAfter", 2, False),  # EXCEPTION
+            ("c", "SubBefore", 0, True),
+        ]
+        assert dispatcher.stats.discarded == 0
+
+    asyncio.run(go())
+
+
+def test_a_thread_listener_raising_cancelled_error_keeps_its_thread() -> None:
+    """The same for a plain function run on the consume threads: ``c`` goes back, ``b`` is
+    consumed by the same (only) thread, both traced (before, the thread ended with ``c``)."""
+    seen: list[str] = []
+    backs: list[str] = []
+
+    def listener(msgs: list[Any], ctx: Any) -> Any:
+        name = msgs[0].properties[UNIQ_KEY]
+        seen.append(name)
+        if name == "c":
+            raise asyncio.CancelledError()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def back(msg: Any, delay: int, broker: Any) -> bool:
+        backs.append(msg.properties[UNIQ_KEY])
+        return True
+
+    async def go() -> None:
+        service, _tracer, dispatcher = _service(listener)
+        service.consumer.send_message_back = back  # type: ignore[attr-defined]
+        service.start()
+        msgs = [consumed_message("T", {UNIQ_KEY: n}) for n in "acb"]
+        for i, m in enumerate(msgs):
+            m.queue_offset = i
+        service.submit(msgs, _queued(msgs), MQ, True)
+        for _ in range(2000):
+            if backs and len(seen) == 3 and service._running == 0:
+                break
+            await asyncio.sleep(0.001)
+        await asyncio.wait_for(service.stop(), 5)
+        assert seen == ["a", "c", "b"]
+        assert backs == ["c"]
+        got = sorted(
+            (r.bean.msg_id, r.trace_type.value, r.context_code, r.success)
+            for r in _records(dispatcher)
+        )
+        assert got == [
+            ("a", "SubAfter", 0, True),
+            ("a", "SubBefore", 0, True),
+            ("b", "SubAfter", 0, True),
+            ("b", "SubBefore", 0, True),
+            ("c", "SubAfter", 2, False),  # EXCEPTION
+            ("c", "SubBefore", 0, True),
+        ]
+
+    asyncio.run(go())
