@@ -21,7 +21,7 @@ from typing import Generic, NamedTuple, TypeVar
 from ariane.client._admin_ops import AdminOps
 from ariane.client.message import MessageExt, MessageQueue, PullStatus
 from ariane.common.sysflag import PULL_SUBSCRIPTION
-from ariane.errors import ArianeError, InvalidArgumentError
+from ariane.errors import ArianeError, InvalidArgumentError, RequestTimeoutError
 from ariane.remoting.protocol import headers as h
 from ariane.remoting.protocol.admin_bodies import (
     ProducerTableInfo,
@@ -79,8 +79,10 @@ class BrokerAnswers(NamedTuple, Generic[T]):
 
 
 def describe_error(exc: BaseException, timeout_ms: int) -> str:
-    """One readable line for a failed broker request."""
-    if isinstance(exc, TimeoutError):
+    """One readable line for a failed broker request. The request's own deadline and the
+    caller's ``wait_for`` run out together; either is the same timeout (which fires first
+    depends on the loop's turn), so both read the same."""
+    if isinstance(exc, (TimeoutError, RequestTimeoutError)):
         return f"no answer within {timeout_ms} ms"
     text = str(exc).strip()
     return text or type(exc).__name__
