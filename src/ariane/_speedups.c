@@ -163,6 +163,18 @@ static PyObject *dp_name(PyObject *text, Py_ssize_t start, Py_ssize_t stop) {
     return PyUnicode_Substring(text, start, stop);
 }
 
+/* out[name] = value, both references consumed (either may be NULL: an error is set); 0 or -1
+ * with out released */
+static int dp_set(PyObject *out, PyObject *name, PyObject *value) {
+    int rc = value ? PyDict_SetItem(out, name, value) : -1;
+    Py_XDECREF(name);
+    Py_XDECREF(value);
+    if (rc < 0) {
+        Py_DECREF(out);
+    }
+    return rc;
+}
+
 /* "true", the value a send's WAIT has: handed out instead of a new str (an equal str) */
 static PyObject *DP_TRUE;
 
@@ -178,7 +190,6 @@ static PyObject *dp_scan1(PyObject *out, PyObject *text, Py_ssize_t n) {
         Py_ssize_t sep = q != NULL ? q - base : -1;
         if (sep > start && sep + 1 < end) {
             PyObject *name = dp_name(text, start, sep), *value = NULL;
-            int rc = -1;
             if (name != NULL) {
                 if (end - sep - 1 == 4 && DP_TRUE != NULL && memcmp(q + 1, "true", 4) == 0) {
                     value = Py_NewRef(DP_TRUE);
@@ -186,11 +197,7 @@ static PyObject *dp_scan1(PyObject *out, PyObject *text, Py_ssize_t n) {
                     value = PyUnicode_Substring(text, sep + 1, end);
                 }
             }
-            rc = value ? PyDict_SetItem(out, name, value) : -1;
-            Py_XDECREF(name);
-            Py_XDECREF(value);
-            if (rc < 0) {
-                Py_DECREF(out);
+            if (dp_set(out, name, value) < 0) {
                 return NULL;
             }
         }
@@ -244,11 +251,7 @@ static PyObject *decode_properties(PyObject *module, PyObject *text) {
         if (sep > start && sep + 1 < end) {
             PyObject *name = dp_name(text, start, sep);
             PyObject *value = name ? PyUnicode_Substring(text, sep + 1, end) : NULL;
-            int rc = value ? PyDict_SetItem(out, name, value) : -1;
-            Py_XDECREF(name);
-            Py_XDECREF(value);
-            if (rc < 0) {
-                Py_DECREF(out);
+            if (dp_set(out, name, value) < 0) {
                 return NULL;
             }
         }

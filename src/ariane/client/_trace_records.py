@@ -707,28 +707,12 @@ def hook_before_py(
             or default_region.__class__ is not str
         ):
             return owner.before(msgs)  # type: ignore[no-any-return]
-        msg = msgs[0]
-        p = msg.properties
-        topic = msg.topic
-        if p.__class__ is not dict or topic.__class__ is not str:
-            return owner.before(msgs)  # type: ignore[no-any-return]
-        switch, region, uniq, keys = (
-            p.get(TRACE_SWITCH), p.get(MSG_REGION), p.get(UNIQ_KEY), p.get(KEYS)
-        )  # fmt: skip
-        if any(v is not None and v.__class__ is not str for v in (switch, region, uniq, keys)):
-            return owner.before(msgs)  # type: ignore[no-any-return]
-        if switch == "false" or topic.startswith(trace_topic):
+        read = _read_usual(trace_topic, default_region, msgs[0])
+        if read is None:
             return None
-        region = region or default_region
-        msg_id = uniq or msg.offset_msg_id
-        retries = msg.reconsume_times
-        if (
-            retries.__class__ is not int
-            or not all(map(_text_ok, (region, topic, msg_id)))
-            or (keys is not None and not _text_ok(keys))
-            or not -_I64 <= retries < _I64
-        ):
+        if read is NotImplemented:
             return owner.before(msgs)  # type: ignore[no-any-return]
+        region, topic, msg_id, retries, keys = read
         began = _ns(now_ns())
         number = _u64(next(counter))
         if len(queue) + len(entries) >= attrs["_room"]:  # full, or closed
@@ -814,6 +798,20 @@ def _capture_one(
     entries: EntryBuffer,
     msg: MessageExt,
 ) -> int | NotImplementedType | None:
+    read = _read_usual(trace_topic, default_region, msg)
+    if read is None or read is NotImplemented:
+        return read
+    region, topic, msg_id, retries, keys = read
+    return entries.capture(region, _u64(next(counter)), topic, msg_id, retries, keys)
+
+
+def _read_usual(
+    trace_topic: str, default_region: str, msg: MessageExt
+) -> tuple[str, str, str, int, str | None] | NotImplementedType | None:
+    """What a SubBefore entry holds of ``msg`` (region, topic, msgId, retries, keys), ``None``
+    for a message not traced (``TRACE_ON=false``, the trace topic itself), ``NotImplemented``
+    for what the entry buffer does not hold (values that are not exact ``str``/``dict``/``int``,
+    a str without a UTF-8 form, retries past 64 bits)."""
     p = msg.properties
     topic = msg.topic
     if p.__class__ is not dict or topic.__class__ is not str:
@@ -835,7 +833,7 @@ def _capture_one(
         or not -_I64 <= retries < _I64
     ):
         return NotImplemented  # type: ignore[no-any-return]  # typeshed: a subclass of Any
-    return entries.capture(region, _u64(next(counter)), topic, msg_id, retries, keys)
+    return region, topic, msg_id, retries, keys
 
 
 def hook_end_py(
