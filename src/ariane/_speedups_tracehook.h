@@ -612,6 +612,47 @@ static int th_queued(PyObject *queue, PyObject *entries, Py_ssize_t *out) {
     return 0;
 }
 
+/* What a SubBefore entry holds of msg, read as trace_hook_before and trace_hook_capture read it
+ * (tb_read_msg, the TRACE_ON and trace-topic tests, the region, msgId and retries): 0 usual (r;
+ * *region borrowed; *msg_id and *retries_obj new references; *retries), 1 not traced, 2 unusual
+ * (the general path), -1 an error set. The caller clears r, *msg_id and *retries_obj. */
+static int th_read_usual(PyObject *msg, PyObject *trace_topic, PyObject *default_region,
+                         tb_read *r, PyObject **region, PyObject **msg_id, PyObject **retries_obj,
+                         long long *retries) {
+    int rc = tb_read_msg(msg, r);
+    if (rc == -2) {
+        return -1;
+    }
+    if (rc == 1) {
+        return 2;
+    }
+    if ((r->sw != NULL && PyUnicode_GET_LENGTH(r->sw) == 5 &&
+         PyUnicode_CompareWithASCIIString(r->sw, "false") == 0) ||
+        (PyUnicode_GET_LENGTH(r->topic) >= PyUnicode_GET_LENGTH(trace_topic) &&
+         PyUnicode_Tailmatch(r->topic, trace_topic, 0, PY_SSIZE_T_MAX, -1) == 1)) {
+        return 1;
+    }
+    *region = r->region != NULL && PyUnicode_GET_LENGTH(r->region) ? r->region : default_region;
+    if (r->uniq != NULL && PyUnicode_GET_LENGTH(r->uniq)) {
+        *msg_id = Py_NewRef(r->uniq);
+    } else if ((*msg_id = PyObject_GetAttr(msg, TB_OFFSET_ID)) == NULL) {
+        return -1;
+    }
+    if ((*retries_obj = sr_get(msg, TB_RETRIES, &TB_RETRIES_AT)) == NULL) {
+        return -1;
+    }
+    if (!PyLong_CheckExact(*retries_obj) || !te_text_ok(*region) || !te_text_ok(r->topic) ||
+        !te_text_ok(*msg_id) || (r->keys != NULL && !te_text_ok(r->keys))) {
+        return 2;
+    }
+    *retries = PyLong_AsLongLongAndOverflow(*retries_obj, &rc);
+    if (rc != 0 || (*retries == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 2;
+    }
+    return 0;
+}
+
 /* trace_hook_before(owner, trace_topic, now_ns, counter, default_region, dispatcher, queue,
  * entries, attrs, stats, msgs): sub_before's reading, the entry added (room: queued items and
  * pending entries against dispatcher._room, else dispatcher._drop(None) and None), counted, and
@@ -619,9 +660,9 @@ static int th_queued(PyObject *queue, PyObject *entries, Py_ssize_t *out) {
 static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     tb_read r = {NULL, NULL, NULL, NULL, NULL, NULL};
     PyObject *msgs, *msg, *msg_id = NULL, *retries_obj = NULL;
-    PyObject *region, *out = NULL, *attrs, *rv;
+    PyObject *region = NULL, *out = NULL, *attrs, *rv;
     te_buf *buf;
-    long long began, retries;
+    long long began, retries = 0;
     unsigned long long number, seq;
     Py_ssize_t queued, room, wake_at;
     int rc;
@@ -642,37 +683,16 @@ static PyObject *trace_hook_before(PyObject *self, PyObject *const *args, Py_ssi
         goto general;
     }
     msg = PyList_GET_ITEM(msgs, 0);
-    rc = tb_read_msg(msg, &r);
-    if (rc == -2) {
+    rc = th_read_usual(msg, args[1], args[4], &r, &region, &msg_id, &retries_obj, &retries);
+    if (rc < 0) {
         goto failed;
     }
-    if (rc == 1) {
+    if (rc == 2) {
         goto general;
     }
-    if ((r.sw != NULL && PyUnicode_GET_LENGTH(r.sw) == 5 &&
-         PyUnicode_CompareWithASCIIString(r.sw, "false") == 0) ||
-        (PyUnicode_GET_LENGTH(r.topic) >= PyUnicode_GET_LENGTH(args[1]) &&
-         PyUnicode_Tailmatch(r.topic, args[1], 0, PY_SSIZE_T_MAX, -1) == 1)) {
-        tb_clear(&r);
-        Py_RETURN_NONE;
-    }
-    region = r.region != NULL && PyUnicode_GET_LENGTH(r.region) ? r.region : args[4];
-    if (r.uniq != NULL && PyUnicode_GET_LENGTH(r.uniq)) {
-        msg_id = Py_NewRef(r.uniq);
-    } else if ((msg_id = PyObject_GetAttr(msg, TB_OFFSET_ID)) == NULL) {
-        goto failed;
-    }
-    if ((retries_obj = sr_get(msg, TB_RETRIES, &TB_RETRIES_AT)) == NULL) {
-        goto failed;
-    }
-    if (!PyLong_CheckExact(retries_obj) || !te_text_ok(region) || !te_text_ok(r.topic) ||
-        !te_text_ok(msg_id) || (r.keys != NULL && !te_text_ok(r.keys))) {
-        goto general;
-    }
-    retries = PyLong_AsLongLongAndOverflow(retries_obj, &rc);
-    if (rc != 0 || (retries == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        goto general;
+    if (rc == 1) { /* not traced */
+        out = Py_NewRef(Py_None);
+        goto done;
     }
     /* the values are usual: the clock and the counter, then the entry */
     if (th_now(args[2], &began) < 0) {
@@ -823,44 +843,23 @@ static PyObject *trace_hook_capture(PyObject *self, PyObject *const *args, Py_ss
     for (i = 0; i < n; i++) {
         tb_read r = {NULL, NULL, NULL, NULL, NULL, NULL};
         PyObject *chunk = PyList_GET_ITEM(chunks, i), *msg, *msg_id = NULL, *retries_obj = NULL;
-        PyObject *region, *item = Py_NotImplemented;
-        long long retries;
+        PyObject *region = NULL, *item = Py_NotImplemented;
+        long long retries = 0;
         unsigned long long number, seq;
         int rc;
         if (failed || !usual || !PyList_CheckExact(chunk) || PyList_GET_SIZE(chunk) != 1) {
             goto next;
         }
         msg = PyList_GET_ITEM(chunk, 0);
-        rc = tb_read_msg(msg, &r);
-        if (rc == -2) {
+        rc = th_read_usual(msg, args[1], args[3], &r, &region, &msg_id, &retries_obj, &retries);
+        if (rc < 0) {
             goto fail;
         }
-        if (rc == 1) {
+        if (rc == 2) {
             goto next;
         }
-        if ((r.sw != NULL && PyUnicode_GET_LENGTH(r.sw) == 5 &&
-             PyUnicode_CompareWithASCIIString(r.sw, "false") == 0) ||
-            (PyUnicode_GET_LENGTH(r.topic) >= PyUnicode_GET_LENGTH(args[1]) &&
-             PyUnicode_Tailmatch(r.topic, args[1], 0, PY_SSIZE_T_MAX, -1) == 1)) {
+        if (rc == 1) { /* not traced */
             item = Py_None;
-            goto next;
-        }
-        region = r.region != NULL && PyUnicode_GET_LENGTH(r.region) ? r.region : args[3];
-        if (r.uniq != NULL && PyUnicode_GET_LENGTH(r.uniq)) {
-            msg_id = Py_NewRef(r.uniq);
-        } else if ((msg_id = PyObject_GetAttr(msg, TB_OFFSET_ID)) == NULL) {
-            goto fail;
-        }
-        if ((retries_obj = sr_get(msg, TB_RETRIES, &TB_RETRIES_AT)) == NULL) {
-            goto fail;
-        }
-        if (!PyLong_CheckExact(retries_obj) || !te_text_ok(region) || !te_text_ok(r.topic) ||
-            !te_text_ok(msg_id) || (r.keys != NULL && !te_text_ok(r.keys))) {
-            goto next;
-        }
-        retries = PyLong_AsLongLongAndOverflow(retries_obj, &rc);
-        if (rc != 0 || (retries == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
             goto next;
         }
         if (tc_next(args[2], &number) < 0 ||

@@ -21,3 +21,17 @@ def consume_dispatcher(
         sender_factory=cast(Any, None),
         settings=TraceSettings(**settings),
     )
+
+
+class StepClock:
+    """A ``time_ns`` stand-in: ns stamps 1 ms apart; ``fail_at``: the call that raises."""
+
+    def __init__(self, fail_at: int = 0) -> None:
+        self.calls = 0
+        self.fail_at = fail_at
+
+    def __call__(self) -> int:
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise RuntimeError("clock broke")
+        return 1_765_000_000_123_456_789 + self.calls * 1_000_000

@@ -389,10 +389,6 @@ class EntryBufferPy:
     ) -> int:
         """Record a listener call's SubBefore values; its handle."""
         _ns(began_ns)
-        _u64(number)
-        _i64(retries)
-        if not all(map(_text_ok, (region, topic, msg_id))) or not (keys is None or _text_ok(keys)):
-            raise TypeError("not a str with a UTF-8 form")
         return self._push(_OPEN, began_ns, region, number, topic, msg_id, retries, keys)
 
     def capture(
@@ -400,10 +396,6 @@ class EntryBufferPy:
     ) -> int:
         """Record what a SubBefore of a message not delivered yet reads; its handle (the entry
         has no start time and nothing to write until ``end`` gives it one)."""
-        _u64(number)
-        _i64(retries)
-        if not all(map(_text_ok, (region, topic, msg_id))) or not (keys is None or _text_ok(keys)):
-            raise TypeError("not a str with a UTF-8 form")
         return self._push(_CAPTURED, 0, region, number, topic, msg_id, retries, keys)
 
     def _push(
@@ -417,6 +409,11 @@ class EntryBufferPy:
         retries: int,
         keys: str | None,
     ) -> int:
+        """Check the values (as ``add`` and ``capture`` promise) and add the entry."""
+        _u64(number)
+        _i64(retries)
+        if not all(map(_text_ok, (region, topic, msg_id))) or not (keys is None or _text_ok(keys)):
+            raise TypeError("not a str with a UTF-8 form")
         with self._lock:
             seq = self._next
             self._next += 1

@@ -35,26 +35,12 @@ from ariane.common import native
 from ariane.common.properties import KEYS, MSG_REGION, RETRY_TOPIC, TRACE_SWITCH, UNIQ_KEY
 from ariane.common.trace import DEFAULT_REGION_ID, ConsumeReturnType, decode_trace_data
 from tests.support.native import compiled
-from tests.support.trace import consume_dispatcher
+from tests.support.trace import StepClock, consume_dispatcher
 from tests.unit.client.fakes import consumed_message
 
 SUCCESS = ConsumeReturnType.SUCCESS
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 MQ = MessageQueue("T", "b", 0)
-
-
-class _Clock:
-    """ns stamps 1 ms apart; ``fail_at``: the call that raises."""
-
-    def __init__(self, fail_at: int = 0) -> None:
-        self.calls = 0
-        self.fail_at = fail_at
-
-    def __call__(self) -> int:
-        self.calls += 1
-        if self.calls == self.fail_at:
-            raise RuntimeError("clock broke")
-        return 1_765_000_000_123_456_789 + self.calls * 1_000_000
 
 
 Twin = tuple[Callable[..., Any], Callable[..., Any], Callable[[], Any]]
@@ -82,7 +68,7 @@ class _World:
         self.dispatcher.attach_entries(
             self.entries, functools.partial(self.entries.take, "cg", "PFX", 900, 120)
         )
-        self.clock = _Clock()
+        self.clock = StepClock()
         self.counter = itertools.count(41)
         self.wakes = 0
         self.dispatcher._notify = self._notify  # type: ignore[method-assign]
@@ -637,39 +623,56 @@ def test_a_stale_buffer_without_capture_is_never_captured(monkeypatch: pytest.Mo
     assert tracer.hook_capture is None
 
 
-def test_a_listener_raising_cancelled_error_is_a_failed_consume_not_a_lost_worker() -> None:
-    """A listener's own ``CancelledError`` (its task not cancelled) is handled as any exception:
-    the message goes back for a later consume, its captured entry ends as EXCEPTION, and the
-    only worker goes on with the next message (before, the worker ended with it: ``b`` was
-    never consumed and the entries of ``c`` and ``b`` stayed captured)."""
-    seen: list[str] = []
-    backs: list[str] = []
+def _cancelling_listener(seen: list[str], *, coroutine: bool) -> Any:
+    """A listener that raises ``CancelledError`` itself on ``c``: a coroutine (run on the
+    service's workers) or a plain function (run on its consume threads)."""
 
-    async def listener(msgs: list[Any], ctx: Any) -> Any:
+    def plain(msgs: list[Any], ctx: Any) -> Any:
         name = msgs[0].properties[UNIQ_KEY]
         seen.append(name)
-        await asyncio.sleep(0)
         if name == "c":
             raise asyncio.CancelledError()
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def coro(msgs: list[Any], ctx: Any) -> Any:
+        await asyncio.sleep(0)
+        return plain(msgs, ctx)
+
+    return coro if coroutine else plain
+
+
+@pytest.mark.parametrize("coroutine", [True, False], ids=["worker", "thread"])
+def test_a_listener_raising_cancelled_error_is_a_failed_consume_not_a_lost_worker(
+    coroutine: bool,
+) -> None:
+    """A listener's own ``CancelledError`` (its task not cancelled) is handled as any exception:
+    the message goes back for a later consume, its trace ends as EXCEPTION, and the only worker
+    (or consume thread) goes on with the next message (before, it ended with ``c``: ``b`` was
+    never consumed, and the coroutine path left the entries of ``c`` and ``b`` captured)."""
+    seen: list[str] = []
+    backs: list[str] = []
 
     async def back(msg: Any, delay: int, broker: Any) -> bool:
         backs.append(msg.properties[UNIQ_KEY])
         return True
 
     async def go() -> None:
-        service, tracer, dispatcher = _service(listener)
+        service, tracer, dispatcher = _service(_cancelling_listener(seen, coroutine=coroutine))
         service.consumer.send_message_back = back  # type: ignore[attr-defined]
         service.start()
         await asyncio.sleep(0)
         msgs = [consumed_message("T", {UNIQ_KEY: n}) for n in "acb"]
         for i, m in enumerate(msgs):
             m.queue_offset = i
-        pq = _queued(msgs)
-        service.submit(msgs, pq, MQ, True)
+        service.submit(msgs, _queued(msgs), MQ, True)
         assert tracer.entries is not None
-        for _ in range(1000):
-            if seen == ["a", "c", "b"] and tracer.entries.captured() == 0:
+        for _ in range(2000):
+            if (
+                seen == ["a", "c", "b"]
+                and backs
+                and service._running == 0
+                and tracer.entries.captured() == 0
+            ):
                 break
             await asyncio.sleep(0.001)
         await asyncio.wait_for(service.stop(), 5)
@@ -689,53 +692,5 @@ def test_a_listener_raising_cancelled_error_is_a_failed_consume_not_a_lost_worke
             ("c", "SubBefore", 0, True),
         ]
         assert dispatcher.stats.discarded == 0
-
-    asyncio.run(go())
-
-
-def test_a_thread_listener_raising_cancelled_error_keeps_its_thread() -> None:
-    """The same for a plain function run on the consume threads: ``c`` goes back, ``b`` is
-    consumed by the same (only) thread, both traced (before, the thread ended with ``c``)."""
-    seen: list[str] = []
-    backs: list[str] = []
-
-    def listener(msgs: list[Any], ctx: Any) -> Any:
-        name = msgs[0].properties[UNIQ_KEY]
-        seen.append(name)
-        if name == "c":
-            raise asyncio.CancelledError()
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    async def back(msg: Any, delay: int, broker: Any) -> bool:
-        backs.append(msg.properties[UNIQ_KEY])
-        return True
-
-    async def go() -> None:
-        service, _tracer, dispatcher = _service(listener)
-        service.consumer.send_message_back = back  # type: ignore[attr-defined]
-        service.start()
-        msgs = [consumed_message("T", {UNIQ_KEY: n}) for n in "acb"]
-        for i, m in enumerate(msgs):
-            m.queue_offset = i
-        service.submit(msgs, _queued(msgs), MQ, True)
-        for _ in range(2000):
-            if backs and len(seen) == 3 and service._running == 0:
-                break
-            await asyncio.sleep(0.001)
-        await asyncio.wait_for(service.stop(), 5)
-        assert seen == ["a", "c", "b"]
-        assert backs == ["c"]
-        got = sorted(
-            (r.bean.msg_id, r.trace_type.value, r.context_code, r.success)
-            for r in _records(dispatcher)
-        )
-        assert got == [
-            ("a", "SubAfter", 0, True),
-            ("a", "SubBefore", 0, True),
-            ("b", "SubAfter", 0, True),
-            ("b", "SubBefore", 0, True),
-            ("c", "SubAfter", 2, False),  # EXCEPTION
-            ("c", "SubBefore", 0, True),
-        ]
 
     asyncio.run(go())

@@ -36,22 +36,10 @@ from ariane.common.clock import ManualClock
 from ariane.common.properties import KEYS, MSG_REGION, TRACE_SWITCH, UNIQ_KEY
 from ariane.common.trace import DEFAULT_REGION_ID, ConsumeReturnType
 from tests.support.native import compiled
-from tests.support.trace import consume_dispatcher
+from tests.support.trace import StepClock, consume_dispatcher
 from tests.unit.client.fakes import consumed_message
 
 SUCCESS = ConsumeReturnType.SUCCESS
-
-
-class _Clock:
-    def __init__(self, fail_at: int = 0) -> None:
-        self.calls = 0
-        self.fail_at = fail_at
-
-    def __call__(self) -> int:
-        self.calls += 1
-        if self.calls == self.fail_at:
-            raise RuntimeError("clock broke")
-        return 1_765_000_000_123_456_789 + self.calls * 1_000_000
 
 
 class _World:
@@ -71,7 +59,7 @@ class _World:
         self.dispatcher.attach_entries(
             self.entries, functools.partial(self.entries.take, "cg", "PFX", 900, 120)
         )
-        self.clock = _Clock()
+        self.clock = StepClock()
         self.counter = itertools.count(41)
         self.wakes = 0
         self.notify_error: Exception | None = None
